@@ -1,0 +1,192 @@
+# libamldist and amlrun.  A hand-written Makefile: `make`, `make check`,
+# `make install PREFIX=/usr/local DESTDIR=`.  Everything is built under
+# $(BUILD); `make BUILD=build-asan SAN=1` gives an ASan+UBSan build beside it.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+LIBDIR  ?= $(PREFIX)/lib
+BINDIR  ?= $(PREFIX)/bin
+INCDIR  ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+PKGDIR  ?= $(LIBDIR)/pkgconfig
+
+CC      ?= cc
+CLANG   ?= clang
+MPICC   ?= mpicc
+SAN     ?=
+
+MAJOR := $(shell sed -n 's/^\#define AMLDIST_VERSION_MAJOR \([0-9]*\)/\1/p' include/amldist.h)
+MINOR := $(shell sed -n 's/^\#define AMLDIST_VERSION_MINOR \([0-9]*\)/\1/p' include/amldist.h)
+PATCH := $(shell sed -n 's/^\#define AMLDIST_VERSION_PATCH \([0-9]*\)/\1/p' include/amldist.h)
+VERSION := $(MAJOR).$(MINOR).$(PATCH)
+SONAME  := libamldist.so.$(MAJOR)
+
+HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
+
+# NCCL support is built when the CUDA toolkit and NCCL headers are present.
+CUDA_HOME ?= /usr/local/cuda
+HAVE_NCCL := $(shell test -f $(CUDA_HOME)/include/nccl.h && \
+                     test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1)
+ifeq ($(HAVE_NCCL),1)
+NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 -I$(CUDA_HOME)/include
+NCCL_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
+endif
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wformat=2 -Wvla
+CSTD     := -std=c11 -D_GNU_SOURCE
+OPT      ?= -O2 -g
+HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+ifeq ($(SAN),1)
+OPT      := -O1 -g -fno-omit-frame-pointer
+HARDEN   := -fsanitize=address,undefined -fno-sanitize-recover=all
+endif
+CFLAGS   ?=
+CPPFLAGS ?=
+LDFLAGS  ?=
+ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(HARDEN) -Iinclude $(HWLOC_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+LIB_CFLAGS  = $(ALL_CFLAGS) -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_CFLAGS)
+ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
+# The library reaches NCCL and the CUDA runtime through dlopen, so that
+# linking it (and starting amlrun) never loads them.
+LIB_LIBS    = $(HWLOC_LIBS) -ldl -lpthread
+
+# Sources: every lib/*.c is part of the library; launcher/*.c make amlrun;
+# each tools/*.c, examples/*.c and tests/unit/*.c is one program.
+LIB_SRCS   := $(wildcard lib/*.c)
+LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h lib/*.h)
+PIC_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
+STATIC_OBJS:= $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+RUN_SRCS   := $(wildcard launcher/*.c)
+RUN_HDRS   := $(wildcard launcher/*.h)
+RUN_OBJS   := $(RUN_SRCS:%.c=$(BUILD)/obj/%.o)
+TOOL_SRCS  := $(wildcard tools/*.c)
+ifneq ($(HAVE_NCCL),1)
+TOOL_SRCS  := $(filter-out %nccl%,$(TOOL_SRCS))
+endif
+EX_SRCS    := $(filter-out examples/mpi_%,$(wildcard examples/*.c))
+ifneq ($(HAVE_NCCL),1)
+EX_SRCS    := $(filter-out examples/nccl_%,$(EX_SRCS))
+endif
+HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPICC),1)
+MPI_EX_SRCS := $(wildcard examples/mpi_*.c)
+endif
+TEST_SRCS  := $(wildcard tests/unit/test_*.c)
+TEST_HELPERS := $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
+
+SHLIB   := $(BUILD)/lib/$(SONAME)
+SHLINK  := $(BUILD)/lib/libamldist.so
+STLIB   := $(BUILD)/lib/libamldist.a
+PCFILE  := $(BUILD)/lib/pkgconfig/amldist.pc
+AMLRUN  := $(BUILD)/bin/amlrun
+TOOLS   := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+EXAMPLES:= $(EX_SRCS:%.c=$(BUILD)/%) $(MPI_EX_SRCS:%.c=$(BUILD)/%)
+TESTS   := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+MANPAGES:= $(wildcard man/*.[1-8])
+
+# Programs find the library next to them, both in $(BUILD) and installed.
+RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+
+.PHONY: all lib tests check install uninstall clean
+all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
+lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
+tests: lib $(TESTS)
+
+$(BUILD)/pic/%.o: %.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/obj/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/launcher/%.o: launcher/%.c $(RUN_HDRS) include/amldist.h include/amldist/*.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(SHLIB): $(PIC_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(ALL_LDFLAGS) \
+	    -o $@ $(PIC_OBJS) $(LIB_LIBS)
+
+$(SHLINK): $(SHLIB)
+	ln -sf $(SONAME) $@
+
+$(STLIB): $(STATIC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $(STATIC_OBJS)
+
+$(PCFILE): Makefile include/amldist.h
+	@mkdir -p $(@D)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCDIR)' '' \
+	    'Name: amldist' \
+	    'Description: canonical distributed-training layout, topology and binding' \
+	    'Version: $(VERSION)' \
+	    'Requires.private: hwloc' \
+	    'Cflags: -I$${includedir}' \
+	    'Libs: -L$${libdir} -lamldist' \
+	    'Libs.private: -ldl -lpthread' > $@
+
+$(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
+
+$(BUILD)/bin/%: tools/%.c $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    -L$(BUILD)/lib -lamldist $(NCCL_LIBS) -lm $(RPATH)
+
+$(BUILD)/examples/nccl_%: examples/nccl_%.c $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    -L$(BUILD)/lib -lamldist $(NCCL_LIBS) $(RPATH)
+
+$(BUILD)/examples/mpi_%: examples/mpi_%.c $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(MPICC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -L$(BUILD)/lib -lamldist $(RPATH)
+
+$(BUILD)/examples/%: examples/%.c $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -L$(BUILD)/lib -lamldist $(RPATH)
+
+# Unit tests link the static library so they can reach internal functions.
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    $(TEST_HELPERS) $(STLIB) $(LIB_LIBS)
+
+# The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
+# real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks.
+check: all tests
+	tests/run.sh
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libamldist.so
+	install -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libamldist.a
+	install -m 644 $(PCFILE) $(DESTDIR)$(PKGDIR)/amldist.pc
+	install -m 644 include/amldist.h $(DESTDIR)$(INCDIR)/amldist.h
+	install -m 644 include/amldist/*.h $(DESTDIR)$(INCDIR)/amldist/
+	install -m 755 $(AMLRUN) $(TOOLS) $(DESTDIR)$(BINDIR)/
+	for m in $(MANPAGES); do \
+	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
+	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libamldist.so \
+	    $(DESTDIR)$(LIBDIR)/libamldist.a $(DESTDIR)$(PKGDIR)/amldist.pc \
+	    $(DESTDIR)$(INCDIR)/amldist.h $(DESTDIR)$(BINDIR)/amlrun
+	rm -rf $(DESTDIR)$(INCDIR)/amldist
+
+clean:
+	rm -rf build build-asan build-clang build-fuzz

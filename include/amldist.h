@@ -1,0 +1,175 @@
+/*
+ * libamldist: one canonical distributed-training layout (rank, world size,
+ * local rank, node rank, master address) from whatever launched this process:
+ * torchrun or amlrun, Open MPI, Azure ML, Slurm, MPICH / Intel MPI, MVAPICH2,
+ * PMIx, a Kubernetes job, or nothing at all.
+ *
+ * Every function that can fail returns a negative AMLDIST_E* code (or NULL)
+ * and leaves a detailed, per-thread message in amldist_last_error() that
+ * names the variable and the value that were wrong.  Getters on a handle are
+ * thread-safe: a handle is immutable once amldist_init*() returned it.
+ *
+ * The full contract is in libamldist(3) and amldist-env(7).
+ */
+#ifndef AMLDIST_H
+#define AMLDIST_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AMLDIST_VERSION_MAJOR 1
+#define AMLDIST_VERSION_MINOR 0
+#define AMLDIST_VERSION_PATCH 0
+/* (major << 16) | (minor << 8) | patch, comparable with amldist_version(). */
+#define AMLDIST_VERSION_HEX                                                    \
+    ((AMLDIST_VERSION_MAJOR << 16) | (AMLDIST_VERSION_MINOR << 8) |            \
+     AMLDIST_VERSION_PATCH)
+
+#if defined(AMLDIST_BUILDING) && defined(__GNUC__)
+#define AMLDIST_API __attribute__((visibility("default")))
+#else
+#define AMLDIST_API
+#endif
+
+/*
+ * Error codes, from one table: XX(name, message).  All are negative when
+ * returned; 0 is success.
+ */
+#define AMLDIST_ERRNO_MAP(XX)                                                  \
+    XX(EINVAL, "invalid argument")                                             \
+    XX(ENOMEM, "out of memory")                                                \
+    XX(EPARSE, "malformed value in the environment")                           \
+    XX(ERANGE, "value out of range")                                           \
+    XX(EMISSING, "required variable missing")                                  \
+    XX(ECONFLICT, "launcher variables disagree")                               \
+    XX(EUNKNOWN, "value not known from this environment")                      \
+    XX(ESYS, "system call failed")                                             \
+    XX(ETOPO, "topology discovery failed")                                     \
+    XX(ENOGPU, "no GPU found")                                                 \
+    XX(EBIND, "binding failed")                                                \
+    XX(ETIMEDOUT, "timed out")                                                 \
+    XX(EPROTO, "protocol error")                                               \
+    XX(EDENIED, "peer refused (wrong job token)")                              \
+    XX(ENOTSUP, "not supported by this build")                                 \
+    XX(ECUDA, "CUDA runtime error")                                            \
+    XX(ENCCL, "NCCL error")
+
+typedef enum {
+    AMLDIST_OK = 0,
+#define AMLDIST__ERRNO_ENUM(name, msg) AMLDIST_##name,
+    AMLDIST__ERRNO_FIRST = -1000,
+    AMLDIST_ERRNO_MAP(AMLDIST__ERRNO_ENUM)
+#undef AMLDIST__ERRNO_ENUM
+    AMLDIST__ERRNO_END
+} amldist_errno_t;
+/* The codes run from -999 upwards: AMLDIST_EINVAL == -999, and so on. */
+
+/* Opaque, immutable layout of this process in the job. */
+typedef struct amldist amldist_t;
+
+/* Flags for amldist_init*(). */
+enum {
+    /* When two sources describe the same job and disagree, take the canonical
+     * variables (RANK, WORLD_SIZE, ...) instead of failing with ECONFLICT. */
+    AMLDIST_PREFER_CANONICAL = 1u << 0,
+    /* ... or take the MPI / Slurm launcher's variables. */
+    AMLDIST_PREFER_LAUNCHER = 1u << 1,
+    /* Do not consult the PMIx server (no dlopen, no connection). */
+    AMLDIST_NO_PMIX = 1u << 2
+};
+
+/* The values a layout holds; amldist_explain() tells where each came from. */
+typedef enum {
+    AMLDIST_FIELD_RANK,
+    AMLDIST_FIELD_WORLD_SIZE,
+    AMLDIST_FIELD_LOCAL_RANK,
+    AMLDIST_FIELD_LOCAL_WORLD_SIZE,
+    AMLDIST_FIELD_NODE_RANK,
+    AMLDIST_FIELD_NUM_NODES,
+    AMLDIST_FIELD_MASTER_ADDR,
+    AMLDIST_FIELD_MASTER_PORT,
+    AMLDIST_FIELD_COUNT
+} amldist_field_t;
+
+/*
+ * Options for amldist_init_opts(): explicit values (a launcher's command-line
+ * options) that take precedence over the environment.  Initialise with
+ * AMLDIST_OPTIONS_INIT so that fields added later keep their defaults.
+ */
+#define AMLDIST_OPTIONS_VERSION 1
+typedef struct {
+    unsigned version;        /* AMLDIST_OPTIONS_VERSION */
+    unsigned flags;          /* AMLDIST_PREFER_* ... */
+    char *const *envp;       /* environment to read; NULL: environ */
+    int num_nodes;           /* > 0 overrides; <= 0: from the environment */
+    int node_rank;           /* >= 0 overrides; < 0: from the environment */
+    const char *master_addr; /* non-NULL overrides */
+    int master_port;         /* > 0 overrides */
+} amldist_options_t;
+#define AMLDIST_OPTIONS_INIT {AMLDIST_OPTIONS_VERSION, 0u, NULL, 0, -1, NULL, 0}
+
+AMLDIST_API int amldist_init(amldist_t **out, unsigned flags);
+AMLDIST_API int amldist_init_from(amldist_t **out, char *const envp[],
+                                  unsigned flags);
+AMLDIST_API int amldist_init_opts(amldist_t **out,
+                                  const amldist_options_t *opts);
+AMLDIST_API void amldist_free(amldist_t *h);
+
+/*
+ * Layout of worker `index` (0 <= index < nproc) that a per-node launcher
+ * described by `parent` starts: rank = parent_rank * nproc + index, world =
+ * parent_world * nproc, the parent's node rank and master.
+ */
+AMLDIST_API int amldist_derive_child(const amldist_t *parent, int nproc,
+                                     int index, amldist_t **out);
+
+/* Getters: a value >= 0, or AMLDIST_EUNKNOWN / AMLDIST_EINVAL. */
+AMLDIST_API int amldist_rank(const amldist_t *h);
+AMLDIST_API int amldist_world_size(const amldist_t *h);
+AMLDIST_API int amldist_local_rank(const amldist_t *h);
+AMLDIST_API int amldist_local_world_size(const amldist_t *h);
+AMLDIST_API int amldist_node_rank(const amldist_t *h);
+AMLDIST_API int amldist_num_nodes(const amldist_t *h);
+AMLDIST_API const char *amldist_master_addr(const amldist_t *h);
+AMLDIST_API int amldist_master_port(const amldist_t *h);
+/* Short name of the source: "env", "torchrun", "amlrun", "ompi", "azureml",
+ * "slurm", "mpich", "mvapich2", "pmix", "options" or "default". */
+AMLDIST_API const char *amldist_source(const amldist_t *h);
+/* Where a value came from, e.g. "OMPI_COMM_WORLD_RANK=3". */
+AMLDIST_API const char *amldist_explain(const amldist_t *h,
+                                        amldist_field_t field);
+
+/*
+ * Set the canonical variables in this process's environment: RANK,
+ * WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK,
+ * GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
+ * the AMLDIST_LAUNCHER marker.  Not thread-safe (setenv).
+ */
+AMLDIST_API int amldist_export_env(const amldist_t *h);
+/*
+ * The same, into a new array: a copy of `base` (NULL: empty) with the
+ * canonical variables replaced or added.  Free with amldist_envp_free().
+ */
+AMLDIST_API int amldist_export_envp(const amldist_t *h, char *const base[],
+                                    char ***out);
+AMLDIST_API void amldist_envp_free(char **envp);
+
+AMLDIST_API const char *amldist_strerror(int err);
+AMLDIST_API const char *amldist_err_name(int err);
+/* The detailed message of the last failure on this thread ("" if none). */
+AMLDIST_API const char *amldist_last_error(void);
+/* AMLDIST_VERSION_HEX of the library actually loaded. */
+AMLDIST_API unsigned amldist_version(void);
+AMLDIST_API const char *amldist_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "amldist/topo.h"
+#include "amldist/bootstrap.h"
+
+#endif /* AMLDIST_H */

@@ -1,0 +1,37 @@
+# Shared helpers for the shell tests (sourced, not run).  Each test prints
+# "ok - name" or "not ok - name" lines that tests/run.sh counts; "# ..." lines
+# are diagnostics.  A skipped case prints "ok - name # SKIP reason".
+
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+AMLRUN=$BUILD/bin/amlrun
+TORCH_PY=${TORCH_PY:-/usr/bin/python3}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI must not try to reach anything but loopback and our namespaces.
+export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
+export OMPI_MCA_oob_tcp_if_include=${OMPI_MCA_oob_tcp_if_include:-lo}
+export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp}
+MPIRUN="mpirun --oversubscribe"
+
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/amldist-test.XXXXXX")
+trap 'rm -rf "$TEST_TMP"' EXIT
+
+ok()   { printf 'ok - %s\n' "$*"; }
+fail() { printf 'not ok - %s\n' "$*"; }
+skip() { local name=$1; shift; printf 'ok - %s # SKIP %s\n' "$name" "$*"; }
+diag() { printf '# %s\n' "$*"; }
+
+# check NAME COMMAND...: one case, passing when COMMAND succeeds.
+check() {
+    local name=$1; shift
+    if "$@"; then ok "$name"; else fail "$name"; fi
+}
+
+# expect_eq NAME GOT WANT
+expect_eq() {
+    if [ "$2" = "$3" ]; then ok "$1"
+    else fail "$1"; diag "got:  $2"; diag "want: $3"; fi
+}
+
+have() { command -v "$1" >/dev/null 2>&1; }

@@ -1,0 +1,105 @@
+/*
+ * A small unit-test harness in the spirit of libuv's test runner: every test
+ * runs in its own forked process under a timeout, so a crash or a hang fails
+ * that one case and the others still run.  Results are TAP-like lines
+ * ("ok - name" / "not ok - name") that tests/run.sh counts.
+ *
+ *     static void test_parse(void) { CHECK_INT_EQ(parse("3"), 3); }
+ *     int main(void) { RUN(test_parse); return test_summary(); }
+ */
+#ifndef AMLDIST_TEST_H
+#define AMLDIST_TEST_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef TEST_TIMEOUT_S
+#define TEST_TIMEOUT_S 60
+#endif
+
+static int test__failed_cases;
+static int test__failures_here; /* in the child: failed checks of this case */
+
+#define TEST__FAIL(...)                                                        \
+    do {                                                                       \
+        fprintf(stderr, "# %s:%d: ", __FILE__, __LINE__);                      \
+        fprintf(stderr, __VA_ARGS__);                                          \
+        fputc('\n', stderr);                                                   \
+        test__failures_here++;                                                 \
+    } while (0)
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            TEST__FAIL("CHECK(%s) failed", #cond);                             \
+    } while (0)
+
+#define CHECK_INT_EQ(a, b)                                                     \
+    do {                                                                       \
+        long long test__a = (long long)(a), test__b = (long long)(b);          \
+        if (test__a != test__b)                                                \
+            TEST__FAIL("%s == %s: %lld != %lld", #a, #b, test__a, test__b);    \
+    } while (0)
+
+#define CHECK_STR_EQ(a, b)                                                     \
+    do {                                                                       \
+        const char *test__a = (a), *test__b = (b);                             \
+        if (test__a == NULL || test__b == NULL || strcmp(test__a, test__b))    \
+            TEST__FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,                   \
+                       test__a ? test__a : "(null)",                           \
+                       test__b ? test__b : "(null)");                          \
+    } while (0)
+
+/* `hay` contains `needle` (for error messages that must name a variable). */
+#define CHECK_STR_HAS(hay, needle)                                             \
+    do {                                                                       \
+        const char *test__h = (hay), *test__n = (needle);                      \
+        if (test__h == NULL || strstr(test__h, test__n) == NULL)               \
+            TEST__FAIL("%s contains \"%s\": got \"%s\"", #hay, test__n,        \
+                       test__h ? test__h : "(null)");                          \
+    } while (0)
+
+static void test__run(const char *name, void (*fn)(void))
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        exit(2);
+    }
+    if (pid == 0) {
+        alarm(TEST_TIMEOUT_S);
+        fn();
+        fflush(stdout);
+        _exit(test__failures_here ? 1 : 0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        printf("ok - %s\n", name);
+    } else {
+        test__failed_cases++;
+        if (WIFSIGNALED(status))
+            printf("not ok - %s (killed by signal %d%s)\n", name,
+                   WTERMSIG(status),
+                   WTERMSIG(status) == SIGALRM ? ", timeout" : "");
+        else
+            printf("not ok - %s\n", name);
+    }
+    fflush(stdout);
+}
+
+#define RUN(fn) test__run(#fn, fn)
+
+static inline int test_summary(void)
+{
+    return test__failed_cases ? 1 : 0;
+}
+
+#endif /* AMLDIST_TEST_H */
