@@ -1,0 +1,45 @@
+/*
+ * The launcher's side of topology and binding.  amlrun parses the options
+ * into struct amlrun_bind_opts; everything else (discovery, the plan, the
+ * environment each rank gets, applying it) is computed by libamldist and
+ * composed here.  The plan is made in the parent before any fork;
+ * bind_apply_child() is the only part that runs between fork and exec and
+ * it is async-signal-safe.
+ */
+#ifndef AMLRUN_BIND_H
+#define AMLRUN_BIND_H
+
+#include <stdio.h>
+
+struct amlrun_bind_opts {
+    const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
+    const char *mem_bind;  /* --mem-bind: local|none */
+    const char *nic_bind;  /* --nic-bind: none|ucx|nccl */
+    const char *gpu_bind;  /* --gpu-bind: none|single */
+    const char *topology;  /* --topology FILE (hwloc XML) */
+    int report_bindings;   /* --report-bindings */
+    int json;              /* --report-bindings=json */
+};
+
+struct amlrun_binding; /* the plan for the ranks of this node */
+
+/* Plan binding for `nlocal` ranks on this node (local ranks 0..nlocal-1).
+ * Returns 0, or -1 after printing "amlrun: ..." to stderr.  *out may be NULL
+ * when binding is off. */
+int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
+               struct amlrun_binding **out);
+/* Add the rank's variables (AMLDIST_GPU, AMLDIST_CPUS, CUDA_*, OMP_NUM_THREADS
+ * ...) to a heap envp built with realloc; returns 0 or -1. */
+int bind_worker_env(const struct amlrun_binding *b, int local_rank,
+                    char ***envp);
+/* In the child, between fork and exec: async-signal-safe.  Returns 0 or an
+ * errno value. */
+int bind_apply_child(const struct amlrun_binding *b, int local_rank);
+/* One --report-bindings line for the rank. */
+void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
+                 FILE *f);
+void bind_free(struct amlrun_binding *b);
+/* amlrun --topo: print the topology matrix; returns the exit status. */
+int topo_main(const struct amlrun_bind_opts *o);
+
+#endif /* AMLRUN_BIND_H */
