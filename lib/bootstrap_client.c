@@ -1,0 +1,181 @@
+/*
+ * A non-zero rank's side of the bootstrap: connect to rank 0, send HELLO,
+ * read the blob.  Rank 0 may not listen yet (it starts later, or is still
+ * serving the previous call), so every failure that a later attempt can cure
+ * is retried with jittered exponential backoff until the overall deadline;
+ * answers that no retry can change (another job's token, a different world
+ * size or length) fail at once.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap_internal.h"
+
+/* One connection attempt may take this long before the next one. */
+#define ATTEMPT_MS 10000
+#define BACKOFF_FIRST_MS 10
+#define BACKOFF_MAX_MS 1000
+
+enum { DONE = 0, RETRY = 1 };
+
+typedef struct {
+    const amldist__bs_params_t *p;
+    char addr[300];
+    char last[256]; /* why the last attempt failed, for the timeout message */
+} client_t;
+
+static int refused(client_t *c, uint32_t reason, uint32_t value, size_t len)
+{
+    const amldist__bs_params_t *p = c->p;
+    switch (reason) {
+    case AMLDIST__BS_R_TOKEN:
+        return amldist__fail(
+            AMLDIST_EDENIED,
+            "rank %d: %s refused this rank's job token (from %s): it serves "
+            "another job, or the ranks disagree on the token; export the same "
+            "AMLDIST_JOB_TOKEN to every rank",
+            p->rank, c->addr, p->token_source);
+    case AMLDIST__BS_R_WORLD:
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s has a world size of %u, "
+                             "this rank %d",
+                             p->rank, c->addr, value, p->world);
+    case AMLDIST__BS_R_RANK:
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s refused rank %d in a world "
+                             "of %u",
+                             p->rank, c->addr, p->rank, value);
+    case AMLDIST__BS_R_LENGTH:
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s broadcasts %u bytes, this "
+                             "rank expects %zu",
+                             p->rank, c->addr, value, len);
+    case AMLDIST__BS_R_AHEAD:
+        snprintf(c->last, sizeof c->last,
+                 "rank 0 still serves bootstrap call #%u, this rank is at #%u",
+                 value, p->round);
+        return RETRY;
+    case AMLDIST__BS_R_BEHIND:
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s is at bootstrap call #%u, "
+                             "this rank at #%u: the ranks made different "
+                             "numbers of calls",
+                             p->rank, c->addr, value, p->round);
+    default:
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s refused with unknown "
+                             "reason %u",
+                             p->rank, c->addr, reason);
+    }
+}
+
+static int io_failed(client_t *c, const char *what)
+{
+    snprintf(c->last, sizeof c->last, "%s: %s", what, strerror(errno));
+    return RETRY;
+}
+
+/* One request and its reply on a connected socket. */
+static int talk(client_t *c, int fd, void *blob, size_t len,
+                long long deadline)
+{
+    const amldist__bs_params_t *p = c->p;
+    unsigned char req[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN];
+    unsigned char hdr[AMLDIST__BS_HEADER_LEN], ref[AMLDIST__BS_REFUSE_LEN];
+    amldist__bs_hello_t h = {(uint32_t)p->rank, (uint32_t)p->world, p->round,
+                             (uint32_t)len, p->token};
+    unsigned type;
+    uint32_t plen;
+    const char *why;
+
+    amldist__bs_put_header(req, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
+    amldist__bs_put_hello(req + AMLDIST__BS_HEADER_LEN, &h);
+    if (amldist__bs_io(fd, req, sizeof req, 1, deadline) < 0)
+        return io_failed(c, "sending the request");
+    if (amldist__bs_io(fd, hdr, sizeof hdr, 0, deadline) < 0)
+        return io_failed(c, "reading the reply");
+    /* Something answered, but not our server: retrying will not help. */
+    if (amldist__bs_get_header(hdr, &type, &plen, &why) < 0 ||
+        type == AMLDIST__BS_HELLO)
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: %s answered with %s: is another "
+                             "service listening on the bootstrap port?",
+                             p->rank, c->addr,
+                             type == AMLDIST__BS_HELLO ? "a request" : why);
+    if (type == AMLDIST__BS_REFUSE) {
+        if (amldist__bs_io(fd, ref, sizeof ref, 0, deadline) < 0)
+            return io_failed(c, "reading the refusal");
+        return refused(c, amldist__bs_get_u32(ref), amldist__bs_get_u32(ref + 4),
+                       len);
+    }
+    if (plen != len)
+        return amldist__fail(AMLDIST_EPROTO,
+                             "rank %d: rank 0 at %s sent %u bytes, this rank "
+                             "expects %zu",
+                             p->rank, c->addr, plen, len);
+    if (amldist__bs_io(fd, blob, len, 0, deadline) < 0)
+        return io_failed(c, "reading the blob");
+    return DONE;
+}
+
+static void pause_ms(long long ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
+{
+    long long deadline = amldist__bs_now_ms() + p->timeout_ms;
+    long long backoff = BACKOFF_FIRST_MS;
+    /* Jitter from the rank, so that hundreds of ranks started together do
+     * not knock on rank 0's door in lockstep. */
+    unsigned seed = (unsigned)p->rank * 2654435761u ^ (unsigned)getpid();
+    client_t c;
+    c.p = p;
+    snprintf(c.last, sizeof c.last, "no attempt finished");
+    amldist__bs_format_addr(p->host, p->port, c.addr, sizeof c.addr);
+    if (len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
+        return amldist__fail(AMLDIST_EINVAL, "bootstrap blob of %zu bytes: "
+                             "must be 1 .. %d", len, AMLDIST_BOOTSTRAP_MAX_LEN);
+    for (;;) {
+        struct addrinfo *res;
+        long long now = amldist__bs_now_ms();
+        if (now >= deadline)
+            return amldist__fail(AMLDIST_ETIMEDOUT,
+                                 "rank %d: no answer from %s within %g s "
+                                 "(last error: %s)",
+                                 p->rank, c.addr, p->timeout_ms / 1000.0,
+                                 c.last);
+        if (amldist__bs_resolve(p->host, p->port, &res, c.last,
+                                sizeof c.last) == 0) {
+            for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+                long long end = now + ATTEMPT_MS < deadline ? now + ATTEMPT_MS
+                                                            : deadline;
+                int fd = amldist__bs_connect(ai, end), rc;
+                if (fd < 0) {
+                    io_failed(&c, "connecting");
+                    continue;
+                }
+                rc = talk(&c, fd, blob, len, end);
+                close(fd);
+                if (rc != RETRY) {
+                    freeaddrinfo(res);
+                    return rc;
+                }
+            }
+            freeaddrinfo(res);
+        }
+        long long wait = backoff / 2 + rand_r(&seed) % (backoff / 2 + 1);
+        long long left = deadline - amldist__bs_now_ms();
+        pause_ms(wait < left ? wait : left > 0 ? left : 0);
+        backoff = backoff * 2 < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
+    }
+}

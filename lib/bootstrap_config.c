@@ -1,0 +1,154 @@
+/*
+ * The bootstrap's settings: job token, port and timeout, from the options or
+ * this process's environment.  Every rank must arrive at the same token and
+ * port from its own environment, so only values that a launcher gives every
+ * rank of one job alike are used.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap_internal.h"
+
+/* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
+ * attacker (the exchange is as open as PyTorch's TCPStore). */
+uint64_t amldist__bs_hash(const char *s, uint64_t h)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+#define HASH_START 0xcbf29ce484222325ull
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* In order: the first one set names the job.  Open MPI's job id comes before
+ * Slurm's step, because under `mpirun` inside an allocation the ranks that
+ * mpirun starts itself and those started through srun see different steps. */
+static const char *const job_vars[] = {
+    "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+    "SLURM_JOB_ID", "AZUREML_RUN_ID"};
+
+int amldist__bs_token(const char *explicit_token, const char *host, int port,
+                      int world, uint64_t *token, char *source,
+                      size_t source_size)
+{
+    const char *v;
+    char tail[320];
+    if (explicit_token) {
+        if (!*explicit_token)
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "bootstrap token in the options is empty");
+        *token = amldist__bs_hash(explicit_token, HASH_START);
+        amldist__strlcpy(source, "the options", source_size);
+        return 0;
+    }
+    if ((v = env("AMLDIST_JOB_TOKEN"))) {
+        *token = amldist__bs_hash(v, HASH_START);
+        amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", source_size);
+        return 0;
+    }
+    uint64_t h = amldist__bs_hash("amldist-bootstrap", HASH_START);
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof job_vars / sizeof *job_vars && !name; i++) {
+        if ((v = env(job_vars[i]))) {
+            name = job_vars[i];
+            h = amldist__bs_hash(name, h);
+            h = amldist__bs_hash(v, h);
+            if (!strcmp(name, "SLURM_JOB_ID") && (v = env("SLURM_STEP_ID")))
+                h = amldist__bs_hash(v, amldist__bs_hash(".", h));
+        }
+    }
+    /* Always the rendezvous address and size too: two jobs that share a
+     * scheduler id but not a master (or have none) still differ. */
+    snprintf(tail, sizeof tail, "|%s|%d|%d", host, port, world);
+    *token = amldist__bs_hash(tail, h);
+    snprintf(source, source_size, "%s%sMASTER_ADDR:port/WORLD_SIZE",
+             name ? name : "", name ? " + " : "");
+    return 0;
+}
+
+int amldist__bs_port(int explicit_port, int master_port, int *port)
+{
+    const char *v;
+    if (explicit_port > 0) {
+        if (explicit_port > 65535)
+            return amldist__fail(AMLDIST_ERANGE,
+                                 "bootstrap port %d in the options: must be "
+                                 "1 .. 65535",
+                                 explicit_port);
+        *port = explicit_port;
+        return 0;
+    }
+    if ((v = env("AMLDIST_BOOTSTRAP_PORT"))) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*v < '0' || *v > '9' || *end)
+            return amldist__fail(AMLDIST_EPARSE,
+                                 "AMLDIST_BOOTSTRAP_PORT=%s: not a port number",
+                                 v);
+        if (n < 1 || n > 65535)
+            return amldist__fail(AMLDIST_ERANGE,
+                                 "AMLDIST_BOOTSTRAP_PORT=%s: must be 1 .. 65535",
+                                 v);
+        *port = (int)n;
+        return 0;
+    }
+    if (master_port < 1 || master_port > 65535)
+        return amldist__fail(AMLDIST_EMISSING,
+                             "no bootstrap port: MASTER_PORT is unknown and "
+                             "AMLDIST_BOOTSTRAP_PORT is not set");
+    /* PyTorch's TCPStore holds MASTER_PORT itself. */
+    *port = master_port < 65535 ? master_port + 1 : master_port - 1;
+    return 0;
+}
+
+/* "30", "2.5", "0.25": seconds, digits only, up to a week. */
+static int parse_seconds(const char *s, long long *ms)
+{
+    long long whole = 0, frac = 0, scale = 1000;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((whole = whole * 10 + (*p - '0')) > 7 * 86400)
+            return -1;
+    if (*p == '.') {
+        if (p[1] < '0' || p[1] > '9')
+            return -1;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1)
+                frac += (scale /= 10) * (*p - '0');
+    }
+    if (*p)
+        return -1;
+    *ms = whole * 1000 + frac;
+    return *ms > 0 ? 0 : -1;
+}
+
+int amldist__bs_timeout(int explicit_ms, int *ms)
+{
+    const char *v;
+    long long n;
+    if (explicit_ms > 0) {
+        *ms = explicit_ms;
+        return 0;
+    }
+    if ((v = env("AMLDIST_BOOTSTRAP_TIMEOUT"))) {
+        if (parse_seconds(v, &n) < 0)
+            return amldist__fail(AMLDIST_EPARSE,
+                                 "AMLDIST_BOOTSTRAP_TIMEOUT=%s: expected "
+                                 "seconds, more than 0 and at most a week "
+                                 "(e.g. 30 or 2.5)",
+                                 v);
+        *ms = (int)n;
+        return 0;
+    }
+    *ms = AMLDIST_BOOTSTRAP_TIMEOUT_MS;
+    return 0;
+}

@@ -1,0 +1,265 @@
+/*
+ * Rank 0's side of the bootstrap: one poll loop over the listening sockets
+ * and every open connection, so that a slow or garbage-sending peer holds one
+ * slot until its own deadline and never delays the others.  The loop ends
+ * when every rank 1 .. world-1 has received the whole blob, or at the
+ * overall deadline.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap_internal.h"
+
+/* A peer gets this long to send its HELLO and take its reply. */
+#define CONN_MS 5000
+#define MAX_LISTEN 8
+#define MAX_CONNS 1024
+
+typedef struct {
+    int fd;
+    long long deadline;
+    unsigned char in[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN];
+    size_t got, need;
+    const unsigned char *out; /* the reply, once the HELLO is complete */
+    size_t out_len, sent;
+    unsigned char refuse[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_REFUSE_LEN];
+    int rank; /* >0: the rank a BLOB reply goes to */
+} conn_t;
+
+typedef struct {
+    const amldist__bs_params_t *p;
+    unsigned char *reply; /* header + blob, shared by all BLOB replies */
+    size_t reply_len;
+    unsigned char *served; /* served[r]: rank r has the whole blob */
+    int nserved;
+    conn_t *conns;
+    int nconns, max_conns;
+} server_t;
+
+static void drop(server_t *s, int i)
+{
+    close(s->conns[i].fd);
+    s->conns[i] = s->conns[--s->nconns];
+}
+
+static void refuse(conn_t *c, uint32_t reason, uint32_t value)
+{
+    amldist__bs_put_header(c->refuse, AMLDIST__BS_REFUSE,
+                           AMLDIST__BS_REFUSE_LEN);
+    amldist__bs_put_u32(c->refuse + AMLDIST__BS_HEADER_LEN, reason);
+    amldist__bs_put_u32(c->refuse + AMLDIST__BS_HEADER_LEN + 4, value);
+    c->out = c->refuse;
+    c->out_len = sizeof c->refuse;
+}
+
+/* A whole HELLO arrived: choose the reply.  The token is checked first so a
+ * foreign peer learns nothing about this job. */
+static void answer(server_t *s, conn_t *c)
+{
+    const amldist__bs_params_t *p = s->p;
+    amldist__bs_hello_t h;
+    amldist__bs_get_hello(c->in + AMLDIST__BS_HEADER_LEN, &h);
+    if (h.token != p->token)
+        refuse(c, AMLDIST__BS_R_TOKEN, 0);
+    else if (h.world != (uint32_t)p->world)
+        refuse(c, AMLDIST__BS_R_WORLD, (uint32_t)p->world);
+    else if (h.rank == 0 || h.rank >= (uint32_t)p->world)
+        refuse(c, AMLDIST__BS_R_RANK, (uint32_t)p->world);
+    else if (h.length != s->reply_len - AMLDIST__BS_HEADER_LEN)
+        refuse(c, AMLDIST__BS_R_LENGTH,
+               (uint32_t)(s->reply_len - AMLDIST__BS_HEADER_LEN));
+    else if (h.round > p->round)
+        refuse(c, AMLDIST__BS_R_AHEAD, p->round);
+    else if (h.round < p->round)
+        refuse(c, AMLDIST__BS_R_BEHIND, p->round);
+    else {
+        c->out = s->reply;
+        c->out_len = s->reply_len;
+        c->rank = (int)h.rank;
+    }
+}
+
+/* Progress on one connection; returns 1 when it is finished or broken. */
+static int step(server_t *s, conn_t *c)
+{
+    for (;;) {
+        ssize_t n;
+        if (!c->out) {
+            n = recv(c->fd, c->in + c->got, c->need - c->got, 0);
+        } else {
+            n = send(c->fd, c->out + c->sent, c->out_len - c->sent,
+                     MSG_NOSIGNAL);
+        }
+        if (n < 0)
+            return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                       ? 1
+                       : 0;
+        if (n == 0 && !c->out)
+            return 1; /* closed before a whole HELLO */
+        if (c->out) {
+            c->sent += (size_t)n;
+            if (c->sent < c->out_len)
+                continue;
+            if (c->rank > 0 && !s->served[c->rank]) {
+                s->served[c->rank] = 1;
+                s->nserved++;
+            }
+            return 1;
+        }
+        c->got += (size_t)n;
+        if (c->got < c->need)
+            continue;
+        if (c->need == AMLDIST__BS_HEADER_LEN) {
+            unsigned type;
+            uint32_t len;
+            const char *why;
+            /* Garbage, a foreign protocol or an oversized length: drop it
+             * without reading further. */
+            if (amldist__bs_get_header(c->in, &type, &len, &why) < 0 ||
+                type != AMLDIST__BS_HELLO)
+                return 1;
+            c->need += len;
+            continue;
+        }
+        answer(s, c);
+    }
+}
+
+static void accept_all(server_t *s, int lfd, long long now)
+{
+    while (s->nconns < s->max_conns) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN, or EMFILE: the backlog keeps them waiting */
+        conn_t *c = &s->conns[s->nconns++];
+        memset(c, 0, sizeof *c);
+        c->fd = fd;
+        c->need = AMLDIST__BS_HEADER_LEN;
+        c->deadline = now + CONN_MS;
+    }
+}
+
+static int timed_out(const server_t *s)
+{
+    char addr[300], missing[256];
+    size_t used = 0;
+    int shown = 0;
+    missing[0] = '\0';
+    for (int r = 1; r < s->p->world && used < sizeof missing - 16; r++) {
+        if (s->served[r])
+            continue;
+        used += (size_t)snprintf(missing + used, sizeof missing - used,
+                                 shown++ ? ", %d" : "%d", r);
+    }
+    if (s->p->world - 1 - s->nserved > shown)
+        snprintf(missing + used, sizeof missing - used, ", ...");
+    amldist__bs_format_addr(s->p->host, s->p->port, addr, sizeof addr);
+    return amldist__fail(AMLDIST_ETIMEDOUT,
+                         "rank 0: %d of %d ranks did not fetch the bootstrap "
+                         "blob from %s within %g s (missing: %s)",
+                         s->p->world - 1 - s->nserved, s->p->world - 1, addr,
+                         s->p->timeout_ms / 1000.0, missing);
+}
+
+static int loop(server_t *s, const int *lfds, int nl, long long deadline)
+{
+    struct pollfd *pfds = calloc((size_t)(nl + s->max_conns), sizeof *pfds);
+    if (!pfds)
+        return amldist__fail(AMLDIST_ENOMEM, "rank 0: bootstrap server: out "
+                                             "of memory");
+    int rc = 0;
+    while (s->nserved < s->p->world - 1) {
+        long long now = amldist__bs_now_ms(), wake = deadline;
+        if (now >= deadline) {
+            rc = timed_out(s);
+            break;
+        }
+        for (int i = 0; i < s->nconns;) {
+            if (s->conns[i].deadline <= now) {
+                drop(s, i);
+                continue;
+            }
+            if (s->conns[i].deadline < wake)
+                wake = s->conns[i].deadline;
+            i++;
+        }
+        int n = 0, listening = s->nconns < s->max_conns;
+        for (int i = 0; listening && i < nl; i++)
+            pfds[n++] = (struct pollfd){lfds[i], POLLIN, 0};
+        for (int i = 0; i < s->nconns; i++)
+            pfds[n++] = (struct pollfd){s->conns[i].fd,
+                                        s->conns[i].out ? POLLOUT : POLLIN, 0};
+        /* With every slot taken, wake now and then so EMFILE or a full table
+         * cannot stall the loop past a connection's deadline. */
+        long long ms = wake - now;
+        if (!listening && ms > 100)
+            ms = 100;
+        if (poll(pfds, (nfds_t)n, (int)ms) < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = amldist__fail(AMLDIST_ESYS, "rank 0: bootstrap server: poll: "
+                                             "%s", strerror(errno));
+            break;
+        }
+        now = amldist__bs_now_ms();
+        /* Connections first, from the end, so drop() never moves an entry
+         * that is still to be visited; pfds[] after the listeners mirrors
+         * conns[] as it was when poll() started. */
+        int base = listening ? nl : 0, polled = s->nconns;
+        for (int i = polled - 1; i >= 0; i--) {
+            if (pfds[base + i].revents && step(s, &s->conns[i]))
+                drop(s, i);
+        }
+        for (int i = 0; listening && i < nl; i++)
+            if (pfds[i].revents & POLLIN)
+                accept_all(s, lfds[i], now);
+    }
+    free(pfds);
+    return rc;
+}
+
+int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
+                      size_t len)
+{
+    long long deadline = amldist__bs_now_ms() + p->timeout_ms;
+    int lfds[MAX_LISTEN], nl, rc;
+    server_t s;
+    memset(&s, 0, sizeof s);
+    s.p = p;
+    if (p->world <= 1)
+        return 0;
+    if (len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
+        return amldist__fail(AMLDIST_EINVAL, "bootstrap blob of %zu bytes: "
+                             "must be 1 .. %d", len, AMLDIST_BOOTSTRAP_MAX_LEN);
+    s.reply_len = AMLDIST__BS_HEADER_LEN + len;
+    s.max_conns = p->world + 64 < MAX_CONNS ? p->world + 64 : MAX_CONNS;
+    s.reply = malloc(s.reply_len);
+    s.served = calloc((size_t)p->world, 1);
+    s.conns = calloc((size_t)s.max_conns, sizeof *s.conns);
+    if (!s.reply || !s.served || !s.conns) {
+        rc = amldist__fail(AMLDIST_ENOMEM, "rank 0: bootstrap server: out of "
+                                           "memory for %d ranks", p->world);
+        goto out;
+    }
+    amldist__bs_put_header(s.reply, AMLDIST__BS_BLOB, (uint32_t)len);
+    memcpy(s.reply + AMLDIST__BS_HEADER_LEN, blob, len);
+    if ((rc = amldist__bs_listen(p->host, p->port, lfds, MAX_LISTEN, &nl)) < 0)
+        goto out;
+    rc = loop(&s, lfds, nl, deadline);
+    /* Closed as soon as every rank is served: a later job, or the next call,
+     * can bind the port again at once. */
+    for (int i = 0; i < nl; i++)
+        close(lfds[i]);
+    while (s.nconns > 0)
+        drop(&s, s.nconns - 1);
+out:
+    free(s.reply);
+    free(s.served);
+    free(s.conns);
+    return rc;
+}
