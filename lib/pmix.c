@@ -1,0 +1,183 @@
+/*
+ * The PMIx server's answers about this process: its node index, the node
+ * count, job and local sizes, the host of rank 0.  Open MPI 4 exports no node
+ * index at all (OMPI_COMM_WORLD_NODE_RANK is something else), and only the
+ * runtime knows it when ranks are mapped round-robin by node.
+ *
+ * libpmix is dlopen'ed, never linked: a program that links libamldist but
+ * was not started by a PMIx launcher must not load it.  The structures below
+ * are the parts of the PMIx ABI (stable since v2) that we touch.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+
+#define PMIX_MAX_NSLEN 255
+#define PMIX_SUCCESS 0
+#define PMIX_STRING 3
+#define PMIX_UINT16 13
+#define PMIX_UINT32 14
+#define PMIX_PROC_RANK 40
+#define PMIX_RANK_WILDCARD (UINT32_MAX - 1)
+
+typedef struct {
+    char nspace[PMIX_MAX_NSLEN + 1];
+    uint32_t rank;
+} pmix_proc_t;
+
+/* Only read through pointers that libpmix returns, never allocated here. */
+typedef struct {
+    uint16_t type;
+    union {
+        char *string;
+        uint16_t u16;
+        uint32_t u32;
+        uint64_t align;
+    } data;
+} pmix_value_t;
+
+typedef int (*init_fn)(pmix_proc_t *, void *, size_t);
+typedef int (*get_fn)(const pmix_proc_t *, const char *, const void *, size_t,
+                      pmix_value_t **);
+typedef int (*finalize_fn)(const void *, size_t);
+typedef void (*destruct_fn)(pmix_value_t *);
+
+struct api {
+    init_fn init;
+    get_fn get;
+    finalize_fn finalize;
+    destruct_fn destruct;
+};
+
+int amldist__pmix_disabled(const amldist__env_t *env)
+{
+    const char *v = amldist__env_get(env, "AMLDIST_NO_PMIX");
+    return (env->flags & AMLDIST_NO_PMIX) ||
+           (v != NULL && *v != '\0' && strcmp(v, "0") != 0);
+}
+
+/* Open MPI's libmpi may have loaded libpmix already: prefer that copy, then
+ * the usual names, then Debian's private directory. */
+static void *open_libpmix(const amldist__env_t *env)
+{
+    const char *named = amldist__env_get(env, "AMLDIST_PMIX_LIBRARY");
+    static const char *const candidates[] = {
+        "libpmix.so.2",
+        "libpmix.so",
+        "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so.2",
+        "/usr/lib/aarch64-linux-gnu/pmix2/lib/libpmix.so.2",
+        "/usr/lib64/pmix/lib/libpmix.so.2",
+        "/usr/local/lib/libpmix.so.2",
+    };
+    void *h;
+    if (named != NULL && *named != '\0')
+        return dlopen(named, RTLD_NOW | RTLD_LOCAL);
+    if ((h = dlopen("libpmix.so.2", RTLD_NOW | RTLD_NOLOAD)) != NULL)
+        return h;
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+        if ((h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL)) != NULL)
+            return h;
+    return NULL;
+}
+
+static long get_u32(const struct api *api, const pmix_proc_t *who,
+                    const char *key)
+{
+    pmix_value_t *v = NULL;
+    long out = -1;
+    if (api->get(who, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL)
+        return -1;
+    if (v->type == PMIX_UINT32 || v->type == PMIX_PROC_RANK)
+        out = (long)v->data.u32;
+    else if (v->type == PMIX_UINT16)
+        out = (long)v->data.u16;
+    if (api->destruct != NULL)
+        api->destruct(v);
+    free(v);
+    return out;
+}
+
+static void get_string(const struct api *api, const pmix_proc_t *who,
+                       const char *key, char *out, size_t outsz)
+{
+    pmix_value_t *v = NULL;
+    out[0] = '\0';
+    if (api->get(who, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL)
+        return;
+    if (v->type == PMIX_STRING && v->data.string != NULL &&
+        amldist__strlcpy(out, v->data.string, outsz) != 0)
+        out[0] = '\0';
+    if (api->destruct != NULL)
+        api->destruct(v);
+    else if (v->type == PMIX_STRING)
+        free(v->data.string);
+    free(v);
+}
+
+int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
+                        char *why, size_t whysz)
+{
+    out->node_id = out->num_nodes = out->job_size = -1;
+    out->local_rank = out->local_size = -1;
+    out->rank0_host[0] = '\0';
+    if (amldist__pmix_disabled(env)) {
+        snprintf(why, whysz, "PMIx query disabled (AMLDIST_NO_PMIX)");
+        return AMLDIST_ENOTSUP;
+    }
+    /* PMIx_Init reads the real environment: only ask when the array we were
+     * given describes this very process. */
+    const char *ns = amldist__env_get(env, "PMIX_NAMESPACE");
+    const char *rank = amldist__env_get(env, "PMIX_RANK");
+    const char *real_ns = getenv("PMIX_NAMESPACE");
+    const char *real_rank = getenv("PMIX_RANK");
+    if (ns == NULL || rank == NULL || real_ns == NULL || real_rank == NULL ||
+        strcmp(ns, real_ns) != 0 || strcmp(rank, real_rank) != 0) {
+        snprintf(why, whysz, "no PMIx server for this process "
+                             "(PMIX_NAMESPACE/PMIX_RANK not set)");
+        return AMLDIST_ENOTSUP;
+    }
+    void *lib = open_libpmix(env);
+    if (lib == NULL) {
+        snprintf(why, whysz, "libpmix.so.2 not found (%s)", dlerror());
+        return AMLDIST_ENOTSUP;
+    }
+    struct api api;
+    *(void **)&api.init = dlsym(lib, "PMIx_Init");
+    *(void **)&api.get = dlsym(lib, "PMIx_Get");
+    *(void **)&api.finalize = dlsym(lib, "PMIx_Finalize");
+    *(void **)&api.destruct = dlsym(lib, "PMIx_Value_destruct");
+    if (api.init == NULL || api.get == NULL || api.finalize == NULL) {
+        snprintf(why, whysz, "libpmix lacks PMIx_Init/PMIx_Get/PMIx_Finalize");
+        dlclose(lib);
+        return AMLDIST_ENOTSUP;
+    }
+    pmix_proc_t me, job, rank0;
+    memset(&me, 0, sizeof me);
+    int rc = api.init(&me, NULL, 0);
+    if (rc != PMIX_SUCCESS) {
+        snprintf(why, whysz, "PMIx_Init failed (status %d)", rc);
+        dlclose(lib);
+        return AMLDIST_ESYS;
+    }
+    job = me;
+    job.rank = PMIX_RANK_WILDCARD;
+    rank0 = me;
+    rank0.rank = 0;
+    out->node_id = get_u32(&api, &me, "pmix.nodeid");
+    out->local_rank = get_u32(&api, &me, "pmix.lrank");
+    out->num_nodes = get_u32(&api, &job, "pmix.num.nodes");
+    out->job_size = get_u32(&api, &job, "pmix.job.size");
+    out->local_size = get_u32(&api, &job, "pmix.local.size");
+    get_string(&api, &rank0, "pmix.hname", out->rank0_host,
+               sizeof out->rank0_host);
+    /* Init/Finalize are reference counted: an MPI_Init before or after us
+     * keeps its own connection. */
+    api.finalize(NULL, 0);
+    /* libpmix keeps threads and atexit state: never unload it. */
+    snprintf(why, whysz, "PMIx server");
+    return 0;
+}
