@@ -1,0 +1,120 @@
+/* Binding options from their command-line text (one parser for every
+ * launcher). */
+#include <string.h>
+
+#include "topo_internal.h"
+
+struct name_value {
+    const char *name;
+    int value;
+};
+
+static const struct name_value cpu_names[] = {
+    {"none", AMLDIST_CPU_BIND_NONE},
+    {"numa", AMLDIST_CPU_BIND_NUMA},
+    {"exclusive", AMLDIST_CPU_BIND_EXCLUSIVE},
+    {"socket", AMLDIST_CPU_BIND_SOCKET},
+    {NULL, 0}};
+static const struct name_value mem_names[] = {
+    {"none", AMLDIST_MEM_BIND_NONE},
+    {"local", AMLDIST_MEM_BIND_LOCAL},
+    {"strict", AMLDIST_MEM_BIND_STRICT},
+    {NULL, 0}};
+static const struct name_value nic_names[] = {
+    {"none", AMLDIST_NIC_BIND_NONE},
+    {"export", AMLDIST_NIC_BIND_EXPORT},
+    {"ucx", AMLDIST_NIC_BIND_UCX},
+    {"nccl", AMLDIST_NIC_BIND_NCCL},
+    {NULL, 0}};
+static const struct name_value gpu_names[] = {
+    {"none", AMLDIST_GPU_BIND_NONE},
+    {"single", AMLDIST_GPU_BIND_SINGLE},
+    {NULL, 0}};
+
+static int lookup(const struct name_value *t, const char *s, size_t len,
+                  int *out)
+{
+    for (; t->name != NULL; t++)
+        if (strlen(t->name) == len && strncmp(t->name, s, len) == 0) {
+            *out = t->value;
+            return 0;
+        }
+    return -1;
+}
+
+/* "0-3:4-7,12:..." - digits, commas, dashes, one list per rank. */
+static int valid_cpu_lists(const char *s)
+{
+    if (s[0] == '\0' || s[strspn(s, "0123456789,-:")] != '\0')
+        return 0;
+    return 1;
+}
+
+static int set_cpu(amldist_plan_options_t *o, const char *v)
+{
+    size_t len = strcspn(v, ",");
+    const char *mod = v[len] == ',' ? v + len + 1 : NULL;
+    int policy;
+    if (v[0] >= '0' && v[0] <= '9') {
+        if (!valid_cpu_lists(v))
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "--cpu-bind %s: a cpu list is LIST[:LIST...] "
+                                 "with LIST like 0-3,8 (one per local rank)",
+                                 v);
+        o->cpu_bind = AMLDIST_CPU_BIND_LIST;
+        o->cpu_list = v;
+        return 0;
+    }
+    if (lookup(cpu_names, v, len, &policy) < 0 ||
+        (mod != NULL && strcmp(mod, "widen") != 0))
+        return amldist__fail(AMLDIST_EINVAL,
+                             "--cpu-bind %s: expected none, numa, exclusive, "
+                             "socket or a cpu list, optionally followed by "
+                             "\",widen\"",
+                             v);
+    o->cpu_bind = (amldist_cpu_bind_t)policy;
+    if (mod != NULL)
+        o->flags |= AMLDIST_PLAN_WIDEN;
+    return 0;
+}
+
+int amldist_plan_options_set(amldist_plan_options_t *o, const char *name,
+                             const char *value)
+{
+    amldist__clear_error();
+    if (o == NULL || name == NULL || value == NULL)
+        return amldist__fail(AMLDIST_EINVAL,
+                             "amldist_plan_options_set: NULL argument");
+    int v;
+    if (strcmp(name, "cpu-bind") == 0)
+        return set_cpu(o, value);
+    if (strcmp(name, "mem-bind") == 0) {
+        if (lookup(mem_names, value, strlen(value), &v) < 0)
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "--mem-bind %s: expected none, local or "
+                                 "strict",
+                                 value);
+        o->mem_bind = (amldist_mem_bind_t)v;
+        return 0;
+    }
+    if (strcmp(name, "nic-bind") == 0) {
+        if (lookup(nic_names, value, strlen(value), &v) < 0)
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "--nic-bind %s: expected none, export, ucx "
+                                 "or nccl",
+                                 value);
+        o->nic_bind = (amldist_nic_bind_t)v;
+        return 0;
+    }
+    if (strcmp(name, "gpu-bind") == 0) {
+        if (lookup(gpu_names, value, strlen(value), &v) < 0)
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "--gpu-bind %s: expected none or single",
+                                 value);
+        o->gpu_bind = (amldist_gpu_bind_t)v;
+        return 0;
+    }
+    return amldist__fail(AMLDIST_EINVAL,
+                         "amldist_plan_options_set: unknown option \"%s\"",
+                         name);
+}

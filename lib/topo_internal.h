@@ -1,0 +1,106 @@
+/*
+ * Internal state of a topology and a plan (include/amldist/topo.h).  The
+ * files that share it each do one job: topo_load.c (discovery),
+ * topo_visible.c (CUDA_VISIBLE_DEVICES), topo_dist.c (distance classes),
+ * topo_print.c (the --topo matrix), plan_options.c, plan_cpus.c (cores per
+ * rank), plan_compute.c (GPU, NUMA node and NIC per rank), plan_env.c,
+ * plan_apply.c (after fork) and plan_format.c (--report-bindings).
+ */
+#ifndef AMLDIST_TOPO_INTERNAL_H
+#define AMLDIST_TOPO_INTERNAL_H
+
+#include <hwloc.h>
+#include <sched.h>
+
+#include "internal.h"
+
+#define AMLDIST__BUSID_MAX 16   /* "0000:10:1c.0" */
+#define AMLDIST__DEVNAME_MAX 64
+#define AMLDIST__UUID_MAX 64
+#define AMLDIST__WARN_MAX 2048
+/* Node mask handed to set_mempolicy: 1024 nodes, as the kernel's default
+ * MAX_NUMNODES allows at most. */
+#define AMLDIST__NODEMASK_LONGS (1024 / (8 * sizeof(unsigned long)))
+
+struct amldist__gpu {
+    hwloc_obj_t pci;
+    char busid[AMLDIST__BUSID_MAX];
+    char uuid[AMLDIST__UUID_MAX];
+    char model[AMLDIST__DEVNAME_MAX];
+    /* How CUDA_VISIBLE_DEVICES named it (an index or a UUID), for
+     * --gpu-bind single; the PCI-order index when the variable is unset. */
+    char token[AMLDIST__UUID_MAX];
+    hwloc_obj_t numa; /* its NUMA node, NULL when not one known node */
+};
+
+enum { AMLDIST__PORT_DOWN = 0, AMLDIST__PORT_UNKNOWN, AMLDIST__PORT_ACTIVE };
+
+struct amldist__nic {
+    hwloc_obj_t pci;
+    char name[AMLDIST__DEVNAME_MAX];
+    int port;  /* first active port (1 when none is known); 0 for netdevs */
+    int state; /* AMLDIST__PORT_* */
+};
+
+struct amldist_topo {
+    hwloc_topology_t h;
+    char source[512];
+    int from_xml;
+    struct amldist__gpu *all; /* every NVIDIA GPU, PCI bus order */
+    int nall;
+    struct amldist__gpu *gpus; /* the visible ones, CUDA order */
+    int ngpus;
+    struct amldist__nic *nics;
+    int nnics;
+    int nnuma;
+    int ncores;
+    char warnings[AMLDIST__WARN_MAX];
+    char vis_warning[512]; /* from the last set_visible() */
+};
+
+struct amldist__rank {
+    int gpu;  /* visible index, -1 without GPUs */
+    int numa; /* OS index, -1 when unknown or several */
+    int numa_guessed;
+    int bind_cpus;
+    hwloc_bitmap_t cpus;
+    char *cpulist;
+    int ncores;
+    cpu_set_t *mask; /* CPU_ALLOC'd, filled before any fork */
+    size_t masksize;
+    int mem_mode; /* MPOL_*, or -1 for none */
+    unsigned long nodemask[AMLDIST__NODEMASK_LONGS];
+    int nic;      /* index in topo->nics, -1 for none */
+    int nic_dist;
+    /* Copies, so that the plan outlives its topology. */
+    char busid[AMLDIST__BUSID_MAX];
+    char gputoken[AMLDIST__UUID_MAX];
+    char nicname[AMLDIST__DEVNAME_MAX];
+    int nicport;
+};
+
+struct amldist_plan {
+    amldist_plan_options_t opts;
+    int n;
+    struct amldist__rank *ranks;
+    int single_numa; /* the machine has one NUMA node */
+    int widened;     /* the mpirun trap was fixed by AMLDIST_PLAN_WIDEN */
+    char warnings[AMLDIST__WARN_MAX];
+};
+
+/* Append one sentence to a warnings buffer (newline-separated). */
+void amldist__warn(char *buf, size_t size, const char *fmt, ...)
+    AMLDIST__PRINTF(3, 4);
+
+/* Distance class between two PCI devices (topo_dist.c). */
+int amldist__pci_dist(hwloc_topology_t h, hwloc_obj_t a, hwloc_obj_t b);
+/* The NUMA node local to an I/O object, or NULL when it is not exactly one
+ * node of a machine that has several. */
+hwloc_obj_t amldist__io_numa(hwloc_topology_t h, hwloc_obj_t io);
+
+/* Fill every rank's cpus and NUMA node from the `allowed` cpus
+ * (plan_cpus.c); the GPUs are already chosen. */
+int amldist__plan_cpus_in(amldist_plan_t *p, const amldist_topo_t *t,
+                          hwloc_const_bitmap_t allowed);
+
+#endif /* AMLDIST_TOPO_INTERNAL_H */

@@ -1,0 +1,292 @@
+/* Discovery: load the hwloc topology once and list its GPUs and NICs. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo_internal.h"
+
+/* hwloc components that would open a GPU driver or runtime in the launcher:
+ * loading them costs seconds and can create contexts on every GPU. */
+static const char *const gpu_components[] = {"cuda", "nvml", "opencl", "gl",
+                                             "rsmi", "levelzero"};
+
+void amldist__warn(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t len = strlen(buf);
+    if (len + 2 >= size)
+        return;
+    if (len > 0)
+        buf[len++] = '\n';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + len, size - len, fmt, ap);
+    va_end(ap);
+}
+
+static int is_nvidia_gpu(hwloc_obj_t pci)
+{
+    unsigned cls = pci->attr->pcidev.class_id;
+    /* VGA or 3D controller; NVSwitches (0x0680) and HDMI audio are not. */
+    return pci->attr->pcidev.vendor_id == 0x10de &&
+           (cls == 0x0300 || cls == 0x0302);
+}
+
+static void format_busid(hwloc_obj_t pci, char *buf, size_t size)
+{
+    snprintf(buf, size, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain,
+             pci->attr->pcidev.bus, pci->attr->pcidev.dev,
+             pci->attr->pcidev.func);
+}
+
+static long pci_key(hwloc_obj_t pci)
+{
+    const struct hwloc_pcidev_attr_s *a = &pci->attr->pcidev;
+    return ((long)a->domain << 24) | ((long)a->bus << 16) |
+           ((long)a->dev << 8) | a->func;
+}
+
+static int cmp_gpu(const void *x, const void *y)
+{
+    long a = pci_key(((const struct amldist__gpu *)x)->pci);
+    long b = pci_key(((const struct amldist__gpu *)y)->pci);
+    return (a > b) - (a < b);
+}
+
+static int cmp_nic(const void *x, const void *y)
+{
+    const struct amldist__nic *a = x, *b = y;
+    long ka = pci_key(a->pci), kb = pci_key(b->pci);
+    if (ka != kb)
+        return (ka > kb) - (ka < kb);
+    return strcmp(a->name, b->name);
+}
+
+/* The UUID from the NVIDIA driver's proc file: no NVML, no GPU wake-up. */
+static void live_uuid(struct amldist__gpu *g)
+{
+    char path[96], line[256];
+    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information",
+             g->busid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char uuid[AMLDIST__UUID_MAX];
+        if (sscanf(line, "GPU UUID: %63s", uuid) == 1) {
+            amldist__strlcpy(g->uuid, uuid, sizeof g->uuid);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+static void describe_gpu(amldist_topo_t *t, struct amldist__gpu *g)
+{
+    format_busid(g->pci, g->busid, sizeof g->busid);
+    const char *model = hwloc_obj_get_info_by_name(g->pci, "PCIDevice");
+    for (hwloc_obj_t os = g->pci->io_first_child; os; os = os->next_sibling) {
+        const char *uuid = hwloc_obj_get_info_by_name(os, "NVIDIAUUID");
+        const char *m = hwloc_obj_get_info_by_name(os, "GPUModel");
+        if (uuid != NULL && g->uuid[0] == '\0')
+            amldist__strlcpy(g->uuid, uuid, sizeof g->uuid);
+        if (m != NULL)
+            model = m;
+    }
+    if (g->uuid[0] == '\0' && !t->from_xml)
+        live_uuid(g);
+    if (model != NULL)
+        amldist__strlcpy(g->model, model, sizeof g->model);
+    g->numa = amldist__io_numa(t->h, g->pci);
+}
+
+static int find_gpus(amldist_topo_t *t)
+{
+    int n = 0;
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(t->h, o));)
+        n += is_nvidia_gpu(o);
+    t->all = calloc(n > 0 ? (size_t)n : 1, sizeof *t->all);
+    t->gpus = calloc(n > 0 ? (size_t)n : 1, sizeof *t->gpus);
+    if (t->all == NULL || t->gpus == NULL)
+        return amldist__fail(AMLDIST_ENOMEM, "topology: out of memory");
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(t->h, o));)
+        if (is_nvidia_gpu(o))
+            t->all[t->nall++].pci = o;
+    qsort(t->all, (size_t)t->nall, sizeof *t->all, cmp_gpu);
+    for (int i = 0; i < t->nall; i++) {
+        struct amldist__gpu *g = &t->all[i];
+        describe_gpu(t, g);
+        if (g->numa == NULL)
+            amldist__warn(t->warnings, sizeof t->warnings,
+                          "GPU %s has no known NUMA node (the machine "
+                          "reports none for it): ranks on it are spread "
+                          "over the NUMA nodes",
+                          g->busid);
+    }
+    return 0;
+}
+
+static hwloc_obj_t pci_parent(hwloc_obj_t o)
+{
+    while (o != NULL && o->type != HWLOC_OBJ_PCI_DEVICE)
+        o = o->parent;
+    return o;
+}
+
+/* Port state from hwloc's Port<N>State infos (4 is IB_PORT_ACTIVE). */
+static void port_state(hwloc_obj_t os, struct amldist__nic *n)
+{
+    n->port = 1;
+    n->state = AMLDIST__PORT_UNKNOWN;
+    for (int port = 1; port <= 16; port++) {
+        char name[32];
+        snprintf(name, sizeof name, "Port%dState", port);
+        const char *v = hwloc_obj_get_info_by_name(os, name);
+        if (v == NULL)
+            continue;
+        if (strcmp(v, "4") == 0) {
+            n->port = port;
+            n->state = AMLDIST__PORT_ACTIVE;
+            return;
+        }
+        n->state = AMLDIST__PORT_DOWN;
+    }
+}
+
+static int collect_nics(amldist_topo_t *t, hwloc_obj_osdev_type_t type)
+{
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t->h, o));) {
+        hwloc_obj_t pci = pci_parent(o->parent);
+        if (o->attr->osdev.type != type || pci == NULL || o->name == NULL)
+            continue;
+        struct amldist__nic *grown =
+            realloc(t->nics, (size_t)(t->nnics + 1) * sizeof *t->nics);
+        if (grown == NULL)
+            return amldist__fail(AMLDIST_ENOMEM, "topology: out of memory");
+        t->nics = grown;
+        struct amldist__nic *n = &t->nics[t->nnics++];
+        memset(n, 0, sizeof *n);
+        n->pci = pci;
+        amldist__strlcpy(n->name, o->name, sizeof n->name);
+        if (type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+            port_state(o, n);
+        else
+            n->state = AMLDIST__PORT_UNKNOWN;
+    }
+    return 0;
+}
+
+static int find_nics(amldist_topo_t *t)
+{
+    int rc = collect_nics(t, HWLOC_OBJ_OSDEV_OPENFABRICS);
+    /* Plain network interfaces only where there is no RDMA device at all:
+     * next to one they are its IPoIB or management ports. */
+    if (rc == 0 && t->nnics == 0)
+        rc = collect_nics(t, HWLOC_OBJ_OSDEV_NETWORK);
+    if (rc == 0 && t->nnics > 1)
+        qsort(t->nics, (size_t)t->nnics, sizeof *t->nics, cmp_nic);
+    return rc;
+}
+
+/* NCCL topology files (<system version=...>) look like XML to users but
+ * hwloc refuses them with a vague message: name the mistake. */
+static int check_not_nccl(const char *path)
+{
+    char head[4096];
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return amldist__fail(AMLDIST_ETOPO, "topology file %s: cannot open",
+                             path);
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = '\0';
+    if (strstr(head, "<system") != NULL && strstr(head, "<topology") == NULL)
+        return amldist__fail(AMLDIST_ETOPO,
+                             "topology file %s is an NCCL topology file "
+                             "(<system>), not an hwloc XML export: use "
+                             "`lstopo FILE.xml` on the machine instead",
+                             path);
+    return 0;
+}
+
+static int load_hwloc(amldist_topo_t *t, const char *xml)
+{
+    if (hwloc_topology_init(&t->h) < 0)
+        return amldist__fail(AMLDIST_ETOPO, "hwloc_topology_init failed");
+    /* The default filter drops PCI devices, even those an XML file has. */
+    hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    for (size_t i = 0; i < sizeof gpu_components / sizeof *gpu_components;
+         i++)
+        hwloc_topology_set_components(
+            t->h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_components[i]);
+    if (xml != NULL) {
+        int rc = check_not_nccl(xml);
+        if (rc < 0)
+            return rc;
+        if (hwloc_topology_set_xml(t->h, xml) < 0)
+            return amldist__fail(AMLDIST_ETOPO,
+                                 "topology file %s: hwloc cannot read it",
+                                 xml);
+    }
+    if (hwloc_topology_load(t->h) < 0)
+        return amldist__fail(AMLDIST_ETOPO,
+                             "topology %s: hwloc_topology_load failed",
+                             xml != NULL ? xml : "of this machine");
+    return 0;
+}
+
+int amldist_topo_load(amldist_topo_t **out, const char *xml_path,
+                      unsigned flags)
+{
+    amldist__clear_error();
+    if (out == NULL)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_topo_load: out is NULL");
+    *out = NULL;
+    const char *xml = xml_path;
+    if (xml == NULL || xml[0] == '\0') {
+        xml = getenv("HWLOC_XMLFILE");
+        if (xml != NULL && xml[0] == '\0')
+            xml = NULL;
+    }
+    amldist_topo_t *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return amldist__fail(AMLDIST_ENOMEM, "topology: out of memory");
+    t->from_xml = xml != NULL;
+    amldist__strlcpy(t->source, xml != NULL ? xml : "this machine",
+                     sizeof t->source);
+    int rc = load_hwloc(t, xml);
+    if (rc == 0)
+        rc = find_gpus(t);
+    if (rc == 0)
+        rc = find_nics(t);
+    if (rc == 0) {
+        t->nnuma = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_NUMANODE);
+        t->ncores = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_CORE);
+        if (t->ncores <= 0)
+            t->ncores = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PU);
+        const char *cvd = (flags & AMLDIST_TOPO_ALL_GPUS)
+                              ? NULL
+                              : getenv("CUDA_VISIBLE_DEVICES");
+        rc = amldist_topo_set_visible(t, cvd);
+    }
+    if (rc < 0) {
+        char msg[1024];
+        amldist__strlcpy(msg, amldist_last_error(), sizeof msg);
+        amldist_topo_free(t);
+        return amldist__fail(rc, "%s", msg);
+    }
+    *out = t;
+    return 0;
+}
+
+void amldist_topo_free(amldist_topo_t *t)
+{
+    if (t == NULL)
+        return;
+    if (t->h != NULL)
+        hwloc_topology_destroy(t->h);
+    free(t->all);
+    free(t->gpus);
+    free(t->nics);
+    free(t);
+}
