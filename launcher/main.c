@@ -1,10 +1,191 @@
-/* Placeholder until the launcher lands (issue 3). */
+/*
+ * amlrun: start a distributed training job.  This file only composes the
+ * parts: options, the mode decision, per-process exec in place, and the
+ * per-node supervisor with its signal set-up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "amldist.h"
+#include "command.h"
+#include "dryrun.h"
+#include "envp.h"
+#include "guard.h"
+#include "inplace.h"
+#include "mode.h"
+#include "msg.h"
+#include "options.h"
+#include "output.h"
+#include "supervise.h"
+#include "workerenv.h"
 
-int main(void)
+extern char **environ;
+
+/* Started with a standard descriptor closed, our first pipe would become
+ * fd 1 and a worker's output would land in the wrong place. */
+static void ensure_std_fds(void)
 {
-    printf("amlrun (libamldist %s)\n", amldist_version_string());
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+            _exit(AMLRUN_EXIT_SYSTEM);
+}
+
+static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
+                        const struct command *c, struct env_spec *es,
+                        const struct amlrun_binding *b)
+{
+    printf("amlrun: mode: %s; %d worker%s on this node\n", p->why, p->nproc,
+           p->nproc == 1 ? "" : "s");
+    fflush(stdout);
+    for (int i = 0; i < p->nproc; i++) {
+        struct worker_id id;
+        char **env = worker_env(es, i, 0, &id);
+        if (!env)
+            return AMLRUN_EXIT_SYSTEM;
+        char **argv = command_argv_for(c, id.local);
+        if (!argv) {
+            envp_free(env);
+            return AMLRUN_EXIT_SYSTEM;
+        }
+        if (o->bind.report_bindings)
+            bind_report(b, i, id.rank, stdout);
+        dryrun_line(stdout, &id, env, environ, c->path, argv, o->verbose);
+        command_argv_free(c, argv);
+        envp_free(env);
+    }
     return 0;
+}
+
+/* Block the signals the supervisor reads from its signalfd.  Stop signals
+ * that were ignored when amlrun started (nohup, `cmd &` in a script) stay
+ * ignored, for amlrun and its workers alike. */
+static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
+                         int *pipe_was_ignored)
+{
+    static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                                  SIGUSR2, SIGWINCH, SIGCHLD};
+    sigset_t set;
+    sigemptyset(&set);
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = SIG_IGN;
+    if (o->ignore_sighup)
+        sigaction(SIGHUP, &sa, NULL);
+    for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
+        int sig = handled[i];
+        if (sig_stops_job(sig) && sigaction(sig, NULL, &old) == 0 &&
+            old.sa_handler == SIG_IGN)
+            continue;
+        sigaddset(&set, sig);
+    }
+    sigaction(SIGPIPE, &sa, &old);
+    *pipe_was_ignored = old.sa_handler == SIG_IGN;
+    if (sigprocmask(SIG_BLOCK, &set, orig) < 0)
+        return -1;
+    return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+static int node_run(const struct amlrun_opts *o, const struct plan *p,
+                    const struct command *c)
+{
+    struct amlrun_binding *b = NULL;
+    if (bind_setup(&o->bind, p->nproc, &b) < 0)
+        return AMLRUN_EXIT_USAGE;
+    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0};
+    int rc;
+    if (o->dry_run) {
+        rc = dry_run_node(o, p, c, &es, b);
+        bind_free(b);
+        return rc;
+    }
+    if (o->verbose)
+        msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
+            p->nproc == 1 ? "" : "s");
+    int log_dir_fd = -1;
+    if (o->log_dir && (log_dir_fd = out_log_dir(o->log_dir)) < 0) {
+        bind_free(b);
+        return AMLRUN_EXIT_USAGE;
+    }
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    sigset_t orig;
+    int pipe_was_ignored = 0;
+    int sfd = setup_signals(o, &orig, &pipe_was_ignored);
+    if (sfd < 0) {
+        msg_errno(errno, "setting up signal handling");
+        rc = AMLRUN_EXIT_SYSTEM;
+        goto out;
+    }
+    /* Orphans of our workers come to us, not to init, while we live; the
+     * guard covers the moment we die. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (guard_start() < 0)
+        msg_errno(errno, "warning: no orphan guard");
+    struct job_spec js = {o, c, &es, p->nproc, host, &orig, pipe_was_ignored,
+                          sfd, log_dir_fd, b};
+    rc = supervise(&js);
+    guard_stop();
+    if (guard_pid() > 0)
+        waitpid(guard_pid(), NULL, 0);
+    close(sfd);
+out:
+    if (log_dir_fd >= 0)
+        close(log_dir_fd);
+    bind_free(b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    ensure_std_fds();
+    if (amldist_version() >> 16 != AMLDIST_VERSION_MAJOR) {
+        msg("built for libamldist %d.x but runs with %s",
+            AMLDIST_VERSION_MAJOR, amldist_version_string());
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    struct amlrun_opts o;
+    int rc = options_parse(argc, argv, &o);
+    if (rc >= 0)
+        goto out;
+    if (o.topo) {
+        rc = topo_main(&o.bind);
+        goto out;
+    }
+    if (headnode_wanted(&o.head)) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n < 0) {
+            msg_errno(errno, "/proc/self/exe");
+            rc = AMLRUN_EXIT_SYSTEM;
+            goto out;
+        }
+        self[n] = '\0';
+        rc = headnode_run(&o.head, self, argc, argv);
+        goto out;
+    }
+    struct plan plan;
+    rc = plan_make(&o, &plan);
+    if (rc >= 0)
+        goto out;
+    struct command cmd;
+    rc = command_build(&o, &cmd);
+    if (rc < 0) {
+        if (plan.mode == MODE_PROCESS)
+            rc = inplace_run(&o, &plan, &cmd);
+        else
+            rc = node_run(&o, &plan, &cmd);
+    }
+    command_free(&cmd);
+    plan_free(&plan);
+out:
+    options_free(&o);
+    fflush(stdout);
+    return rc;
 }

@@ -1,0 +1,50 @@
+/* --dry-run output (see dryrun.h). */
+#include <string.h>
+
+#include "dryrun.h"
+#include "envp.h"
+
+static void put_quoted(FILE *f, const char *s)
+{
+    if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789_-+=.,/:@%") == strlen(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+static int in_base(char *const *base, const char *entry)
+{
+    for (size_t i = 0; base && base[i]; i++)
+        if (strcmp(base[i], entry) == 0)
+            return 1;
+    return 0;
+}
+
+void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
+                 char *const *base, const char *path, char *const *argv,
+                 int all)
+{
+    fprintf(f, "rank %d (local %d, node %d):", id->rank, id->local, id->node);
+    for (size_t i = 0; env[i]; i++) {
+        if (!all && in_base(base, env[i]))
+            continue;
+        fputc(' ', f);
+        put_quoted(f, env[i]);
+    }
+    fputs(" -- ", f);
+    put_quoted(f, path);
+    for (size_t i = 1; argv[i]; i++) {
+        fputc(' ', f);
+        put_quoted(f, argv[i]);
+    }
+    fputc('\n', f);
+}

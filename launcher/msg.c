@@ -1,0 +1,92 @@
+/* amlrun's messages, whole-line writes and the clock. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "msg.h"
+
+AMLRUN_PRINTF(2, 0)
+static void vmsg(int err, const char *fmt, va_list ap)
+{
+    char line[4096];
+    size_t n = (size_t)snprintf(line, sizeof line, "amlrun: ");
+    int k = vsnprintf(line + n, sizeof line - n, fmt, ap);
+    if (k > 0)
+        n += (size_t)k;
+    if (n > sizeof line - 2)
+        n = sizeof line - 2;
+    if (err) {
+        k = snprintf(line + n, sizeof line - n, ": %s", strerror(err));
+        if (k > 0)
+            n += (size_t)k;
+        if (n > sizeof line - 2)
+            n = sizeof line - 2;
+    }
+    line[n++] = '\n';
+    (void)write_all(2, line, n);
+}
+
+void msg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(0, fmt, ap);
+    va_end(ap);
+}
+
+void msg_errno(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(err, fmt, ap);
+    va_end(ap);
+}
+
+int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int writev_all(int fd, struct iovec *iov, int iovcnt)
+{
+    while (iovcnt > 0) {
+        ssize_t w = writev(fd, iov, iovcnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        /* A pipe or a slow terminal may take part of it: skip what went. */
+        while (iovcnt > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

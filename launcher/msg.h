@@ -1,0 +1,39 @@
+/*
+ * amlrun's own messages and exit statuses.  Every message is one line,
+ * "amlrun: subject: what happened: why", written with a single write(2) so
+ * that it never interleaves with a worker's line on a shared terminal.
+ */
+#ifndef AMLRUN_MSG_H
+#define AMLRUN_MSG_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/* Exit statuses of amlrun itself (a worker's status passes through). */
+enum {
+    AMLRUN_EXIT_USAGE = 2,     /* bad command line */
+    AMLRUN_EXIT_SYSTEM = 125,  /* amlrun could not do its job (fork, pipe...) */
+    AMLRUN_EXIT_NOEXEC = 126,  /* command found but cannot be executed */
+    AMLRUN_EXIT_NOTFOUND = 127 /* command not found */
+};
+
+#if defined(__GNUC__)
+#define AMLRUN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define AMLRUN_PRINTF(f, a)
+#endif
+
+/* "amlrun: <fmt>\n" on stderr. */
+void msg(const char *fmt, ...) AMLRUN_PRINTF(1, 2);
+/* "amlrun: <fmt>: strerror(err)\n" on stderr. */
+void msg_errno(int err, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
+
+/* Write everything, retrying partial writes and EINTR; 0 or -1 (errno). */
+int write_all(int fd, const void *buf, size_t len);
+/* The same for an iovec array (which it modifies). */
+int writev_all(int fd, struct iovec *iov, int iovcnt);
+
+/* Monotonic seconds. */
+double now_s(void);
+
+#endif /* AMLRUN_MSG_H */

@@ -1,0 +1,455 @@
+/* amlrun's option parser: a table, one spelling per option, '_' == '-'. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg.h"
+#include "options.h"
+#include "usage.h"
+
+enum opt_id {
+    O_NPROC, O_NNODES, O_NODE_RANK, O_MASTER_ADDR, O_MASTER_PORT,
+    O_STANDALONE, O_MODE, O_RUN_ID, O_RDZV_ENDPOINT, O_RDZV_BACKEND,
+    O_MAX_RESTARTS, O_TERM_TIMEOUT, O_IGNORE_SIGHUP, O_MODULE, O_NO_PYTHON,
+    O_USE_ENV, O_LEGACY, O_PYTHON, O_PREFIX, O_TEE, O_LOG_DIR, O_RANKS,
+    O_LOCAL_RANKS, O_DRY_RUN, O_VERBOSE, O_QUIET, O_CPU_BIND, O_MEM_BIND,
+    O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
+    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION
+};
+
+enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
+
+static const struct option_def {
+    const char *name;
+    int arg;
+    enum opt_id id;
+} options[] = {
+    {"nproc-per-node", ARG_REQUIRED, O_NPROC},
+    {"nnodes", ARG_REQUIRED, O_NNODES},
+    {"node-rank", ARG_REQUIRED, O_NODE_RANK},
+    {"master-addr", ARG_REQUIRED, O_MASTER_ADDR},
+    {"master-port", ARG_REQUIRED, O_MASTER_PORT},
+    {"standalone", ARG_NONE, O_STANDALONE},
+    {"mode", ARG_REQUIRED, O_MODE},
+    {"run-id", ARG_REQUIRED, O_RUN_ID},
+    {"rdzv-id", ARG_REQUIRED, O_RUN_ID},
+    {"rdzv-endpoint", ARG_REQUIRED, O_RDZV_ENDPOINT},
+    {"rdzv-backend", ARG_REQUIRED, O_RDZV_BACKEND},
+    {"max-restarts", ARG_REQUIRED, O_MAX_RESTARTS},
+    {"term-timeout", ARG_REQUIRED, O_TERM_TIMEOUT},
+    {"ignore-sighup", ARG_NONE, O_IGNORE_SIGHUP},
+    {"module", ARG_NONE, O_MODULE},
+    {"no-python", ARG_NONE, O_NO_PYTHON},
+    {"use-env", ARG_NONE, O_USE_ENV},
+    {"legacy-launch", ARG_NONE, O_LEGACY},
+    {"python", ARG_REQUIRED, O_PYTHON},
+    {"prefix", ARG_OPTIONAL, O_PREFIX},
+    {"tee", ARG_REQUIRED, O_TEE},
+    {"log-dir", ARG_REQUIRED, O_LOG_DIR},
+    {"ranks", ARG_REQUIRED, O_RANKS},
+    {"local-ranks-filter", ARG_REQUIRED, O_LOCAL_RANKS},
+    {"dry-run", ARG_NONE, O_DRY_RUN},
+    {"verbose", ARG_NONE, O_VERBOSE},
+    {"quiet", ARG_NONE, O_QUIET},
+    {"cpu-bind", ARG_REQUIRED, O_CPU_BIND},
+    {"mem-bind", ARG_REQUIRED, O_MEM_BIND},
+    {"nic-bind", ARG_REQUIRED, O_NIC_BIND},
+    {"gpu-bind", ARG_REQUIRED, O_GPU_BIND},
+    {"topology", ARG_REQUIRED, O_TOPOLOGY},
+    {"report-bindings", ARG_OPTIONAL, O_REPORT_BINDINGS},
+    {"topo", ARG_NONE, O_TOPO},
+    {"hostfile", ARG_REQUIRED, O_HOSTFILE},
+    {"hosts", ARG_REQUIRED, O_HOSTS},
+    {"launcher", ARG_REQUIRED, O_LAUNCHER},
+    {"help", ARG_NONE, O_HELP},
+    {"version", ARG_NONE, O_VERSION},
+};
+
+static const struct { char c; enum opt_id id; } short_options[] = {
+    {'m', O_MODULE}, {'v', O_VERBOSE}, {'q', O_QUIET},
+    {'h', O_HELP},   {'V', O_VERSION},
+};
+
+/* Strict decimal integer in [min, max]. */
+static int parse_int(const char *s, long min, long max, int *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int bad_value(const char *opt, const char *val, const char *want)
+{
+    msg("--%s %s: %s (see amlrun --help)", opt, val, want);
+    return AMLRUN_EXIT_USAGE;
+}
+
+int rankset_parse(const char *s, struct rankset *out)
+{
+    out->n = 0;
+    free(out->r);
+    out->r = NULL;
+    const char *p = s;
+    while (*p) {
+        int lo, hi;
+        char *end;
+        if (*p < '0' || *p > '9')
+            return -1;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || v > INT_MAX)
+            return -1;
+        lo = hi = (int)v;
+        if (*end == '-') {
+            p = end + 1;
+            if (*p < '0' || *p > '9')
+                return -1;
+            v = strtol(p, &end, 10);
+            if (errno || v > INT_MAX || v < lo)
+                return -1;
+            hi = (int)v;
+        }
+        if (*end != ',' && *end != '\0')
+            return -1;
+        void *grown = realloc(out->r, (size_t)(out->n + 1) * sizeof *out->r);
+        if (!grown)
+            return -1;
+        out->r = grown;
+        out->r[out->n].lo = lo;
+        out->r[out->n].hi = hi;
+        out->n++;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && !*p)
+            return -1;
+    }
+    return out->n > 0 ? 0 : -1;
+}
+
+int rankset_has(const struct rankset *s, int r)
+{
+    if (s->n == 0)
+        return 1;
+    for (int i = 0; i < s->n; i++)
+        if (r >= s->r[i].lo && r <= s->r[i].hi)
+            return 1;
+    return 0;
+}
+
+/* "host:port", "[v6]:port": master address and port (torchrun's
+ * --rdzv-endpoint; the static rendezvous of env:// uses them as is). */
+static int set_endpoint(struct amlrun_opts *o, const char *v)
+{
+    const char *colon = strrchr(v, ':');
+    const char *host = v;
+    size_t hlen = colon ? (size_t)(colon - v) : strlen(v);
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (!close || (close[1] != '\0' && close[1] != ':'))
+            return -1;
+        host = v + 1;
+        hlen = (size_t)(close - v - 1);
+        colon = close[1] == ':' ? close + 1 : NULL;
+    }
+    if (hlen == 0)
+        return -1;
+    if (colon && parse_int(colon + 1, 1, 65535, &o->master_port) < 0)
+        return -1;
+    free(o->owned_addr);
+    o->owned_addr = strndup(host, hlen);
+    if (!o->owned_addr)
+        return -1;
+    o->master_addr = o->owned_addr;
+    return 0;
+}
+
+static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
+                 const char *val)
+{
+    switch (id) {
+    case O_NPROC:
+        if (strcmp(val, "gpu") == 0)
+            o->nproc_kind = NPROC_GPU;
+        else if (strcmp(val, "auto") == 0)
+            o->nproc_kind = NPROC_AUTO;
+        else if (parse_int(val, 1, 1 << 20, &o->nproc) == 0)
+            o->nproc_kind = NPROC_NUM;
+        else
+            return bad_value(name, val, "want a number >= 1, 'gpu' or 'auto'");
+        break;
+    case O_NNODES: {
+        /* torchrun's MIN:MAX form is accepted when it is not elastic. */
+        const char *colon = strchr(val, ':');
+        int lo, hi;
+        if (colon) {
+            char first[32];
+            size_t n = (size_t)(colon - val);
+            if (n == 0 || n >= sizeof first)
+                return bad_value(name, val, "want N or N:N");
+            memcpy(first, val, n);
+            first[n] = '\0';
+            if (parse_int(first, 1, 1 << 20, &lo) < 0 ||
+                parse_int(colon + 1, 1, 1 << 20, &hi) < 0)
+                return bad_value(name, val, "want N or N:N");
+            if (lo != hi)
+                return bad_value(name, val,
+                                 "elastic node ranges are not supported");
+        } else if (parse_int(val, 1, 1 << 20, &lo) < 0) {
+            return bad_value(name, val, "want a number >= 1");
+        }
+        o->nnodes = lo;
+        break;
+    }
+    case O_NODE_RANK:
+        if (parse_int(val, 0, 1 << 20, &o->node_rank) < 0)
+            return bad_value(name, val, "want a number >= 0");
+        break;
+    case O_MASTER_ADDR:
+        if (!*val)
+            return bad_value(name, "''", "want a host name or address");
+        o->master_addr = val;
+        break;
+    case O_MASTER_PORT:
+        if (parse_int(val, 1, 65535, &o->master_port) < 0)
+            return bad_value(name, val, "want a port 1..65535");
+        break;
+    case O_STANDALONE:
+        o->standalone = 1;
+        break;
+    case O_MODE:
+        if (strcmp(val, "auto") == 0)
+            o->mode = MODE_AUTO;
+        else if (strcmp(val, "node") == 0)
+            o->mode = MODE_NODE;
+        else if (strcmp(val, "process") == 0)
+            o->mode = MODE_PROCESS;
+        else
+            return bad_value(name, val, "want auto, node or process");
+        break;
+    case O_RUN_ID:
+        if (!*val)
+            return bad_value(name, "''", "want a non-empty id");
+        o->run_id = val;
+        break;
+    case O_RDZV_ENDPOINT:
+        if (set_endpoint(o, val) < 0)
+            return bad_value(name, val, "want HOST[:PORT]");
+        break;
+    case O_RDZV_BACKEND:
+        /* Rendezvous is always static (env://): accepted for torchrun
+         * command lines, nothing to choose. */
+        if (strcmp(val, "static") && strcmp(val, "c10d"))
+            return bad_value(name, val, "want static or c10d");
+        break;
+    case O_MAX_RESTARTS:
+        if (parse_int(val, 0, 1000000, &o->max_restarts) < 0)
+            return bad_value(name, val, "want a number >= 0");
+        break;
+    case O_TERM_TIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(val, &end);
+        if (errno || end == val || *end || !(t >= 0) || t > 1e6)
+            return bad_value(name, val, "want seconds >= 0");
+        o->term_timeout = t;
+        break;
+    }
+    case O_IGNORE_SIGHUP: o->ignore_sighup = 1; break;
+    case O_MODULE: o->module = 1; break;
+    case O_NO_PYTHON: o->no_python = 1; break;
+    case O_USE_ENV: o->use_env = 1; break;
+    case O_LEGACY: o->legacy = 1; break;
+    case O_PYTHON:
+        if (!*val)
+            return bad_value(name, "''", "want a program");
+        o->python = val;
+        break;
+    case O_PREFIX:
+        o->prefix_fmt = val ? val : "[rank%r]:";
+        o->prefix_streams = 3;
+        break;
+    case O_TEE:
+        if (parse_int(val, 0, 3, &o->prefix_streams) < 0)
+            return bad_value(name, val,
+                             "want 0 (none), 1 (stdout), 2 (stderr) or 3");
+        if (!o->prefix_fmt)
+            o->prefix_fmt = "[rank%r]:";
+        break;
+    case O_LOG_DIR:
+        if (!*val)
+            return bad_value(name, "''", "want a directory");
+        o->log_dir = val;
+        break;
+    case O_RANKS:
+        if (rankset_parse(val, &o->ranks) < 0)
+            return bad_value(name, val, "want a list like 0,2,4-7");
+        break;
+    case O_LOCAL_RANKS:
+        if (rankset_parse(val, &o->local_ranks) < 0)
+            return bad_value(name, val, "want a list like 0,2,4-7");
+        break;
+    case O_DRY_RUN: o->dry_run = o->head.dry_run = 1; break;
+    case O_VERBOSE: o->verbose = 1; break;
+    case O_QUIET: o->quiet = 1; break;
+    case O_CPU_BIND: o->bind.cpu_bind = val; break;
+    case O_MEM_BIND: o->bind.mem_bind = val; break;
+    case O_NIC_BIND: o->bind.nic_bind = val; break;
+    case O_GPU_BIND: o->bind.gpu_bind = val; break;
+    case O_TOPOLOGY: o->bind.topology = val; break;
+    case O_REPORT_BINDINGS:
+        if (val && strcmp(val, "json"))
+            return bad_value(name, val, "only --report-bindings=json");
+        o->bind.report_bindings = 1;
+        o->bind.json = val != NULL;
+        break;
+    case O_TOPO: o->topo = 1; break;
+    case O_HOSTFILE: o->head.hostfile = val; break;
+    case O_HOSTS: o->head.hosts = val; break;
+    case O_LAUNCHER:
+        if (strcmp(val, "mpirun") && strcmp(val, "slurm"))
+            return bad_value(name, val, "want mpirun or slurm");
+        o->head.launcher = val;
+        break;
+    case O_HELP:
+        usage_print(stdout);
+        return 0;
+    case O_VERSION:
+        version_print(stdout);
+        return 0;
+    }
+    return -1;
+}
+
+/* --long[=value] at argv[*i]; advances *i past a separate value. */
+static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
+                             int *i)
+{
+    const char *arg = argv[*i] + 2;
+    const char *eq = strchr(arg, '=');
+    char name[64];
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (n >= sizeof name) {
+        msg("unknown option %s (see amlrun --help)", argv[*i]);
+        return AMLRUN_EXIT_USAGE;
+    }
+    for (size_t k = 0; k < n; k++)
+        name[k] = arg[k] == '_' ? '-' : arg[k];
+    name[n] = '\0';
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+        const struct option_def *d = &options[k];
+        if (strcmp(d->name, name))
+            continue;
+        const char *val = eq ? eq + 1 : NULL;
+        if (d->arg == ARG_NONE && val) {
+            msg("option --%s takes no value", name);
+            return AMLRUN_EXIT_USAGE;
+        }
+        if (d->arg == ARG_REQUIRED && !val) {
+            if (*i + 1 >= argc) {
+                msg("option --%s needs a value", name);
+                return AMLRUN_EXIT_USAGE;
+            }
+            val = argv[++*i];
+        }
+        return apply(o, d->name, d->id, val);
+    }
+    msg("unknown option --%s (see amlrun --help)", name);
+    return AMLRUN_EXIT_USAGE;
+}
+
+static int parse_short_options(struct amlrun_opts *o, const char *arg)
+{
+    for (const char *c = arg + 1; *c; c++) {
+        size_t k;
+        for (k = 0; k < sizeof short_options / sizeof short_options[0]; k++)
+            if (short_options[k].c == *c)
+                break;
+        if (k == sizeof short_options / sizeof short_options[0]) {
+            msg("unknown option -%c (see amlrun --help)", *c);
+            return AMLRUN_EXIT_USAGE;
+        }
+        int rc = apply(o, "", short_options[k].id, NULL);
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
+}
+
+static int check_combinations(struct amlrun_opts *o)
+{
+    if (o->module && o->no_python) {
+        msg("--module runs a Python module: it cannot go with --no-python");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->standalone && o->nnodes > 1) {
+        msg("--standalone is for one node, but --nnodes is %d", o->nnodes);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->mode == MODE_PROCESS && o->nproc_kind != NPROC_UNSET) {
+        msg("--mode process runs one process in place: it cannot go with "
+            "--nproc-per-node");
+        return AMLRUN_EXIT_USAGE;
+    }
+    return -1;
+}
+
+int options_parse(int argc, char **argv, struct amlrun_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->node_rank = -1;
+    o->term_timeout = 30.0;
+    o->run_id = "none";
+    o->python = getenv("AMLRUN_PYTHON");
+    if (!o->python || !*o->python)
+        o->python = "python3";
+    /* A copy of the seed's launch.py (a link named launch or launch.py)
+     * behaves as torch.distributed.launch did. */
+    const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
+    base = base ? base + 1 : (argc > 0 ? argv[0] : "");
+    if (strcmp(base, "launch") == 0 || strcmp(base, "launch.py") == 0)
+        o->legacy = 1;
+
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int rc;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        if (a[1] == '-')
+            rc = parse_long_option(o, argc, argv, &i);
+        else
+            rc = parse_short_options(o, a);
+        if (rc >= 0)
+            return rc;
+    }
+    o->cmd = argv + i;
+    o->ncmd = argc - i;
+    int rc = check_combinations(o);
+    if (rc >= 0)
+        return rc;
+    if (o->ncmd == 0 && !o->topo && !headnode_wanted(&o->head)) {
+        msg("no command given (see amlrun --help)");
+        return AMLRUN_EXIT_USAGE;
+    }
+    return -1;
+}
+
+void options_free(struct amlrun_opts *o)
+{
+    free(o->ranks.r);
+    free(o->local_ranks.r);
+    free(o->owned_addr);
+    o->ranks.r = o->local_ranks.r = NULL;
+    o->owned_addr = NULL;
+}

@@ -1,0 +1,252 @@
+/* Line assembly, prefixes and log files (see output.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "msg.h"
+#include "output.h"
+
+#define IOV_BATCH 512 /* well under IOV_MAX (1024) */
+
+/* Once amlrun's stdout or stderr is gone (EPIPE: `amlrun ... | head`), its
+ * lines are dropped; the job and the log files go on. */
+static int console_broken[3];
+
+struct batch {
+    int fd;
+    int n;
+    struct iovec iov[IOV_BATCH];
+};
+
+static void batch_flush(struct batch *b)
+{
+    if (b->n > 0 && !console_broken[b->fd] &&
+        writev_all(b->fd, b->iov, b->n) < 0)
+        console_broken[b->fd] = 1;
+    b->n = 0;
+}
+
+static void batch_add(struct batch *b, const void *p, size_t len)
+{
+    if (len == 0)
+        return;
+    if (b->n == IOV_BATCH)
+        batch_flush(b);
+    b->iov[b->n].iov_base = (void *)p;
+    b->iov[b->n].iov_len = len;
+    b->n++;
+}
+
+static int carry_append(struct out_stream *s, const char *p, size_t n)
+{
+    if (s->len + n > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + n)
+            cap *= 2;
+        char *grown = realloc(s->carry, cap);
+        if (!grown)
+            return -1;
+        s->carry = grown;
+        s->cap = cap;
+    }
+    memcpy(s->carry + s->len, p, n);
+    s->len += n;
+    return 0;
+}
+
+/* The unfinished line as a line of its own (end of file, or too long). */
+static void flush_carry(struct out_stream *s)
+{
+    if (s->len == 0)
+        return;
+    struct batch b;
+    b.fd = s->console;
+    b.n = 0;
+    batch_add(&b, s->prefix, s->prefix_len);
+    batch_add(&b, s->carry, s->len);
+    batch_add(&b, "\n", 1);
+    batch_flush(&b);
+    s->len = 0;
+}
+
+/* Pass the complete lines in p[0..n) to the console, keep the rest. */
+static void console_lines(struct out_stream *s, const char *p, size_t n)
+{
+    const char *end = p + n;
+    struct batch b;
+    b.fd = s->console;
+    b.n = 0;
+    int carry_in_batch = 0;
+    if (!s->prefix) {
+        /* No prefixes: everything up to the last newline goes in one
+         * write, completing the carried line first. */
+        const char *last = memrchr(p, '\n', n);
+        if (last) {
+            batch_add(&b, s->carry, s->len);
+            batch_add(&b, p, (size_t)(last + 1 - p));
+            carry_in_batch = s->len > 0;
+            p = last + 1;
+        }
+    } else {
+        const char *nl;
+        while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            if (b.n + 3 > IOV_BATCH) {
+                batch_flush(&b);
+                if (carry_in_batch)
+                    s->len = 0, carry_in_batch = 0;
+            }
+            batch_add(&b, s->prefix, s->prefix_len);
+            if (s->len > 0 && !carry_in_batch) {
+                batch_add(&b, s->carry, s->len);
+                carry_in_batch = 1;
+            }
+            batch_add(&b, p, (size_t)(nl + 1 - p));
+            p = nl + 1;
+        }
+    }
+    batch_flush(&b);
+    if (carry_in_batch)
+        s->len = 0;
+    while (p < end) {
+        size_t room = OUT_LINE_MAX - s->len;
+        size_t take = (size_t)(end - p) < room ? (size_t)(end - p) : room;
+        if (carry_append(s, p, take) < 0) {
+            /* Out of memory: better a cut line than a lost one. */
+            flush_carry(s);
+            batch_add(&b, s->prefix, s->prefix_len);
+            batch_add(&b, p, (size_t)(end - p));
+            batch_add(&b, "\n", 1);
+            batch_flush(&b);
+            return;
+        }
+        p += take;
+        if (s->len == OUT_LINE_MAX)
+            flush_carry(s);
+    }
+}
+
+static void stream_eof(struct out_stream *s)
+{
+    if (s->console >= 0)
+        flush_carry(s);
+    close(s->fd);
+    s->fd = -1;
+}
+
+int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
+{
+    ssize_t n;
+    do
+        n = read(s->fd, buf, bufsz);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        stream_eof(s);
+        return 0;
+    }
+    if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
+        msg_errno(errno, "writing a log file (logging of this stream stops)");
+        s->log = -1;
+    }
+    if (s->console >= 0)
+        console_lines(s, buf, (size_t)n);
+    return 1;
+}
+
+void out_stream_close(struct out_stream *s)
+{
+    if (s->fd >= 0)
+        stream_eof(s);
+    free(s->carry);
+    free(s->prefix);
+    s->carry = s->prefix = NULL;
+    s->len = s->cap = s->prefix_len = 0;
+}
+
+char *out_prefix(const char *fmt, int rank, int local, int node,
+                 const char *host, const char *stream)
+{
+    char *out = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&out, &size);
+    if (!f)
+        return NULL;
+    for (const char *p = fmt; *p; p++) {
+        if (*p != '%' || !p[1]) {
+            fputc(*p, f);
+            continue;
+        }
+        switch (*++p) {
+        case 'r': fprintf(f, "%d", rank); break;
+        case 'l': fprintf(f, "%d", local); break;
+        case 'n': fprintf(f, "%d", node); break;
+        case 'h': fputs(host, f); break;
+        case 's': fputs(stream, f); break;
+        case '%': fputc('%', f); break;
+        default: fputc('%', f); fputc(*p, f); break;
+        }
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int out_log_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+        msg_errno(errno, "--log-dir %s: cannot create it", dir);
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        msg_errno(errno, "--log-dir %s", dir);
+    return fd;
+}
+
+int out_log_file(int dirfd, const char *dir, int rank, const char *stream)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank%d.%s", rank, stream);
+    const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+    int fd = openat(dirfd, name, flags | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0)
+        return fd;
+    if (errno != EEXIST) {
+        msg_errno(errno, "--log-dir %s: cannot create %s", dir, name);
+        return -1;
+    }
+    /* An old log: reuse it only if it is a plain file of ours with no
+     * other name.  O_NOFOLLOW refuses a planted link, O_NONBLOCK keeps a
+     * planted FIFO from hanging us; fstat decides on the opened file. */
+    fd = openat(dirfd, name, flags | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            msg("--log-dir %s: %s is a symbolic link: not following it", dir,
+                name);
+        else
+            msg_errno(errno, "--log-dir %s: cannot open %s", dir, name);
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+        st.st_uid != geteuid()) {
+        msg("--log-dir %s: will not write %s: not a regular file of ours "
+            "with a single link", dir, name);
+        close(fd);
+        return -1;
+    }
+    if (ftruncate(fd, 0) < 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+        msg_errno(errno, "--log-dir %s: %s", dir, name);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -1,0 +1,48 @@
+/*
+ * Worker output: each worker's stdout and stderr arrive on pipes; amlrun
+ * cuts them into lines and writes whole lines (optionally prefixed) to its
+ * own stdout and stderr, so that lines of different ranks never mix, and
+ * copies the raw bytes into per-rank log files.  Writes block: a slow
+ * console slows the workers down, it never loses a line.
+ */
+#ifndef AMLRUN_OUTPUT_H
+#define AMLRUN_OUTPUT_H
+
+#include <stddef.h>
+
+/* Lines longer than this are cut into pieces of this size (on the console
+ * only; log files get every byte as it came). */
+#define OUT_LINE_MAX (1u << 20)
+
+struct out_stream {
+    int fd;            /* read end of the worker's pipe; -1 when closed */
+    int console;       /* 1 or 2, or -1 when filtered off the console */
+    int log;           /* log file, or -1 */
+    char *prefix;      /* NULL: no prefix */
+    size_t prefix_len;
+    char *carry;       /* the unfinished last line */
+    size_t len, cap;
+};
+
+/* Read once from s->fd into buf and pass the lines on.  At end of file (or
+ * a read error) the unfinished line is written with a newline added and
+ * the pipe closed.  Returns 1 while open, 0 once closed. */
+int out_stream_read(struct out_stream *s, char *buf, size_t bufsz);
+/* Close the pipe if open (flushing as at end of file) and free buffers;
+ * the log fd is not the stream's and stays open. */
+void out_stream_close(struct out_stream *s);
+
+/* The prefix for one stream: FMT with %r rank, %l local rank, %n node rank,
+ * %h host, %s "stdout"/"stderr", %% a percent sign.  NULL: out of memory. */
+char *out_prefix(const char *fmt, int rank, int local, int node,
+                 const char *host, const char *stream);
+
+/* Open (creating it if needed) the --log-dir directory; fd or -1 after a
+ * message. */
+int out_log_dir(const char *dir);
+/* Create DIR/rank<R>.<stream> safely: never through a symbolic link, never
+ * into a file that is not ours (hard links, FIFOs); an old file of ours is
+ * truncated.  fd or -1 after a message. */
+int out_log_file(int dirfd, const char *dir, int rank, const char *stream);
+
+#endif /* AMLRUN_OUTPUT_H */

@@ -1,0 +1,98 @@
+/* fork/exec of one worker (see spawn.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spawn.h"
+
+/* In the child: tell the parent what failed and leave.  The statuses match
+ * a shell's: 127 not found, 126 could not run. */
+static _Noreturn void child_fail(int fd, enum spawn_stage stage, int err)
+{
+    int report[2] = {(int)stage, err};
+    ssize_t w;
+    do
+        w = write(fd, report, sizeof report);
+    while (w < 0 && errno == EINTR);
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+static _Noreturn void child(const struct spawn_req *r, pid_t parent, int fd)
+{
+    /* Own group first, so that a signal for the group never misses a
+     * process that is about to exec. */
+    if (setpgid(0, 0) < 0)
+        child_fail(fd, SPAWN_SETUP, errno);
+    /* Die with amlrun.  If amlrun died before the prctl, our parent is
+     * already someone else: the race is closed by looking. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        child_fail(fd, SPAWN_SETUP, errno);
+    if (getppid() != parent)
+        _exit(128 + SIGKILL);
+    if (dup2(r->stdin_fd, 0) < 0 || dup2(r->stdout_fd, 1) < 0 ||
+        dup2(r->stderr_fd, 2) < 0)
+        child_fail(fd, SPAWN_SETUP, errno);
+    /* amlrun installs no handlers (it reads signals from a signalfd), but it
+     * ignores SIGPIPE for itself: give the worker the usual default back. */
+    struct sigaction sa = {0};
+    sa.sa_handler = r->pipe_was_ignored ? SIG_IGN : SIG_DFL;
+    sigaction(SIGPIPE, &sa, NULL);
+    if (r->ignore_sighup) {
+        sa.sa_handler = SIG_IGN;
+        sigaction(SIGHUP, &sa, NULL);
+    }
+    int err = bind_apply_child(r->binding, r->local_rank);
+    if (err)
+        child_fail(fd, SPAWN_BIND, err);
+    sigprocmask(SIG_SETMASK, r->mask, NULL);
+    execve(r->path, r->argv, r->envp);
+    err = errno;
+    if (err == ENOEXEC && r->sh_argv) {
+        execve("/bin/sh", r->sh_argv, r->envp);
+        err = errno;
+    }
+    child_fail(fd, SPAWN_EXEC, err);
+}
+
+pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
+                   int *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        *stage = SPAWN_SETUP;
+        *err = errno;
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        *stage = SPAWN_SETUP;
+        *err = errno;
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0)
+        child(r, parent, p[1]);
+    close(p[1]);
+    /* Both sides set the group so that it exists whichever runs first;
+     * EACCES after the child's exec is fine, it had done it itself. */
+    (void)setpgid(pid, pid);
+    int report[2];
+    ssize_t n;
+    do
+        n = read(p[0], report, sizeof report);
+    while (n < 0 && errno == EINTR);
+    close(p[0]);
+    if (n == 0)
+        return pid; /* exec closed the pipe: the worker runs */
+    *stage = n == (ssize_t)sizeof report ? (enum spawn_stage)report[0]
+                                         : SPAWN_SETUP;
+    *err = n == (ssize_t)sizeof report ? report[1] : EPROTO;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    return -1;
+}

@@ -1,0 +1,511 @@
+/* The per-node supervisor and its event loop (see supervise.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "envp.h"
+#include "exitstatus.h"
+#include "guard.h"
+#include "msg.h"
+#include "output.h"
+#include "spawn.h"
+#include "supervise.h"
+
+#define READ_BUF (64u << 10)
+
+struct worker {
+    struct worker_id id;
+    pid_t pid;
+    int running;
+    int status;
+    double t_start;
+    int log_out, log_err;
+    struct out_stream out, err;
+};
+
+struct job {
+    const struct job_spec *s;
+    struct worker *w;
+    int n;
+    int tfd;
+    int null_fd;       /* /dev/null for the workers' stdin */
+    int live;          /* workers running */
+    int restarts;      /* restarts done */
+    int stopping;      /* SIGTERM (or the user's signal) sent */
+    int killed;        /* SIGKILL sent */
+    int stop_signal;   /* signal that stopped the job, 0 */
+    int restart_wanted;
+    int fail;          /* first failed worker of this attempt, -1 */
+    int fail_status;
+    int spawn_status;  /* exit status after a failed start, -1 */
+    char *buf;
+    struct pollfd *pfd;
+    struct out_stream **pstream;
+};
+
+int sig_stops_job(int sig)
+{
+    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+int sig_forwarded(int sig)
+{
+    return sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGWINCH;
+}
+
+/* Signal a worker's whole group (its children too). */
+static void signal_worker(const struct worker *w, int sig)
+{
+    if (kill(-w->pid, sig) < 0 && errno == ESRCH)
+        kill(w->pid, sig); /* it left its group */
+}
+
+static void signal_all(struct job *j, int sig)
+{
+    for (int i = 0; i < j->n; i++)
+        if (j->w[i].running)
+            signal_worker(&j->w[i], sig);
+}
+
+static void arm_timer(struct job *j, double seconds)
+{
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (seconds > 0) {
+        its.it_value.tv_sec = (time_t)seconds;
+        its.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
+    }
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+        its.it_value.tv_nsec = 1; /* zero would disarm it */
+    timerfd_settime(j->tfd, 0, &its, NULL);
+}
+
+static void disarm_timer(struct job *j)
+{
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    timerfd_settime(j->tfd, 0, &its, NULL);
+}
+
+/* The terminate sequence: `sig` now, SIGKILL after --term-timeout. */
+static void begin_stop(struct job *j, int sig)
+{
+    if (j->stopping)
+        return;
+    j->stopping = 1;
+    signal_all(j, sig);
+    if (j->live > 0)
+        arm_timer(j, j->s->o->term_timeout);
+}
+
+static void kill_now(struct job *j)
+{
+    j->killed = 1;
+    signal_all(j, SIGKILL);
+}
+
+/* After the last worker: whatever descendant is left was reparented to us
+ * (we are a child subreaper); none may outlive the job. */
+static void kill_strays(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    for (char *p = buf, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0 && (pid_t)pid != guard_pid())
+            kill((pid_t)pid, SIGKILL);
+    }
+}
+
+/* Read what a dead worker left in its pipes, without waiting for writers
+ * that may still hold them. */
+static void drain(struct job *j, struct worker *w)
+{
+    struct out_stream *ss[2] = {&w->out, &w->err};
+    for (int k = 0; k < 2; k++) {
+        for (int rounds = 0; rounds < 64 && ss[k]->fd >= 0; rounds++) {
+            struct pollfd p = {ss[k]->fd, POLLIN, 0};
+            if (poll(&p, 1, 0) <= 0)
+                break;
+            out_stream_read(ss[k], j->buf, READ_BUF);
+        }
+    }
+}
+
+static void worker_done(struct job *j, struct worker *w, int status)
+{
+    w->running = 0;
+    w->status = status;
+    j->live--;
+    guard_del(w->pid);
+    drain(j, w);
+    if (!status_failed(status) || j->fail >= 0 || j->stopping) {
+        if (j->s->o->verbose) {
+            char what[96];
+            status_describe(status, what, sizeof what);
+            msg("rank %d (local %d, pid %d): %s", w->id.rank, w->id.local,
+                (int)w->pid, what);
+        }
+        return;
+    }
+    char what[96];
+    status_describe(status, what, sizeof what);
+    msg("rank %d (local %d, pid %d, host %s): %s after %.2f s", w->id.rank,
+        w->id.local, (int)w->pid, j->s->host, what, now_s() - w->t_start);
+    j->fail = (int)(w - j->w);
+    j->fail_status = status;
+    j->restart_wanted = j->restarts < j->s->o->max_restarts;
+    if (j->live > 0 && !j->s->o->quiet)
+        msg("stopping the other %d worker%s (SIGTERM, SIGKILL after %g s)",
+            j->live, j->live == 1 ? "" : "s", j->s->o->term_timeout);
+    begin_stop(j, SIGTERM);
+}
+
+static struct worker *find_worker(struct job *j, pid_t pid)
+{
+    for (int i = 0; i < j->n; i++)
+        if (j->w[i].running && j->w[i].pid == pid)
+            return &j->w[i];
+    return NULL;
+}
+
+static void reap(struct job *j)
+{
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* ECHILD */
+        }
+        if (si.si_pid == 0)
+            return;
+        pid_t pid = si.si_pid;
+        struct worker *w = find_worker(j, pid);
+        /* The worker is a zombie now, so its pid, and with it its group id,
+         * cannot be reused: kill what is left of the group before reaping. */
+        if (w)
+            kill(-pid, SIGKILL);
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (w)
+            worker_done(j, w, status);
+        if (j->live == 0)
+            kill_strays();
+    }
+}
+
+static void on_signal(struct job *j, int sig)
+{
+    char name[32];
+    if (sig == SIGCHLD) {
+        reap(j);
+    } else if (sig_forwarded(sig)) {
+        signal_all(j, sig);
+    } else if (sig_stops_job(sig)) {
+        signal_name(sig, name, sizeof name);
+        j->restart_wanted = 0;
+        if (!j->stopping) {
+            j->stop_signal = sig;
+            if (!j->s->o->quiet && j->live > 0)
+                msg("%s received: stopping %d worker%s (SIGKILL after %g s)",
+                    name, j->live, j->live == 1 ? "" : "s",
+                    j->s->o->term_timeout);
+            begin_stop(j, sig);
+        } else if (!j->killed && j->live > 0) {
+            /* A second stop request means "now". */
+            msg("%s received again: killing %d worker%s", name, j->live,
+                j->live == 1 ? "" : "s");
+            kill_now(j);
+        }
+    }
+}
+
+static void read_signals(struct job *j)
+{
+    struct signalfd_siginfo si[16];
+    ssize_t n = read(j->s->sfd, si, sizeof si);
+    for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++)
+        on_signal(j, (int)si[i].ssi_signo);
+}
+
+static void on_timer(struct job *j)
+{
+    uint64_t ticks;
+    if (read(j->tfd, &ticks, sizeof ticks) != (ssize_t)sizeof ticks)
+        return;
+    if (j->live > 0 && !j->killed) {
+        msg("%d worker%s still running %g s after SIGTERM: sending SIGKILL",
+            j->live, j->live == 1 ? "" : "s", j->s->o->term_timeout);
+        kill_now(j);
+    }
+}
+
+static int open_logs(struct job *j, struct worker *w)
+{
+    if (j->s->log_dir_fd < 0 || w->log_out >= 0)
+        return 0;
+    const char *dir = j->s->o->log_dir;
+    w->log_out = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stdout");
+    if (w->log_out < 0)
+        return -1;
+    w->log_err = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stderr");
+    return w->log_err < 0 ? -1 : 0;
+}
+
+/* Set up one stream; its pipe's write end goes to *wr. */
+static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
+                        int which, int *wr)
+{
+    const struct amlrun_opts *o = j->s->o;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    memset(s, 0, sizeof *s);
+    s->fd = p[0];
+    *wr = p[1];
+    s->log = which == 1 ? w->log_out : w->log_err;
+    s->console = rankset_has(&o->ranks, w->id.rank) &&
+                 rankset_has(&o->local_ranks, w->id.local) ? which : -1;
+    if (o->prefix_fmt && (o->prefix_streams & which)) {
+        s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
+                               w->id.node, j->s->host,
+                               which == 1 ? "stdout" : "stderr");
+        if (!s->prefix)
+            return -1;
+        s->prefix_len = strlen(s->prefix);
+    }
+    return 0;
+}
+
+static void report_start_failure(struct job *j, const struct worker *w,
+                                 enum spawn_stage stage, int err)
+{
+    if (stage == SPAWN_EXEC) {
+        msg_errno(err, "rank %d (local %d): cannot run %s", w->id.rank,
+                  w->id.local, j->s->cmd->path);
+        j->spawn_status = err == ENOENT ? AMLRUN_EXIT_NOTFOUND
+                                        : AMLRUN_EXIT_NOEXEC;
+    } else {
+        msg_errno(err, "rank %d (local %d): %s", w->id.rank, w->id.local,
+                  stage == SPAWN_BIND ? "binding failed"
+                                      : "cannot start the worker");
+        j->spawn_status = AMLRUN_EXIT_SYSTEM;
+    }
+}
+
+static int start_worker(struct job *j, int index)
+{
+    const struct job_spec *s = j->s;
+    struct worker *w = &j->w[index];
+    char **env = worker_env(s->env, index, j->restarts, &w->id);
+    if (!env)
+        return -1;
+    char **argv = command_argv_for(s->cmd, w->id.local);
+    char **sh = argv ? command_sh_argv(s->cmd->path, argv) : NULL;
+    int wr_out = -1, wr_err = -1, ok = 0;
+    if (!argv || !sh) {
+        msg("out of memory starting local worker %d", index);
+    } else if (open_logs(j, w) < 0) {
+        /* message printed */
+    } else if (stream_setup(j, w, &w->out, 1, &wr_out) < 0 ||
+               stream_setup(j, w, &w->err, 2, &wr_err) < 0) {
+        msg_errno(errno, "output pipes for local worker %d", index);
+    } else {
+        ok = 1;
+    }
+    if (ok && s->o->bind.report_bindings && j->restarts == 0)
+        bind_report(s->binding, index, w->id.rank, stderr);
+    if (ok) {
+        /* One stdin for the job: the first worker's, unless it is a
+         * terminal (a background process group reading it would stop). */
+        int in = index == 0 && !isatty(0) ? 0 : j->null_fd;
+        struct spawn_req r = {
+            .path = s->cmd->path, .argv = argv, .envp = env, .sh_argv = sh,
+            .stdin_fd = in, .stdout_fd = wr_out, .stderr_fd = wr_err,
+            .binding = s->binding, .local_rank = index,
+            .mask = s->worker_mask, .ignore_sighup = s->o->ignore_sighup,
+            .pipe_was_ignored = s->pipe_was_ignored,
+        };
+        enum spawn_stage stage = SPAWN_OK;
+        int err = 0;
+        pid_t pid = spawn_worker(&r, &stage, &err);
+        if (pid > 0) {
+            w->pid = pid;
+            w->running = 1;
+            w->t_start = now_s();
+            j->live++;
+            guard_add(pid);
+        } else {
+            report_start_failure(j, w, stage, err);
+            ok = 0;
+        }
+    }
+    if (wr_out >= 0)
+        close(wr_out);
+    if (wr_err >= 0)
+        close(wr_err);
+    if (!ok) {
+        out_stream_close(&w->out);
+        out_stream_close(&w->err);
+        if (j->spawn_status < 0)
+            j->spawn_status = AMLRUN_EXIT_SYSTEM;
+    }
+    command_argv_free(s->cmd, argv);
+    free(sh);
+    envp_free(env);
+    return ok ? 0 : -1;
+}
+
+static void start_all(struct job *j)
+{
+    for (int i = 0; i < j->n; i++) {
+        j->w[i].out.fd = j->w[i].err.fd = -1;
+        j->w[i].running = 0;
+    }
+    for (int i = 0; i < j->n; i++) {
+        if (start_worker(j, i) < 0) {
+            /* Reported once, here; the ones already started are stopped. */
+            j->restart_wanted = 0;
+            begin_stop(j, SIGTERM);
+            return;
+        }
+    }
+    if (j->s->o->verbose)
+        msg("started %d worker%s", j->n, j->n == 1 ? "" : "s");
+}
+
+/* The loop of one attempt: until every worker has ended and every pipe is
+ * drained. */
+static void run_loop(struct job *j)
+{
+    for (;;) {
+        int np = 0;
+        j->pfd[np++] = (struct pollfd){j->s->sfd, POLLIN, 0};
+        j->pfd[np++] = (struct pollfd){j->tfd, POLLIN, 0};
+        int open_streams = 0;
+        for (int i = 0; i < j->n; i++) {
+            struct out_stream *ss[2] = {&j->w[i].out, &j->w[i].err};
+            for (int k = 0; k < 2; k++) {
+                if (ss[k]->fd < 0)
+                    continue;
+                j->pstream[np] = ss[k];
+                j->pfd[np++] = (struct pollfd){ss[k]->fd, POLLIN, 0};
+                open_streams++;
+            }
+        }
+        if (j->live == 0 && open_streams == 0)
+            return;
+        if (poll(j->pfd, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            msg_errno(errno, "poll");
+            kill_now(j);
+            return;
+        }
+        if (j->pfd[0].revents)
+            read_signals(j);
+        if (j->pfd[1].revents)
+            on_timer(j);
+        for (int i = 2; i < np; i++)
+            if (j->pfd[i].revents && j->pstream[i]->fd >= 0)
+                out_stream_read(j->pstream[i], j->buf, READ_BUF);
+    }
+}
+
+static int job_init(struct job *j, const struct job_spec *s)
+{
+    memset(j, 0, sizeof *j);
+    j->s = s;
+    j->n = s->nproc;
+    j->fail = -1;
+    j->spawn_status = -1;
+    j->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    j->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    j->w = calloc((size_t)j->n, sizeof *j->w);
+    j->buf = malloc(READ_BUF);
+    j->pfd = calloc((size_t)j->n * 2 + 2, sizeof *j->pfd);
+    j->pstream = calloc((size_t)j->n * 2 + 2, sizeof *j->pstream);
+    if (j->tfd < 0 || j->null_fd < 0 || !j->w || !j->buf || !j->pfd ||
+        !j->pstream)
+        return -1;
+    for (int i = 0; i < j->n; i++)
+        j->w[i].log_out = j->w[i].log_err = -1;
+    return 0;
+}
+
+static void job_free(struct job *j)
+{
+    for (int i = 0; j->w && i < j->n; i++) {
+        out_stream_close(&j->w[i].out);
+        out_stream_close(&j->w[i].err);
+        if (j->w[i].log_out >= 0)
+            close(j->w[i].log_out);
+        if (j->w[i].log_err >= 0)
+            close(j->w[i].log_err);
+    }
+    if (j->tfd >= 0)
+        close(j->tfd);
+    if (j->null_fd >= 0)
+        close(j->null_fd);
+    free(j->w);
+    free(j->buf);
+    free(j->pfd);
+    free(j->pstream);
+}
+
+int supervise(const struct job_spec *s)
+{
+    struct job j;
+    if (job_init(&j, s) < 0) {
+        msg_errno(errno, "setting up the job");
+        job_free(&j);
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    for (;;) {
+        start_all(&j);
+        run_loop(&j);
+        disarm_timer(&j);
+        for (int i = 0; i < j.n; i++) {
+            out_stream_close(&j.w[i].out);
+            out_stream_close(&j.w[i].err);
+        }
+        if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0)
+            break;
+        j.restarts++;
+        if (!s->o->quiet)
+            msg("restarting the %d worker%s of this node (restart %d of %d)",
+                j.n, j.n == 1 ? "" : "s", j.restarts, s->o->max_restarts);
+        j.fail = -1;
+        j.stopping = j.killed = j.restart_wanted = 0;
+    }
+    int status = 0;
+    if (j.spawn_status >= 0)
+        status = j.spawn_status;
+    else if (j.fail >= 0)
+        status = status_exit_code(j.fail_status);
+    else if (j.stop_signal)
+        status = 128 + j.stop_signal;
+    job_free(&j);
+    return status;
+}

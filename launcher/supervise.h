@@ -1,0 +1,37 @@
+/*
+ * The per-node supervisor: starts the workers, then runs the one event
+ * loop over a signalfd (signals and child exits), a timerfd (the SIGKILL
+ * deadline) and the workers' output pipes, until every worker has ended
+ * and every pipe is drained.  No polling interval anywhere.
+ */
+#ifndef AMLRUN_SUPERVISE_H
+#define AMLRUN_SUPERVISE_H
+
+#include <signal.h>
+
+#include "bind.h"
+#include "command.h"
+#include "options.h"
+#include "workerenv.h"
+
+struct job_spec {
+    const struct amlrun_opts *o;
+    const struct command *cmd;
+    struct env_spec *env;
+    int nproc;
+    const char *host;
+    const sigset_t *worker_mask;   /* the mask amlrun was started with */
+    int pipe_was_ignored;
+    int sfd;                       /* signalfd of the handled signals */
+    int log_dir_fd;                /* -1: no --log-dir */
+    const struct amlrun_binding *binding;
+};
+
+/* Run the job; returns amlrun's exit status. */
+int supervise(const struct job_spec *s);
+
+/* The signals amlrun handles: stop the job / pass on / child exits. */
+int sig_stops_job(int sig);
+int sig_forwarded(int sig);
+
+#endif /* AMLRUN_SUPERVISE_H */

@@ -1,0 +1,34 @@
+/*
+ * Each worker's environment, composed in the parent: the library's
+ * canonical variables (amldist_export_envp on amlrun's environment), then
+ * torchrun's extras, then the rank's binding variables, then the
+ * OMP_NUM_THREADS default.  amlrun computes no rank itself.
+ */
+#ifndef AMLRUN_WORKERENV_H
+#define AMLRUN_WORKERENV_H
+
+#include "amldist.h"
+#include "bind.h"
+#include "options.h"
+
+struct env_spec {
+    const struct amlrun_opts *o;
+    const amldist_t *layout;  /* amlrun's own layout */
+    int nproc;                /* workers per node; 0: in place (layout is
+                                 the worker's) */
+    char *const *base;        /* amlrun's environment */
+    const struct amlrun_binding *binding;
+    int omp_noted;            /* the OMP_NUM_THREADS notice was printed */
+};
+
+/* Where a worker sits, for prefixes, logs and messages. */
+struct worker_id {
+    int rank, local, node;
+};
+
+/* The heap envp (see envp.h) of worker `index` (0..nproc-1) in attempt
+ * `restart`, or NULL after a message. */
+char **worker_env(struct env_spec *e, int index, int restart,
+                  struct worker_id *id);
+
+#endif /* AMLRUN_WORKERENV_H */
