@@ -1,50 +1,132 @@
-/* Placeholder until topology and binding land (issue 4): binding is off. */
+/*
+ * amlrun's binding glue: options in, libamldist's topology and plan out.
+ * Every decision is made by the library (amldist_topo(3)); this file only
+ * composes the calls and turns their errors into "amlrun: ..." messages.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "amldist.h"
 #include "bind.h"
+
+struct amlrun_binding {
+    amldist_topo_t *topo;
+    amldist_plan_t *plan;
+    int json;
+};
+
+static int set_opt(amldist_plan_options_t *po, const char *name,
+                   const char *value)
+{
+    if (value == NULL)
+        return 0;
+    if (amldist_plan_options_set(po, name, value) < 0) {
+        fprintf(stderr, "amlrun: %s\n", amldist_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* Each warning line once, prefixed, before any rank starts. */
+static void print_warnings(const char *w)
+{
+    while (w != NULL && *w != '\0') {
+        size_t len = strcspn(w, "\n");
+        fprintf(stderr, "amlrun: warning: %.*s\n", (int)len, w);
+        w += len;
+        if (*w == '\n')
+            w++;
+    }
+}
 
 int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
                struct amlrun_binding **out)
 {
-    (void)o;
-    (void)nlocal;
+    amldist_plan_options_t po = AMLDIST_PLAN_OPTIONS_INIT;
     *out = NULL;
+    if (set_opt(&po, "cpu-bind", o->cpu_bind) < 0 ||
+        set_opt(&po, "mem-bind", o->mem_bind) < 0 ||
+        set_opt(&po, "nic-bind", o->nic_bind) < 0 ||
+        set_opt(&po, "gpu-bind", o->gpu_bind) < 0)
+        return -1;
+    struct amlrun_binding *b = calloc(1, sizeof *b);
+    if (b == NULL) {
+        fprintf(stderr, "amlrun: binding: out of memory\n");
+        return -1;
+    }
+    b->json = o->json;
+    if (amldist_topo_load(&b->topo, o->topology, 0) < 0) {
+        /* A machine whose topology cannot be read still runs its job; a
+         * file the user named must be right. */
+        fprintf(stderr, "amlrun: %s%s\n", o->topology ? "" : "warning: ",
+                amldist_last_error());
+        free(b);
+        return o->topology != NULL ? -1 : 0;
+    }
+    if (amldist_plan_compute(b->topo, &po, nlocal, &b->plan) < 0) {
+        fprintf(stderr, "amlrun: %s\n", amldist_last_error());
+        bind_free(b);
+        return -1;
+    }
+    print_warnings(amldist_plan_warnings(b->plan));
+    *out = b;
     return 0;
 }
 
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
                     char ***envp)
 {
-    (void)b;
-    (void)local_rank;
-    (void)envp;
+    if (b == NULL)
+        return 0;
+    if (amldist_plan_rank_env(b->plan, local_rank, envp) < 0) {
+        fprintf(stderr, "amlrun: %s\n", amldist_last_error());
+        return -1;
+    }
     return 0;
 }
 
 int bind_apply_child(const struct amlrun_binding *b, int local_rank)
 {
-    (void)b;
-    (void)local_rank;
-    return 0;
+    if (b == NULL || amldist_plan_apply(b->plan, local_rank) == 0)
+        return 0;
+    return errno != 0 ? errno : EINVAL;
 }
 
 void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                  FILE *f)
 {
-    (void)b;
-    (void)local_rank;
-    (void)rank;
-    (void)f;
+    char line[8192];
+    if (b == NULL)
+        return;
+    if (amldist_plan_format(b->plan, local_rank, rank,
+                            b->json ? AMLDIST_FORMAT_JSON : 0u, line,
+                            sizeof line) < 0)
+        return;
+    /* JSON lines stay bare so that tools can parse them as they come. */
+    fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
 }
 
 void bind_free(struct amlrun_binding *b)
 {
-    (void)b;
+    if (b == NULL)
+        return;
+    amldist_plan_free(b->plan);
+    amldist_topo_free(b->topo);
+    free(b);
 }
 
 int topo_main(const struct amlrun_bind_opts *o)
 {
-    (void)o;
-    fprintf(stderr, "amlrun: --topo: topology support is not built yet\n");
-    return 2;
+    amldist_topo_t *t;
+    if (amldist_topo_load(&t, o->topology, 0) < 0) {
+        fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
+        return 1;
+    }
+    int rc = amldist_topo_print_matrix(t, stdout);
+    if (rc < 0)
+        fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
+    amldist_topo_free(t);
+    return rc < 0 ? 1 : 0;
 }

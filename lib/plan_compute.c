@@ -259,6 +259,8 @@ int amldist_plan_compute(const amldist_topo_t *t,
     p->opts = *o;
     p->n = nlocal;
     p->single_numa = t->nnuma <= 1;
+    if (t->vis_warning[0] != '\0')
+        amldist__warn(p->warnings, sizeof p->warnings, "%s", t->vis_warning);
     int rc = 0;
     for (int r = 0; r < nlocal; r++) {
         p->ranks[r].gpu = t->ngpus > 0 ? r % t->ngpus : -1;
