@@ -1,11 +1,21 @@
 /* --report-bindings: one line (or one JSON object) per rank. */
+#include <linux/mempolicy.h>
 #include <stdio.h>
 
 #include "topo_internal.h"
 
-static const char *const mem_names[] = {"none", "local", "strict"};
+/* What the child will really do, which --mem-bind may not have achieved
+ * (a guessed NUMA node gets no memory policy). */
+static const char *mem_name(const struct amldist__rank *r)
+{
+    if (r->mem_mode == MPOL_PREFERRED)
+        return "local";
+    if (r->mem_mode == MPOL_BIND)
+        return "strict";
+    return "default";
+}
 
-static int text(const amldist_plan_t *p, const struct amldist__rank *r,
+static int text(const struct amldist__rank *r,
                 int lrank, int rank, char *buf, size_t size)
 {
     char who[48], gpu[48], cpus[64], numa[32], nic[112];
@@ -37,7 +47,7 @@ static int text(const amldist_plan_t *p, const struct amldist__rank *r,
         snprintf(nic, sizeof nic, "nic none");
     return snprintf(buf, size, "%s: %s, cpus %s%s, %s, %s, mem %s", who, gpu,
                     r->bind_cpus ? r->cpulist : "unbound", cpus, numa, nic,
-                    mem_names[p->opts.mem_bind]);
+                    mem_name(r));
 }
 
 /* Names come from sysfs and hwloc: quote defensively all the same. */
@@ -60,7 +70,7 @@ static void json_str(char *out, size_t size, const char *s)
     out[o] = '\0';
 }
 
-static int json(const amldist_plan_t *p, const struct amldist__rank *r,
+static int json(const struct amldist__rank *r,
                 int lrank, int rank, char *buf, size_t size)
 {
     char busid[48] = "null", cpus[4096] = "null", nic[160] = "null";
@@ -88,7 +98,7 @@ static int json(const amldist_plan_t *p, const struct amldist__rank *r,
                     "\"nic_distance\":%s,\"mem_bind\":\"%s\"}",
                     rk, lrank, gpu, busid, cpus, r->ncores, numa,
                     r->numa_guessed ? "true" : "false", nic, port, dist,
-                    mem_names[p->opts.mem_bind]);
+                    mem_name(r));
 }
 
 int amldist_plan_format(const amldist_plan_t *p, int lrank, int rank,
@@ -98,6 +108,6 @@ int amldist_plan_format(const amldist_plan_t *p, int lrank, int rank,
         return AMLDIST_EINVAL;
     const struct amldist__rank *r = &p->ranks[lrank];
     if (flags & AMLDIST_FORMAT_JSON)
-        return json(p, r, lrank, rank, buf, size);
-    return text(p, r, lrank, rank, buf, size);
+        return json(r, lrank, rank, buf, size);
+    return text(r, lrank, rank, buf, size);
 }
