@@ -162,6 +162,10 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
 	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
 	    $(TEST_HELPERS) $(STLIB) $(LIB_LIBS)
 
+# test_hostfile compiles the launcher's hostfile parser in (#include): rebuild
+# it when that changes.
+$(BUILD)/tests/test_hostfile: launcher/hostfile.c launcher/hostfile.h
+
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
 # real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks.
 check: all tests

@@ -1,20 +1,520 @@
-/* Placeholder until head-node mode lands (issue 6). */
+/*
+ * Head-node mode: turn `amlrun --hostfile F [opts] CMD...` into
+ *   mpirun -np N --host a:1,b:1 --npernode 1 --bind-to none -x VAR... \
+ *       amlrun [opts] --nnodes N --master-addr a --master-port P CMD...
+ * (or `srun --ntasks-per-node 1 ...` under Slurm) and exec it, so that the
+ * launcher we hand over to owns the job: its exit status is the job's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "headnode.h"
+#include "hostfile.h"
+#include "msg.h"
+
+extern char **environ;
+
+#define DEFAULT_MASTER_PORT 29500
+
+/* amlrun's options that take their value as the next argument.  Must match
+ * the ARG_REQUIRED entries of launcher/options.c (tests/sh/multinode_cli.sh
+ * checks it): we need them to find where the worker's command starts. */
+static const char *const value_options[] = {
+    "nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port",
+    "mode", "run-id", "rdzv-id", "rdzv-endpoint", "rdzv-backend",
+    "max-restarts", "term-timeout", "python", "tee", "log-dir", "ranks",
+    "local-ranks-filter", "cpu-bind", "mem-bind", "nic-bind", "gpu-bind",
+    "topology", "hostfile", "hosts", "launcher",
+};
+
+/* Variables the per-node amlrun and its workers need from the head node's
+ * environment: mpirun starts remote daemons with a login environment, not
+ * ours.  srun passes everything already. */
+static const char *const export_names[] = {
+    "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+};
+static const char *const export_prefixes[] = {
+    "AMLRUN_", "AMLDIST_", "NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "GLOO_",
+    "UCX_", "FI_",
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A growing NULL-terminated argv; strings it owns are kept in `owned`. */
+struct argv_buf {
+    char **v;
+    int n, cap;
+    char **owned;
+    int nowned, capowned;
+    int oom;
+};
+
+static void push(struct argv_buf *b, const char *s)
+{
+    if (b->oom)
+        return;
+    if (b->n + 2 > b->cap) {
+        int cap = b->cap ? 2 * b->cap : 32;
+        char **v = realloc(b->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            b->oom = 1;
+            return;
+        }
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = (char *)s;
+    b->v[b->n] = NULL;
+}
+
+/* Push a formatted string that the buffer owns. */
+static void pushf(struct argv_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void pushf(struct argv_buf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    if (b->nowned == b->capowned) {
+        int cap = b->capowned ? 2 * b->capowned : 16;
+        char **o = realloc(b->owned, (size_t)cap * sizeof *o);
+        if (!o) {
+            b->oom = 1;
+            return;
+        }
+        b->owned = o;
+        b->capowned = cap;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int k = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+        b->oom = 1;
+        return;
+    }
+    b->owned[b->nowned++] = s;
+    push(b, s);
+}
+
+static void argv_free(struct argv_buf *b)
+{
+    for (int i = 0; i < b->nowned; i++)
+        free(b->owned[i]);
+    free(b->owned);
+    free(b->v);
+}
+
+/* "--master_addr=x" names master-addr: compare up to '=', '_' == '-'. */
+static int opt_is(const char *arg, const char *name)
+{
+    const char *a = arg + 2;
+    for (; *name; a++, name++) {
+        char c = *a == '_' ? '-' : *a;
+        if (c != *name)
+            return 0;
+    }
+    return *a == '\0' || *a == '=';
+}
+
+static int takes_value(const char *arg)
+{
+    if (strchr(arg, '='))
+        return 0;
+    for (size_t i = 0; i < COUNT(value_options); i++)
+        if (opt_is(arg, value_options[i]))
+            return 1;
+    return 0;
+}
+
+/* What the scan of amlrun's own options found. */
+struct scan {
+    int cmd;          /* index of the command's first word */
+    int dashdash;     /* "--" came before it */
+    int has_nproc, has_topo;
+    const char *nnodes, *node_rank, *master_addr, *master_port, *rdzv;
+    int *keep;        /* argv[i] goes to the per-node amlrun */
+};
+
+static int scan_argv(int argc, char *const argv[], struct scan *s)
+{
+    memset(s, 0, sizeof *s);
+    s->keep = calloc((size_t)(argc > 0 ? argc : 1), sizeof *s->keep);
+    if (!s->keep)
+        return -1;
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            s->dashdash = 1;
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        int has_next = a[1] == '-' && takes_value(a) && i + 1 < argc;
+        const char *eq = strchr(a, '=');
+        const char *val = eq ? eq + 1 : has_next ? argv[i + 1] : NULL;
+        /* Options we consume (or set ourselves) are not passed on. */
+        const char **slot = NULL;
+        int drop = 0;
+        if (a[1] != '-')
+            drop = 0; /* short flags (-m, -v, -q) take no value */
+        else if (opt_is(a, "hostfile") || opt_is(a, "hosts") ||
+                 opt_is(a, "launcher") || opt_is(a, "dry-run"))
+            drop = 1;
+        else if (opt_is(a, "nnodes"))
+            slot = &s->nnodes;
+        else if (opt_is(a, "node-rank"))
+            slot = &s->node_rank;
+        else if (opt_is(a, "master-addr"))
+            slot = &s->master_addr;
+        else if (opt_is(a, "master-port"))
+            slot = &s->master_port;
+        else if (opt_is(a, "rdzv-endpoint"))
+            slot = &s->rdzv;
+        else if (opt_is(a, "nproc-per-node"))
+            s->has_nproc = 1;
+        else if (opt_is(a, "topo"))
+            s->has_topo = 1;
+        if (slot) {
+            *slot = val;
+            drop = 1;
+        }
+        s->keep[i] = !drop;
+        if (has_next) {
+            i++;
+            s->keep[i] = !drop;
+        }
+    }
+    s->cmd = i;
+    return 0;
+}
+
+static int exported(const char *entry, size_t namelen)
+{
+    for (size_t i = 0; i < COUNT(export_names); i++)
+        if (strlen(export_names[i]) == namelen &&
+            memcmp(entry, export_names[i], namelen) == 0)
+            return 1;
+    for (size_t i = 0; i < COUNT(export_prefixes); i++) {
+        size_t k = strlen(export_prefixes[i]);
+        if (namelen > k && memcmp(entry, export_prefixes[i], k) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* -x NAME for every variable to forward, sorted so that dry runs compare. */
+static void push_exports(struct argv_buf *b)
+{
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n++;
+    char **names = calloc(n + 1, sizeof *names);
+    if (!names) {
+        b->oom = 1;
+        return;
+    }
+    size_t k = 0;
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (eq && eq > *e && exported(*e, (size_t)(eq - *e)))
+            names[k++] = strndup(*e, (size_t)(eq - *e));
+        if (k && !names[k - 1]) {
+            b->oom = 1;
+            k--;
+            break;
+        }
+    }
+    qsort(names, k, sizeof *names, cmp_str);
+    for (size_t i = 0; i < k; i++) {
+        if (i == 0 || strcmp(names[i], names[i - 1]) != 0) {
+            push(b, "-x");
+            pushf(b, "%s", names[i]);
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Print argv as one shell command line that runs it unchanged. */
+static void print_command(char *const v[])
+{
+    for (int i = 0; v[i]; i++) {
+        const char *s = v[i];
+        int plain = *s != '\0';
+        for (const char *p = s; *p && plain; p++)
+            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                           "0123456789_@%+=:,./-", *p) != NULL;
+        fputs(i ? " " : "", stdout);
+        if (plain) {
+            fputs(s, stdout);
+            continue;
+        }
+        putchar('\'');
+        for (const char *p = s; *p; p++) {
+            if (*p == '\'')
+                fputs("'\\''", stdout);
+            else
+                putchar(*p);
+        }
+        putchar('\'');
+    }
+    putchar('\n');
+    fflush(stdout);
+}
+
+static int parse_port(const char *s, int *out)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > 65535)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
 
 int headnode_wanted(const struct headnode_opts *o)
 {
-    return o->hostfile != NULL || o->hosts != NULL;
+    return o->hostfile != NULL || o->hosts != NULL || o->launcher != NULL;
+}
+
+/* Everything headnode_run decides before it builds the command. */
+struct plan {
+    int slurm;
+    struct hostlist hosts;
+    int nnodes;
+    const char *master_addr; /* NULL: the Slurm allocation's, per node */
+    int master_port;
+    int slots;               /* > 0: pass --nproc-per-node */
+    char self[PATH_MAX];
+    char rdzv_host[256];
+};
+
+static int make_plan(const struct headnode_opts *o, const char *self,
+                     const struct scan *s, struct plan *p)
+{
+    char err[1024];
+    const char *slurm_job = getenv("SLURM_JOB_ID");
+    p->slurm = o->launcher ? strcmp(o->launcher, "slurm") == 0
+                           : slurm_job && *slurm_job;
+    if (o->hostfile && o->hosts) {
+        msg("--hostfile and --hosts both name the hosts: give one");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if ((o->hostfile ? hostfile_read(o->hostfile, &p->hosts, err, sizeof err)
+         : o->hosts  ? hosts_parse(o->hosts, &p->hosts, err, sizeof err)
+                     : 0) < 0) {
+        msg("%s", err);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (p->hosts.n == 0 && !p->slurm) {
+        msg("--launcher mpirun needs the hosts: give --hostfile FILE or "
+            "--hosts a,b");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (!s->has_nproc) {
+        p->slots = hostlist_common_slots(&p->hosts,
+                                         o->hostfile ? o->hostfile : "--hosts",
+                                         err, sizeof err);
+        if (p->slots < 0) {
+            msg("%s", err);
+            return AMLRUN_EXIT_USAGE;
+        }
+    }
+    if (s->node_rank) {
+        msg("--node-rank %s: in head-node mode each host's node rank comes "
+            "from %s", s->node_rank, p->slurm ? "srun" : "mpirun");
+        return AMLRUN_EXIT_USAGE;
+    }
+    p->nnodes = p->hosts.n;
+    if (p->nnodes == 0) {
+        /* Slurm without a host list: the allocation's nodes. */
+        const char *v = s->nnodes ? s->nnodes : getenv("SLURM_JOB_NUM_NODES");
+        if (!v || !*v)
+            v = getenv("SLURM_NNODES");
+        char *end;
+        long n = v ? strtol(v, &end, 10) : 0;
+        if (!v || !*v || *end || n < 1 || n > 1000000) {
+            msg("--launcher slurm: how many nodes? Not inside an allocation "
+                "(SLURM_JOB_NUM_NODES unset or bad): give --nnodes, --hosts "
+                "or --hostfile");
+            return AMLRUN_EXIT_USAGE;
+        }
+        p->nnodes = (int)n;
+    } else if (s->nnodes) {
+        char *end;
+        long n = strtol(s->nnodes, &end, 10);
+        if (*end || n != p->nnodes) {
+            msg("--nnodes %s, but %s names %d host%s", s->nnodes,
+                o->hostfile ? o->hostfile : "--hosts", p->nnodes,
+                p->nnodes == 1 ? "" : "s");
+            return AMLRUN_EXIT_USAGE;
+        }
+    }
+    /* --master-addr / --rdzv-endpoint win; else the first host. */
+    char *rdzv_host = p->rdzv_host;
+    p->master_addr = p->hosts.n ? p->hosts.h[0].name : NULL;
+    p->master_port = -1;
+    if (s->rdzv) {
+        const char *colon = strrchr(s->rdzv, ':');
+        size_t len = colon ? (size_t)(colon - s->rdzv) : strlen(s->rdzv);
+        if (len == 0 || len >= sizeof p->rdzv_host ||
+            (colon && parse_port(colon + 1, &p->master_port) < 0)) {
+            msg("--rdzv-endpoint %s: want HOST or HOST:PORT", s->rdzv);
+            return AMLRUN_EXIT_USAGE;
+        }
+        memcpy(rdzv_host, s->rdzv, len);
+        rdzv_host[len] = '\0';
+        p->master_addr = rdzv_host;
+    }
+    if (s->master_addr)
+        p->master_addr = s->master_addr;
+    if (s->master_port && parse_port(s->master_port, &p->master_port) < 0) {
+        msg("--master-port %s: want a port from 1 to 65535", s->master_port);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (p->master_port < 0 && parse_port(getenv("MASTER_PORT"),
+                                         &p->master_port) < 0)
+        p->master_port = DEFAULT_MASTER_PORT;
+    /* The remote side runs this same amlrun: by absolute path when we were
+     * started by one (its working directory may differ), else through PATH. */
+    if (!strchr(self, '/') || !realpath(self, p->self))
+        snprintf(p->self, sizeof p->self, "%s", self);
+    return -1;
+}
+
+static void build_command(const struct plan *p, const struct scan *s,
+                          int argc, char *const argv[], struct argv_buf *b)
+{
+    if (p->slurm) {
+        push(b, "srun");
+        pushf(b, "--nodes=%d", p->nnodes);
+        pushf(b, "--ntasks=%d", p->nnodes);
+        push(b, "--ntasks-per-node=1");
+        if (p->hosts.n) {
+            size_t len = 0;
+            for (int i = 0; i < p->hosts.n; i++)
+                len += strlen(p->hosts.h[i].name) + 1;
+            char *list = malloc(len + 1);
+            if (!list) {
+                b->oom = 1;
+                return;
+            }
+            list[0] = '\0';
+            for (int i = 0; i < p->hosts.n; i++) {
+                strcat(list, i ? "," : "");
+                strcat(list, p->hosts.h[i].name);
+            }
+            pushf(b, "--nodelist=%s", list);
+            free(list);
+        }
+        /* amlrun binds its workers itself; one failed node ends the step. */
+        push(b, "--cpu-bind=none");
+        push(b, "--kill-on-bad-exit=1");
+    } else {
+        push(b, "mpirun");
+        push(b, "-np");
+        pushf(b, "%d", p->nnodes);
+        size_t len = 0;
+        for (int i = 0; i < p->hosts.n; i++)
+            len += strlen(p->hosts.h[i].name) + 3;
+        char *list = malloc(len + 1);
+        if (!list) {
+            b->oom = 1;
+            return;
+        }
+        list[0] = '\0';
+        for (int i = 0; i < p->hosts.n; i++) {
+            strcat(list, i ? "," : "");
+            strcat(list, p->hosts.h[i].name);
+            strcat(list, ":1");
+        }
+        push(b, "--host");
+        pushf(b, "%s", list);
+        free(list);
+        push(b, "--npernode");
+        push(b, "1");
+        /* Otherwise mpirun pins amlrun, and all its workers, to one core. */
+        push(b, "--bind-to");
+        push(b, "none");
+        push_exports(b);
+    }
+    push(b, p->self);
+    for (int i = 1; i < s->cmd; i++)
+        if (s->keep[i])
+            push(b, argv[i]);
+    push(b, "--nnodes");
+    pushf(b, "%d", p->nnodes);
+    if (p->master_addr) {
+        push(b, "--master-addr");
+        push(b, p->master_addr);
+    }
+    push(b, "--master-port");
+    pushf(b, "%d", p->master_port);
+    if (p->slots > 0) {
+        push(b, "--nproc-per-node");
+        pushf(b, "%d", p->slots);
+    }
+    if (s->dashdash)
+        push(b, "--");
+    for (int i = s->cmd; i < argc; i++)
+        push(b, argv[i]);
 }
 
 int headnode_run(const struct headnode_opts *o, const char *self, int argc,
                  char *const argv[])
 {
-    (void)o;
-    (void)self;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "amlrun: head-node mode is not built yet\n");
-    return 2;
+    struct scan s;
+    struct plan p;
+    struct argv_buf b = {0};
+    memset(&p, 0, sizeof p);
+    if (scan_argv(argc, argv, &s) < 0) {
+        msg_errno(ENOMEM, "head-node mode");
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    int rc = make_plan(o, self, &s, &p);
+    if (rc < 0 && s.cmd >= argc && !s.has_topo) {
+        msg("no command given (see amlrun --help)");
+        rc = AMLRUN_EXIT_USAGE;
+    }
+    if (rc < 0) {
+        build_command(&p, &s, argc, argv, &b);
+        if (b.oom) {
+            msg_errno(ENOMEM, "head-node mode");
+            rc = AMLRUN_EXIT_SYSTEM;
+        }
+    }
+    if (rc < 0 && o->dry_run) {
+        print_command(b.v);
+        rc = 0;
+    }
+    if (rc < 0) {
+        fflush(NULL);
+        execvp(b.v[0], b.v);
+        int err = errno;
+        msg_errno(err, "cannot run %s", b.v[0]);
+        rc = err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
+    }
+    argv_free(&b);
+    hostlist_free(&p.hosts);
+    free(s.keep);
+    return rc;
 }
