@@ -74,6 +74,7 @@ static void complement(struct amldist *to, const struct amldist *from)
         to->val[f] = from->val[f];
         memcpy(to->why[f], from->why[f], sizeof to->why[f]);
     }
+    to->want_pmix |= from->want_pmix;
 }
 
 /*
@@ -391,6 +392,14 @@ static int pmix_under_srun(const amldist__env_t *env, struct amldist *mpi,
     return 0;
 }
 
+static int needs_pmix(const struct amldist *h)
+{
+    for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
+        if (!amldist__known(h, (amldist_field_t)f))
+            return 1;
+    return 0;
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -437,6 +446,10 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
 
     if ((rc = apply_options(h, o, from_env)) < 0)
         return rc;
+    /* Only now, and only for the reading in use: a PMIx query is a
+     * connection to the launcher, with consequences (pmix.c). */
+    if (h->want_pmix && needs_pmix(h))
+        amldist__pmix_complete(env, h, &launcher_master);
     derive(h);
     if ((rc = resolve_master(env, h, &launcher_master)) < 0)
         return rc;

@@ -30,6 +30,8 @@ struct amldist {
     /* Canonical readings only: set by a launcher marker (torchrun, amlrun),
      * which makes them authoritative over MPI / Slurm variables. */
     int marker;
+    /* The PMIx server may know what the variables do not say. */
+    int want_pmix;
 };
 
 /* What a reader sees: the environment array and the caller's flags. */
@@ -86,5 +88,10 @@ int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
                         char *why, size_t whysz);
 /* The PMIx query is skipped when the flag or AMLDIST_NO_PMIX=1 asks so. */
 int amldist__pmix_disabled(const amldist__env_t *env);
+/* Fill r's unknown sizes and indices from the PMIx server, and `master`
+ * with the host of rank 0; when it cannot be asked, say why in the
+ * explanations of what stays unknown. */
+void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
+                            struct amldist *master);
 
 #endif /* AMLDIST_LAYOUT_H */

@@ -7,8 +7,20 @@
  * libpmix is dlopen'ed, never linked: a program that links libamldist but
  * was not started by a PMIx launcher must not load it.  The structures below
  * are the parts of the PMIx ABI (stable since v2) that we touch.
+ *
+ * Open MPI 4's runtime refuses a second PMIx_Init from a rank that already
+ * called PMIx_Finalize ("getting local rank failed" in MPI_Init), and calls a
+ * rank that exits between the two "exiting improperly".  So: when PMIx is
+ * already initialised (MPI_Init ran) Init/Finalize only move its reference
+ * count; when an MPI library is loaded but not initialised, we keep our
+ * reference until exit, so MPI_Init shares the connection and the last
+ * Finalize happens at exit; otherwise (a PyTorch script, amlrun) we finalize
+ * at once.  A process that queried and finalized cannot MPI_Init afterwards,
+ * nor can a program it execs: those set AMLDIST_NO_PMIX (amldist-env(7)).
  */
 #include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,13 +57,42 @@ typedef int (*get_fn)(const pmix_proc_t *, const char *, const void *, size_t,
                       pmix_value_t **);
 typedef int (*finalize_fn)(const void *, size_t);
 typedef void (*destruct_fn)(pmix_value_t *);
+typedef int (*initialized_fn)(void);
 
 struct api {
     init_fn init;
     get_fn get;
     finalize_fn finalize;
     destruct_fn destruct;
+    initialized_fn initialized;
 };
+
+/* PMIx is per process: queries are serialised, and at most one reference
+ * is kept until exit. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static finalize_fn finalize_at_exit;
+
+static void finalize_now(void)
+{
+    finalize_at_exit(NULL, 0);
+}
+
+/* Will this process call MPI_Init?  Its MPI library is loaded already. */
+static int mpi_loaded(void)
+{
+    static const char *const libs[] = {"libmpi.so.40", "libmpi.so.12",
+                                       "libmpi.so"};
+    if (dlsym(RTLD_DEFAULT, "PMPI_Init") != NULL)
+        return 1;
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h != NULL) {
+            dlclose(h);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 int amldist__pmix_disabled(const amldist__env_t *env)
 {
@@ -118,8 +159,8 @@ static void get_string(const struct api *api, const pmix_proc_t *who,
     free(v);
 }
 
-int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
-                        char *why, size_t whysz)
+static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
+                 char *why, size_t whysz)
 {
     out->node_id = out->num_nodes = out->job_size = -1;
     out->local_rank = out->local_size = -1;
@@ -150,6 +191,7 @@ int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
     *(void **)&api.get = dlsym(lib, "PMIx_Get");
     *(void **)&api.finalize = dlsym(lib, "PMIx_Finalize");
     *(void **)&api.destruct = dlsym(lib, "PMIx_Value_destruct");
+    *(void **)&api.initialized = dlsym(lib, "PMIx_Initialized");
     if (api.init == NULL || api.get == NULL || api.finalize == NULL) {
         snprintf(why, whysz, "libpmix lacks PMIx_Init/PMIx_Get/PMIx_Finalize");
         dlclose(lib);
@@ -157,10 +199,10 @@ int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
     }
     pmix_proc_t me, job, rank0;
     memset(&me, 0, sizeof me);
+    int keep = (api.initialized == NULL || !api.initialized()) && mpi_loaded();
     int rc = api.init(&me, NULL, 0);
     if (rc != PMIX_SUCCESS) {
         snprintf(why, whysz, "PMIx_Init failed (status %d)", rc);
-        dlclose(lib);
         return AMLDIST_ESYS;
     }
     job = me;
@@ -174,10 +216,75 @@ int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
     out->local_size = get_u32(&api, &job, "pmix.local.size");
     get_string(&api, &rank0, "pmix.hname", out->rank0_host,
                sizeof out->rank0_host);
-    /* Init/Finalize are reference counted: an MPI_Init before or after us
-     * keeps its own connection. */
-    api.finalize(NULL, 0);
+    if (keep && finalize_at_exit == NULL && atexit(finalize_now) == 0)
+        finalize_at_exit = api.finalize;
+    else
+        api.finalize(NULL, 0);
     /* libpmix keeps threads and atexit state: never unload it. */
     snprintf(why, whysz, "PMIx server");
     return 0;
+}
+
+int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
+                        char *why, size_t whysz)
+{
+    pthread_mutex_lock(&lock);
+    int rc = query(env, out, why, whysz);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
+                            struct amldist *master)
+{
+    amldist__pmix_info_t info;
+    char why[160];
+    if (amldist__pmix_query(env, &info, why, sizeof why) != 0) {
+        for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
+            if (!amldist__known(r, (amldist_field_t)f)) {
+                size_t n = strlen(r->why[f]);
+                snprintf(r->why[f] + n, sizeof r->why[f] - n, "%s%s",
+                         n ? "; PMIx: " : "unknown: ", why);
+            }
+        return;
+    }
+    static const struct {
+        amldist_field_t f;
+        const char *key;
+    } keys[] = {
+        {AMLDIST_FIELD_WORLD_SIZE, "PMIX_JOB_SIZE"},
+        {AMLDIST_FIELD_LOCAL_RANK, "PMIX_LOCAL_RANK"},
+        {AMLDIST_FIELD_LOCAL_WORLD_SIZE, "PMIX_LOCAL_SIZE"},
+        {AMLDIST_FIELD_NUM_NODES, "PMIX_NUM_NODES"},
+        {AMLDIST_FIELD_NODE_RANK, "PMIX_NODEID"},
+    };
+    long vals[] = {info.job_size, info.local_rank, info.local_size,
+                   info.num_nodes, info.node_id};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        amldist_field_t f = keys[i].f;
+        long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
+        if (amldist__known(r, f))
+            continue;
+        if (vals[i] < 0 || vals[i] > INT_MAX - 1)
+            amldist__why(r, f, "unknown: the PMIx server has no %s",
+                         keys[i].key);
+        else if (f == AMLDIST_FIELD_NODE_RANK && nodes > 0 &&
+                 vals[i] >= nodes)
+            /* Node ids are daemon ids: a mpirun host that runs no rank
+             * leaves a gap, and the id is then not an index. */
+            amldist__why(r, f,
+                         "unknown: PMIx PMIX_NODEID=%ld is not below the "
+                         "node count %ld (%s)",
+                         vals[i], nodes, r->why[AMLDIST_FIELD_NUM_NODES]);
+        else
+            amldist__set(r, f, vals[i], "PMIx %s=%ld", keys[i].key, vals[i]);
+    }
+    if (!amldist__known(master, AMLDIST_FIELD_MASTER_ADDR) &&
+        info.rank0_host[0] != '\0' &&
+        amldist__valid_host(info.rank0_host) == 0) {
+        amldist__strlcpy(master->addr, info.rank0_host, sizeof master->addr);
+        amldist__why(master, AMLDIST_FIELD_MASTER_ADDR,
+                     "PMIx PMIX_HOSTNAME=%s (host of rank 0)",
+                     info.rank0_host);
+    }
 }

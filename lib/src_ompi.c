@@ -3,42 +3,11 @@
  * count Open MPI 4 exports as OMPI_MCA_orte_num_nodes.  No variable holds the
  * node index: OMPI_COMM_WORLD_NODE_RANK is the rank among this node's
  * processes, and RANK / LOCAL_SIZE is wrong under --map-by node.  One node
- * means node 0; otherwise the PMIx server is asked (PMIX_NODEID), and if it
- * cannot be, the node rank stays unknown.
+ * means node 0; otherwise layout.c asks the PMIx server (PMIX_NODEID) when
+ * this reading is the one used, and if it cannot, the node rank stays
+ * unknown.
  */
-#include <stdio.h>
-
 #include "layout.h"
-
-static void node_from_pmix(const amldist__env_t *env, struct amldist *r)
-{
-    amldist__pmix_info_t info;
-    char why[160];
-    if (amldist__pmix_query(env, &info, why, sizeof why) != 0) {
-        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
-                     "unknown: Open MPI exports no node index "
-                     "(OMPI_COMM_WORLD_NODE_RANK is not one) and %s",
-                     why);
-        return;
-    }
-    if (!amldist__known(r, AMLDIST_FIELD_NUM_NODES) && info.num_nodes > 0)
-        amldist__set(r, AMLDIST_FIELD_NUM_NODES, info.num_nodes,
-                     "PMIx PMIX_NUM_NODES=%ld", info.num_nodes);
-    long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
-    if (info.node_id < 0)
-        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
-                     "unknown: the PMIx server has no PMIX_NODEID");
-    else if (nodes > 0 && info.node_id >= nodes)
-        /* Node ids are daemon ids: a mpirun host that runs no rank leaves a
-         * gap, and the id is then not an index. */
-        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
-                     "unknown: PMIx PMIX_NODEID=%ld is not below the node "
-                     "count %ld",
-                     info.node_id, nodes);
-    else
-        amldist__set(r, AMLDIST_FIELD_NODE_RANK, info.node_id,
-                     "PMIx PMIX_NODEID=%ld", info.node_id);
-}
 
 int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
 {
@@ -69,7 +38,10 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: OMPI_MCA_orte_num_nodes=1");
     } else {
-        node_from_pmix(env, r);
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: Open MPI exports no node index "
+                     "(OMPI_COMM_WORLD_NODE_RANK is not one)");
+        r->want_pmix = 1;
     }
     return 1;
 }
