@@ -200,11 +200,13 @@ static int check_not_nccl(const char *path)
     size_t n = fread(head, 1, sizeof head - 1, f);
     fclose(f);
     head[n] = '\0';
-    if (strstr(head, "<system") != NULL && strstr(head, "<topology") == NULL)
+    if (strstr(head, "<topology") == NULL &&
+        (strstr(head, "<system") != NULL || strstr(head, "<graphs") != NULL))
         return amldist__fail(AMLDIST_ETOPO,
                              "topology file %s is an NCCL topology file "
-                             "(<system>), not an hwloc XML export: use "
-                             "`lstopo FILE.xml` on the machine instead",
+                             "(<system> or <graphs>), not an hwloc XML "
+                             "export: run `lstopo FILE.xml` on the machine "
+                             "instead",
                              path);
     return 0;
 }
