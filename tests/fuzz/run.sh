@@ -12,7 +12,7 @@ clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")
-if "$out/$name" -max_total_time="$secs" -max_len=512 -timeout=10 "${dirs[@]}" >"$out/$name.log" 2>&1; then
+if "$out/$name" -artifact_prefix="$out/" -max_total_time="$secs" -max_len=512 -timeout=10 "${dirs[@]}" >"$out/$name.log" 2>&1; then
     echo "ok - $name ran $secs s: $(grep -Eo '#[0-9]+ +DONE.*' "$out/$name.log" | tail -n 1)"
 else
     tail -n 40 "$out/$name.log" >&2
