@@ -4,7 +4,9 @@
  * again instead of building the expanded list, so nothing is allocated and
  * the worst case is bounded by the text's length and AMLDIST__HOSTLIST_MAX.
  */
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -159,17 +161,103 @@ static int name_nth(const char *s, const char *end, long n, long idx,
     return 0;
 }
 
+/* "0" or 1..255 without leading zeros. */
+static int is_octet(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 3 || (s[0] == '0' && n > 1))
+        return 0;
+    int v = 0;
+    for (; *s; s++) {
+        if (!is_digit(*s))
+            return 0;
+        v = v * 10 + (*s - '0');
+    }
+    return v <= 255;
+}
+
 /*
- * Check name [s, end) and count its hosts: labels, hyphens and lengths are
+ * A name that might read as an IPv4 address.  Labels hold their own groups
+ * (groups never contain dots), so the hosts are the product of each label's
+ * values and the label can be checked one by one instead of the hosts:
+ *  - last label all digits: every host must be a dotted quad, so four labels
+ *    whose every value is an octet;
+ *  - otherwise inet_aton() reads some host as an address exactly when every
+ *    label has a value it reads as that part (checked with "0" in the other
+ *    parts), and such a name is refused as a whole.
+ * A label may have at most LABEL_VALUES_MAX values here (ERANGE beyond).
+ */
+#define LABEL_VALUES_MAX 65536L
+
+static int numeric_check(const char *s, const char *end, int quad)
+{
+    const char *lab[4], *labend[4];
+    int k = 0;
+    for (const char *p = s;; p++) {
+        if (p == end || *p == '.') {
+            if (k == 4) /* five labels: never an address */
+                return quad ? AMLDIST_EPARSE : 0;
+            lab[k] = k ? labend[k - 1] + 1 : s;
+            labend[k++] = p;
+            if (p == end)
+                break;
+        }
+    }
+    if (quad && k != 4)
+        return AMLDIST_EPARSE;
+    for (int i = 0; i < k; i++) {
+        long n = 1;
+        for (const char *p = lab[i]; p < labend[i];) {
+            if (*p++ != '[')
+                continue;
+            long gc;
+            int gw;
+            int rc = scan_group(&p, labend[i], &gc, &gw, -1, NULL, NULL);
+            if (rc < 0)
+                return rc;
+            if (n > LABEL_VALUES_MAX / gc)
+                return AMLDIST_ERANGE;
+            n *= gc;
+        }
+        int readable = 0;
+        for (long j = 0; j < n && !readable; j++) {
+            char val[AMLDIST__HOST_MAX], probe[AMLDIST__HOST_MAX + 8];
+            int rc = name_nth(lab[i], labend[i], n, j, val, sizeof val);
+            if (rc < 0)
+                return rc;
+            if (quad) {
+                if (!is_octet(val))
+                    return AMLDIST_EPARSE;
+                continue;
+            }
+            struct in_addr a;
+            size_t len = 0;
+            for (int m = 0; m < k; m++)
+                len += (size_t)snprintf(probe + len, sizeof probe - len, "%s%s",
+                                        m ? "." : "", m == i ? val : "0");
+            readable = inet_aton(probe, &a);
+        }
+        if (!quad && !readable)
+            return 0;
+    }
+    return quad ? 0 : AMLDIST_EPARSE;
+}
+
+/*
+ * Check name [s, end) and count its hosts.  Labels, hyphens and lengths are
  * checked on the template (a group prints at least one digit and at most its
- * widest number), so only a name whose last label starts with a digit, and
- * could thus be read as an IPv4 address, is expanded and checked host by host.
+ * widest number); only a name whose hosts could read as IPv4 addresses needs
+ * numeric_check().
  */
 static int name_count(const char *s, const char *end, long *count)
 {
     long n = 1;
     size_t total = 0, label = 0;
-    int hyphen_last = 0, label_numeric = 0;
+    int hyphen_last = 0;
+    /* About the current label: all digits so far, starts with a digit or a
+     * group, holds only hex digits and 'x' (what inet_aton() reads), has an
+     * 'x'; and whether every label so far looked like an inet_aton() part. */
+    int all_digits = 1, digit_first = 0, hexish = 1, has_x = 0, parts = 1;
     if (s == end)
         return AMLDIST_EPARSE;
     for (const char *p = s; p < end;) {
@@ -186,22 +274,30 @@ static int name_count(const char *s, const char *end, long *count)
                 return AMLDIST_ERANGE;
             n *= gc;
             if (label == 0)
-                label_numeric = 1;
+                digit_first = 1;
             hyphen_last = 0;
             w = (size_t)gw;
         } else if (c == '.') {
             if (label == 0 || hyphen_last)
                 return AMLDIST_EPARSE;
+            parts = parts && digit_first && hexish;
             label = 0;
+            all_digits = hexish = 1;
+            digit_first = has_x = 0;
             p++;
             total++;
             continue;
         } else if (c == '-' && label > 0) {
             hyphen_last = 1;
+            all_digits = hexish = 0;
             p++;
         } else if (is_alnum(c)) {
             if (label == 0)
-                label_numeric = is_digit(c);
+                digit_first = is_digit(c);
+            all_digits = all_digits && is_digit(c);
+            has_x = has_x || c == 'x' || c == 'X';
+            hexish = hexish && (is_digit(c) || c == 'x' || c == 'X' ||
+                                (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'));
             hyphen_last = 0;
             p++;
         } else {
@@ -214,16 +310,13 @@ static int name_count(const char *s, const char *end, long *count)
     }
     if (label == 0 || hyphen_last)
         return AMLDIST_EPARSE;
-    if (label_numeric) {
-        char host[AMLDIST__HOST_MAX];
-        for (long i = 0; i < n; i++) {
-            int rc = name_nth(s, end, n, i, host, sizeof host);
-            if (rc < 0)
-                return rc;
-            if (amldist__valid_host(host) < 0)
-                return AMLDIST_EPARSE;
-        }
-    }
+    int rc = 0;
+    if (all_digits) /* groups count as digits */
+        rc = numeric_check(s, end, 1);
+    else if (parts && digit_first && hexish && has_x)
+        rc = numeric_check(s, end, 0);
+    if (rc < 0)
+        return rc;
     *count = n;
     return 0;
 }
@@ -256,7 +349,7 @@ static int walk_names(const char *list, name_fn fn, void *arg, long *total)
     const char *s = list;
     for (;;) {
         const char *end = name_end(s);
-        long n;
+        long n = 0;
         int rc = name_count(s, end, &n);
         if (rc < 0)
             return rc;

@@ -67,7 +67,7 @@ int amldist__parse_hostport(const char *s, char *host, size_t hostsz, int *port)
  *    n[8-10] gives n8 n9 n10.  At most 18 digits per number.
  *  - Several groups give their cartesian product, the first group varying
  *    slowest: rack[1-2]-n[01-02] is rack1-n01 rack1-n02 rack2-n01 rack2-n02.
- *  - Order and duplicates are kept as written.
+ *  - Order and duplicates are kept as written.  No IPv6 (no colons).
  *  - Every host produced must pass amldist__valid_host() (checked for the
  *    whole list by every call, without expanding it unless a name could look
  *    numeric, e.g. "10.0.0.[1-4]").  At most AMLDIST__HOSTLIST_MAX hosts

@@ -104,9 +104,17 @@ static void test_hostlist_numeric(void)
     check_expands("10.0.0.[1-3]", "10.0.0.1 10.0.0.2 10.0.0.3");
     check_expands("10.0.[0-1].[254-255]", "10.0.0.254 10.0.0.255 10.0.1.254 10.0.1.255");
     check_expands("10.0.0.1,10.0.0.2", "10.0.0.1 10.0.0.2");
+    /* Hex-looking names that inet_aton() does not read are plain names. */
+    check_expands("0a[1-2]", "0a1 0a2");
+    check_expands("[1-2]x1", "1x1 2x1");
+    check_expands("1.0x[1-2]g", "1.0x1g 1.0x2g");
+    check_expands("0x[1-2].a", "0x1.a 0x2.a");
+    check_expands("1.2.3.4.0x[5-6]", "1.2.3.4.0x5 1.2.3.4.0x6"); /* 5 parts */
+    check_expands("[1-2].[3].[5].[7]a", "1.3.5.7a 2.3.5.7a");
     static const char *const bad[] = {
         "10.0.0.[254-256]", "10.0.0.[01-02]", "node.[1-2]", "[1-3]", "123",
-        "1.2.3", "0x[1-2]", "n,010.0.0.1",
+        "1.2.3", "0x[1-2]", "n,010.0.0.1", "[0-1]x1", "1.0x[1-2]",
+        "0x[1-2].0x[3]", "127.[0-1]", "1.2.3.4.[5-6]", "[1-2].[3-4].[5-6].0x[7]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char host[AMLDIST__HOST_MAX] = "junk";
@@ -152,6 +160,10 @@ static void test_hostlist_invalid(void)
         {"a[0-999999999999999999]", AMLDIST_ERANGE},
         {"a[1-9999999999999999999]", AMLDIST_ERANGE},
         {"a[99999999999999999999999999]", AMLDIST_ERANGE},
+        /* Names that may read as IPv4 are checked label by label, with at
+         * most 65536 values per label. */
+        {"10.0.0.[1-65537]", AMLDIST_ERANGE},
+        {"0x[1-300][1-300]", AMLDIST_ERANGE},
     };
     /* The same label at 63 is fine. */
     CHECK_INT_EQ(amldist__hostlist_count(
