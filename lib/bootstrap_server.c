@@ -66,6 +66,12 @@ static void answer(server_t *s, conn_t *c)
     amldist__bs_get_hello(c->in + AMLDIST__BS_HEADER_LEN, &h);
     if (h.token != p->token)
         refuse(c, AMLDIST__BS_R_TOKEN, 0);
+    /* The call number before the rest: a rank already at its next call may
+     * rightly send another length. */
+    else if (h.round > p->round)
+        refuse(c, AMLDIST__BS_R_AHEAD, p->round);
+    else if (h.round < p->round)
+        refuse(c, AMLDIST__BS_R_BEHIND, p->round);
     else if (h.world != (uint32_t)p->world)
         refuse(c, AMLDIST__BS_R_WORLD, (uint32_t)p->world);
     else if (h.rank == 0 || h.rank >= (uint32_t)p->world)
@@ -73,10 +79,6 @@ static void answer(server_t *s, conn_t *c)
     else if (h.length != s->reply_len - AMLDIST__BS_HEADER_LEN)
         refuse(c, AMLDIST__BS_R_LENGTH,
                (uint32_t)(s->reply_len - AMLDIST__BS_HEADER_LEN));
-    else if (h.round > p->round)
-        refuse(c, AMLDIST__BS_R_AHEAD, p->round);
-    else if (h.round < p->round)
-        refuse(c, AMLDIST__BS_R_BEHIND, p->round);
     else {
         c->out = s->reply;
         c->out_len = s->reply_len;

@@ -85,11 +85,17 @@ static void *sym(void *h, const char *name, int required)
 
 static void load(void)
 {
-    char cudart[32], tried[400];
-    const char *cuda_names[] = {cudart, "libcudart.so", NULL};
-    const char *nccl_names[] = {"libnccl.so.2", "libnccl.so", NULL};
+    /* The loader's path first, then the toolkit's own directory, which is
+     * often missing from it. */
+    const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME")
+                                           : "/usr/local/cuda";
+    char cudart[32], cudart_home[300], nccl_home[300], tried[400];
+    const char *cuda_names[] = {cudart, "libcudart.so", cudart_home, NULL};
+    const char *nccl_names[] = {"libnccl.so.2", "libnccl.so", nccl_home, NULL};
     void *c, *n;
     snprintf(cudart, sizeof cudart, "libcudart.so.%d", CUDART_VERSION / 1000);
+    snprintf(cudart_home, sizeof cudart_home, "%s/lib64/%s", home, cudart);
+    snprintf(nccl_home, sizeof nccl_home, "%s/lib64/libnccl.so.2", home);
     if (!(c = open_first(cuda_names, tried, sizeof tried))) {
         api.rc = AMLDIST_ENOTSUP;
         snprintf(api.why, sizeof api.why,

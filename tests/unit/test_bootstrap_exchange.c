@@ -362,40 +362,40 @@ static void test_mismatches(void)
     CHECK(results[1].same && results[2].same);
 }
 
-/* Two calls in a row on one port: clients of the second call that reach the
- * first call's server are told to come back, and get the second blob. */
+/* Two calls in a row on one port, of different lengths: clients of the
+ * second call that reach the first call's server are told to come back, and
+ * get the second blob. */
 static void test_consecutive_calls(void)
 {
-    enum { W = 6 };
-    setup(48);
+    enum { W = 6, L1 = 48, L2 = 100 };
+    setup(L2);
     int port = free_port(AF_INET);
     amldist__bs_params_t p = params("127.0.0.1", port, W, 20000);
     pid_t pids[W];
     for (int r = 0; r < W; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
-            unsigned char a[48], b[48];
+            unsigned char a[L1] = {0}, b[L2] = {0};
             amldist__bs_params_t q = p;
             q.rank = r;
-            memcpy(a, blob, 48);
-            for (int i = 0; i < 48; i++)
-                b[i] = (unsigned char)(blob[i] ^ 0xff);
-            if (r != 0) {
-                memset(a, 0, 48);
-                memset(b, 0, 48);
+            if (r == 0) {
+                memcpy(a, blob, L1);
+                for (int i = 0; i < L2; i++)
+                    b[i] = (unsigned char)(blob[i] ^ 0xff);
             }
             /* Rank 1 is slow for the first call, so the others race ahead
              * to the second while the first server still listens. */
             if (r == 1)
                 usleep(300000);
-            int rc1 = r ? amldist__bs_fetch(&q, a, 48)
-                        : amldist__bs_serve(&q, a, 48);
+            int rc1 = r ? amldist__bs_fetch(&q, a, L1)
+                        : amldist__bs_serve(&q, a, L1);
             q.round = 2;
-            int rc2 = r ? amldist__bs_fetch(&q, b, 48)
-                        : amldist__bs_serve(&q, b, 48);
+            int rc2 = r ? amldist__bs_fetch(&q, b, L2)
+                        : amldist__bs_serve(&q, b, L2);
             results[r].rc = rc1 ? rc1 : rc2;
-            results[r].same = !memcmp(a, blob, 48) && (b[0] ^ 0xff) == blob[0] &&
-                              (b[47] ^ 0xff) == blob[47];
+            results[r].same = !memcmp(a, blob, L1);
+            for (int i = 0; i < L2; i++)
+                results[r].same &= (b[i] ^ 0xff) == blob[i];
             amldist__strlcpy(results[r].msg, amldist_last_error(),
                              sizeof results[r].msg);
             _exit(0);
