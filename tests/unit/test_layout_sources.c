@@ -1,0 +1,399 @@
+/* Each source on its own: what it reads, and how it explains it. */
+#include "layout_test.h"
+
+static void test_nothing_at_all(void)
+{
+    amldist_t *h = layout_of(ENV("HOME=/root", "PATH=/bin"), 0);
+    CHECK_LAYOUT(h, 0, 1, 0, 1, 0, 1);
+    CHECK_STR_EQ(amldist_source(h), "default");
+    CHECK_STR_EQ(amldist_master_addr(h), "127.0.0.1");
+    CHECK_INT_EQ(amldist_master_port(h), 29500);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_RANK),
+                 "default (single process)");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                  "default (single process)");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_PORT), "29500");
+    amldist_free(h);
+}
+
+static void test_nothing_but_master_port(void)
+{
+    amldist_t *h = layout_of(ENV("MASTER_PORT=1234"), 0);
+    CHECK_INT_EQ(amldist_master_port(h), 1234);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_MASTER_PORT),
+                 "MASTER_PORT=1234");
+    amldist_free(h);
+}
+
+static void test_canonical_full(void)
+{
+    amldist_t *h = layout_of(ENV("RANK=3", "WORLD_SIZE=8", "LOCAL_RANK=1",
+                                 "LOCAL_WORLD_SIZE=2", "NODE_RANK=1",
+                                 "MASTER_ADDR=10.0.0.1", "MASTER_PORT=1234"),
+                             0);
+    CHECK_LAYOUT(h, 3, 8, 1, 2, 1, -1);
+    CHECK_STR_EQ(amldist_source(h), "env");
+    CHECK_STR_EQ(amldist_master_addr(h), "10.0.0.1");
+    CHECK_INT_EQ(amldist_master_port(h), 1234);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_RANK), "RANK=3");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), "NODE_RANK=1");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                 "MASTER_ADDR=10.0.0.1");
+    /* Unknown values say so, and the getter's message explains. */
+    CHECK_INT_EQ(amldist_num_nodes(h), AMLDIST_EUNKNOWN);
+    CHECK_STR_HAS(amldist_last_error(), "unknown");
+    amldist_free(h);
+}
+
+/* A Kubernetes PyTorchJob: one process per pod, no local variables. */
+static void test_canonical_kubernetes(void)
+{
+    amldist_t *h = layout_of(ENV("RANK=2", "WORLD_SIZE=4",
+                                 "MASTER_ADDR=job-master-0",
+                                 "MASTER_PORT=23456"),
+                             0);
+    CHECK_LAYOUT(h, 2, 4, -1, -1, -1, -1);
+    CHECK_STR_EQ(amldist_master_addr(h), "job-master-0");
+    CHECK_INT_EQ(amldist_master_port(h), 23456);
+    amldist_free(h);
+}
+
+static void test_canonical_ipv6_master(void)
+{
+    amldist_t *h = layout_of(ENV("RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=fd00::1"),
+                             0);
+    CHECK_STR_EQ(amldist_master_addr(h), "fd00::1");
+    amldist_free(h);
+}
+
+static void test_canonical_one_process(void)
+{
+    amldist_t *h = layout_of(ENV("RANK=0", "WORLD_SIZE=1"), 0);
+    CHECK_LAYOUT(h, 0, 1, 0, 1, 0, 1);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_LOCAL_RANK),
+                  "derived: WORLD_SIZE=1");
+    CHECK_STR_EQ(amldist_master_addr(h), "127.0.0.1");
+    amldist_free(h);
+}
+
+static void test_torchrun(void)
+{
+    amldist_t *h = layout_of(ENV("RANK=5", "WORLD_SIZE=8", "LOCAL_RANK=1",
+                                 "LOCAL_WORLD_SIZE=4", "GROUP_RANK=1",
+                                 "ROLE_RANK=5", "TORCHELASTIC_RUN_ID=none",
+                                 "MASTER_ADDR=node0", "MASTER_PORT=29400"),
+                             0);
+    CHECK_LAYOUT(h, 5, 8, 1, 4, 1, 2);
+    CHECK_STR_EQ(amldist_source(h), "torchrun");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), "GROUP_RANK=1");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NUM_NODES),
+                  "derived: WORLD_SIZE=8 / LOCAL_WORLD_SIZE=4");
+    amldist_free(h);
+    h = layout_of(ENV("RANK=5", "WORLD_SIZE=8", "GROUP_RANK=1",
+                      "GROUP_WORLD_SIZE=2", "TORCHELASTIC_RUN_ID=x"),
+                  0);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_NUM_NODES),
+                 "GROUP_WORLD_SIZE=2");
+    amldist_free(h);
+}
+
+static void test_amlrun_marker(void)
+{
+    amldist_t *h = layout_of(ENV("AMLDIST_LAUNCHER=amlrun", "RANK=1",
+                                 "WORLD_SIZE=2", "LOCAL_RANK=1",
+                                 "LOCAL_WORLD_SIZE=2", "NODE_RANK=0",
+                                 "GROUP_WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+                                 "MASTER_PORT=29500"),
+                             0);
+    CHECK_LAYOUT(h, 1, 2, 1, 2, 0, 1);
+    CHECK_STR_EQ(amldist_source(h), "amlrun");
+    amldist_free(h);
+}
+
+static void test_ompi_one_node(void)
+{
+    amldist_t *h = layout_of(ENV("OMPI_COMM_WORLD_RANK=2",
+                                 "OMPI_COMM_WORLD_SIZE=4",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK=2",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+                                 "OMPI_COMM_WORLD_NODE_RANK=2"),
+                             0);
+    CHECK_LAYOUT(h, 2, 4, 2, 4, 0, 1);
+    CHECK_STR_EQ(amldist_source(h), "ompi");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_RANK),
+                 "OMPI_COMM_WORLD_RANK=2");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), "one node");
+    CHECK_STR_EQ(amldist_master_addr(h), "127.0.0.1");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR), "single node");
+    amldist_free(h);
+}
+
+/* Open MPI on two nodes: no variable holds the node index, and without the
+ * PMIx server it stays unknown rather than RANK / LOCAL_SIZE. */
+static void test_ompi_two_nodes_no_pmix(void)
+{
+    amldist_t *h = layout_of(ENV("OMPI_COMM_WORLD_RANK=5",
+                                 "OMPI_COMM_WORLD_SIZE=8",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK=2",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+                                 "OMPI_COMM_WORLD_NODE_RANK=2",
+                                 "OMPI_MCA_orte_num_nodes=2"),
+                             AMLDIST_NO_PMIX);
+    CHECK_LAYOUT(h, 5, 8, 2, 4, -1, 2);
+    CHECK_INT_EQ(amldist_node_rank(h), AMLDIST_EUNKNOWN);
+    CHECK_STR_HAS(amldist_last_error(), "OMPI_COMM_WORLD_NODE_RANK is not");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "AMLDIST_NO_PMIX");
+    CHECK(amldist_master_addr(h) == NULL);
+    CHECK_STR_HAS(amldist_last_error(), "unknown");
+    amldist_free(h);
+    /* The same through the environment variable. */
+    h = layout_of(ENV("OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=8",
+                      "OMPI_COMM_WORLD_LOCAL_RANK=2",
+                      "OMPI_COMM_WORLD_LOCAL_SIZE=4", "AMLDIST_NO_PMIX=1"),
+                  0);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "AMLDIST_NO_PMIX");
+    amldist_free(h);
+}
+
+/* PMIX_* in the array but not in this process's environment: the server
+ * is not ours to ask. */
+static void test_ompi_pmix_not_ours(void)
+{
+    unsetenv("PMIX_NAMESPACE");
+    amldist_t *h = layout_of(ENV("OMPI_COMM_WORLD_RANK=5",
+                                 "OMPI_COMM_WORLD_SIZE=8",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK=1",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE=4",
+                                 "PMIX_NAMESPACE=123", "PMIX_RANK=5"),
+                             0);
+    CHECK_INT_EQ(amldist_node_rank(h), AMLDIST_EUNKNOWN);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "no PMIx server");
+    amldist_free(h);
+}
+
+static char *const ompi8[] = {
+    "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=8",
+    "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=4", NULL};
+
+static amldist_t *ompi8_with(const char *a, const char *b)
+{
+    char *env[8];
+    int n = 0;
+    for (; ompi8[n] != NULL; n++)
+        env[n] = ompi8[n];
+    env[n++] = (char *)a;
+    if (b != NULL)
+        env[n++] = (char *)b;
+    env[n] = NULL;
+    return layout_of(env, AMLDIST_NO_PMIX);
+}
+
+static void test_azureml_multi_node(void)
+{
+    amldist_t *h = ompi8_with("AZ_BATCH_MASTER_NODE=10.0.0.4:6000", NULL);
+    CHECK_STR_EQ(amldist_master_addr(h), "10.0.0.4");
+    CHECK_INT_EQ(amldist_master_port(h), 6105);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                 "AZ_BATCH_MASTER_NODE=10.0.0.4:6000");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_PORT), "6105");
+    CHECK_STR_EQ(amldist_source(h), "ompi");
+    amldist_free(h);
+}
+
+static void test_azureml_keeps_master_port(void)
+{
+    amldist_t *h = ompi8_with("AZ_BATCH_MASTER_NODE=10.0.0.4:6000",
+                              "MASTER_PORT=7000");
+    CHECK_INT_EQ(amldist_master_port(h), 7000);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_MASTER_PORT),
+                 "MASTER_PORT=7000");
+    amldist_free(h);
+}
+
+static void test_azureml_ipv6(void)
+{
+    amldist_t *h = ompi8_with("AZ_BATCH_MASTER_NODE=[fd00::4]:6000", NULL);
+    CHECK_STR_EQ(amldist_master_addr(h), "fd00::4");
+    amldist_free(h);
+}
+
+static void test_azureml_single_node(void)
+{
+    char *const env[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                         "OMPI_COMM_WORLD_LOCAL_RANK=1",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE=2",
+                         "AZ_BATCHAI_MPI_MASTER_NODE=10.0.0.5",
+                         "AZ_BATCH_MASTER_NODE=10.0.0.4:6000", NULL};
+    amldist_t *h = layout_of(env, 0);
+    CHECK_STR_EQ(amldist_master_addr(h), "10.0.0.5");
+    CHECK_INT_EQ(amldist_master_port(h), 54965);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                  "AZ_BATCHAI_MPI_MASTER_NODE=10.0.0.5");
+    amldist_free(h);
+    /* Unlike aml_mpienv.py, a MASTER_PORT that is set is kept here too. */
+    char *const env2[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                          "OMPI_COMM_WORLD_LOCAL_RANK=1",
+                          "OMPI_COMM_WORLD_LOCAL_SIZE=2",
+                          "AZ_BATCHAI_MPI_MASTER_NODE=10.0.0.5",
+                          "MASTER_PORT=7000", NULL};
+    h = layout_of(env2, 0);
+    CHECK_INT_EQ(amldist_master_port(h), 7000);
+    amldist_free(h);
+}
+
+/* Only one of the two Azure variables: it stands in for the other. */
+static void test_azureml_fallbacks(void)
+{
+    amldist_t *h = ompi8_with("AZ_BATCHAI_MPI_MASTER_NODE=head", NULL);
+    CHECK_STR_EQ(amldist_master_addr(h), "head");
+    CHECK_INT_EQ(amldist_master_port(h), 6105);
+    amldist_free(h);
+}
+
+/* A MASTER_ADDR already set wins over Azure's (aml_mpienv.py overwrites). */
+static void test_master_addr_over_azureml(void)
+{
+    amldist_t *h = ompi8_with("AZ_BATCH_MASTER_NODE=10.0.0.4:6000",
+                              "MASTER_ADDR=10.9.9.9");
+    CHECK_STR_EQ(amldist_master_addr(h), "10.9.9.9");
+    amldist_free(h);
+}
+
+static void test_mpich_intel(void)
+{
+    amldist_t *h = layout_of(ENV("PMI_RANK=3", "PMI_SIZE=4",
+                                 "MPI_LOCALRANKID=1", "MPI_LOCALNRANKS=2",
+                                 "PMI_FD=5"),
+                             0);
+    CHECK_LAYOUT(h, 3, 4, 1, 2, -1, -1);
+    CHECK_STR_EQ(amldist_source(h), "mpich");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_LOCAL_RANK),
+                 "MPI_LOCALRANKID=1");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), "MPICH");
+    amldist_free(h);
+    h = layout_of(ENV("PMI_RANK=1", "PMI_SIZE=2", "MPI_LOCALRANKID=1",
+                      "MPI_LOCALNRANKS=2"),
+                  0);
+    CHECK_LAYOUT(h, 1, 2, 1, 2, 0, 1);
+    amldist_free(h);
+}
+
+static void test_mvapich2(void)
+{
+    amldist_t *h = layout_of(ENV("MV2_COMM_WORLD_RANK=6",
+                                 "MV2_COMM_WORLD_SIZE=8",
+                                 "MV2_COMM_WORLD_LOCAL_RANK=2",
+                                 "MV2_COMM_WORLD_LOCAL_SIZE=4"),
+                             0);
+    CHECK_LAYOUT(h, 6, 8, 2, 4, -1, -1);
+    CHECK_STR_EQ(amldist_source(h), "mvapich2");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_WORLD_SIZE),
+                 "MV2_COMM_WORLD_SIZE=8");
+    amldist_free(h);
+}
+
+static void test_pmix_without_server(void)
+{
+    CHECK_FAILS(ENV("PMIX_RANK=3", "PMIX_NAMESPACE=prterun-x-1"),
+                AMLDIST_NO_PMIX, AMLDIST_EMISSING, "PMIX_RANK=3");
+    CHECK_STR_HAS(amldist_last_error(), "world size is unknown");
+}
+
+static void test_slurm_step(void)
+{
+    amldist_t *h = layout_of(
+        ENV("SLURM_JOB_ID=12", "SLURM_STEP_ID=0", "SLURM_PROCID=5",
+            "SLURM_NTASKS=8", "SLURM_LOCALID=1", "SLURM_NODEID=2",
+            "SLURM_NNODES=3", "SLURM_TASKS_PER_NODE=3(x2),2",
+            "SLURM_STEP_NODELIST=gpu[009-011]",
+            "SLURM_JOB_NODELIST=gpu[001-100]"),
+        0);
+    CHECK_LAYOUT(h, 5, 8, 1, 2, 2, 3);
+    CHECK_STR_EQ(amldist_source(h), "slurm");
+    CHECK_STR_EQ(amldist_master_addr(h), "gpu009");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                 "first host of SLURM_STEP_NODELIST=gpu[009-011]");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE),
+                 "SLURM_TASKS_PER_NODE=3(x2),2 at node 2");
+    CHECK_INT_EQ(amldist_master_port(h), 29500);
+    amldist_free(h);
+}
+
+/* The step's own counts win over the job's. */
+static void test_slurm_step_variables_first(void)
+{
+    amldist_t *h = layout_of(
+        ENV("SLURM_PROCID=1", "SLURM_NTASKS=8", "SLURM_STEP_NUM_TASKS=2",
+            "SLURM_LOCALID=0", "SLURM_NODEID=1", "SLURM_NNODES=4",
+            "SLURM_STEP_NUM_NODES=2", "SLURM_TASKS_PER_NODE=2(x4)",
+            "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_JOB_NODELIST=n[1-4]"),
+        0);
+    CHECK_LAYOUT(h, 1, 2, 0, 1, 1, 2);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_WORLD_SIZE),
+                 "SLURM_STEP_NUM_TASKS=2");
+    CHECK_STR_EQ(amldist_master_addr(h), "n1");
+    amldist_free(h);
+}
+
+/* The batch script sees SLURM_PROCID=0 and the allocation's task count,
+ * but it is one process, not rank 0 of them. */
+static void test_slurm_batch_script(void)
+{
+    amldist_t *h = layout_of(ENV("SLURM_JOB_ID=12", "SLURM_PROCID=0",
+                                 "SLURM_NTASKS=4", "SLURM_NODEID=0",
+                                 "SLURM_JOB_NODELIST=n[1-2]"),
+                             0);
+    CHECK_LAYOUT(h, 0, 1, 0, 1, 0, 1);
+    CHECK_STR_EQ(amldist_source(h), "default");
+    amldist_free(h);
+}
+
+/* srun --mpi=pmix: the PMIx namespace names the Slurm step, so Slurm fills
+ * in what the (here unreachable) PMIx server would have. */
+static void test_pmix_under_srun(void)
+{
+    amldist_t *h = layout_of(
+        ENV("PMIX_RANK=3", "PMIX_NAMESPACE=slurm.pmix.12.0", "SLURM_JOB_ID=12",
+            "SLURM_STEP_ID=0", "SLURM_PROCID=3", "SLURM_NTASKS=4",
+            "SLURM_LOCALID=1", "SLURM_NODEID=1", "SLURM_NNODES=2",
+            "SLURM_TASKS_PER_NODE=2(x2)", "SLURM_STEP_NODELIST=n[1-2]"),
+        AMLDIST_NO_PMIX);
+    CHECK_LAYOUT(h, 3, 4, 1, 2, 1, 2);
+    CHECK_STR_EQ(amldist_source(h), "pmix");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_WORLD_SIZE),
+                 "SLURM_NTASKS=4");
+    CHECK_STR_EQ(amldist_master_addr(h), "n1");
+    amldist_free(h);
+}
+
+int main(void)
+{
+    RUN(test_nothing_at_all);
+    RUN(test_nothing_but_master_port);
+    RUN(test_canonical_full);
+    RUN(test_canonical_kubernetes);
+    RUN(test_canonical_ipv6_master);
+    RUN(test_canonical_one_process);
+    RUN(test_torchrun);
+    RUN(test_amlrun_marker);
+    RUN(test_ompi_one_node);
+    RUN(test_ompi_two_nodes_no_pmix);
+    RUN(test_ompi_pmix_not_ours);
+    RUN(test_azureml_multi_node);
+    RUN(test_azureml_keeps_master_port);
+    RUN(test_azureml_ipv6);
+    RUN(test_azureml_single_node);
+    RUN(test_azureml_fallbacks);
+    RUN(test_master_addr_over_azureml);
+    RUN(test_mpich_intel);
+    RUN(test_mvapich2);
+    RUN(test_pmix_without_server);
+    RUN(test_slurm_step);
+    RUN(test_slurm_step_variables_first);
+    RUN(test_slurm_batch_script);
+    RUN(test_pmix_under_srun);
+    return test_summary();
+}
