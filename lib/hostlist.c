@@ -128,7 +128,8 @@ static int name_nth(const char *s, const char *end, long n, long idx,
                     char *out, size_t outsz)
 {
     size_t len = 0;
-    long rest = n; /* hosts per value of the groups seen so far */
+    long rest = n; /* hosts per value of the current group: the product of
+                      the later groups, as the first group varies slowest */
     for (const char *p = s; p < end;) {
         char num[NUM_DIGITS_MAX + 1];
         const char *text = p;

@@ -69,14 +69,14 @@ int amldist__parse_hostport(const char *s, char *host, size_t hostsz, int *port)
  *    slowest: rack[1-2]-n[01-02] is rack1-n01 rack1-n02 rack2-n01 rack2-n02.
  *  - Order and duplicates are kept as written.  No IPv6 (no colons).
  *  - Every host produced must pass amldist__valid_host() (checked for the
- *    whole list by every call, without expanding it unless a name could look
- *    numeric, e.g. "10.0.0.[1-4]").  At most AMLDIST__HOSTLIST_MAX hosts
- *    (ERANGE beyond).
+ *    whole list by every call, without expanding it: names that could read
+ *    as IPv4 addresses, e.g. "10.0.0.[1-4]", are checked label by label and
+ *    may have at most 65536 values per label, ERANGE beyond).  At most
+ *    AMLDIST__HOSTLIST_MAX hosts (ERANGE beyond).
  * Each call checks the whole list, so nth() fails wherever count() does;
- * neither allocates.  A call costs O(strlen(list)), plus one host check per
- * host of names that could look numeric; n outside [0, count) is
- * ERANGE, and so is a host that does not fit in outsz (never with
- * outsz >= AMLDIST__HOST_MAX).
+ * neither allocates.  A call costs O(strlen(list)) (plus those label checks);
+ * n outside [0, count) is ERANGE, and so is a host that does not fit in
+ * outsz (never with outsz >= AMLDIST__HOST_MAX).
  */
 long amldist__hostlist_count(const char *list);            /* < 0: error */
 int amldist__hostlist_nth(const char *list, long n, char *out, size_t outsz);
@@ -90,10 +90,10 @@ int amldist__hostlist_foreach(const char *list,
 /*
  * SLURM_TASKS_PER_NODE: comma-separated "count" or "count(xreps)" items,
  * e.g. "2(x3),1": nodes 0..2 run 2 tasks and node 3 runs 1; "4" is one node
- * with 4 tasks.  count is 1..INT_MAX, reps 1.. with at most
- * AMLDIST__HOSTLIST_MAX nodes in all (ERANGE otherwise).  tasks_per_node()
- * gives the tasks on node `node` (ERANGE outside [0, nodes)); tasks_nodes()
- * the number of nodes.
+ * with 4 tasks.  Numbers have at most 18 digits; count is 1..INT_MAX and
+ * reps >= 1, with at most AMLDIST__HOSTLIST_MAX nodes in all (ERANGE
+ * otherwise).  tasks_per_node() gives the tasks on node `node` (ERANGE
+ * outside [0, nodes)); tasks_nodes() the number of nodes.
  */
 int amldist__tasks_per_node(const char *s, long node, long *tasks);
 long amldist__tasks_nodes(const char *s);                   /* < 0: error */
