@@ -7,9 +7,11 @@
 #include "topo_internal.h"
 
 /* hwloc components that would open a GPU driver or runtime in the launcher:
- * loading them costs seconds and can create contexts on every GPU. */
-static const char *const gpu_components[] = {"cuda", "nvml", "opencl", "gl",
-                                             "rsmi", "levelzero"};
+ * loading them costs seconds and can create contexts on every GPU.  "pci"
+ * (libpciaccess) too: Linux's own sysfs discovery finds the same devices
+ * faster, and libpciaccess leaks what it allocates. */
+static const char *const skipped_components[] = {
+    "cuda", "nvml", "opencl", "gl", "rsmi", "levelzero", "pci"};
 
 void amldist__warn(char *buf, size_t size, const char *fmt, ...)
 {
@@ -217,10 +219,11 @@ static int load_hwloc(amldist_topo_t *t, const char *xml)
         return amldist__fail(AMLDIST_ETOPO, "hwloc_topology_init failed");
     /* The default filter drops PCI devices, even those an XML file has. */
     hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    for (size_t i = 0; i < sizeof gpu_components / sizeof *gpu_components;
-         i++)
-        hwloc_topology_set_components(
-            t->h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, gpu_components[i]);
+    for (size_t i = 0;
+         i < sizeof skipped_components / sizeof *skipped_components; i++)
+        hwloc_topology_set_components(t->h,
+                                      HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                      skipped_components[i]);
     if (xml != NULL) {
         int rc = check_not_nccl(xml);
         if (rc < 0)
