@@ -57,6 +57,8 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
         return -1;
     }
     b->json = o->json;
+    if (o->per_process)
+        po.flags |= AMLDIST_PLAN_NODE_WIDE;
     if (amldist_topo_load(&b->topo, o->topology, 0) < 0) {
         /* A machine whose topology cannot be read still runs its job; a
          * file the user named must be right. */

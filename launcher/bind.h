@@ -19,6 +19,10 @@ struct amlrun_bind_opts {
     const char *topology;  /* --topology FILE (hwloc XML) */
     int report_bindings;   /* --report-bindings */
     int json;              /* --report-bindings=json */
+    /* Per-process mode: each process plans the whole node, so its own
+     * affinity (set by mpirun/srun for that one process) is not the
+     * launcher's cpuset; plan over the node's allowed cpus instead. */
+    int per_process;
 };
 
 struct amlrun_binding; /* the plan for the ranks of this node */

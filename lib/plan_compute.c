@@ -64,7 +64,8 @@ static int allowed_cpus(amldist_plan_t *p, const amldist_topo_t *t,
                                  "inherited cpus \"%s\": not a cpu list",
                                  inherited);
         }
-    } else if (!t->from_xml && own_affinity(allowed) < 0) {
+    } else if (!t->from_xml && !(p->opts.flags & AMLDIST_PLAN_NODE_WIDE) &&
+               own_affinity(allowed) < 0) {
         hwloc_bitmap_copy(allowed, all);
     }
     hwloc_bitmap_and(allowed, allowed, all);

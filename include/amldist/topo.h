@@ -145,7 +145,12 @@ enum {
     /* When the launcher's own affinity is narrower than the cgroup allows
      * and too small for its ranks (mpirun's default --bind-to core), plan
      * over the whole allowed cpuset instead of warning. */
-    AMLDIST_PLAN_WIDEN = 1u << 0
+    AMLDIST_PLAN_WIDEN = 1u << 0,
+    /* Every process of the node computes the same plan for itself
+     * (per-process mode under mpirun or srun): ignore this process's own
+     * affinity, which its launcher set for it alone, and plan over the
+     * node's allowed cpus. */
+    AMLDIST_PLAN_NODE_WIDE = 1u << 1
 };
 
 /* Initialise with AMLDIST_PLAN_OPTIONS_INIT so later fields keep defaults. */

@@ -438,6 +438,36 @@ static void test_apply_here(void)
     amldist_topo_free(t);
 }
 
+static void test_own_affinity_and_node_wide(void)
+{
+    /* This process pinned to its first allowed cpu, as mpirun's default
+     * --bind-to core would: a per-node plan sees the trap, a node-wide
+     * (per-process mode) plan does not. */
+    amldist_topo_t *t = load(NULL);
+    if (amldist_topo_num_cores(t) < 2) {
+        amldist_topo_free(t);
+        return;
+    }
+    amldist_plan_t *p = plan(t, "exclusive", 2);
+    char first[32];
+    snprintf(first, sizeof first, "%s", amldist_plan_rank_cpus(p, 0));
+    amldist_plan_free(p);
+    p = plan(t, first, 1);
+    CHECK_INT_EQ(amldist_plan_apply(p, 0), 0);
+    amldist_plan_free(p);
+    p = plan(t, "exclusive", 2);
+    CHECK_STR_HAS(amldist_plan_warnings(p), "`mpirun --bind-to none`");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 1), first);
+    amldist_plan_free(p);
+    amldist_plan_options_t o = AMLDIST_PLAN_OPTIONS_INIT;
+    o.flags = AMLDIST_PLAN_NODE_WIDE;
+    p = plan_opts(t, &o, 2);
+    CHECK_STR_EQ(amldist_plan_warnings(p), "");
+    CHECK(strcmp(amldist_plan_rank_cpus(p, 1), first) != 0);
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+}
+
 int main(void)
 {
     RUN(test_numa_unknown);
@@ -450,5 +480,6 @@ int main(void)
     RUN(test_rank_env);
     RUN(test_report_formats);
     RUN(test_apply_here);
+    RUN(test_own_affinity_and_node_wide);
     return test_summary();
 }
