@@ -111,6 +111,21 @@ typedef struct {
 } amldist_options_t;
 #define AMLDIST_OPTIONS_INIT {AMLDIST_OPTIONS_VERSION, 0u, NULL, 0, -1, NULL, 0}
 
+/*
+ * Read the layout: amldist_init() from environ, amldist_init_from() from
+ * `envp` (NULL: empty), amldist_init_opts() with explicit options that
+ * override the environment.  Precedence, innermost launcher first:
+ *   1. canonical variables (RANK, WORLD_SIZE, ...) with a launcher marker:
+ *      AMLDIST_LAUNCHER=amlrun, or torchrun's TORCHELASTIC_RUN_ID / GROUP_RANK;
+ *   2. canonical variables without one (Kubernetes, Azure ML PyTorch);
+ *   3. the MPI family: Open MPI, MVAPICH2, MPICH / Intel MPI, PMIx;
+ *   4. Slurm (srun step tasks);
+ *   5. nothing: rank 0 of 1, master 127.0.0.1.
+ * A lower source with the same world size must agree (else ECONFLICT, unless
+ * a PREFER flag or AMLDIST_PREFER=canonical|launcher picks one); a world size
+ * that divides the canonical one is an outer launcher.  Azure ML only names
+ * the master.  Details: amldist-env(7).
+ */
 AMLDIST_API int amldist_init(amldist_t **out, unsigned flags);
 AMLDIST_API int amldist_init_from(amldist_t **out, char *const envp[],
                                   unsigned flags);
