@@ -384,10 +384,10 @@ static int nth_name(const char *s, const char *end, long n, long first,
                     void *arg)
 {
     struct nth_arg *a = arg;
-    if (a->n >= first + n)
+    if (a->n < first || a->n >= first + n)
         return 0;
-    int rc = name_nth(s, end, n, a->n - first, a->out, a->outsz);
-    return rc < 0 ? rc : 1;
+    /* Found, but keep walking: the rest of the list must be valid too. */
+    return name_nth(s, end, n, a->n - first, a->out, a->outsz);
 }
 
 int amldist__hostlist_nth(const char *list, long n, char *out, size_t outsz)
@@ -395,19 +395,14 @@ int amldist__hostlist_nth(const char *list, long n, char *out, size_t outsz)
     if (list == NULL || out == NULL || outsz == 0)
         return AMLDIST_EINVAL;
     out[0] = '\0';
-    long total;
-    int rc = walk_names(list, NULL, NULL, &total);
-    if (rc < 0)
-        return rc;
-    if (n < 0 || n >= total)
-        return AMLDIST_ERANGE;
     struct nth_arg a = {n, out, outsz};
-    rc = walk_names(list, nth_name, &a, &total);
-    if (rc < 0) {
+    long total;
+    int rc = walk_names(list, nth_name, &a, &total);
+    if (rc == 0 && (n < 0 || n >= total))
+        rc = AMLDIST_ERANGE;
+    if (rc < 0)
         out[0] = '\0';
-        return rc;
-    }
-    return 0;
+    return rc;
 }
 
 struct foreach_arg {
