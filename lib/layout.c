@@ -356,10 +356,12 @@ static int validate(const struct amldist *h)
 
 static void explain_unknowns(struct amldist *h)
 {
+    char source[sizeof h->source];
+    memcpy(source, h->source, sizeof source);
     for (int f = 0; f < AMLDIST_FIELD_COUNT; f++)
         if (!amldist__known(h, (amldist_field_t)f) && h->why[f][0] == '\0')
             snprintf(h->why[f], sizeof h->why[f],
-                     "unknown: the %s variables do not say", h->source);
+                     "unknown: the %s variables do not say", source);
 }
 
 /*
