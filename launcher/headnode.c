@@ -1,9 +1,14 @@
 /*
  * Head-node mode: turn `amlrun --hostfile F [opts] CMD...` into
  *   mpirun -np N --host a:1,b:1 --npernode 1 --bind-to none -x VAR... \
- *       amlrun [opts] --nnodes N --master-addr a --master-port P CMD...
+ *       amlrun [opts] --nnodes N CMD...
  * (or `srun --ntasks-per-node 1 ...` under Slurm) and exec it, so that the
  * launcher we hand over to owns the job: its exit status is the job's.
+ *
+ * The master address is left to each node's libamldist (PMIx's host of rank
+ * 0, Slurm's first node of the step) unless the user gave one: mpirun puts
+ * rank 0 on its own node when that is in the list, and srun orders nodes
+ * its own way, so "the first host listed" may not be where rank 0 runs.
  */
 #include <errno.h>
 #include <limits.h>
@@ -18,8 +23,6 @@
 #include "msg.h"
 
 extern char **environ;
-
-#define DEFAULT_MASTER_PORT 29500
 
 /* amlrun's options that take their value as the next argument.  Must match
  * the ARG_REQUIRED entries of launcher/options.c (tests/sh/multinode_cli.sh
@@ -38,7 +41,7 @@ static const char *const value_options[] = {
 static const char *const export_names[] = {
     "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
     "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "MASTER_PORT",
 };
 static const char *const export_prefixes[] = {
     "AMLRUN_", "AMLDIST_", "NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "GLOO_",
@@ -139,7 +142,7 @@ struct scan {
     int cmd;          /* index of the command's first word */
     int dashdash;     /* "--" came before it */
     int has_nproc, has_topo;
-    const char *nnodes, *node_rank, *master_addr, *master_port, *rdzv;
+    const char *nnodes, *node_rank;
     int *keep;        /* argv[i] goes to the per-node amlrun */
 };
 
@@ -174,12 +177,6 @@ static int scan_argv(int argc, char *const argv[], struct scan *s)
             slot = &s->nnodes;
         else if (opt_is(a, "node-rank"))
             slot = &s->node_rank;
-        else if (opt_is(a, "master-addr"))
-            slot = &s->master_addr;
-        else if (opt_is(a, "master-port"))
-            slot = &s->master_port;
-        else if (opt_is(a, "rdzv-endpoint"))
-            slot = &s->rdzv;
         else if (opt_is(a, "nproc-per-node"))
             s->has_nproc = 1;
         else if (opt_is(a, "topo"))
@@ -278,17 +275,24 @@ static void print_command(char *const v[])
     fflush(stdout);
 }
 
-static int parse_port(const char *s, int *out)
+/* "N" or torchrun's "N:N" (elastic ranges are not supported); -1 if bad. */
+static int parse_nnodes(const char *s)
 {
     char *end;
-    if (!s || *s < '0' || *s > '9')
+    if (*s < '0' || *s > '9')
         return -1;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > 65535)
+    long n = strtol(s, &end, 10);
+    if (*end == ':') {
+        char *end2;
+        const char *hi = end + 1;
+        if (*hi < '0' || *hi > '9' || strtol(hi, &end2, 10) != n || *end2)
+            return -1;
+        end = end2;
+    }
+    if (errno || *end || n < 1 || n > 1000000)
         return -1;
-    *out = (int)v;
-    return 0;
+    return (int)n;
 }
 
 int headnode_wanted(const struct headnode_opts *o)
@@ -301,11 +305,8 @@ struct plan {
     int slurm;
     struct hostlist hosts;
     int nnodes;
-    const char *master_addr; /* NULL: the Slurm allocation's, per node */
-    int master_port;
     int slots;               /* > 0: pass --nproc-per-node */
     char self[PATH_MAX];
-    char rdzv_host[256];
 };
 
 static int make_plan(const struct headnode_opts *o, const char *self,
@@ -344,56 +345,32 @@ static int make_plan(const struct headnode_opts *o, const char *self,
             "from %s", s->node_rank, p->slurm ? "srun" : "mpirun");
         return AMLRUN_EXIT_USAGE;
     }
+    int given = s->nnodes ? parse_nnodes(s->nnodes) : 0;
+    if (given < 0) {
+        msg("--nnodes %s: want N or N:N, N from 1", s->nnodes);
+        return AMLRUN_EXIT_USAGE;
+    }
     p->nnodes = p->hosts.n;
     if (p->nnodes == 0) {
         /* Slurm without a host list: the allocation's nodes. */
-        const char *v = s->nnodes ? s->nnodes : getenv("SLURM_JOB_NUM_NODES");
+        const char *v = getenv("SLURM_JOB_NUM_NODES");
         if (!v || !*v)
             v = getenv("SLURM_NNODES");
-        char *end;
-        long n = v ? strtol(v, &end, 10) : 0;
-        if (!v || !*v || *end || n < 1 || n > 1000000) {
+        p->nnodes = given ? given : v ? parse_nnodes(v) : -1;
+        if (p->nnodes <= 0) {
             msg("--launcher slurm: how many nodes? Not inside an allocation "
                 "(SLURM_JOB_NUM_NODES unset or bad): give --nnodes, --hosts "
                 "or --hostfile");
             return AMLRUN_EXIT_USAGE;
         }
-        p->nnodes = (int)n;
-    } else if (s->nnodes) {
-        char *end;
-        long n = strtol(s->nnodes, &end, 10);
-        if (*end || n != p->nnodes) {
+    } else if (given) {
+        if (given != p->nnodes) {
             msg("--nnodes %s, but %s names %d host%s", s->nnodes,
                 o->hostfile ? o->hostfile : "--hosts", p->nnodes,
                 p->nnodes == 1 ? "" : "s");
             return AMLRUN_EXIT_USAGE;
         }
     }
-    /* --master-addr / --rdzv-endpoint win; else the first host. */
-    char *rdzv_host = p->rdzv_host;
-    p->master_addr = p->hosts.n ? p->hosts.h[0].name : NULL;
-    p->master_port = -1;
-    if (s->rdzv) {
-        const char *colon = strrchr(s->rdzv, ':');
-        size_t len = colon ? (size_t)(colon - s->rdzv) : strlen(s->rdzv);
-        if (len == 0 || len >= sizeof p->rdzv_host ||
-            (colon && parse_port(colon + 1, &p->master_port) < 0)) {
-            msg("--rdzv-endpoint %s: want HOST or HOST:PORT", s->rdzv);
-            return AMLRUN_EXIT_USAGE;
-        }
-        memcpy(rdzv_host, s->rdzv, len);
-        rdzv_host[len] = '\0';
-        p->master_addr = rdzv_host;
-    }
-    if (s->master_addr)
-        p->master_addr = s->master_addr;
-    if (s->master_port && parse_port(s->master_port, &p->master_port) < 0) {
-        msg("--master-port %s: want a port from 1 to 65535", s->master_port);
-        return AMLRUN_EXIT_USAGE;
-    }
-    if (p->master_port < 0 && parse_port(getenv("MASTER_PORT"),
-                                         &p->master_port) < 0)
-        p->master_port = DEFAULT_MASTER_PORT;
     /* The remote side runs this same amlrun: by absolute path when we were
      * started by one (its working directory may differ), else through PATH. */
     if (!strchr(self, '/') || !realpath(self, p->self))
@@ -463,12 +440,6 @@ static void build_command(const struct plan *p, const struct scan *s,
             push(b, argv[i]);
     push(b, "--nnodes");
     pushf(b, "%d", p->nnodes);
-    if (p->master_addr) {
-        push(b, "--master-addr");
-        push(b, p->master_addr);
-    }
-    push(b, "--master-port");
-    pushf(b, "%d", p->master_port);
     if (p->slots > 0) {
         push(b, "--nproc-per-node");
         pushf(b, "%d", p->slots);
