@@ -13,7 +13,7 @@ seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")
 if "$out/$name" -artifact_prefix="$out/" -max_total_time="$secs" -max_len=512 -timeout=10 "${dirs[@]}" >"$out/$name.log" 2>&1; then
-    echo "ok - $name ran $secs s: $(grep -Eo '#[0-9]+ +DONE.*' "$out/$name.log" | tail -n 1)"
+    echo "ok - $name ran $secs s: $(grep -Eo '#[0-9]+[[:space:]]+DONE.*' "$out/$name.log" | tail -n 1)"
 else
     tail -n 40 "$out/$name.log" >&2
     echo "not ok - $name found a crash (see $out/$name.log)"
