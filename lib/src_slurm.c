@@ -78,10 +78,11 @@ int amldist__src_slurm(const amldist__env_t *env, struct amldist *r)
         amldist__env_get(env, "SLURM_STEP_ID") == NULL &&
         amldist__env_get(env, "SLURM_STEPID") == NULL)
         return 0; /* the batch script */
-    int rc = amldist__env_quad(
-        env, r, "SLURM_PROCID",
-        FIRST_SET(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"),
-        NULL, NULL);
+    const char *world = FIRST_SET(env, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS",
+                                  "SLURM_NPROCS");
+    if (amldist__env_get(env, world) == NULL)
+        world = "SLURM_NTASKS"; /* the one to name when none is set */
+    int rc = amldist__env_quad(env, r, "SLURM_PROCID", world, NULL, NULL);
     if (rc <= 0)
         return rc;
     if ((rc = amldist__env_field(env, r, AMLDIST_FIELD_LOCAL_RANK,

@@ -20,7 +20,7 @@ static void test_missing_halves(void)
     CHECK_FAILS(ENV("MV2_COMM_WORLD_RANK=0"), 0, AMLDIST_EMISSING,
                 "MV2_COMM_WORLD_SIZE");
     CHECK_FAILS(ENV("SLURM_PROCID=0"), 0, AMLDIST_EMISSING,
-                "SLURM_PROCID=0 is set but SLURM_STEP_NUM_TASKS is not");
+                "SLURM_PROCID=0 is set but SLURM_NTASKS is not");
     CHECK_FAILS(ENV("AMLDIST_LAUNCHER=amlrun"), 0, AMLDIST_EMISSING,
                 "AMLDIST_LAUNCHER=amlrun is set but RANK and WORLD_SIZE");
 }
