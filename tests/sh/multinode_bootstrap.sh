@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# libamldist's NCCL-id exchange (amldist_bootstrap_bcast, driven by
+# examples/bootstrap_hello) across two nodes: rank 0 on n0 hands its blob
+# to the ranks on n1 over the bridge, in the standalone, mpirun and
+# head-node modes; a node with another job token is refused.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+HELLO=$BUILD/examples/bootstrap_hello
+if [ ! -x "$HELLO" ]; then
+    fail "multi-node bootstrap: $HELLO is built"
+    exit 1
+fi
+multinode_setup 2
+# Each line says where the receiving rank ran.
+WRAP=$TEST_TMP/where.sh
+printf '#!/bin/sh\nout=$(%s) ; rc=$?\necho "$(hostname) $out"\nexit $rc\n' "$HELLO" >"$WRAP"
+chmod +x "$WRAP"
+
+# bcast_ok NAME OUTPUT: four ranks, two per node, all got rank 0's blob.
+bcast_ok() {
+    local name=$1 out=$2 pid
+    pid=$(sed -n 's/.*hello from rank 0 (pid \([0-9]*\) on n0)$/\1/p' <<<"$out" | sort -u)
+    local want got
+    want=$(printf 'n%s rank %s/4 got: hello from rank 0 (pid %s on n0)\n' "${@:3}" | sed "s/PID/$pid/g")
+    got=$(sort -t' ' -k3,3n <<<"$out")
+    if [ -n "$pid" ] && [ "$(wc -l <<<"$pid")" = 1 ] && [ "$got" = "$want" ]; then ok "$name"
+    else fail "$name"; diag "got: $out"; fi
+}
+by_slot=(0 0 PID 0 1 PID 1 2 PID 1 3 PID)
+
+on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>&1 &
+on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>&1
+wait
+bcast_ok "bootstrap bcast across nodes: standalone amlrun on each" \
+    "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"
+
+bcast_ok "bootstrap bcast across nodes: mpirun --map-by node (no amlrun)" \
+    "$(on n0 $T $MPIRUN --host n0:2,n1:2 --map-by node "$WRAP" 2>&1)" \
+    0 0 PID 1 1 PID 0 2 PID 1 3 PID
+bcast_ok "bootstrap bcast across nodes: mpirun amlrun" \
+    "$(on n0 $T $MPIRUN --host n0:2,n1:2 "$AMLRUN" "$WRAP" 2>&1)" "${by_slot[@]}"
+bcast_ok "bootstrap bcast across nodes: head-node amlrun --hosts" \
+    "$(on n0 $T "$AMLRUN" --hosts n0:2,n1:2 "$WRAP" 2>&1)" "${by_slot[@]}"
+
+# A node holding another job's token is refused, and the job fails on both
+# nodes within the bootstrap timeout instead of hanging.
+PORT=$((PORT + 2))
+export AMLDIST_BOOTSTRAP_TIMEOUT=5
+start=$SECONDS
+rc0=0 rc1=0
+AMLDIST_JOB_TOKEN=job-a on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
+    --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t0" 2>&1 &
+pid0=$!
+AMLDIST_JOB_TOKEN=job-b on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
+    --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t1" 2>&1 || rc1=$?
+wait $pid0 || rc0=$?
+check "another job's token: both nodes fail ($rc0, $rc1), within 20 s ($((SECONDS - start)) s)" \
+    test "$rc0" -ne 0 -a "$rc1" -ne 0 -a $((SECONDS - start)) -lt 20
+check "another job's token: n1 says it was refused" grep -qi 'token\|EDENIED\|refused' "$TEST_TMP/t1"
+diag "n1 said: $(grep -m1 -i 'token\|EDENIED\|refused' "$TEST_TMP/t1")"
+unset AMLDIST_BOOTSTRAP_TIMEOUT
+
+expect_eq "no process left on any node" "$(leftover_procs)" ""
