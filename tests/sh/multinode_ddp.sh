@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A real PyTorch DDP job (gloo, CPU, init_method env://) across two nodes of
+# the namespace cluster: standalone amlrun on each node, mpirun amlrun per
+# process (ranks by node) and per node.  Each replica trains a few steps on
+# its own data, then all replicas compare their parameters: they must be
+# equal everywhere and differ from the start.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+    skip "multi-node DDP" "$TORCH_PY cannot import torch"
+    exit 0
+fi
+MULTINODE_TIMEOUT=120
+multinode_setup 2
+
+DDP=$TEST_TMP/ddp_train.py
+cat >"$DDP" <<'EOF'
+import os, socket
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method="env://")
+rank, world = dist.get_rank(), dist.get_world_size()
+assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+torch.manual_seed(100 + rank)  # each replica its own batches
+for _ in range(5):
+    x = torch.randn(32, 8)
+    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+final = torch.cat([p.detach().flatten() for p in model.parameters()])
+every = [torch.zeros_like(final) for _ in range(world)]
+dist.all_gather(every, final)
+agree = all(torch.equal(f, final) for f in every)
+moved = not torch.equal(final, start)
+print(f"{socket.gethostname()} rank={rank}/{world} node={os.environ['NODE_RANK']} "
+      f"agree={agree} trained={moved}", flush=True)
+dist.destroy_process_group()
+EOF
+
+# ddp_ok NAME OUTPUT HOST... (hosts of ranks 0..3).
+ddp_ok() {
+    local name=$1 out=$2 want="" r=0 host node
+    shift 2
+    for host in "$@"; do
+        node=${host#n}
+        want+="$host rank=$r/4 node=$node agree=True trained=True"$'\n'
+        r=$((r + 1))
+    done
+    local got
+    got=$(grep -E '^n[0-9] rank=' <<<"$out" | sort -t= -k2,2n)
+    if [ "$got" = "${want%$'\n'}" ]; then ok "$name"
+    else fail "$name"; diag "got: $out"; fi
+}
+
+on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 2 --python "$TORCH_PY" "$DDP" >"$TEST_TMP/d0" 2>&1 &
+on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 2 --python "$TORCH_PY" "$DDP" >"$TEST_TMP/d1" 2>&1
+wait
+ddp_ok "DDP across nodes: standalone amlrun on each node" \
+    "$(cat "$TEST_TMP/d0" "$TEST_TMP/d1")" n0 n0 n1 n1
+
+ddp_ok "DDP across nodes: mpirun --map-by node amlrun (per process)" \
+    "$(on n0 $T $MPIRUN --host n0:2,n1:2 --map-by node "$AMLRUN" --python "$TORCH_PY" "$DDP" 2>&1)" \
+    n0 n1 n0 n1
+
+ddp_ok "DDP across nodes: mpirun --npernode 1 amlrun --nproc-per-node 2" \
+    "$(on n0 $T $MPIRUN --host n0,n1 --npernode 1 --bind-to none "$AMLRUN" --nproc-per-node 2 \
+       --python "$TORCH_PY" "$DDP" 2>&1)" n0 n0 n1 n1
+
+expect_eq "no process left on any node" "$(leftover_procs)" ""
