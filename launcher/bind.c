@@ -51,6 +51,13 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
         set_opt(&po, "nic-bind", o->nic_bind) < 0 ||
         set_opt(&po, "gpu-bind", o->gpu_bind) < 0)
         return -1;
+    /* Everything off: no topology to read, nothing to add or apply. */
+    if (po.cpu_bind == AMLDIST_CPU_BIND_NONE &&
+        po.mem_bind == AMLDIST_MEM_BIND_NONE &&
+        po.nic_bind == AMLDIST_NIC_BIND_NONE &&
+        po.gpu_bind == AMLDIST_GPU_BIND_NONE && !o->report_bindings &&
+        !(po.flags & AMLDIST_PLAN_WIDEN))
+        return 0;
     struct amlrun_binding *b = calloc(1, sizeof *b);
     if (b == NULL) {
         fprintf(stderr, "amlrun: binding: out of memory\n");
