@@ -46,7 +46,8 @@ static inline amldist_topo_t *load(const char *path)
     amldist_topo_t *t = NULL;
     int rc = amldist_topo_load(&t, path, AMLDIST_TOPO_ALL_GPUS);
     if (rc != 0)
-        TEST__FAIL("amldist_topo_load(%s) = %d: %s", path, rc,
+        TEST__FAIL("amldist_topo_load(%s) = %d: %s",
+                   path != NULL ? path : "this machine", rc,
                    amldist_last_error());
     return t;
 }
