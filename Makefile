@@ -67,7 +67,7 @@ RUN_HDRS   := $(wildcard launcher/*.h)
 RUN_OBJS   := $(RUN_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
-TOOL_SRCS  := $(filter-out %nccl%,$(TOOL_SRCS))
+TOOL_SRCS  := $(foreach f,$(TOOL_SRCS),$(if $(findstring nccl,$(notdir $(f))),,$(f)))
 endif
 EX_SRCS    := $(filter-out examples/mpi_%,$(wildcard examples/*.c))
 ifneq ($(HAVE_NCCL),1)
