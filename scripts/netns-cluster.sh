@@ -275,7 +275,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     [ $# -gt 0 ] && shift
     cur=${AMLDIST_NETNS_CLUSTER:-}
     need_id() { [ -n "$cur" ] || netns_die "$cmd: no cluster (set AMLDIST_NETNS_CLUSTER)"; }
-    exec 9>>"$NETNS_RUNDIR.lock" 2>/dev/null || true
+    # (braces: a bare `exec 2>/dev/null` would silence the rest of the script)
+    { exec 9>>"$NETNS_RUNDIR.lock"; } 2>/dev/null
     case $cmd in
         up) flock 9; netns_up "$@" ;;
         down) flock 9; [ $# -gt 0 ] && cur=$1; need_id; netns_down "$cur" ;;
