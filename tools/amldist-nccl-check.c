@@ -569,7 +569,9 @@ int main(int argc, char **argv)
         return rc == AMLDIST_ENOGPU ? EXIT_NOGPU : EXIT_ERROR;
     }
     size_t count = o.maxbytes / sizeof(float);
-    if ((e = cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking)) ||
+    /* A blocking stream: the plain cudaMemcpy/cudaMemset calls on the legacy
+     * default stream are then ordered with the all-reduces. */
+    if ((e = cudaStreamCreate(&c.stream)) ||
         (e = cudaMalloc((void **)&c.send, count * sizeof(float))) ||
         (e = cudaMalloc((void **)&c.recv, count * sizeof(float))) ||
         (e = cudaMalloc((void **)&c.scratch, sizeof(double))) ||
