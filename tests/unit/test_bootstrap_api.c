@@ -14,6 +14,7 @@
 #include <amldist.h>
 
 static int *codes; /* shared: one result per rank */
+static const char *master = "MASTER_ADDR=127.0.0.1";
 
 static int free_port_pair(void)
 {
@@ -46,7 +47,7 @@ static amldist_t *layout(int rank, int world, int master_port)
     snprintf(lr, sizeof lr, "LOCAL_RANK=%d", rank);
     snprintf(lw, sizeof lw, "LOCAL_WORLD_SIZE=%d", world);
     snprintf(mp, sizeof mp, "MASTER_PORT=%d", master_port);
-    char *envp[] = {r, w, lr, lw, "MASTER_ADDR=127.0.0.1", mp, NULL};
+    char *envp[] = {r, w, lr, lw, (char *)master, mp, NULL};
     amldist_t *h = NULL;
     int rc = amldist_init_from(&h, envp, AMLDIST_NO_PMIX);
     if (rc < 0)
@@ -135,6 +136,15 @@ static void test_bcast_options(void)
     run_job(4, 9, &o);
 }
 
+/* A bracketed IPv6 literal in MASTER_ADDR, as launchers write it. */
+static void test_bcast_ipv6_master(void)
+{
+    unsetenv("AMLDIST_BOOTSTRAP_PORT");
+    master = "MASTER_ADDR=[::1]";
+    run_job(4, free_port_pair(), NULL);
+    master = "MASTER_ADDR=127.0.0.1";
+}
+
 /* A rank whose token differs from rank 0's is refused, and says so. */
 static void test_bcast_token_mismatch(void)
 {
@@ -220,6 +230,15 @@ int main(void)
     RUN(test_bcast_derived_port);
     RUN(test_bcast_env_port_and_token);
     RUN(test_bcast_options);
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+                             .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0)
+        RUN(test_bcast_ipv6_master);
+    else
+        printf("ok - test_bcast_ipv6_master # SKIP no IPv6 loopback here\n");
+    if (fd >= 0)
+        close(fd);
     RUN(test_bcast_token_mismatch);
     RUN(test_bcast_errors);
     RUN(test_nccl_without_gpu);
