@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Failure across nodes: a rank on node n1 exits 3, or the whole node n1 is
+# killed (every process in its namespace SIGKILLed).  The job must end on
+# both nodes within the grace period (--term-timeout 3, one worker on n0
+# ignores SIGTERM), name the failing rank, exit with its status, and leave
+# no process in any namespace.  Head-node mode, mpirun per process and per
+# node, and a standalone PyTorch job whose peers see the dead rank.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+multinode_setup 2
+
+GRACE=3
+# Rank 3 fails after 1 s, so that every other worker is running by then,
+# unless a file "nofail" lies beside the script (the agent gives remote
+# nodes a clean environment: a variable would not reach them).
+W=$TEST_TMP/worker.sh
+cat >"$W" <<'EOF'
+#!/bin/sh
+if [ "$RANK" = 3 ] && [ ! -e "${0%/*}/nofail" ]; then sleep 1; echo "rank $RANK fails on $(hostname)"; exit 3; fi
+[ "$RANK" = 1 ] && trap '' TERM
+echo "rank $RANK runs on $(hostname)"
+exec sleep 300
+EOF
+chmod +x "$W"
+
+# No process may be left on any node; the last ones (orted, the agent on n0)
+# may take a moment to go after mpirun returns.
+no_leftovers() {
+    local name=$1 left
+    for _ in $(seq 40); do
+        left=$(leftover_procs)
+        [ -z "$left" ] && break
+        sleep 0.05
+    done
+    expect_eq "$name: no process left on any node" "$left" ""
+    # Whatever was left must not spoil the next case.
+    [ -z "$left" ] || { netns_kill_all "$CLUSTER-n0"; netns_kill_all "$CLUSTER-n1"; }
+}
+
+# run_job NAME CMD...: run on n0; sets RC, ELAPSED (s), OUT, ERR.
+run_job() {
+    local name=$1 t0 t1
+    shift
+    t0=$(date +%s%N)
+    RC=0
+    on n0 $T "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || RC=$?
+    t1=$(date +%s%N)
+    ELAPSED=$(((t1 - t0) / 1000000))
+    OUT=$(cat "$TEST_TMP/out")
+    ERR=$(cat "$TEST_TMP/err")
+    diag "$name: status $RC after ${ELAPSED} ms"
+}
+
+# The job ended within the grace period after the failure at ~1 s (and
+# well before the workers' 300 s).
+in_time() {
+    check "$1: ended within the grace period (${ELAPSED} ms)" \
+        test "$ELAPSED" -lt $(((1 + GRACE + 6) * 1000))
+}
+
+has() {
+    if grep -qE -- "$3" <<<"$2"; then ok "$1"; else fail "$1"; diag "no /$3/ in: $2"; fi
+}
+
+# Head-node mode.
+run_job "head-node" "$AMLRUN" --hosts n0,n1 --nproc-per-node 2 --term-timeout $GRACE "$W"
+expect_eq "head-node, rank 3 on n1 exits 3: job status 3" "$RC" 3
+has "head-node: the summary names rank 3 on n1 and its status" "$ERR" \
+    'amlrun: rank 3 \(local 1, pid [0-9]+, host n1\): exited with status 3'
+has "head-node: the worker's last line arrived" "$OUT" '^rank 3 fails on n1$'
+in_time "head-node"
+no_leftovers "head-node"
+
+# Per process under mpirun, ranks by node: rank 3 is n1's second rank.
+run_job "mpirun per process" $MPIRUN --host n0:2,n1:2 --map-by node "$AMLRUN" "$W"
+expect_eq "mpirun amlrun (per process), rank 3 on n1 exits 3: job status 3" "$RC" 3
+has "mpirun per process: mpirun names the rank and the status" "$ERR" \
+    'Process name: \[\[[0-9]+,1\],3\]'
+has "mpirun per process: exit code 3 reported" "$ERR" 'Exit code: +3'
+in_time "mpirun per process"
+no_leftovers "mpirun per process"
+
+# Per node under mpirun.
+run_job "mpirun per node" $MPIRUN --host n0,n1 --npernode 1 --bind-to none \
+    "$AMLRUN" --nproc-per-node 2 --term-timeout $GRACE "$W"
+expect_eq "mpirun amlrun --nproc-per-node 2, rank 3 on n1 exits 3: job status 3" "$RC" 3
+has "mpirun per node: the summary names rank 3 on n1" "$ERR" \
+    'amlrun: rank 3 \(local 1, pid [0-9]+, host n1\): exited with status 3'
+in_time "mpirun per node"
+no_leftovers "mpirun per node"
+
+# A whole node dies: every process of n1 SIGKILLed while the job runs.
+kill_node_during() {
+    local name=$1
+    shift
+    touch "$TEST_TMP/nofail"
+    on n0 $T "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    local job=$! n=0
+    until [ "$(grep -c '^rank . runs on' "$TEST_TMP/out")" = 4 ]; do
+        ((n++ < 400)) || break
+        sleep 0.05
+    done
+    local t0 t1
+    t0=$(date +%s%N)
+    netns_kill_all "$CLUSTER-n1"
+    RC=0
+    wait $job || RC=$?
+    t1=$(date +%s%N)
+    ELAPSED=$(((t1 - t0) / 1000000))
+    ERR=$(cat "$TEST_TMP/err")
+    rm -f "$TEST_TMP/nofail"
+    diag "$name: status $RC, ${ELAPSED} ms after the kill"
+    check "$name: the job fails ($RC)" test "$RC" -ne 0 -a "$RC" -ne 124
+    check "$name: n0 ended within the grace period (${ELAPSED} ms)" \
+        test "$ELAPSED" -lt $(((GRACE + 6) * 1000))
+    has "$name: the lost node is named" "$ERR" 'connection to n1 lost'
+    no_leftovers "$name"
+}
+kill_node_during "head-node, node n1 killed" \
+    "$AMLRUN" --hosts n0,n1 --nproc-per-node 2 --term-timeout $GRACE "$W"
+kill_node_during "mpirun per process, node n1 killed" \
+    $MPIRUN --host n0:2,n1:2 "$AMLRUN" "$W"
+
+# Standalone amlrun on each node has no channel between nodes: the job ends
+# on n0 because its PyTorch peers lose rank 3 (gloo sees the connection
+# close) and fail, which amlrun on n0 then handles like any failing rank.
+if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+    cat >"$TEST_TMP/ddp_die.py" <<'EOF'
+import os, signal, time
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method="env://")
+t = torch.ones(4)
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()} joined", flush=True)
+if dist.get_rank() == 3:
+    time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGKILL)
+while True:
+    dist.all_reduce(t)
+    time.sleep(0.01)
+EOF
+    t0=$(date +%s%N)
+    on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
+        --nproc-per-node 2 --term-timeout $GRACE --python "$TORCH_PY" "$TEST_TMP/ddp_die.py" \
+        >"$TEST_TMP/s0" 2>&1 &
+    job0=$!
+    rc1=0 rc0=0
+    on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
+        --nproc-per-node 2 --term-timeout $GRACE --python "$TORCH_PY" "$TEST_TMP/ddp_die.py" \
+        >"$TEST_TMP/s1" 2>&1 || rc1=$?
+    wait $job0 || rc0=$?
+    ELAPSED=$((($(date +%s%N) - t0) / 1000000))
+    diag "standalone DDP: n0 status $rc0, n1 status $rc1, ${ELAPSED} ms"
+    expect_eq "standalone DDP, rank 3 SIGKILLed: n1's status is 137" "$rc1" 137
+    has "standalone DDP: n1 names rank 3 and the signal" "$(cat "$TEST_TMP/s1")" \
+        'amlrun: rank 3 \(local 1, pid [0-9]+, host n1\): killed by signal 9 \(SIGKILL\)'
+    check "standalone DDP: n0 fails too ($rc0)" test "$rc0" -ne 0 -a "$rc0" -ne 124
+    check "standalone DDP: both nodes ended within 60 s (${ELAPSED} ms)" test "$ELAPSED" -lt 60000
+    no_leftovers "standalone DDP"
+else
+    skip "standalone DDP failure across nodes" "$TORCH_PY cannot import torch"
+fi
