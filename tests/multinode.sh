@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Shared setup of the multi-node shell tests (tests/sh/multinode_*.sh):
 # sourced after lib.sh.  Makes a namespace cluster (scripts/netns-cluster.sh)
 # torn down however the test ends, or skips the whole test where network
@@ -35,12 +36,12 @@ EOF
 # want_layout MASTER PORT HOST:NODE_RANK:RANK:LOCAL_RANK... : the report
 # lines a correct 2x2 job prints, in rank order (world 4, 2 per node).
 want_layout() {
-    local master=$1 port=$2 spec host node rank local
+    local master=$1 port=$2 spec host node rank lrank
     shift 2
     for spec in "$@"; do
-        IFS=: read -r host node rank local <<<"$spec"
+        IFS=: read -r host node rank lrank <<<"$spec"
         printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 MASTER_ADDR=%s MASTER_PORT=%s\n' \
-            "$host" "$rank" "$local" "$node" "$master" "$port"
+            "$host" "$rank" "$lrank" "$node" "$master" "$port"
     done
 }
 
