@@ -80,7 +80,10 @@ int amldist__src_azureml(const amldist__env_t *env,
 /* pmix.c: ask the PMIx server (dlopen'ed libpmix) about this process. */
 typedef struct {
     long node_id, num_nodes, job_size, local_rank, local_size;
+    /* This host's place in the job's PMIX_NODE_LIST (-1: not found). */
+    long node_index;
     char rank0_host[AMLDIST__HOST_MAX];
+    char host[AMLDIST__HOST_MAX];
 } amldist__pmix_info_t;
 /* 0 with the fields it could learn (others -1), or < 0 with the reason in
  * `why` (no library, no server, AMLDIST_NO_PMIX). */

@@ -35,6 +35,8 @@
 #define PMIX_UINT32 14
 #define PMIX_PROC_RANK 40
 #define PMIX_RANK_WILDCARD (UINT32_MAX - 1)
+/* A node list longer than this (some 10000 nodes) is not searched. */
+#define AMLDIST__NODE_LIST_MAX (1 << 20)
 
 typedef struct {
     char nspace[PMIX_MAX_NSLEN + 1];
@@ -159,12 +161,31 @@ static void get_string(const struct api *api, const pmix_proc_t *who,
     free(v);
 }
 
+/* Where `host` stands in the comma-separated `list`: -1 if absent. */
+static long list_index(const char *list, const char *host)
+{
+    size_t len = strlen(host);
+    long i = 0;
+    if (len == 0)
+        return -1;
+    for (const char *p = list; *p != '\0'; i++) {
+        const char *end = strchr(p, ',');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (n == len && memcmp(p, host, len) == 0)
+            return i;
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    return -1;
+}
+
 static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
                  char *why, size_t whysz)
 {
     out->node_id = out->num_nodes = out->job_size = -1;
-    out->local_rank = out->local_size = -1;
-    out->rank0_host[0] = '\0';
+    out->local_rank = out->local_size = out->node_index = -1;
+    out->rank0_host[0] = out->host[0] = '\0';
     if (amldist__pmix_disabled(env)) {
         snprintf(why, whysz, "PMIx query disabled (AMLDIST_NO_PMIX)");
         return AMLDIST_ENOTSUP;
@@ -216,6 +237,15 @@ static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
     out->local_size = get_u32(&api, &job, "pmix.local.size");
     get_string(&api, &rank0, "pmix.hname", out->rank0_host,
                sizeof out->rank0_host);
+    /* PMIX_NODEID is Open MPI's daemon number, which skips mpirun's node
+     * when it runs no rank; the job's node list (daemon order) does not. */
+    char *list = malloc(AMLDIST__NODE_LIST_MAX);
+    if (list != NULL) {
+        get_string(&api, &me, "pmix.hname", out->host, sizeof out->host);
+        get_string(&api, &job, "pmix.nlist", list, AMLDIST__NODE_LIST_MAX);
+        out->node_index = list_index(list, out->host);
+        free(list);
+    }
     if (keep && finalize_at_exit == NULL && atexit(finalize_now) == 0)
         finalize_at_exit = api.finalize;
     else
@@ -265,7 +295,13 @@ void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
         long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
         if (amldist__known(r, f))
             continue;
-        if (vals[i] < 0 || vals[i] > INT_MAX - 1)
+        if (f == AMLDIST_FIELD_NODE_RANK && info.node_index >= 0 &&
+            info.node_index < INT_MAX)
+            amldist__set(r, f, info.node_index,
+                         "PMIx PMIX_HOSTNAME=%.64s is entry %ld of the "
+                         "job's PMIX_NODE_LIST",
+                         info.host, info.node_index);
+        else if (vals[i] < 0 || vals[i] > INT_MAX - 1)
             amldist__why(r, f, "unknown: the PMIx server has no %s",
                          keys[i].key);
         else if (f == AMLDIST_FIELD_NODE_RANK && nodes > 0 &&

@@ -2,12 +2,117 @@
  * Open MPI: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE, and the node
  * count Open MPI 4 exports as OMPI_MCA_orte_num_nodes.  No variable holds the
  * node index: OMPI_COMM_WORLD_NODE_RANK is the rank among this node's
- * processes, and RANK / LOCAL_SIZE is wrong under --map-by node.  One node
- * means node 0; otherwise layout.c asks the PMIx server (PMIX_NODEID) when
- * this reading is the one used, and if it cannot, the node rank stays
- * unknown.
+ * processes, and RANK / LOCAL_SIZE is wrong under --map-by node.
+ *
+ * Open MPI 4 runs one daemon per node, numbered from 0 (mpirun itself), and
+ * tells each rank its daemon (OMPI_MCA_orte_local_daemon_uri =
+ * "<job family>.<daemon>;tcp://...") and, away from mpirun's node, how many
+ * daemons there are (OMPI_MCA_ess_base_num_procs).  The nodes of the job in
+ * daemon order are its node indices; daemons that run no rank (mpirun's node
+ * when it has none, other --host entries left unused) leave gaps that the
+ * variables count but do not place.  When the count of gaps and our daemon
+ * pin the index down, it is known without asking anybody: a PMIx query would
+ * cost this rank (and any program it execs) its MPI_Init (pmix.c).
+ * Otherwise layout.c asks the PMIx server, when this reading is the one
+ * used, and if it cannot, the node rank stays unknown.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "layout.h"
+
+#define DAEMON_URI "OMPI_MCA_orte_local_daemon_uri"
+#define HNP_URI "OMPI_MCA_orte_hnp_uri"
+#define NUM_DAEMONS "OMPI_MCA_ess_base_num_procs"
+#define NO_VM "OMPI_MCA_orte_no_vm"
+
+/* "<job family>.<vpid>;<contact>" into its two numbers; -1 if malformed. */
+static int parse_uri(const char *uri, long *family, long *vpid)
+{
+    char num[24];
+    const char *dot, *semi;
+    if (uri == NULL || (dot = strchr(uri, '.')) == NULL ||
+        (semi = strchr(dot, ';')) == NULL || (size_t)(dot - uri) >= sizeof num ||
+        (size_t)(semi - dot - 1) >= sizeof num)
+        return -1;
+    memcpy(num, uri, (size_t)(dot - uri));
+    num[dot - uri] = '\0';
+    if (amldist__parse_long(num, 0, 0xffffffffL, family) != 0)
+        return -1;
+    memcpy(num, dot + 1, (size_t)(semi - dot - 1));
+    num[semi - dot - 1] = '\0';
+    return amldist__parse_long(num, 0, 0xfffffffeL, vpid) != 0 ? -1 : 0;
+}
+
+/*
+ * The node index from this rank's daemon: 1 set, 0 not decidable (r->why
+ * says why).  With D daemons for N nodes of ranks, D - N daemons run none;
+ * daemon V then is node V - (gaps below it), somewhere in
+ * [max(0, V - (D - N)), min(V, N - 1)].  Under --novm only mpirun's daemon
+ * can be idle, so the gaps below V are exactly D - N.
+ */
+static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
+{
+    long fam, vpid, hnp_fam, hnp_vpid, daemons;
+    const char *uri = amldist__env_get(env, DAEMON_URI);
+    const char *hnp = amldist__env_get(env, HNP_URI);
+    long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
+    if (uri == NULL || hnp == NULL) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: no %s (Open MPI 4's daemon), and "
+                     "OMPI_COMM_WORLD_NODE_RANK is not a node index",
+                     uri == NULL ? DAEMON_URI : HNP_URI);
+        return 0;
+    }
+    if (parse_uri(uri, &fam, &vpid) != 0 ||
+        parse_uri(hnp, &hnp_fam, &hnp_vpid) != 0 || fam != hnp_fam ||
+        hnp_vpid != 0) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: %s=\"%.32s\" and %s=\"%.32s\": not two "
+                     "daemons of one mpirun",
+                     DAEMON_URI, uri, HNP_URI, hnp);
+        return 0;
+    }
+    if (vpid == 0) {
+        /* mpirun's own node runs ranks: the first node. */
+        amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
+                     "derived: %s is mpirun's (%s), the first node",
+                     DAEMON_URI, HNP_URI);
+        return 1;
+    }
+    const char *dtext = amldist__env_get(env, NUM_DAEMONS);
+    if (dtext == NULL ||
+        amldist__parse_long(dtext, 1, 0xffffffffL, &daemons) != 0 ||
+        nodes < 1 || daemons < nodes || vpid >= daemons) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: daemon %ld (%s), %s=%.12s and "
+                     "OMPI_MCA_orte_num_nodes=%ld do not add up",
+                     vpid, DAEMON_URI, NUM_DAEMONS,
+                     dtext != NULL ? dtext : "(unset)", nodes);
+        return 0;
+    }
+    long idle = daemons - nodes;
+    const char *novm = amldist__env_get(env, NO_VM);
+    int no_vm = novm != NULL && (strcmp(novm, "1") == 0 ||
+                                 strcmp(novm, "true") == 0);
+    long lo = vpid - idle > 0 ? vpid - idle : 0;
+    long hi = vpid < nodes - 1 ? vpid : nodes - 1;
+    if (no_vm && idle <= 1)
+        lo = hi = vpid - idle;
+    if (lo == hi) {
+        amldist__set(r, AMLDIST_FIELD_NODE_RANK, lo,
+                     "derived: daemon %ld (%s) of %s=%ld for "
+                     "OMPI_MCA_orte_num_nodes=%ld%s",
+                     vpid, DAEMON_URI, NUM_DAEMONS, daemons, nodes,
+                     no_vm ? ", " NO_VM "=1" : "");
+        return 1;
+    }
+    amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                 "unknown: daemon %ld of %s=%ld for %ld nodes: %ld idle "
+                 "may lie below it (mpirun --novm tells)",
+                 vpid, NUM_DAEMONS, daemons, nodes, idle);
+    return 0;
+}
 
 int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
 {
@@ -37,10 +142,7 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
     } else if (r->val[AMLDIST_FIELD_NUM_NODES] == 1) {
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: OMPI_MCA_orte_num_nodes=1");
-    } else {
-        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
-                     "unknown: Open MPI exports no node index "
-                     "(OMPI_COMM_WORLD_NODE_RANK is not one)");
+    } else if (!node_from_daemon(env, r)) {
         r->want_pmix = 1;
     }
     return 1;
