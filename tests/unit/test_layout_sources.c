@@ -174,6 +174,120 @@ static void test_ompi_pmix_not_ours(void)
     amldist_free(h);
 }
 
+/* The variables Open MPI 4.1 gave rank R of `mpirun --host` on namespace
+ * nodes (tests/sh/ompi_noderank.sh runs the real thing): daemon 0 is
+ * mpirun, DAEMONS counts them all, only remote daemons' ranks see it. */
+#define OMPI_2X2(R, LR)                                                        \
+    "OMPI_COMM_WORLD_RANK=" #R, "OMPI_COMM_WORLD_SIZE=4",                     \
+        "OMPI_COMM_WORLD_LOCAL_RANK=" #LR, "OMPI_COMM_WORLD_LOCAL_SIZE=2",    \
+        "OMPI_MCA_orte_num_nodes=2",                                           \
+        "OMPI_MCA_orte_hnp_uri=183959552.0;tcp://10.231.0.10:59097"
+#define DAEMON(V) "OMPI_MCA_orte_local_daemon_uri=183959552." #V             \
+                  ";tcp://10.231.0.11:59033"
+
+static void check_node(amldist_t *h, int node, const char *why)
+{
+    CHECK(h != NULL);
+    if (h == NULL)
+        return;
+    CHECK_INT_EQ(amldist_node_rank(h), node);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), why);
+    amldist_free(h);
+}
+
+/* mpirun's node runs ranks: its daemon is mpirun, node 0, whatever the
+ * mapping (rank 2 under --map-by node lives there too). */
+static void test_ompi_daemon_is_mpirun(void)
+{
+    check_node(layout_of(ENV(OMPI_2X2(2, 1),
+                             "OMPI_MCA_orte_local_daemon_uri=183959552.0;"
+                             "tcp://10.231.0.10:59097"),
+                         AMLDIST_NO_PMIX),
+               0, "is mpirun's");
+}
+
+/* Every daemon runs ranks (2 daemons, 2 nodes): the daemon is the node,
+ * by slot (rank 2) and by node (rank 1) alike. */
+static void test_ompi_daemon_every_node(void)
+{
+    check_node(layout_of(ENV(OMPI_2X2(2, 0), DAEMON(1),
+                             "OMPI_MCA_ess_base_num_procs=2"),
+                         AMLDIST_NO_PMIX),
+               1, "daemon 1 (OMPI_MCA_orte_local_daemon_uri) of "
+                  "OMPI_MCA_ess_base_num_procs=2");
+    check_node(layout_of(ENV(OMPI_2X2(1, 0), DAEMON(1),
+                             "OMPI_MCA_ess_base_num_procs=2"),
+                         AMLDIST_NO_PMIX),
+               1, "OMPI_MCA_orte_num_nodes=2");
+}
+
+/* mpirun on a head node without ranks, or a --host entry left idle: 3
+ * daemons for 2 nodes.  Daemon 1 is node 0 or 1, and the variables are the
+ * same in both cases: unknown, said so.  The last daemon can only be the
+ * last node.  Under --novm only mpirun's daemon can be idle. */
+static void test_ompi_daemon_idle(void)
+{
+    amldist_t *h = layout_of(ENV(OMPI_2X2(0, 0), DAEMON(1),
+                                 "OMPI_MCA_ess_base_num_procs=3"),
+                             AMLDIST_NO_PMIX);
+    CHECK_INT_EQ(amldist_node_rank(h), AMLDIST_EUNKNOWN);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "daemon 1 of OMPI_MCA_ess_base_num_procs=3 for 2 nodes: 1 "
+                  "idle may lie below it (mpirun --novm tells)");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "AMLDIST_NO_PMIX");
+    amldist_free(h);
+    check_node(layout_of(ENV(OMPI_2X2(1, 0), DAEMON(2),
+                             "OMPI_MCA_ess_base_num_procs=3"),
+                         AMLDIST_NO_PMIX),
+               1, "daemon 2");
+    check_node(layout_of(ENV(OMPI_2X2(0, 0), DAEMON(1),
+                             "OMPI_MCA_ess_base_num_procs=3",
+                             "OMPI_MCA_orte_no_vm=1"),
+                         AMLDIST_NO_PMIX),
+               0, "OMPI_MCA_orte_no_vm=1");
+    check_node(layout_of(ENV(OMPI_2X2(1, 0), DAEMON(2),
+                             "OMPI_MCA_ess_base_num_procs=3",
+                             "OMPI_MCA_orte_no_vm=1"),
+                         AMLDIST_NO_PMIX),
+               1, "OMPI_MCA_orte_no_vm=1");
+    /* Two idle daemons under --novm cannot happen: not believed. */
+    h = layout_of(ENV(OMPI_2X2(1, 0), DAEMON(2),
+                      "OMPI_MCA_ess_base_num_procs=4", "OMPI_MCA_orte_no_vm=1"),
+                  AMLDIST_NO_PMIX);
+    CHECK_INT_EQ(amldist_node_rank(h), AMLDIST_EUNKNOWN);
+    amldist_free(h);
+}
+
+/* Daemon variables that do not add up leave the node rank unknown (they
+ * are Open MPI's internals, not the user's: no error). */
+static void test_ompi_daemon_nonsense(void)
+{
+    static const char *const bad[][2] = {
+        {DAEMON(1), "OMPI_MCA_ess_base_num_procs=1"},  /* fewer than nodes */
+        {DAEMON(5), "OMPI_MCA_ess_base_num_procs=3"},  /* beyond the count */
+        {DAEMON(1), "OMPI_MCA_ess_base_num_procs=x"},  /* not a number */
+        {DAEMON(1), "HOME=/"},                         /* count missing */
+        {"OMPI_MCA_orte_local_daemon_uri=7.1;tcp://x", /* another mpirun */
+         "OMPI_MCA_ess_base_num_procs=2"},
+        {"OMPI_MCA_orte_local_daemon_uri=183959552.-1;tcp://x",
+         "OMPI_MCA_ess_base_num_procs=2"},
+        {"OMPI_MCA_orte_local_daemon_uri=183959552.1", /* no contact */
+         "OMPI_MCA_ess_base_num_procs=2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        amldist_t *h = layout_of(ENV(OMPI_2X2(2, 0), (char *)bad[i][0],
+                                     (char *)bad[i][1]),
+                                 AMLDIST_NO_PMIX);
+        CHECK(h != NULL);
+        if (h == NULL)
+            continue;
+        CHECK_INT_EQ(amldist_node_rank(h), AMLDIST_EUNKNOWN);
+        CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK), "unknown");
+        amldist_free(h);
+    }
+}
+
 static char *const ompi8[] = {
     "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=8",
     "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=4", NULL};
@@ -382,6 +496,10 @@ int main(void)
     RUN(test_ompi_one_node);
     RUN(test_ompi_two_nodes_no_pmix);
     RUN(test_ompi_pmix_not_ours);
+    RUN(test_ompi_daemon_is_mpirun);
+    RUN(test_ompi_daemon_every_node);
+    RUN(test_ompi_daemon_idle);
+    RUN(test_ompi_daemon_nonsense);
     RUN(test_azureml_multi_node);
     RUN(test_azureml_keeps_master_port);
     RUN(test_azureml_ipv6);
