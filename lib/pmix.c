@@ -8,9 +8,13 @@
  * was not started by a PMIx launcher must not load it.  The structures below
  * are the parts of the PMIx ABI (stable since v2) that we touch.
  *
- * Open MPI 4's runtime refuses a second PMIx_Init from a rank that already
- * called PMIx_Finalize ("getting local rank failed" in MPI_Init), and calls a
- * rank that exits between the two "exiting improperly".  So: when PMIx is
+ * Open MPI 4.1 (PMIx 4.2 server) fails MPI_Init ("getting local rank
+ * failed": its PMIx_Get of pmix.lrank finds nothing) once this rank has
+ * connected before: finalized or not, from this process or from a forked
+ * child, and in a program it execs.  A connection as a tool instead crashes
+ * mpirun.  It calls a rank that exits between Init and Finalize "exiting
+ * improperly".  So src_ompi.c reads the node index from the daemon variables
+ * when they decide it, and the query is the fallback.  When PMIx is
  * already initialised (MPI_Init ran) Init/Finalize only move its reference
  * count; when an MPI library is loaded but not initialised, we keep our
  * reference until exit, so MPI_Init shares the connection and the last
