@@ -45,6 +45,31 @@ static int parse_uri(const char *uri, long *family, long *vpid)
 }
 
 /*
+ * mpirun's node runs ranks, so rank 0 too (by slot or by node, mpirun's
+ * node comes first): its address in OMPI_MCA_orte_hnp_uri is the master,
+ * when it names exactly one IPv4 address (a list may start with one that
+ * the other nodes cannot reach).
+ */
+static void master_is_mpirun(const char *hnp, struct amldist *r)
+{
+    char host[AMLDIST__HOST_MAX];
+    const char *p = strstr(hnp, ";tcp://");
+    const char *colon;
+    if (p == NULL || (colon = strchr(p += 7, ':')) == NULL ||
+        (size_t)(colon - p) >= sizeof host || memchr(p, ',', (size_t)(colon - p)))
+        return;
+    memcpy(host, p, (size_t)(colon - p));
+    host[colon - p] = '\0';
+    if (amldist__valid_host(host) != 0 ||
+        amldist__strlcpy(r->addr, host, sizeof r->addr) != 0) {
+        r->addr[0] = '\0';
+        return;
+    }
+    amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                 "%s=%.60s: mpirun's node, which runs rank 0", HNP_URI, hnp);
+}
+
+/*
  * The node index from this rank's daemon: 1 set, 0 not decidable (r->why
  * says why).  With D daemons for N nodes of ranks, D - N daemons run none;
  * daemon V then is node V - (gaps below it), somewhere in
@@ -78,6 +103,7 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: %s is mpirun's (%s), the first node",
                      DAEMON_URI, HNP_URI);
+        master_is_mpirun(hnp, r);
         return 1;
     }
     const char *dtext = amldist__env_get(env, NUM_DAEMONS);
@@ -92,6 +118,8 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
         return 0;
     }
     long idle = daemons - nodes;
+    if (idle == 0)
+        master_is_mpirun(hnp, r);
     const char *novm = amldist__env_get(env, NO_VM);
     int no_vm = novm != NULL && (strcmp(novm, "1") == 0 ||
                                  strcmp(novm, "true") == 0);

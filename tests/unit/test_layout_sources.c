@@ -219,6 +219,27 @@ static void test_ompi_daemon_every_node(void)
                              "OMPI_MCA_ess_base_num_procs=2"),
                          AMLDIST_NO_PMIX),
                1, "OMPI_MCA_orte_num_nodes=2");
+    /* mpirun's node runs ranks, rank 0 among them: mpirun's one address is
+     * the master. */
+    amldist_t *h = layout_of(ENV(OMPI_2X2(2, 0), DAEMON(1),
+                                 "OMPI_MCA_ess_base_num_procs=2"),
+                             AMLDIST_NO_PMIX);
+    CHECK_STR_EQ(amldist_master_addr(h), "10.231.0.10");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                  "mpirun's node, which runs rank 0");
+    amldist_free(h);
+    /* Several addresses: the first may be one the nodes cannot reach. */
+    h = layout_of(ENV("OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=4",
+                      "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                      "OMPI_COMM_WORLD_LOCAL_SIZE=2",
+                      "OMPI_MCA_orte_num_nodes=2", DAEMON(1),
+                      "OMPI_MCA_ess_base_num_procs=2",
+                      "OMPI_MCA_orte_hnp_uri=183959552.0;"
+                      "tcp://172.17.0.1,10.231.0.10:59097"),
+                  AMLDIST_NO_PMIX);
+    CHECK_INT_EQ(amldist_node_rank(h), 1);
+    CHECK(amldist_master_addr(h) == NULL);
+    amldist_free(h);
 }
 
 /* mpirun on a head node without ranks, or a --host entry left idle: 3
@@ -236,6 +257,8 @@ static void test_ompi_daemon_idle(void)
                   "idle may lie below it (mpirun --novm tells)");
     CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
                   "AMLDIST_NO_PMIX");
+    /* mpirun's node may run no rank: not the master. */
+    CHECK(amldist_master_addr(h) == NULL);
     amldist_free(h);
     check_node(layout_of(ENV(OMPI_2X2(1, 0), DAEMON(2),
                              "OMPI_MCA_ess_base_num_procs=3"),
