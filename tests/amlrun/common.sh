@@ -1,0 +1,48 @@
+# Helpers for the amlrun shell tests (sourced after tests/lib.sh).
+
+export AMLRUN_PYTHON=$TORCH_PY
+HELPERS=$TOP/tests/amlrun
+
+# wait_for COUNT TIMEOUT DIR PREFIX: until COUNT files in DIR start with
+# PREFIX, or TIMEOUT s.
+wait_for() {
+    local want=$1 limit=$2 dir=$3 prefix=$4
+    local deadline=$((SECONDS + limit)) n
+    while :; do
+        n=$(ls "$dir" 2>/dev/null | grep -c "^$prefix")
+        [ "$n" -ge "$want" ] && return 0
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.02
+    done
+}
+
+# A TCP port nobody listens on, for MASTER_PORT (tests run side by side).
+free_port() {
+    "$TORCH_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Processes whose environment carries MARKER (workers and their children
+# inherit it from amlrun's environment).
+marked_pids() {
+    grep -lsa "$1" /proc/[0-9]*/environ 2>/dev/null |
+        sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | grep -vx "$$" || true
+}
+
+# wait_gone MARKER TIMEOUT: until no process carries MARKER.
+wait_gone() {
+    local deadline=$((SECONDS + $2))
+    while [ -n "$(marked_pids "$1")" ]; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+# wait_grep TIMEOUT PATTERN FILE: until FILE has a line matching PATTERN.
+wait_grep() {
+    local deadline=$((SECONDS + $1))
+    until grep -q "$2" "$3" 2>/dev/null; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.02
+    done
+}
