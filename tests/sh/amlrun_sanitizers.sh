@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# amlrun itself under valgrind (not its workers: --trace-children=no) and
+# built with ASan+UBSan: a normal job with prefixes, logs and a filter, a
+# failing job with a restart, a job stopped by SIGTERM, a dry run, a
+# usage error and a missing command.  Any error or definite leak fails.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
+d=$TEST_TMP/san
+mkdir -p "$d"
+echo "echo hi" >"$d/plain"; chmod 644 "$d/plain"
+
+# jobs RUNNER...: run the cases with RUNNER prefixed to amlrun; each case
+# must end with the status the plain amlrun gives.
+jobs() {
+    local label=$1; shift
+    rm -rf "$d/logs"
+    "$@" --nproc-per-node 3 --prefix --log-dir "$d/logs" --ranks 0,1 \
+        sh -c 'echo out $RANK; echo err $RANK >&2' >"$d/o" 2>"$d/e"
+    expect_eq "$label: normal job" "$?" 0
+    "$@" --nproc-per-node 2 --max-restarts 1 sh -c 'exit $((RANK + 3))' >"$d/o" 2>"$d/e"
+    expect_eq "$label: failing job with a restart" "$?" 3
+    "$@" --nproc-per-node 2 sh -c 'kill -TERM $PPID; exec sleep 30' >"$d/o" 2>"$d/e"
+    expect_eq "$label: SIGTERM to amlrun" "$?" 143
+    "$@" --dry-run --nproc-per-node 2 --legacy-launch x.py >"$d/o" 2>"$d/e"
+    expect_eq "$label: dry run" "$?" 0
+    "$@" --nproc-per-node 2 --bogus >"$d/o" 2>"$d/e"
+    expect_eq "$label: usage error" "$?" 2
+    "$@" --nproc-per-node 2 ./no-such-program >"$d/o" 2>"$d/e"
+    expect_eq "$label: missing command" "$?" 127
+    "$@" --nproc-per-node 2 "$d/plain" >"$d/o" 2>"$d/e"
+    expect_eq "$label: command not executable" "$?" 126
+}
+
+if have valgrind; then
+    jobs "valgrind" valgrind -q --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --trace-children=no "$AMLRUN"
+else
+    skip "valgrind" "valgrind not installed"
+fi
+
+ASAN_TOP=$TOP/build-asan
+if [ "${AMLDIST_QUICK:-0}" = 1 ] && [ ! -x "$ASAN_TOP/bin/amlrun" ]; then
+    skip "ASan amlrun" "AMLDIST_QUICK=1 and no build-asan/bin/amlrun"
+elif make -s -C "$TOP" BUILD=build-asan SAN=1 build-asan/bin/amlrun >"$d/build" 2>&1; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=99
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    jobs "ASan+UBSan" "$ASAN_TOP/bin/amlrun"
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+else
+    fail "ASan build of amlrun"; sed 's/^/# /' "$d/build" | tail -n 20
+fi
