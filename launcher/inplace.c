@@ -37,7 +37,9 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         return AMLRUN_EXIT_USAGE;
     }
     struct amlrun_binding *b = NULL;
-    if (bind_setup(&o->bind, nlocal, &b) < 0)
+    struct amlrun_bind_opts bo = o->bind;
+    bo.per_process = 1; /* plan the whole node, not our own cpuset */
+    if (bind_setup(&bo, nlocal, &b) < 0)
         return AMLRUN_EXIT_USAGE;
     struct env_spec es = {o, p->layout, 0, environ, b, 0};
     struct worker_id id;
