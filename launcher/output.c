@@ -16,7 +16,7 @@
 
 /* Once amlrun's stdout or stderr is gone (EPIPE: `amlrun ... | head`), its
  * lines are dropped; the job and the log files go on. */
-static int console_broken[3];
+static int console_broken[2]; /* [0] stdout, [1] stderr */
 
 struct batch {
     int fd;
@@ -26,9 +26,9 @@ struct batch {
 
 static void batch_flush(struct batch *b)
 {
-    if (b->n > 0 && !console_broken[b->fd] &&
+    if (b->n > 0 && !console_broken[b->fd == 2] &&
         writev_all(b->fd, b->iov, b->n) < 0)
-        console_broken[b->fd] = 1;
+        console_broken[b->fd == 2] = 1;
     b->n = 0;
 }
 

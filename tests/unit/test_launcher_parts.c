@@ -1,0 +1,254 @@
+/* Unit tests of amlrun's small parts: GPU counting, option parsing, rank
+ * lists, environment arrays, wait statuses and line assembly.  The
+ * launcher's sources are compiled in directly (amlrun is not a library). */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#include "../../launcher/envp.c"
+#include "../../launcher/exitstatus.c"
+#include "../../launcher/gpucount.c"
+#include "../../launcher/msg.c"
+#include "../../launcher/options.c"
+#include "../../launcher/output.c"
+#include "../../launcher/usage.c"
+
+/* headnode_wanted() is the only outside function options.c calls. */
+int headnode_wanted(const struct headnode_opts *o)
+{
+    return o->hostfile != NULL || o->hosts != NULL;
+}
+
+static void put(const char *dir, const char *dev, const char *file,
+                const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, dev);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/%s", dir, dev, file);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_gpu_count_pci(void)
+{
+    char dir[] = "/tmp/amlrun-pci.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    put(dir, "0000:01:00.0", "vendor", "0x10de\n"); /* 3D controller */
+    put(dir, "0000:01:00.0", "class", "0x030200\n");
+    put(dir, "0000:01:00.1", "vendor", "0x10de\n"); /* its audio */
+    put(dir, "0000:01:00.1", "class", "0x040300\n");
+    put(dir, "0000:02:00.0", "vendor", "0x10de\n"); /* NVSwitch */
+    put(dir, "0000:02:00.0", "class", "0x068000\n");
+    put(dir, "0000:03:00.0", "vendor", "0x10de\n"); /* VGA */
+    put(dir, "0000:03:00.0", "class", "0x030000\n");
+    put(dir, "0000:04:00.0", "vendor", "0x8086\n"); /* not NVIDIA */
+    put(dir, "0000:04:00.0", "class", "0x030000\n");
+    CHECK_INT_EQ(gpu_count_pci(dir), 2);
+    CHECK_INT_EQ(gpu_count_pci("/nonexistent"), 0);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_INT_EQ(system(cmd), 0);
+}
+
+static void test_gpu_count_visible(void)
+{
+    CHECK_INT_EQ(gpu_count_visible(4, NULL), 4);
+    CHECK_INT_EQ(gpu_count_visible(4, ""), 0);
+    CHECK_INT_EQ(gpu_count_visible(4, "0,2"), 2);
+    CHECK_INT_EQ(gpu_count_visible(4, "3,2,1,0"), 4);
+    /* CUDA stops at the first invalid entry */
+    CHECK_INT_EQ(gpu_count_visible(4, "0,7,1"), 1);
+    CHECK_INT_EQ(gpu_count_visible(4, "1,1"), 1);
+    CHECK_INT_EQ(gpu_count_visible(4, "-1"), 0);
+    CHECK_INT_EQ(gpu_count_visible(4, "0,,1"), 1);
+    CHECK_INT_EQ(gpu_count_visible(0, "0"), 0);
+    CHECK_INT_EQ(gpu_count_visible(1, "GPU-8f6e,MIG-1234"), 2);
+}
+
+static void test_rankset(void)
+{
+    struct rankset s = {0, NULL};
+    CHECK_INT_EQ(rankset_has(&s, 5), 1); /* empty: everyone */
+    CHECK_INT_EQ(rankset_parse("0,2,4-7", &s), 0);
+    CHECK_INT_EQ(rankset_has(&s, 0), 1);
+    CHECK_INT_EQ(rankset_has(&s, 1), 0);
+    CHECK_INT_EQ(rankset_has(&s, 6), 1);
+    CHECK_INT_EQ(rankset_has(&s, 8), 0);
+    CHECK_INT_EQ(rankset_parse("1,", &s), -1);
+    CHECK_INT_EQ(rankset_parse("3-1", &s), -1);
+    CHECK_INT_EQ(rankset_parse("a", &s), -1);
+    CHECK_INT_EQ(rankset_parse("", &s), -1);
+    free(s.r);
+}
+
+static int parse(struct amlrun_opts *o, const char *line)
+{
+    static char buf[1024];
+    static char *argv[64];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    int devnull = open("/dev/null", O_WRONLY), saved = dup(2);
+    dup2(devnull, 2); /* usage messages are not the point here */
+    int rc = options_parse(argc, argv, o);
+    dup2(saved, 2);
+    close(saved);
+    close(devnull);
+    return rc;
+}
+
+static void test_options(void)
+{
+    struct amlrun_opts o;
+    CHECK_INT_EQ(parse(&o, "amlrun --nproc_per_node=4 --master_addr h "
+                           "--node-rank 1 -m mod --nproc-per-node 9"), -1);
+    CHECK_INT_EQ(o.nproc, 4);
+    CHECK_STR_EQ(o.master_addr, "h");
+    CHECK_INT_EQ(o.node_rank, 1);
+    CHECK_INT_EQ(o.module, 1);
+    CHECK_INT_EQ(o.ncmd, 3); /* the command's own options are its own */
+    CHECK_STR_EQ(o.cmd[0], "mod");
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "amlrun --rdzv-endpoint [::1]:29400 --nnodes 2:2 "
+                           "-- --odd-name"), -1);
+    CHECK_STR_EQ(o.master_addr, "::1");
+    CHECK_INT_EQ(o.master_port, 29400);
+    CHECK_INT_EQ(o.nnodes, 2);
+    CHECK_STR_EQ(o.cmd[0], "--odd-name");
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "amlrun --prefix --report-bindings=json -vq x"), -1);
+    CHECK_STR_EQ(o.prefix_fmt, "[rank%r]:");
+    CHECK_INT_EQ(o.prefix_streams, 3);
+    CHECK_INT_EQ(o.bind.json, 1);
+    CHECK_INT_EQ(o.verbose + o.quiet, 2);
+    CHECK(o.term_timeout == 30.0);
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "amlrun --nnodes 1:3 x"), AMLRUN_EXIT_USAGE);
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "amlrun --standalone=1 x"), AMLRUN_EXIT_USAGE);
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "amlrun --mode process --nproc-per-node 2 x"),
+                 AMLRUN_EXIT_USAGE);
+    options_free(&o);
+    CHECK_INT_EQ(parse(&o, "launch.py --use_env x"), -1);
+    CHECK_INT_EQ(o.legacy + o.use_env, 2);
+    options_free(&o);
+}
+
+static void test_envp(void)
+{
+    char *base[] = {"A=1", "B=2", NULL};
+    char **e = envp_dup(base);
+    CHECK(e != NULL);
+    CHECK_INT_EQ(envp_set(&e, "B", "3"), 0);
+    CHECK_INT_EQ(envp_set(&e, "C", "4"), 0);
+    CHECK_STR_EQ(envp_get(e, "B"), "3");
+    CHECK_STR_EQ(envp_get(e, "C"), "4");
+    CHECK(envp_get(e, "AB") == NULL);
+    envp_unset(e, "A");
+    CHECK_STR_EQ(e[0], "B=3");
+    CHECK_STR_EQ(e[1], "C=4");
+    CHECK(e[2] == NULL);
+    envp_free(e);
+}
+
+static void test_status(void)
+{
+    char buf[96];
+    status_describe(3 << 8, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "exited with status 3");
+    CHECK_INT_EQ(status_exit_code(3 << 8), 3);
+    status_describe(SIGKILL, buf, sizeof buf);
+    CHECK_STR_EQ(buf, "killed by signal 9 (SIGKILL)");
+    CHECK_INT_EQ(status_exit_code(SIGKILL), 137);
+    CHECK_INT_EQ(status_failed(0), 0);
+    CHECK_INT_EQ(status_failed(SIGTERM), 1);
+}
+
+/* Feed `chunks` through a worker pipe and an out_stream whose console is
+ * a file on fd 1; return what the console got. */
+static char *assemble(const char *prefix, const char *const *chunks)
+{
+    static char got[4096];
+    FILE *tmp = tmpfile();
+    int saved = dup(1);
+    dup2(fileno(tmp), 1);
+    int p[2];
+    if (pipe(p) < 0)
+        return NULL;
+    struct out_stream s;
+    memset(&s, 0, sizeof s);
+    s.fd = p[0];
+    s.console = 1;
+    s.log = -1;
+    if (prefix) {
+        s.prefix = strdup(prefix);
+        s.prefix_len = strlen(prefix);
+    }
+    char buf[16]; /* small reads: lines straddle them */
+    for (int i = 0; chunks[i]; i++) {
+        if (write(p[1], chunks[i], strlen(chunks[i])) < 0)
+            return NULL;
+        /* drain what is in the pipe */
+        struct pollfd pf = {p[0], POLLIN, 0};
+        while (poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN))
+            out_stream_read(&s, buf, sizeof buf);
+    }
+    close(p[1]);
+    while (s.fd >= 0)
+        out_stream_read(&s, buf, sizeof buf);
+    out_stream_close(&s);
+    dup2(saved, 1);
+    close(saved);
+    fseek(tmp, 0, SEEK_SET);
+    size_t n = fread(got, 1, sizeof got - 1, tmp);
+    got[n] = '\0';
+    fclose(tmp);
+    return got;
+}
+
+static void test_line_assembly(void)
+{
+    const char *a[] = {"hel", "lo\nwor", "ld, a long line of more than sixteen bytes\n",
+                       "x\ny\n", "no newline", NULL};
+    CHECK_STR_EQ(assemble("[r1]:", a),
+                 "[r1]:hello\n[r1]:world, a long line of more than sixteen bytes\n"
+                 "[r1]:x\n[r1]:y\n[r1]:no newline\n");
+    CHECK_STR_EQ(assemble(NULL, a),
+                 "hello\nworld, a long line of more than sixteen bytes\nx\ny\n"
+                 "no newline\n");
+    const char *empty[] = {"\n\n", "", NULL};
+    CHECK_STR_EQ(assemble("p ", empty), "p \np \n");
+}
+
+static void test_prefix_format(void)
+{
+    char *p = out_prefix("[%r|%l|%n|%h|%s|%%|%q]", 5, 1, 2, "host", "stderr");
+    CHECK_STR_EQ(p, "[5|1|2|host|stderr|%|%q]");
+    free(p);
+}
+
+int main(void)
+{
+    RUN(test_gpu_count_pci);
+    RUN(test_gpu_count_visible);
+    RUN(test_rankset);
+    RUN(test_options);
+    RUN(test_envp);
+    RUN(test_status);
+    RUN(test_line_assembly);
+    RUN(test_prefix_format);
+    return test_summary();
+}
