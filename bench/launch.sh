@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Launch benchmark, side by side on this machine (issue 3):
-#   amlrun  --nproc-per-node 8 /bin/true
+#   amlrun  --nproc-per-node 8 /bin/true   (default binding: reads the
+#           topology with hwloc; and again with every binding off)
 #   torchrun --nproc_per_node 8 --no_python /bin/true   (Debian's torch 1.13,
 #            through bench/torchrun-wrapper.py: see there for the one patch)
 #   mpirun -np 8 --oversubscribe /bin/true
@@ -23,17 +24,18 @@ tmp=$(mktemp -d /tmp/amlrun-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 declare -A CMD=(
-    [amlrun]="$AMLRUN --nproc-per-node 8 --cpu-bind none /bin/true"
+    [amlrun]="$AMLRUN --nproc-per-node 8 /bin/true"
+    [amlrun-nobind]="$AMLRUN --nproc-per-node 8 --cpu-bind none --mem-bind none --nic-bind none --gpu-bind none /bin/true"
     [torchrun]="$TORCHRUN --nproc_per_node 8 --no_python /bin/true"
     [mpirun]="mpirun -np 8 --oversubscribe /bin/true"
 )
-ORDER="amlrun torchrun mpirun"
+ORDER="amlrun amlrun-nobind torchrun mpirun"
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 echo "# launch of 8x /bin/true, $RUNS runs each ($(nproc) of $(nproc --all) cores usable, $(uname -r))"
 hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$tmp/launch.json" \
-    -n amlrun "${CMD[amlrun]}" -n torchrun "${CMD[torchrun]}" -n mpirun "${CMD[mpirun]}" \
+    -n amlrun "${CMD[amlrun]}" -n amlrun-nobind "${CMD[amlrun-nobind]}" -n torchrun "${CMD[torchrun]}" -n mpirun "${CMD[mpirun]}" \
     >"$tmp/hyperfine.txt" 2>&1 || { cat "$tmp/hyperfine.txt"; exit 1; }
 declare -A WALL RSS
 for name in $ORDER; do
@@ -47,9 +49,9 @@ for r in json.load(open('$tmp/launch.json'))['results']:
     done | median >"$tmp/rss.med"
     RSS[$name]=$(cat "$tmp/rss.med")
 done
-printf '%-9s %12s %14s\n' launcher "median wall" "median peakRSS"
+printf '%-14s %12s %14s\n' launcher "median wall" "median peakRSS"
 for name in $ORDER; do
-    printf '%-9s %10.1f ms %11.0f KiB\n' "$name" "$(echo "${WALL[$name]} * 1000" | bc -l)" "${RSS[$name]}"
+    printf '%-14s %10.1f ms %11.0f KiB\n' "$name" "$(echo "${WALL[$name]} * 1000" | bc -l)" "${RSS[$name]}"
 done
 a=${WALL[amlrun]}
 printf 'amlrun is %.1fx faster than mpirun and %.1fx faster than torchrun\n' \
@@ -67,7 +69,7 @@ declare -A OUT=(
 )
 total=$((8 * LINES))
 printf '%-9s %10s %12s %14s\n' launcher seconds "MB/s" "lines in file"
-for name in $ORDER; do
+for name in amlrun torchrun mpirun; do
     best=
     for _ in 1 2 3; do
         rm -rf "$tmp/tlogs"

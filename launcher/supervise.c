@@ -386,6 +386,8 @@ static void start_all(struct job *j)
     for (int i = 0; i < j->n; i++) {
         if (start_worker(j, i) < 0) {
             /* Reported once, here; the ones already started are stopped. */
+            if (j->spawn_status < 0)
+                j->spawn_status = AMLRUN_EXIT_SYSTEM;
             j->restart_wanted = 0;
             begin_stop(j, SIGTERM);
             return;
