@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 RUNS=${1:-30}
 AMLRUN=$BUILD/bin/amlrun
-XML=${AMLDIST_TOPOLOGIES:-../shared/topologies}/aws-ofi-nccl/p4d-topology.xml
+XML=${AMLDIST_TOPOLOGIES:-tests/topologies/real}/aws-ofi-nccl/p4d-topology.xml
 [ -x "$AMLRUN" ] || { echo "bench: build $AMLRUN first (make)" >&2; exit 1; }
 unset CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
 export OMP_NUM_THREADS=1 # keeps amlrun's note about it out of the timings

@@ -87,7 +87,7 @@ assert objs[1]["cpus"] == sys.argv[2] and objs[1]["cores"] == 1, objs
 # has GPU 3, the 4th block of 6 cores of NUMA 0, and the EFA beside it).
 out=$TEST_TMP/dry.out
 timeout 60 "$AMLRUN" --nproc-per-node 8 --dry-run --report-bindings \
-    --topology "$TOP/../shared/topologies/aws-ofi-nccl/p4d-topology.xml" \
+    --topology "$TOP/tests/topologies/real/aws-ofi-nccl/p4d-topology.xml" \
     /bin/true >"$out" 2>&1
 check "--dry-run --topology: p4d rank 3's plan" grep -q \
     "rank 3 (local 3): gpu 3 0000:20:1d.0, cpus 18-23,66-71 (6 cores), numa 0, nic rdmap32s27:1 PHB" \

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "--topo: $AMLRUN not built"; exit 0; fi
 unset CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
-dir=${AMLDIST_TOPOLOGIES:-$TOP/../shared/topologies}
+dir=${AMLDIST_TOPOLOGIES:-$TOP/tests/topologies/real}
 
 golden() { # golden FIXTURE EXPECTED
     local file=$dir/$1 out=$TEST_TMP/topo.out

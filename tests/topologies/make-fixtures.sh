@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the modified fixtures in this directory from the real ones in
-# ../shared/topologies (run from the repository root).  Each keeps the
+# tests/topologies/real, copies of ../shared/topologies (run from the repository root).  Each keeps the
 # original machine and changes one thing, for a case no real export has:
 #
 # p4d-numa-unknown.xml: AWS p4d.24xlarge with the PCI host bridge 0000:[a0-a0]
@@ -10,7 +10,7 @@
 #   OpenFabrics device mlx5_0, so only network interfaces are left (ib0 next
 #   to GPU 2, eth0/eth1 on NUMA node 1).
 set -eu
-src=${AMLDIST_TOPOLOGIES:-../shared/topologies}
+src=${AMLDIST_TOPOLOGIES:-tests/topologies/real}
 out=tests/topologies
 
 # Cut the <object> element whose line matches $1 (with everything nested in

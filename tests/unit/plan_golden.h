@@ -36,7 +36,7 @@ static inline const char *fixture(const char *rel)
 {
     static char path[1024];
     const char *dir = getenv("AMLDIST_TOPOLOGIES");
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : "../shared/topologies",
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/topologies/real",
              rel);
     return path;
 }
