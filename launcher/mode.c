@@ -76,6 +76,9 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
 {
     memset(p, 0, sizeof *p);
     amldist_options_t ao = AMLDIST_OPTIONS_INIT;
+    /* Never connect to the PMIx server: under Open MPI 4.1 a process that
+     * did so (even one we exec afterwards) fails in MPI_Init. */
+    ao.flags |= AMLDIST_NO_PMIX;
     ao.num_nodes = o->nnodes;
     ao.node_rank = o->node_rank;
     ao.master_addr = o->master_addr;
@@ -95,6 +98,12 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         return AMLRUN_EXIT_USAGE;
     }
     const char *src = amldist_source(p->layout);
+    /* Workers would fail later, inside init_process_group, with less to go
+     * on: say now why there is no master and how to give one. */
+    if (amldist_master_addr(p->layout) == NULL)
+        msg("warning: MASTER_ADDR is not known, workers will not get it (%s); "
+            "give --master-addr or MASTER_ADDR",
+            amldist_explain(p->layout, AMLDIST_FIELD_MASTER_ADDR));
     if (o->mode == MODE_PROCESS) {
         p->mode = MODE_PROCESS;
         snprintf(p->why, sizeof p->why, "per-process (--mode process; "

@@ -215,7 +215,17 @@ static int check_not_nccl(const char *path)
 
 static int load_hwloc(amldist_topo_t *t, const char *xml)
 {
-    if (hwloc_topology_init(&t->h) < 0)
+    /* hwloc dlopens its plugins at the first init of the process, and the
+     * GL and OpenCL ones drag in X11, OpenCL and ICU: megabytes of RSS in a
+     * launcher that needs none of them.  The blacklist is read only then, so
+     * it is set for that call alone and never reaches the workers. */
+    int blacklisted = getenv("HWLOC_PLUGINS_BLACKLIST") == NULL &&
+                      setenv("HWLOC_PLUGINS_BLACKLIST",
+                             "hwloc_gl,hwloc_opencl,hwloc_xml_libxml", 0) == 0;
+    int rc_init = hwloc_topology_init(&t->h);
+    if (blacklisted)
+        unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    if (rc_init < 0)
         return amldist__fail(AMLDIST_ETOPO, "hwloc_topology_init failed");
     /* The default filter drops PCI devices, even those an XML file has. */
     hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);

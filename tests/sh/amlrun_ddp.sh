@@ -28,12 +28,16 @@ rc=$?
 expect_eq "DDP under amlrun --nproc-per-node 4: exit 0" "$rc" 0
 ddp_ok "DDP under amlrun --nproc-per-node 4: replicas agree" "$d/a"
 
-$MPIRUN -np 4 "$AMLRUN" --master-port "$(free_port)" "$EX" >"$d/b" 2>&1
+# mpirun's own output forwarding can lose or merge lines under load (see
+# bench/launch.sh), so the ranks' output is read from per-rank files.
+$MPIRUN --output-filename "$d/bo" -np 4 "$AMLRUN" --master-port "$(free_port)" "$EX" >"$d/b.console" 2>&1
 rc=$?
+cat "$d"/bo/1/rank.*/stdout >"$d/b" 2>/dev/null
 expect_eq "DDP under mpirun -np 4 amlrun: exit 0" "$rc" 0
 ddp_ok "DDP under mpirun -np 4 amlrun: replicas agree" "$d/b"
 
-$MPIRUN -np 2 "$AMLRUN" --nproc-per-node 2 --master-port "$(free_port)" "$EX" >"$d/c" 2>&1
+$MPIRUN --output-filename "$d/co" -np 2 "$AMLRUN" --nproc-per-node 2 --master-port "$(free_port)" "$EX" >"$d/c.console" 2>&1
 rc=$?
+cat "$d"/co/1/rank.*/stdout >"$d/c" 2>/dev/null
 expect_eq "DDP under mpirun -np 2 amlrun --nproc-per-node 2: exit 0" "$rc" 0
 ddp_ok "DDP under mpirun -np 2 amlrun --nproc-per-node 2: replicas agree" "$d/c"
