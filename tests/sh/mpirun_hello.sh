@@ -36,10 +36,10 @@ for map in slot node; do
     done
 done
 # With PMIx the node index comes from the server, and says so.
-if grep -q '^EXPLAIN_NODE_RANK=PMIx PMIX_NODEID=0$' "$TEST_TMP/hello-node-pmix"; then
-    ok "hello (pmix): node rank explained by PMIX_NODEID"
+if grep -q '^EXPLAIN_NODE_RANK=PMIx PMIX_HOSTNAME=.* is entry 0 of the job.s PMIX_NODE_LIST$' "$TEST_TMP/hello-node-pmix"; then
+    ok "hello (pmix): node rank explained by PMIX_NODE_LIST"
 else
-    fail "hello (pmix): node rank explained by PMIX_NODEID"
+    fail "hello (pmix): node rank explained by PMIX_NODE_LIST"
     grep EXPLAIN_NODE "$TEST_TMP/hello-node-pmix" | sed 's/^/# /'
 fi
 
