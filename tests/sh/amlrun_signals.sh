@@ -126,7 +126,12 @@ expect_eq "--ignore-sighup: SIGHUP ignored in the worker" "$(( 0x$ign & 1 ))" 1
 perl -e '$SIG{$_} = "DEFAULT" for qw(INT QUIT TERM HUP); exec @ARGV or die' \
     "$AMLRUN" sh -c 'grep -E "^Sig(Blk|Ign)" /proc/self/status' >"$d/mask"
 expect_eq "worker starts with no blocked signal" "$(awk '/SigBlk/ {print $2}' "$d/mask")" 0000000000000000
-expect_eq "worker starts with no ignored signal" "$(awk '/SigIgn/ {print $2}' "$d/mask")" 0000000000000000
+# Signals the test's own environment ignores beyond those (a CI harness may
+# ignore glibc's 32 and 33) pass through any launcher: amlrun must add none.
+perl -e '$SIG{$_} = "DEFAULT" for qw(INT QUIT TERM HUP); exec @ARGV or die' \
+    sh -c 'grep SigIgn /proc/self/status' >"$d/mask0"
+expect_eq "worker starts with no ignored signal of amlrun's making" \
+    "$(awk '/SigIgn/ {print $2}' "$d/mask")" "$(awk '/SigIgn/ {print $2}' "$d/mask0")"
 
 # --- restarts: the configured number of times, counted in the environment
 d=$(fresh restart)
