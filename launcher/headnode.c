@@ -301,6 +301,24 @@ int headnode_wanted(const struct headnode_opts *o)
 }
 
 /* Everything headnode_run decides before it builds the command. */
+/* "a<suffix>,b<suffix>,...": srun's --nodelist, mpirun's --host. */
+static char *join_hosts(const struct hostlist *hl, const char *suffix)
+{
+    size_t len = 1, slen = strlen(suffix);
+    for (int i = 0; i < hl->n; i++)
+        len += strlen(hl->h[i].name) + slen + 1;
+    char *list = malloc(len);
+    if (!list)
+        return NULL;
+    list[0] = '\0';
+    for (int i = 0; i < hl->n; i++) {
+        strcat(list, i ? "," : "");
+        strcat(list, hl->h[i].name);
+        strcat(list, suffix);
+    }
+    return list;
+}
+
 struct plan {
     int slurm;
     struct hostlist hosts;
@@ -387,18 +405,10 @@ static void build_command(const struct plan *p, const struct scan *s,
         pushf(b, "--ntasks=%d", p->nnodes);
         push(b, "--ntasks-per-node=1");
         if (p->hosts.n) {
-            size_t len = 0;
-            for (int i = 0; i < p->hosts.n; i++)
-                len += strlen(p->hosts.h[i].name) + 1;
-            char *list = malloc(len + 1);
+            char *list = join_hosts(&p->hosts, "");
             if (!list) {
                 b->oom = 1;
                 return;
-            }
-            list[0] = '\0';
-            for (int i = 0; i < p->hosts.n; i++) {
-                strcat(list, i ? "," : "");
-                strcat(list, p->hosts.h[i].name);
             }
             pushf(b, "--nodelist=%s", list);
             free(list);
@@ -410,19 +420,10 @@ static void build_command(const struct plan *p, const struct scan *s,
         push(b, "mpirun");
         push(b, "-np");
         pushf(b, "%d", p->nnodes);
-        size_t len = 0;
-        for (int i = 0; i < p->hosts.n; i++)
-            len += strlen(p->hosts.h[i].name) + 3;
-        char *list = malloc(len + 1);
+        char *list = join_hosts(&p->hosts, ":1");
         if (!list) {
             b->oom = 1;
             return;
-        }
-        list[0] = '\0';
-        for (int i = 0; i < p->hosts.n; i++) {
-            strcat(list, i ? "," : "");
-            strcat(list, p->hosts.h[i].name);
-            strcat(list, ":1");
         }
         push(b, "--host");
         pushf(b, "%s", list);
