@@ -28,13 +28,43 @@ SONAME  := libamldist.so.$(MAJOR)
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
 HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
 
-# NCCL support is built when the CUDA toolkit and NCCL headers are present.
+# NCCL support is built when the CUDA runtime headers and NCCL are found:
+# nccl.h under NCCL_HOME (when given, it must hold it), pkg-config's nccl,
+# CUDA_HOME, or the system's include directories (Debian, NGC images);
+# libnccl.so.2 beside it (lib64, lib) or in the system's library directory.
+# Programs link the soname itself: pip's and NGC's NCCL ship no libnccl.so.
+comma := ,
 CUDA_HOME ?= /usr/local/cuda
-HAVE_NCCL := $(shell test -f $(CUDA_HOME)/include/nccl.h && \
-                     test -f $(CUDA_HOME)/include/cuda_runtime.h && echo 1)
+NCCL_HOME ?=
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+CUDA_RT_H := $(firstword $(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h                                     /usr/include/cuda_runtime_api.h))
+ifneq ($(NCCL_HOME),)
+NCCL_H := $(wildcard $(NCCL_HOME)/include/nccl.h)
+ifeq ($(NCCL_H),)
+$(error NCCL_HOME=$(NCCL_HOME) has no include/nccl.h)
+endif
+else
+NCCL_PC_INC := $(patsubst -I%,%,$(filter -I%,$(shell pkg-config --cflags-only-I nccl 2>/dev/null)))
+NCCL_H := $(firstword $(wildcard $(addsuffix /nccl.h,$(NCCL_PC_INC))               $(CUDA_HOME)/include/nccl.h /usr/local/include/nccl.h               /usr/include/$(MULTIARCH)/nccl.h /usr/include/nccl.h))
+endif
+NCCL_INC := $(patsubst %/,%,$(dir $(NCCL_H)))
+NCCL_SO  := $(firstword $(wildcard $(addsuffix /libnccl.so.2,               $(NCCL_INC:%/include=%/lib64) $(NCCL_INC:%/include=%/lib)               $(CUDA_HOME)/lib64 /usr/lib/$(MULTIARCH) /usr/lib64 /usr/lib)))
+CUDART_DIR := $(patsubst %/,%,$(dir $(firstword $(wildcard               $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/lib/libcudart.so               /usr/lib/$(MULTIARCH)/libcudart.so))))
+HAVE_NCCL := $(if $(and $(CUDA_RT_H),$(NCCL_H),$(NCCL_SO),$(CUDART_DIR)),1)
 ifeq ($(HAVE_NCCL),1)
-NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 -I$(CUDA_HOME)/include
-NCCL_LIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl -lcudart
+NCCL_DIR    := $(patsubst %/,%,$(dir $(NCCL_SO)))
+NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 -I$(NCCL_INC) \
+               -I$(patsubst %/,%,$(dir $(CUDA_RT_H)))
+NCCL_LIBDIRS:= $(sort $(NCCL_DIR) $(CUDART_DIR))
+NCCL_LIBS   := $(addprefix -L,$(NCCL_LIBDIRS)) \
+               $(addprefix -Wl$(comma)-rpath$(comma),$(NCCL_LIBDIRS)) \
+               -l:libnccl.so.2 -lcudart
+NCCL_STATUS := yes (nccl.h in $(NCCL_INC), $(NCCL_SO), libcudart in $(CUDART_DIR))
+else
+NCCL_STATUS := no ($(if $(CUDA_RT_H),,cuda_runtime_api.h not under CUDA_HOME=$(CUDA_HOME) or /usr/include; )$(if $(NCCL_H),,nccl.h not found (set NCCL_HOME); )$(if $(NCCL_H),$(if $(NCCL_SO),,libnccl.so.2 not found beside $(NCCL_INC) or in the system's directories; ))$(if $(CUDART_DIR),,libcudart.so not found; )amldist-nccl-check and examples/nccl_allreduce are not built)
+endif
+ifeq ($(filter clean uninstall,$(MAKECMDGOALS)),)
+$(info libamldist: NCCL support: $(NCCL_STATUS))
 endif
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \

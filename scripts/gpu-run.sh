@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GPU run: on a machine with NVIDIA GPUs, record what the machine is,
+# build with CUDA and NCCL, and run the NCCL paths for real, one rank per
+# GPU: examples/nccl_allreduce, amldist-nccl-check, amlrun --topo beside
+# nvidia-smi topo -m / -q, and --report-bindings.  The logs it writes under
+# OUTDIR are kept in docs/gpu-runs/ with the date and the machine.
+#
+#     scripts/gpu-run.sh OUTDIR [DEPS]
+#
+# DEPS, optional, is a folder with hwloc's headers (include/) and libraries
+# (lib/) for machines that have no hwloc and cannot install it.
+set -u
+out=${1:?usage: gpu-run.sh OUTDIR [DEPS]}
+deps=${2:-}
+mkdir -p "$out"
+cd "$(dirname "$0")/.." || exit 1
+
+# Every command is shown with its exit status; none may hang the run.
+run() {
+    local limit=$1
+    shift
+    echo
+    echo "\$ $*"
+    timeout -k 5 "$limit" "$@"
+    echo "[exit $?]"
+}
+
+{
+    run 10 date -u
+    run 10 uname -a
+    run 10 sh -c '. /etc/os-release; echo "$PRETTY_NAME"'
+    run 10 nproc
+    run 30 nvidia-smi
+    run 30 nvidia-smi topo -m
+    run 30 nvidia-smi --query-gpu=index,pci.bus_id,uuid,name,memory.total,memory.free --format=csv
+    run 10 sh -c 'for f in /proc/driver/nvidia/gpus/*/information; do echo "$f"; cat "$f"; done'
+    run 10 sh -c 'for d in /sys/bus/pci/devices/*; do [ "$(cat $d/vendor)" = 0x10de ] && echo "$d class=$(cat $d/class) numa=$(cat $d/numa_node) cpus=$(cat $d/local_cpulist)"; done'
+    run 10 sh -c 'env | grep -E "^(CUDA|NVIDIA|NCCL)" | sort'
+    run 10 sh -c 'lscpu | grep -Ei "model name|socket|numa|^cpu\(s\)"'
+    run 10 sh -c 'ls -l /usr/local/cuda /usr/local/cuda/include/nccl.h /usr/include/nccl.h /usr/local/cuda/lib64/libcudart.so* 2>&1'
+    run 60 sh -c 'find / -xdev \( -name "libnccl.so*" -o -name nccl.h \) 2>/dev/null | head -20'
+    run 10 sh -c 'ldconfig -p | grep -E "hwloc|nccl|cudart|udev"'
+    run 30 python3 -c 'import torch; print(torch.__version__, torch.version.cuda, torch.cuda.nccl.version(), torch.cuda.device_count())'
+} >"$out/machine.txt" 2>&1
+nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1
+
+# The build.  hwloc from DEPS when the machine has none; NCCL where the
+# Makefile finds it, else PyTorch's pip copy (nvidia/nccl: include/, lib/).
+export PATH="$PWD/build/bin:$PATH"
+mk=(make -j"$(nproc)")
+if ! pkg-config --exists hwloc 2>/dev/null && [ -n "$deps" ]; then
+    mk+=(CPPFLAGS="-I$deps/include" LDFLAGS="-L$deps/lib")
+    export LD_LIBRARY_PATH="$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+if [ ! -f /usr/local/cuda/include/nccl.h ] && [ ! -f /usr/include/nccl.h ]; then
+    pipnccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+    [ -n "$pipnccl" ] && mk+=(NCCL_HOME="$pipnccl") &&
+        export LD_LIBRARY_PATH="$pipnccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+{
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    run 300 "${mk[@]}" all
+    run 10 ldd build/bin/amldist-nccl-check
+} >"$out/build.txt" 2>&1
+
+# The runs, one rank per GPU.
+py=$(mktemp --suffix .py)
+cat >"$py" <<'EOF'
+import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+r, w = dist.get_rank(), dist.get_world_size()
+dev = torch.device("cuda", torch.cuda.current_device())
+t = torch.ones(1, device=dev)
+dist.all_reduce(t)
+print(f"torch rank {r}/{w} cuda:{dev.index} {torch.cuda.get_device_name(dev)} "
+      f"AMLDIST_GPU={os.environ.get('AMLDIST_GPU')} "
+      f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')} "
+      f"all_reduce={t.item()} affinity={sorted(os.sched_getaffinity(0))[:4]}...")
+dist.destroy_process_group()
+EOF
+{
+    run 30 amlrun --topo
+    run 30 nvidia-smi topo -m
+    run 60 amlrun --nproc-per-node gpu --report-bindings --dry-run build/examples/nccl_allreduce
+    run 120 env NCCL_DEBUG=INFO amlrun -v --nproc-per-node gpu --report-bindings build/examples/nccl_allreduce
+    run 60 build/examples/nccl_allreduce
+    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check
+    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 8 -e 128M -f 4 -n 10 -w 2
+    run 120 amlrun --nproc-per-node gpu --report-bindings --no-python python3 "$py"
+    # Neighbours: more ranks than GPUs, no visible GPU, a bus id that is gone.
+    run 90 amlrun --nproc-per-node 2 build/examples/nccl_allreduce
+    run 30 env CUDA_VISIBLE_DEVICES= amlrun --nproc-per-node gpu build/examples/nccl_allreduce
+    run 30 env CUDA_VISIBLE_DEVICES= build/bin/amldist-nccl-check
+    run 60 env AMLDIST_GPU=0000:ff:00.0 build/examples/nccl_allreduce
+} >"$out/runs.txt" 2>&1
+rm -f "$py"
+echo "gpu-run: logs in $out"
