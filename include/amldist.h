@@ -55,7 +55,8 @@ extern "C" {
     XX(EDENIED, "peer refused (wrong job token)")                              \
     XX(ENOTSUP, "not supported by this build")                                 \
     XX(ECUDA, "CUDA runtime error")                                            \
-    XX(ENCCL, "NCCL error")
+    XX(ENCCL, "NCCL error")                                                    \
+    XX(EPEER, "another rank failed")
 
 typedef enum {
     AMLDIST_OK = 0,

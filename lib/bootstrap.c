@@ -1,6 +1,7 @@
 /* amldist_bootstrap_bcast(): the layout and the settings in, one exchange
  * out. */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "bootstrap_internal.h"
 
@@ -17,17 +18,17 @@ int amldist__bs_exchange(const amldist__bs_params_t *p, void *blob, size_t len)
                         : amldist__bs_fetch(p, blob, len);
 }
 
-int amldist_bootstrap_bcast(const amldist_t *layout, void *buf, size_t len,
-                            const amldist_bootstrap_options_t *opts)
+int amldist__bs_setup(const amldist_t *layout,
+                      const amldist_bootstrap_options_t *opts,
+                      amldist__bs_params_t *p)
 {
     static const amldist_bootstrap_options_t defaults =
         AMLDIST_BOOTSTRAP_OPTIONS_INIT;
-    amldist__bs_params_t p;
     const char *host;
     int rc;
 
-    amldist__clear_error();
-    p.round = atomic_fetch_add(&calls, 1) + 1;
+    memset(p, 0, sizeof *p);
+    p->round = atomic_fetch_add(&calls, 1) + 1;
     if (!opts)
         opts = &defaults;
     if (opts->version < 1 || opts->version > AMLDIST_BOOTSTRAP_OPTIONS_VERSION)
@@ -35,28 +36,44 @@ int amldist_bootstrap_bcast(const amldist_t *layout, void *buf, size_t len,
                              "amldist_bootstrap_options_t version %u: this "
                              "library knows 1 .. %d",
                              opts->version, AMLDIST_BOOTSTRAP_OPTIONS_VERSION);
-    if (!buf || len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
-        return amldist__fail(AMLDIST_EINVAL,
-                             "bootstrap buffer of %zu bytes%s: must be 1 .. %d",
-                             len, buf ? "" : " at NULL",
-                             AMLDIST_BOOTSTRAP_MAX_LEN);
-    if ((p.rank = amldist_rank(layout)) < 0)
-        return p.rank;
-    if ((p.world = amldist_world_size(layout)) < 0)
-        return p.world;
-    if (p.world <= 1)
+    if ((p->rank = amldist_rank(layout)) < 0)
+        return p->rank;
+    if ((p->world = amldist_world_size(layout)) < 0)
+        return p->world;
+    if (p->world <= 1)
         return 0;
     if (!(host = amldist_master_addr(layout)))
         return AMLDIST_EUNKNOWN; /* the getter said why */
-    if (amldist__strlcpy(p.host, host, sizeof p.host) < 0)
+    if (amldist__strlcpy(p->host, host, sizeof p->host) < 0)
         return amldist__fail(AMLDIST_ERANGE, "MASTER_ADDR=%s: too long", host);
     /* An unknown MASTER_PORT is fine when the port is set explicitly. */
     if ((rc = amldist_master_port(layout)) < 0)
         amldist__clear_error();
-    if ((rc = amldist__bs_port(opts->port, rc, &p.port)) < 0 ||
-        (rc = amldist__bs_timeout(opts->timeout_ms, &p.timeout_ms)) < 0 ||
-        (rc = amldist__bs_token(opts->token, p.host, p.port, p.world, &p.token,
-                                p.token_source, sizeof p.token_source)) < 0)
+    if ((rc = amldist__bs_port(opts->port, rc, &p->port)) < 0 ||
+        (rc = amldist__bs_timeout(opts->timeout_ms, &p->timeout_ms)) < 0 ||
+        (rc = amldist__bs_token(opts->token, p->host, p->port, p->world,
+                                &p->token, p->token_source,
+                                sizeof p->token_source)) < 0)
+        return rc;
+    return 0;
+}
+
+int amldist_bootstrap_bcast(const amldist_t *layout, void *buf, size_t len,
+                            const amldist_bootstrap_options_t *opts)
+{
+    amldist__bs_params_t p;
+    int rc;
+
+    amldist__clear_error();
+    if (!buf || len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN) {
+        /* Numbered all the same: the ranks' calls stay in step. */
+        amldist__bs_setup(layout, opts, &p);
+        return amldist__fail(AMLDIST_EINVAL,
+                             "bootstrap buffer of %zu bytes%s: must be 1 .. %d",
+                             len, buf ? "" : " at NULL",
+                             AMLDIST_BOOTSTRAP_MAX_LEN);
+    }
+    if ((rc = amldist__bs_setup(layout, opts, &p)) < 0)
         return rc;
     return amldist__bs_exchange(&p, buf, len);
 }

@@ -21,6 +21,9 @@
 #define ATTEMPT_MS 10000
 #define BACKOFF_FIRST_MS 10
 #define BACKOFF_MAX_MS 1000
+/* In barrier mode rank 0 is up and only waits for the last ranks: come back
+ * soon, so the whole job goes on within this long of the last arrival. */
+#define BACKOFF_WAIT_MAX_MS 50
 
 enum { DONE = 0, RETRY = 1 };
 
@@ -28,6 +31,7 @@ typedef struct {
     const amldist__bs_params_t *p;
     char addr[300];
     char last[256]; /* why the last attempt failed, for the timeout message */
+    int waiting;    /* the last answer was "come back" (barrier mode) */
 } client_t;
 
 static int refused(client_t *c, uint32_t reason, uint32_t value, size_t len)
@@ -61,6 +65,19 @@ static int refused(client_t *c, uint32_t reason, uint32_t value, size_t len)
                  "rank 0 still serves bootstrap call #%u, this rank is at #%u",
                  value, p->round);
         return RETRY;
+    case AMLDIST__BS_R_WAIT:
+        snprintf(c->last, sizeof c->last,
+                 "rank 0 waits for every rank to come (%u of %d have)", value,
+                 p->world - 1);
+        c->waiting = 1;
+        return RETRY;
+    case AMLDIST__BS_R_PEER:
+        if (p->failed)
+            return DONE; /* our own failure, acknowledged */
+        return amldist__fail(AMLDIST_EPEER,
+                             "rank %d: rank %u failed before the exchange "
+                             "(see its own error)",
+                             p->rank, value);
     case AMLDIST__BS_R_BEHIND:
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: rank 0 at %s is at bootstrap call #%u, "
@@ -94,7 +111,8 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
     uint32_t plen;
     const char *why;
 
-    amldist__bs_put_header(req, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
+    amldist__bs_put_header(req, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
+                           AMLDIST__BS_HELLO_LEN);
     amldist__bs_put_hello(req + AMLDIST__BS_HEADER_LEN, &h);
     if (amldist__bs_io(fd, req, sizeof req, 1, deadline) < 0)
         return io_failed(c, "sending the request");
@@ -114,6 +132,8 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
         return refused(c, amldist__bs_get_u32(ref), amldist__bs_get_u32(ref + 4),
                        len);
     }
+    if (p->failed)
+        return DONE; /* a blob for a failed rank: an older server; no matter */
     if (plen != len)
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: rank 0 at %s sent %u bytes, this rank "
@@ -140,6 +160,7 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
     unsigned seed = (unsigned)p->rank * 2654435761u ^ (unsigned)getpid();
     client_t c;
     c.p = p;
+    c.waiting = 0;
     snprintf(c.last, sizeof c.last, "no attempt finished");
     amldist__bs_format_addr(p->host, p->port, c.addr, sizeof c.addr);
     if (len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
@@ -177,5 +198,7 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
         long long left = deadline - amldist__bs_now_ms();
         pause_ms(wait < left ? wait : left > 0 ? left : 0);
         backoff = backoff * 2 < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
+        if (c.waiting && backoff > BACKOFF_WAIT_MAX_MS)
+            backoff = BACKOFF_WAIT_MAX_MS;
     }
 }

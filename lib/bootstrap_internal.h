@@ -11,6 +11,7 @@
  *     HELLO    rank u32 | world u32 | round u32 | blob length u32 | token u64
  *     BLOB     the blob (exactly the length both sides agreed on)
  *     REFUSE   reason u32 | the server's own value u32
+ *     FAIL     as HELLO, from a rank that cannot go on (see barrier below)
  */
 #ifndef AMLDIST_BOOTSTRAP_INTERNAL_H
 #define AMLDIST_BOOTSTRAP_INTERNAL_H
@@ -26,7 +27,12 @@
 #define AMLDIST__BS_HELLO_LEN 24
 #define AMLDIST__BS_REFUSE_LEN 8
 
-enum { AMLDIST__BS_HELLO = 1, AMLDIST__BS_BLOB = 2, AMLDIST__BS_REFUSE = 3 };
+enum {
+    AMLDIST__BS_HELLO = 1,
+    AMLDIST__BS_BLOB = 2,
+    AMLDIST__BS_REFUSE = 3,
+    AMLDIST__BS_FAIL = 4
+};
 
 /* Why the server refused a HELLO; the value sent along is the server's. */
 enum {
@@ -35,7 +41,9 @@ enum {
     AMLDIST__BS_R_RANK = 3,     /* rank outside 1 .. world-1 */
     AMLDIST__BS_R_LENGTH = 4,   /* blob length differs (value: server's) */
     AMLDIST__BS_R_AHEAD = 5,    /* client is at a later call: retry */
-    AMLDIST__BS_R_BEHIND = 6    /* client is at an earlier call: fatal */
+    AMLDIST__BS_R_BEHIND = 6,   /* client is at an earlier call: fatal */
+    AMLDIST__BS_R_WAIT = 7,     /* barrier: not every rank is in yet: retry */
+    AMLDIST__BS_R_PEER = 8      /* barrier: rank `value` failed: fatal */
 };
 
 typedef struct {
@@ -63,7 +71,19 @@ typedef struct {
     uint64_t token;
     char token_source[64]; /* "AMLDIST_JOB_TOKEN", ... for messages */
     uint32_t round;        /* the number of this call, same on all ranks */
+    /* Barrier mode: rank 0 hands the blob out only once every rank has
+     * checked in, and a rank that cannot go on checks in with FAIL, so that
+     * every rank learns of it at once and none goes ahead alone (NCCL's
+     * init would wait for the missing rank forever).  `failed`: this rank
+     * is such a rank. */
+    int barrier, failed;
 } amldist__bs_params_t;
+
+/* Parameters of the next call from the layout, the options and the
+ * environment (bootstrap.c); also numbers the call. */
+int amldist__bs_setup(const amldist_t *layout,
+                      const amldist_bootstrap_options_t *opts,
+                      amldist__bs_params_t *p);
 
 /* Rank 0: serve `len` bytes to ranks 1 .. world-1, then close. */
 int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,

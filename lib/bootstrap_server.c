@@ -2,8 +2,11 @@
  * Rank 0's side of the bootstrap: one poll loop over the listening sockets
  * and every open connection, so that a slow or garbage-sending peer holds one
  * slot until its own deadline and never delays the others.  The loop ends
- * when every rank 1 .. world-1 has received the whole blob, or at the
- * overall deadline.
+ * when every rank 1 .. world-1 is done with (it received the whole blob, or,
+ * in barrier mode, it was told that a rank failed), or at the overall
+ * deadline.  In barrier mode a rank that comes before every rank has checked
+ * in is told to come back (no connection is held open meanwhile, so a world
+ * of any size needs no more descriptors than a plain broadcast).
  */
 #include <errno.h>
 #include <poll.h>
@@ -28,15 +31,19 @@ typedef struct {
     const unsigned char *out; /* the reply, once the HELLO is complete */
     size_t out_len, sent;
     unsigned char refuse[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_REFUSE_LEN];
-    int rank; /* >0: the rank a BLOB reply goes to */
+    unsigned type; /* of the request */
+    int rank; /* >0: the rank is done with once the reply is sent */
 } conn_t;
 
 typedef struct {
     const amldist__bs_params_t *p;
     unsigned char *reply; /* header + blob, shared by all BLOB replies */
     size_t reply_len;
-    unsigned char *served; /* served[r]: rank r has the whole blob */
+    unsigned char *served; /* served[r]: rank r is done with */
     int nserved;
+    unsigned char *checked; /* barrier: checked[r]: rank r has come */
+    int nchecked;
+    int failed; /* barrier: the first rank that failed, or -1 */
     conn_t *conns;
     int nconns, max_conns;
 } server_t;
@@ -55,6 +62,28 @@ static void refuse(conn_t *c, uint32_t reason, uint32_t value)
     amldist__bs_put_u32(c->refuse + AMLDIST__BS_HEADER_LEN + 4, value);
     c->out = c->refuse;
     c->out_len = sizeof c->refuse;
+}
+
+/* A valid request of rank r: the blob, or in barrier mode "come back" until
+ * every rank has come, and "rank k failed" once one has. */
+static void admit(server_t *s, conn_t *c, int r)
+{
+    if (c->type == AMLDIST__BS_FAIL && s->failed < 0)
+        s->failed = r;
+    if (s->checked && !s->checked[r]) {
+        s->checked[r] = 1;
+        s->nchecked++;
+    }
+    if (c->type == AMLDIST__BS_FAIL || (s->failed >= 0 && s->checked)) {
+        refuse(c, AMLDIST__BS_R_PEER, (uint32_t)s->failed);
+        c->rank = r;
+    } else if (s->checked && s->nchecked < s->p->world - 1) {
+        refuse(c, AMLDIST__BS_R_WAIT, (uint32_t)s->nchecked);
+    } else {
+        c->out = s->reply;
+        c->out_len = s->reply_len;
+        c->rank = r;
+    }
 }
 
 /* A whole HELLO arrived: choose the reply.  The token is checked first so a
@@ -79,11 +108,8 @@ static void answer(server_t *s, conn_t *c)
     else if (h.length != s->reply_len - AMLDIST__BS_HEADER_LEN)
         refuse(c, AMLDIST__BS_R_LENGTH,
                (uint32_t)(s->reply_len - AMLDIST__BS_HEADER_LEN));
-    else {
-        c->out = s->reply;
-        c->out_len = s->reply_len;
-        c->rank = (int)h.rank;
-    }
+    else
+        admit(s, c, (int)h.rank);
 }
 
 /* Progress on one connection; returns 1 when it is finished or broken. */
@@ -123,8 +149,9 @@ static int step(server_t *s, conn_t *c)
             /* Garbage, a foreign protocol or an oversized length: drop it
              * without reading further. */
             if (amldist__bs_get_header(c->in, &type, &len, &why) < 0 ||
-                type != AMLDIST__BS_HELLO)
+                (type != AMLDIST__BS_HELLO && type != AMLDIST__BS_FAIL))
                 return 1;
+            c->type = type;
             c->need += len;
             continue;
         }
@@ -161,6 +188,14 @@ static int timed_out(const server_t *s)
     if (s->p->world - 1 - s->nserved > shown)
         snprintf(missing + used, sizeof missing - used, ", ...");
     amldist__bs_format_addr(s->p->host, s->p->port, addr, sizeof addr);
+    if (s->failed >= 0)
+        return amldist__fail(AMLDIST_EPEER,
+                             "rank 0: rank %d failed, and %d of %d ranks did "
+                             "not come to %s within %g s to learn it "
+                             "(missing: %s)",
+                             s->failed, s->p->world - 1 - s->nserved,
+                             s->p->world - 1, addr, s->p->timeout_ms / 1000.0,
+                             missing);
     return amldist__fail(AMLDIST_ETIMEDOUT,
                          "rank 0: %d of %d ranks did not fetch the bootstrap "
                          "blob from %s within %g s (missing: %s)",
@@ -222,6 +257,11 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
                 accept_all(s, lfds[i], now);
     }
     free(pfds);
+    if (rc == 0 && s->failed > 0)
+        rc = amldist__fail(AMLDIST_EPEER,
+                           "rank 0: rank %d failed before the exchange (see "
+                           "its own error)",
+                           s->failed);
     return rc;
 }
 
@@ -243,7 +283,10 @@ int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
     s.reply = malloc(s.reply_len);
     s.served = calloc((size_t)p->world, 1);
     s.conns = calloc((size_t)s.max_conns, sizeof *s.conns);
-    if (!s.reply || !s.served || !s.conns) {
+    s.failed = p->failed ? 0 : -1;
+    if (p->barrier)
+        s.checked = calloc((size_t)p->world, 1);
+    if (!s.reply || !s.served || !s.conns || (p->barrier && !s.checked)) {
         rc = amldist__fail(AMLDIST_ENOMEM, "rank 0: bootstrap server: out of "
                                            "memory for %d ranks", p->world);
         goto out;
@@ -262,6 +305,7 @@ int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
 out:
     free(s.reply);
     free(s.served);
+    free(s.checked);
     free(s.conns);
     return rc;
 }

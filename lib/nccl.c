@@ -30,6 +30,7 @@ int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* nccl.h declares a few functions with () instead of (void). */
 #pragma GCC diagnostic push
@@ -38,31 +39,49 @@ int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
+#include "bootstrap_internal.h"
+
 /* The functions used, resolved once. */
 static struct {
     cudaError_t (*get_device_count)(int *);
     cudaError_t (*set_device)(int);
     cudaError_t (*device_by_bus_id)(int *, const char *);
     const char *(*cuda_error)(cudaError_t);
+    ncclResult_t (*get_version)(int *);
     ncclResult_t (*get_unique_id)(ncclUniqueId *);
     ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
     const char *(*nccl_error)(ncclResult_t);
     const char *(*nccl_last_error)(ncclComm_t); /* NCCL >= 2.13 only */
+    int nccl_version;
+    char nccl_where[256]; /* which file the NCCL in use came from */
     int rc;
-    char why[512];
+    char why[640];
 } api;
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
-static void *open_first(const char *const *names, char *tried, size_t size)
+/*
+ * A library already in the process comes first, whatever its name: a
+ * program linked with NCCL or the CUDA runtime (PyTorch, the tools here)
+ * must share its copy, since a communicator or a current device of a second
+ * copy means nothing to the first.  Then the override variable, then the
+ * names in order.
+ */
+static void *open_first(const char *probe, const char *override,
+                        const char *const *names, char *tried, size_t size)
 {
     void *h = NULL;
     size_t used = 0;
-    for (; *names && !h; names++) {
-        /* RTLD_NOLOAD first: a program linked with the library (the
-         * validation tool, the examples) must share its copy. */
-        if (!(h = dlopen(*names, RTLD_NOW | RTLD_NOLOAD)))
-            h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
-        if (!h && used < size)
+    if (dlsym(RTLD_DEFAULT, probe))
+        return RTLD_DEFAULT;
+    if (override && *override) {
+        if (!(h = dlopen(override, RTLD_NOW | RTLD_LOCAL)))
+            snprintf(tried, size, "%s", dlerror());
+        return h;
+    }
+    for (const char *const *n = names; *n && !h; n++)
+        h = dlopen(*n, RTLD_NOW | RTLD_NOLOAD);
+    for (const char *const *n = names; *n && !h; n++) {
+        if (!(h = dlopen(*n, RTLD_NOW | RTLD_LOCAL)) && used < size)
             used += (size_t)snprintf(tried + used, size - used, "%s%s",
                                      used ? "; " : "", dlerror());
     }
@@ -72,8 +91,10 @@ static void *open_first(const char *const *names, char *tried, size_t size)
 static void *sym(void *h, const char *name, int required)
 {
     void *p = dlsym(h, name);
-    if (!p && required && api.rc == 0)
-        api.rc = amldist__fail(AMLDIST_ENOTSUP, "%s: %s", name, dlerror());
+    if (!p && required && api.rc == 0) {
+        api.rc = AMLDIST_ENOTSUP;
+        snprintf(api.why, sizeof api.why, "%s: %s", name, dlerror());
+    }
     return p;
 }
 
@@ -83,49 +104,98 @@ static void *sym(void *h, const char *name, int required)
         memcpy(&api.field, &p_, sizeof p_);                                    \
     } while (0)
 
-static void load(void)
+/* NCCL_VERSION_CODE is major*1000+minor*100+patch before 2.9, then
+ * major*10000+minor*100+patch. */
+static int version_major(int code)
 {
-    /* The loader's path first, then the toolkit's own directory, which is
-     * often missing from it. */
-    const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME")
-                                           : "/usr/local/cuda";
-    char cudart[32], cudart_home[300], nccl_home[300], tried[400];
-    const char *cuda_names[] = {cudart, "libcudart.so", cudart_home, NULL};
-    const char *nccl_names[] = {"libnccl.so.2", "libnccl.so", nccl_home, NULL};
-    void *c, *n;
-    snprintf(cudart, sizeof cudart, "libcudart.so.%d", CUDART_VERSION / 1000);
-    snprintf(cudart_home, sizeof cudart_home, "%s/lib64/%s", home, cudart);
-    snprintf(nccl_home, sizeof nccl_home, "%s/lib64/libnccl.so.2", home);
-    if (!(c = open_first(cuda_names, tried, sizeof tried))) {
+    return code >= 10000 ? code / 10000 : code / 1000;
+}
+
+static void check_nccl_version(void)
+{
+    Dl_info info;
+    void *addr;
+    memcpy(&addr, &api.get_unique_id, sizeof addr);
+    if (dladdr(addr, &info) && info.dli_fname)
+        snprintf(api.nccl_where, sizeof api.nccl_where, "%s", info.dli_fname);
+    if (api.get_version(&api.nccl_version) != ncclSuccess)
+        api.nccl_version = 0;
+    if (version_major(api.nccl_version) != NCCL_MAJOR) {
         api.rc = AMLDIST_ENOTSUP;
         snprintf(api.why, sizeof api.why,
-                 "cannot load the CUDA runtime (%s)", tried);
+                 "NCCL from %s reports version code %d; this libamldist was "
+                 "built for NCCL %d.x (nccl.h %d.%d.%d)",
+                 api.nccl_where, api.nccl_version, NCCL_MAJOR, NCCL_MAJOR,
+                 NCCL_MINOR, NCCL_PATCH);
+    }
+}
+
+static void load(void)
+{
+    /* The runtime's soname changed form with CUDA 12 (libcudart.so.11.0,
+     * then libcudart.so.12): the build's own first, then the others, then
+     * the toolkit's directory, which is often missing from the loader's
+     * path. */
+    const char *home = getenv("CUDA_HOME") ? getenv("CUDA_HOME")
+                                           : "/usr/local/cuda";
+    char own[32], own0[32], cudart_home[300], nccl_home[300], tried[400];
+    const char *cuda_names[] = {own, own0, "libcudart.so.13", "libcudart.so.12",
+                                "libcudart.so.11.0", "libcudart.so",
+                                cudart_home, NULL};
+    const char *nccl_names[] = {"libnccl.so.2", "libnccl.so", nccl_home, NULL};
+    void *c, *n;
+    snprintf(own, sizeof own, "libcudart.so.%d", CUDART_VERSION / 1000);
+    snprintf(own0, sizeof own0, "libcudart.so.%d.0", CUDART_VERSION / 1000);
+    snprintf(cudart_home, sizeof cudart_home, "%s/lib64/libcudart.so", home);
+    snprintf(nccl_home, sizeof nccl_home, "%s/lib64/libnccl.so.2", home);
+    tried[0] = '\0';
+    if (!(c = open_first("cudaSetDevice", getenv("AMLDIST_CUDART_LIBRARY"),
+                         cuda_names, tried, sizeof tried))) {
+        api.rc = AMLDIST_ENOTSUP;
+        snprintf(api.why, sizeof api.why,
+                 "cannot load the CUDA runtime (%s); AMLDIST_CUDART_LIBRARY "
+                 "names the file to use",
+                 tried);
         return;
     }
-    if (!(n = open_first(nccl_names, tried, sizeof tried))) {
+    tried[0] = '\0';
+    if (!(n = open_first("ncclCommInitRank", getenv("AMLDIST_NCCL_LIBRARY"),
+                         nccl_names, tried, sizeof tried))) {
         api.rc = AMLDIST_ENOTSUP;
-        snprintf(api.why, sizeof api.why, "cannot load NCCL (%s)", tried);
+        snprintf(api.why, sizeof api.why,
+                 "cannot load NCCL (%s); AMLDIST_NCCL_LIBRARY names the file "
+                 "to use",
+                 tried);
         return;
     }
     LOAD(get_device_count, c, "cudaGetDeviceCount", 1);
     LOAD(set_device, c, "cudaSetDevice", 1);
     LOAD(device_by_bus_id, c, "cudaDeviceGetByPCIBusId", 1);
     LOAD(cuda_error, c, "cudaGetErrorString", 1);
+    LOAD(get_version, n, "ncclGetVersion", 1);
     LOAD(get_unique_id, n, "ncclGetUniqueId", 1);
     LOAD(comm_init_rank, n, "ncclCommInitRank", 1);
     LOAD(nccl_error, n, "ncclGetErrorString", 1);
     LOAD(nccl_last_error, n, "ncclGetLastError", 0);
-    if (api.rc)
-        amldist__strlcpy(api.why, amldist_last_error(), sizeof api.why);
+    if (api.rc == 0)
+        check_nccl_version();
     /* The handles stay open: the communicator lives on in them. */
 }
 
+static int truthy(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") ||
+                 !strcasecmp(v, "true"));
+}
+
 /* The rank's device: explicit, else AMLDIST_GPU (amlrun's choice, a PCI bus
- * id, which survives CUDA_VISIBLE_DEVICES renumbering), else local rank
- * modulo the visible devices. */
+ * id, which survives CUDA_VISIBLE_DEVICES renumbering), else the local rank
+ * among the visible devices.  Two ranks on one GPU is an error: NCCL refuses
+ * it at init ("Duplicate GPU detected"), after every rank has paid for the
+ * bootstrap; sharing the only GPU is allowed on request. */
 static int pick_device(const amldist_t *layout, int rank, int device, int *out)
 {
-    int count = 0, lrank;
+    int count = 0, lrank, lworld;
     const char *bus = getenv("AMLDIST_GPU");
     cudaError_t e = api.get_device_count(&count);
     if (e != cudaSuccess || count <= 0)
@@ -154,22 +224,63 @@ static int pick_device(const amldist_t *layout, int rank, int device, int *out)
     }
     if ((lrank = amldist_local_rank(layout)) < 0)
         return lrank;
-    *out = lrank % count;
+    if ((lworld = amldist_local_world_size(layout)) < 0) {
+        amldist__clear_error();
+        lworld = lrank + 1;
+    }
+    if (lworld > count) {
+        if (count == 1 && truthy(getenv("AMLDIST_GPU_SHARE"))) {
+            *out = 0;
+            return 0;
+        }
+        return amldist__fail(AMLDIST_ENOGPU,
+                             "rank %d: %d ranks on this node (local rank %d) "
+                             "but %d visible CUDA device%s: ranks would share "
+                             "a GPU, which NCCL refuses (\"Duplicate GPU "
+                             "detected\"); start one rank per GPU (amlrun "
+                             "--nproc-per-node gpu)%s",
+                             rank, lworld, lrank, count, count == 1 ? "" : "s",
+                             count == 1 ? ", or set AMLDIST_GPU_SHARE=1 to put "
+                                          "every rank on the one GPU"
+                                        : "");
+    }
+    *out = lrank;
+    return 0;
+}
+
+/* What this rank can do alone before the exchange: load, pick and set the
+ * device, and on rank 0 make the id. */
+static int prepare(const amldist_t *layout, int rank, int device, int *dev,
+                   ncclUniqueId *id)
+{
+    cudaError_t e;
+    ncclResult_t nr;
+    int rc;
+    pthread_once(&api_once, load);
+    if (api.rc)
+        return amldist__fail(api.rc, "rank %d: amldist_nccl_comm_init: %s",
+                             rank, api.why);
+    if ((rc = pick_device(layout, rank, device, dev)) < 0)
+        return rc;
+    if ((e = api.set_device(*dev)) != cudaSuccess)
+        return amldist__fail(AMLDIST_ECUDA, "rank %d: cudaSetDevice(%d): %s",
+                             rank, *dev, api.cuda_error(e));
+    if (rank == 0 && (nr = api.get_unique_id(id)) != ncclSuccess)
+        return amldist__fail(AMLDIST_ENCCL,
+                             "rank 0: ncclGetUniqueId (NCCL %d from %s): %s",
+                             api.nccl_version, api.nccl_where,
+                             api.nccl_error(nr));
     return 0;
 }
 
 int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
                            const amldist_bootstrap_options_t *opts)
 {
-    /* The blob carries rank 0's status first, so that a rank 0 that cannot
-     * make an id fails every rank at once instead of by timeout. */
-    struct {
-        unsigned char ok;
-        ncclUniqueId id;
-    } msg;
-    int rank, world, dev, rc;
-    ncclResult_t nr = ncclSuccess;
-    cudaError_t e;
+    ncclUniqueId id;
+    amldist__bs_params_t p;
+    char mine[512];
+    int rank, world, dev = -1, rc, xrc;
+    ncclResult_t nr;
 
     amldist__clear_error();
     if (!comm_out)
@@ -179,33 +290,29 @@ int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
         return rank;
     if ((world = amldist_world_size(layout)) < 0)
         return world;
-    pthread_once(&api_once, load);
-    if (api.rc)
-        return amldist__fail(api.rc, "rank %d: amldist_nccl_comm_init: %s",
-                             rank, api.why);
-    if ((rc = pick_device(layout, rank, device, &dev)) < 0)
-        return rc;
-    if ((e = api.set_device(dev)) != cudaSuccess)
-        return amldist__fail(AMLDIST_ECUDA, "rank %d: cudaSetDevice(%d): %s",
-                             rank, dev, api.cuda_error(e));
-    memset(&msg, 0, sizeof msg);
-    if (rank == 0) {
-        nr = api.get_unique_id(&msg.id);
-        msg.ok = nr == ncclSuccess;
+    memset(&id, 0, sizeof id);
+    rc = prepare(layout, rank, device, &dev, &id);
+    /* Every rank takes part in the exchange, a failed one too: it checks in
+     * as failed, rank 0 hands the id out only when every rank is in and
+     * none failed, and so every rank learns of a failure at once instead of
+     * waiting for the timeout (or, in ncclCommInitRank, forever). */
+    amldist__strlcpy(mine, amldist_last_error(), sizeof mine);
+    if ((xrc = amldist__bs_setup(layout, opts, &p)) == 0 && p.world > 1) {
+        p.barrier = 1;
+        p.failed = rc < 0;
+        xrc = amldist__bs_exchange(&p, &id, sizeof id);
     }
-    if ((rc = amldist_bootstrap_bcast(layout, &msg, sizeof msg, opts)) < 0)
-        return rc;
-    if (!msg.ok)
-        return amldist__fail(AMLDIST_ENCCL, "rank %d: rank 0 could not create "
-                             "the NCCL unique id%s%s",
-                             rank, rank == 0 ? ": " : " (see rank 0's error)",
-                             rank == 0 ? api.nccl_error(nr) : "");
-    nr = api.comm_init_rank((ncclComm_t *)comm_out, world, msg.id, rank);
+    if (rc < 0)
+        return amldist__fail(rc, "%s", mine);
+    if (xrc < 0)
+        return xrc;
+    nr = api.comm_init_rank((ncclComm_t *)comm_out, world, id, rank);
     if (nr != ncclSuccess)
         return amldist__fail(AMLDIST_ENCCL,
-                             "rank %d: ncclCommInitRank(world %d, device %d): "
-                             "%s%s%s",
-                             rank, world, dev, api.nccl_error(nr),
+                             "rank %d: ncclCommInitRank(world %d, device %d; "
+                             "NCCL %d from %s): %s%s%s",
+                             rank, world, dev, api.nccl_version,
+                             api.nccl_where, api.nccl_error(nr),
                              api.nccl_last_error ? ": " : "",
                              api.nccl_last_error ? api.nccl_last_error(NULL)
                                                  : "");

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "bootstrap_internal.h"
 #include "test.h"
@@ -125,6 +126,59 @@ static void job(const char *host, int world, size_t len)
         CHECK(results[r].same);
     }
 }
+
+/* Barrier mode (the NCCL path): rank `failing` (or none, -1) checks in as
+ * failed, rank `late` starts `delay_ms` after the others.  No rank may get
+ * the blob before every rank is in; with a failure, every rank learns it,
+ * names the failed rank, and none waits for the timeout. */
+static void barrier_job(int world, int failing, int late, int delay_ms)
+{
+    static pid_t pids[MAX_RANKS];
+    setup(64);
+    amldist__bs_params_t p = params("127.0.0.1", free_port(AF_INET), world,
+                                    30000);
+    p.barrier = 1;
+    long long t0 = amldist__bs_now_ms();
+    for (int r = 0; r < world; r++) {
+        if (r == late)
+            continue;
+        p.failed = r == failing;
+        pids[r] = spawn(p, r, 64, r);
+    }
+    if (late >= 0) {
+        struct timespec ts = {0, delay_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        p.failed = late == failing;
+        pids[late] = spawn(p, late, 64, late);
+    }
+    wait_all(pids, world);
+    long long took = amldist__bs_now_ms() - t0;
+    CHECK(took < 5000 + delay_ms);
+    char want[64];
+    for (int r = 0; r < world; r++) {
+        if (failing < 0) {
+            CHECK_INT_EQ(results[r].rc, 0);
+            CHECK(results[r].same);
+            /* Nobody went ahead before the late rank came. */
+            if (late >= 0 && r != late)
+                CHECK(results[r].ms >= delay_ms - 50);
+        } else if (r == failing) {
+            CHECK_INT_EQ(results[r].rc, 0); /* its report was taken */
+        } else {
+            CHECK_INT_EQ(results[r].rc, AMLDIST_EPEER);
+            snprintf(want, sizeof want, "rank %d failed", failing);
+            CHECK(strstr(results[r].msg, want) != NULL);
+        }
+        if (results[r].rc && !(failing >= 0))
+            fprintf(stderr, "# rank %d: %s\n", r, results[r].msg);
+    }
+}
+
+static void test_barrier_all_ok(void) { barrier_job(8, -1, 5, 300); }
+static void test_barrier_rank_fails(void) { barrier_job(8, 5, -1, 0); }
+static void test_barrier_late_rank_fails(void) { barrier_job(8, 3, 3, 300); }
+static void test_barrier_rank0_fails(void) { barrier_job(6, 0, 2, 200); }
+static void test_barrier_128_ranks(void) { barrier_job(128, -1, -1, 0); }
 
 static void test_two_ranks(void) { job("127.0.0.1", 2, 128); }
 static void test_16_ranks(void) { job("127.0.0.1", 16, 128); }
@@ -505,5 +559,10 @@ int main(void)
     RUN(test_port_in_use);
     RUN(test_other_service);
     RUN(test_unresolvable);
+    RUN(test_barrier_all_ok);
+    RUN(test_barrier_rank_fails);
+    RUN(test_barrier_late_rank_fails);
+    RUN(test_barrier_rank0_fails);
+    RUN(test_barrier_128_ranks);
     return test_summary();
 }
