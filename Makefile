@@ -53,8 +53,8 @@ CUDART_DIR := $(patsubst %/,%,$(dir $(firstword $(wildcard               $(CUDA_
 HAVE_NCCL := $(if $(and $(CUDA_RT_H),$(NCCL_H),$(NCCL_SO),$(CUDART_DIR)),1)
 ifeq ($(HAVE_NCCL),1)
 NCCL_DIR    := $(patsubst %/,%,$(dir $(NCCL_SO)))
-NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 -I$(NCCL_INC) \
-               -I$(patsubst %/,%,$(dir $(CUDA_RT_H)))
+NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 \
+               $(addprefix -I,$(sort $(NCCL_INC) $(patsubst %/,%,$(dir $(CUDA_RT_H)))))
 NCCL_LIBDIRS:= $(sort $(NCCL_DIR) $(CUDART_DIR))
 NCCL_LIBS   := $(addprefix -L,$(NCCL_LIBDIRS)) \
                $(addprefix -Wl$(comma)-rpath$(comma),$(NCCL_LIBDIRS)) \
@@ -167,6 +167,15 @@ $(PCFILE): Makefile include/amldist.h
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
+
+# amldist-nccl-check is made of its main file and its parts.
+NCCL_CHECK_SRCS := $(wildcard tools/nccl_check/*.c)
+$(BUILD)/bin/amldist-nccl-check: tools/amldist-nccl-check.c $(NCCL_CHECK_SRCS) \
+                                 tools/nccl_check/check.h $(SHLIB) $(SHLINK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) -Itools $(ALL_LDFLAGS) -o $@ \
+	    tools/amldist-nccl-check.c $(NCCL_CHECK_SRCS) \
+	    -L$(BUILD)/lib -lamldist $(NCCL_LIBS) -lm $(RPATH)
 
 $(BUILD)/bin/%: tools/%.c $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)

@@ -1,8 +1,8 @@
 /*
- * amldist-nccl-check: NCCL all-reduce bandwidth across every rank of the job,
- * printed as nccl-tests' all_reduce_perf prints it, and optionally judged
- * against a figure or a named baseline (a health check before a long job).
- * The layout comes from libamldist, the communicator from
+ * amldist-nccl-check: NCCL collective bandwidth across every rank of the
+ * job, printed as nccl-tests' *_perf programs print it, and optionally
+ * judged against a figure or a named baseline (a health check before a long
+ * job).  The layout comes from libamldist, the communicator from
  * amldist_nccl_comm_init(): it runs under amlrun, mpirun, torchrun or Slurm
  * alike, without MPI.  See amldist-nccl-check(1).
  */
@@ -18,15 +18,8 @@
 #include <unistd.h>
 
 #include <amldist.h>
-/* nccl.h declares a few functions with () instead of (void). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <cuda_runtime_api.h>
-#include <nccl.h>
-#pragma GCC diagnostic pop
 
-enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NOGPU = 3,
-       EXIT_ERROR = 4 };
+#include "nccl_check/check.h"
 
 /*
  * Out-of-place busbw (GB/s) of nccl-tests' all_reduce_perf, float sum, 32 MiB
@@ -55,19 +48,26 @@ typedef struct {
     int factor, iters, warmup, check;
     double expect, tolerance;
     const struct baseline *base;
-    int timeout_s;
+    int bootstrap_s, timeout_s;
+    const coll_t *coll[8];  /* the collectives to measure, in order */
+    const dtype_t *type[16]; /* the data types */
+    int ncoll, ntype;
 } opts_t;
 
-static const char *prog = "amldist-nccl-check";
+const char *prog = "amldist-nccl-check";
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: %s [-b MINBYTES] [-e MAXBYTES] [-f FACTOR] [-n ITERS] "
             "[-w WARMUP]\n"
-            "       [-c 0|1] [-d float] [--expect-busbw GBPS | --baseline NAME "
-            "[--tolerance PCT]]\n"
+            "       [-c 0|1] [-C COLLECTIVE|all] [-d TYPE|all] [-o sum] "
+            "[-T SECONDS]\n"
+            "       [--expect-busbw GBPS | --baseline NAME [--tolerance PCT]]\n"
             "       [--bootstrap-timeout SECONDS] [--list-baselines] [-h]\n"
+            "Collectives: all_reduce (default), all_gather, reduce_scatter, "
+            "broadcast,\n  reduce, alltoall.  Types: float (default), half, "
+            "bfloat16, double, int8,\n  uint8, int32, uint32, int64, uint64.\n"
             "Run under a launcher (amlrun, mpirun, torchrun, srun), one rank "
             "per GPU.\n"
             "Exit: 0 ran (PASS), 1 FAIL or wrong results, 2 usage, 3 no "
@@ -142,28 +142,71 @@ static void list_baselines(void)
     }
 }
 
+static int parse_collective(const char *arg, opts_t *o)
+{
+    o->ncoll = 0;
+    if (!strcmp(arg, "all")) {
+        for (int i = 0; i < ncolls; i++)
+            o->coll[o->ncoll++] = &colls[i];
+        return 0;
+    }
+    /* nccl-tests' program names work too: all_reduce_perf. */
+    char name[32];
+    snprintf(name, sizeof name, "%s", arg);
+    char *perf = strstr(name, "_perf");
+    if (perf && perf[5] == '\0')
+        *perf = '\0';
+    if (!(o->coll[0] = coll_by_name(name)))
+        return -1;
+    o->ncoll = 1;
+    return 0;
+}
+
+static int parse_types(const char *arg, opts_t *o)
+{
+    o->ntype = 0;
+    if (!strcmp(arg, "all")) {
+        for (int i = 0; i < ndtypes; i++)
+            o->type[o->ntype++] = &dtypes[i];
+        return 0;
+    }
+    if (!(o->type[0] = dtype_by_name(arg)))
+        return -1;
+    o->ntype = 1;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     static const struct option longs[] = {
         {"minbytes", 1, 0, 'b'},      {"maxbytes", 1, 0, 'e'},
         {"stepfactor", 1, 0, 'f'},    {"iters", 1, 0, 'n'},
         {"warmup_iters", 1, 0, 'w'},  {"check", 1, 0, 'c'},
-        {"datatype", 1, 0, 'd'},      {"expect-busbw", 1, 0, 'E'},
-        {"baseline", 1, 0, 'B'},      {"tolerance", 1, 0, 't'},
-        {"bootstrap-timeout", 1, 0, 'T'}, {"list-baselines", 0, 0, 'L'},
-        {"help", 0, 0, 'h'},          {0, 0, 0, 0}};
-    int c;
+        {"datatype", 1, 0, 'd'},      {"op", 1, 0, 'o'},
+        {"collective", 1, 0, 'C'},    {"timeout", 1, 0, 'T'},
+        {"expect-busbw", 1, 0, 'E'},  {"baseline", 1, 0, 'B'},
+        {"tolerance", 1, 0, 't'},     {"bootstrap-timeout", 1, 0, 'S'},
+        {"list-baselines", 0, 0, 'L'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c, got_b = 0, got_e = 0;
     char *end;
-    *o = (opts_t){BASE_MIN, (size_t)8 << 30, 2, 20, 5, 1, 0, 10, NULL, 0};
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:h", longs, NULL)) != -1) {
+    /* nccl-tests' defaults: 32 MiB, one size. */
+    *o = (opts_t){.minbytes = BASE_MIN, .maxbytes = BASE_MIN, .factor = 2,
+                  .iters = 20, .warmup = 5, .check = 1, .tolerance = 10,
+                  .timeout_s = 300, .coll = {&colls[0]}, .ncoll = 1,
+                  .type = {dtype_by_name("float")}, .ntype = 1};
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:T:h", longs,
+                            NULL)) != -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
                 return bad_usage("-b %s: expected a size such as 32M", optarg);
+            got_b = 1;
             break;
         case 'e':
             if (parse_size(optarg, &o->maxbytes))
                 return bad_usage("-e %s: expected a size such as 8G", optarg);
+            got_e = 1;
             break;
         case 'f':
             if (parse_int(optarg, 2, 1024, &o->factor))
@@ -182,8 +225,24 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return bad_usage("-c %s: expected 0 or 1", optarg);
             break;
         case 'd':
-            if (strcmp(optarg, "float"))
-                return bad_usage("-d %s: only float is supported", optarg);
+            if (parse_types(optarg, o))
+                return bad_usage("-d %s: unknown type (float, half, bfloat16, "
+                                 "double, int8, uint8, int32, uint32, int64, "
+                                 "uint64, all)", optarg);
+            break;
+        case 'o':
+            if (strcmp(optarg, "sum"))
+                return bad_usage("-o %s: only sum is measured", optarg);
+            break;
+        case 'C':
+            if (parse_collective(optarg, o))
+                return bad_usage("-C %s: unknown collective (all_reduce, "
+                                 "all_gather, reduce_scatter, broadcast, "
+                                 "reduce, alltoall, all)", optarg);
+            break;
+        case 'T':
+            if (parse_int(optarg, 1, 86400, &o->timeout_s))
+                return bad_usage("-T %s: expected seconds 1 .. 86400", optarg);
             break;
         case 'E':
             o->expect = strtod(optarg, &end);
@@ -203,8 +262,8 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return bad_usage("--tolerance %s: expected a percentage "
                                  "0 .. 99", optarg);
             break;
-        case 'T':
-            if (parse_int(optarg, 1, 86400, &o->timeout_s))
+        case 'S':
+            if (parse_int(optarg, 1, 86400, &o->bootstrap_s))
                 return bad_usage("--bootstrap-timeout %s: expected seconds",
                                  optarg);
             break;
@@ -221,210 +280,186 @@ static int parse_args(int argc, char **argv, opts_t *o)
     }
     if (optind < argc)
         return bad_usage("unexpected argument %s", argv[optind]);
+    /* One bound given: the other follows it rather than contradict it. */
+    if (got_e && !got_b && o->minbytes > o->maxbytes)
+        o->minbytes = o->maxbytes;
+    if (got_b && !got_e && o->maxbytes < o->minbytes)
+        o->maxbytes = o->minbytes;
     if (o->minbytes > o->maxbytes)
         return bad_usage("-b larger than -e");
     if (o->expect > 0 && o->base)
         return bad_usage("--expect-busbw and --baseline exclude each other");
+    if (o->base && (o->ncoll != 1 || strcmp(o->coll[0]->name, "all_reduce") ||
+                    o->ntype != 1 || strcmp(o->type[0]->name, "float")))
+        return bad_usage("--baseline %s: the baselines are all_reduce of "
+                         "float; measure -C all_reduce -d float",
+                         o->base->name);
+    if (o->base && o->maxbytes < BASE_MIN)
+        return bad_usage("--baseline %s: its figures start at %zu bytes; "
+                         "-e %zu measures nothing it can judge",
+                         o->base->name, BASE_MIN, o->maxbytes);
     return -1;
 }
 
-/* Everything a measurement needs, on this rank. */
+/* ---- the table --------------------------------------------------------
+ * nccl-tests' layout: "%12li  %12li  %8s  %6s  %6i" for the row, then per
+ * placement "  %7s  %6.2f  %6.2f  %5s", with the header cut to the same
+ * widths.  Numbers that outgrow a column (an H100's 1500 GB/s in place on
+ * one rank, for one) keep its width with fewer decimals. */
+
+static void fit(char *buf, size_t size, int width, double v)
+{
+    snprintf(buf, size, "%*.2f", width, v);
+    if ((int)strlen(buf) > width)
+        snprintf(buf, size, "%*.1f", width, v);
+    if ((int)strlen(buf) > width)
+        snprintf(buf, size, "%*.0f", width, v);
+    if ((int)strlen(buf) > width)
+        snprintf(buf, size, "%*.0e", width, v);
+}
+
+static void print_header(const coll_t *c)
+{
+    printf("#\n# %s\n", c->name);
+    printf("#%54s%-32s%s\n", "", "out-of-place", "in-place");
+    printf("#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop",
+           "root");
+    for (int k = 0; k < 2; k++)
+        printf("  %7s  %6s  %6s %6s", "time", "algbw", "busbw", "#wrong");
+    printf("\n#%11s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
+    for (int k = 0; k < 2; k++)
+        printf("  %7s  %6s  %6s %6s", "(us)", "(GB/s)", "(GB/s)", "");
+    printf("\n");
+}
+
 typedef struct {
-    ncclComm_t comm;
-    cudaStream_t stream;
-    float *send, *recv, *host; /* host: one pattern chunk, pinned */
-    double *scratch;           /* device: 1 double for reductions */
-    int rank, world;
-} ctx_t;
+    double us, algbw, busbw, wrong; /* wrong < 0: not checked */
+    int done;
+} cell_t;
 
-/* The data check: element i of rank r holds (7i + 3r) mod 17, small whole
- * numbers whose sum over any realistic world is exact in float.  The pattern
- * repeats every 17 elements, so one host chunk (a multiple of 17) fills any
- * buffer. */
-#define CHUNK ((size_t)17 * 65536 * 4)
-
-static float pattern(size_t i, int r)
+static void print_cell(const cell_t *m)
 {
-    return (float)((i * 7 + (size_t)r * 3) % 17);
-}
-
-static int fail_cuda(const char *what, cudaError_t e)
-{
-    fprintf(stderr, "%s: %s: %s\n", prog, what, cudaGetErrorString(e));
-    return -1;
-}
-
-static int fail_nccl(const char *what, ncclResult_t r)
-{
-    fprintf(stderr, "%s: %s: %s\n", prog, what, ncclGetErrorString(r));
-    return -1;
-}
-
-static int fill(ctx_t *c, float *dev, size_t count)
-{
-    for (size_t i = 0; i < CHUNK; i++)
-        c->host[i] = pattern(i, c->rank);
-    for (size_t off = 0; off < count; off += CHUNK) {
-        size_t n = count - off < CHUNK ? count - off : CHUNK;
-        cudaError_t e = cudaMemcpy(dev + off, c->host, n * sizeof(float),
-                                   cudaMemcpyHostToDevice);
-        if (e)
-            return fail_cuda("cudaMemcpy to the GPU", e);
+    char t[16], a[16], b[16], w[16];
+    if (!m->done) {
+        printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+        return;
     }
-    return 0;
-}
-
-static long long count_wrong(ctx_t *c, const float *dev, size_t count)
-{
-    float want[17];
-    long long wrong = 0;
-    for (int k = 0; k < 17; k++) {
-        want[k] = 0;
-        for (int r = 0; r < c->world; r++)
-            want[k] += pattern((size_t)k, r);
-    }
-    for (size_t off = 0; off < count; off += CHUNK) {
-        size_t n = count - off < CHUNK ? count - off : CHUNK;
-        cudaError_t e = cudaMemcpy(c->host, dev + off, n * sizeof(float),
-                                   cudaMemcpyDeviceToHost);
-        if (e)
-            return fail_cuda("cudaMemcpy from the GPU", e);
-        for (size_t i = 0; i < n; i++)
-            wrong += c->host[i] != want[(off + i) % 17];
-    }
-    return wrong;
-}
-
-/* Sum of one double over all ranks (times, wrong counts). */
-static int allsum(ctx_t *c, double *v)
-{
-    ncclResult_t r;
-    cudaError_t e;
-    if ((e = cudaMemcpy(c->scratch, v, sizeof *v, cudaMemcpyHostToDevice)))
-        return fail_cuda("cudaMemcpy", e);
-    if ((r = ncclAllReduce(c->scratch, c->scratch, 1, ncclDouble, ncclSum,
-                           c->comm, c->stream)))
-        return fail_nccl("ncclAllReduce", r);
-    if ((e = cudaStreamSynchronize(c->stream)) ||
-        (e = cudaMemcpy(v, c->scratch, sizeof *v, cudaMemcpyDeviceToHost)))
-        return fail_cuda("cudaMemcpy", e);
-    return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* One column group: warm-up, timed iterations, then a checked run.  *us is
- * the time per all-reduce averaged over the ranks, *wrong summed. */
-static int measure(ctx_t *c, const opts_t *o, size_t count, int inplace,
-                   double *us, double *wrong)
-{
-    float *in = inplace ? c->recv : c->send, *out = c->recv;
-    ncclResult_t r = ncclSuccess;
-    cudaError_t e;
-    double zero = 0;
-    for (int i = 0; i < o->warmup && !r; i++)
-        r = ncclAllReduce(in, out, count, ncclFloat, ncclSum, c->comm,
-                          c->stream);
-    if (r)
-        return fail_nccl("ncclAllReduce", r);
-    if ((e = cudaStreamSynchronize(c->stream)))
-        return fail_cuda("cudaStreamSynchronize", e);
-    /* Start together: the reduction doubles as a barrier. */
-    if (allsum(c, &zero) < 0)
-        return -1;
-    double t0 = now_s();
-    for (int i = 0; i < o->iters && !r; i++)
-        r = ncclAllReduce(in, out, count, ncclFloat, ncclSum, c->comm,
-                          c->stream);
-    if (r)
-        return fail_nccl("ncclAllReduce", r);
-    if ((e = cudaStreamSynchronize(c->stream)))
-        return fail_cuda("cudaStreamSynchronize", e);
-    *us = (now_s() - t0) * 1e6 / o->iters;
-    if (allsum(c, us) < 0)
-        return -1;
-    *us /= c->world;
-    *wrong = 0;
-    if (!o->check)
-        return 0;
-    /* Timed in-place runs summed the buffer into itself: start afresh. */
-    if (fill(c, in, count) < 0)
-        return -1;
-    if (!inplace && (e = cudaMemset(out, 0, count * sizeof(float))))
-        return fail_cuda("cudaMemset", e);
-    if ((r = ncclAllReduce(in, out, count, ncclFloat, ncclSum, c->comm,
-                           c->stream)))
-        return fail_nccl("ncclAllReduce", r);
-    if ((e = cudaStreamSynchronize(c->stream)))
-        return fail_cuda("cudaStreamSynchronize", e);
-    long long w = count_wrong(c, out, count);
-    if (w < 0)
-        return -1;
-    *wrong = (double)w;
-    return allsum(c, wrong);
-}
-
-static void format_time(char *buf, size_t size, double us)
-{
-    snprintf(buf, size, us >= 10000 ? "%7.0f" : us >= 100 ? "%7.1f" : "%7.2f",
-             us);
-}
-
-static double bus_bw(double bytes, double us, int world)
-{
-    return bytes / (us * 1e-6) / 1e9 * 2.0 * (world - 1) / world;
-}
-
-static void print_cols(double bytes, double us, double wrong, int world,
-                       int check)
-{
-    char t[32], w[32];
-    format_time(t, sizeof t, us);
-    snprintf(w, sizeof w, check ? "%6.0f" : "   N/A", wrong);
-    printf("  %7s  %6.2f  %6.2f  %6s", t, bytes / (us * 1e-6) / 1e9,
-           bus_bw(bytes, us, world), w);
+    fit(t, sizeof t, 7, m->us);
+    fit(a, sizeof a, 6, m->algbw);
+    fit(b, sizeof b, 6, m->busbw);
+    if (m->wrong < 0)
+        snprintf(w, sizeof w, "%5s", "N/A");
+    else
+        snprintf(w, sizeof w, "%5.0f", m->wrong);
+    printf("  %7s  %6s  %6s  %5s", t, a, b, w);
 }
 
 /* One line per rank, from every rank, as nccl-tests lists its devices. */
-static int print_ranks(ctx_t *c)
+static int print_ranks(ctx_t *x)
 {
     enum { LINE = 160 };
     char mine[LINE], host[64] = "?", bus[32] = "?";
     struct cudaDeviceProp prop;
     int dev = -1;
-    char *all;
     cudaGetDevice(&dev);
     gethostname(host, sizeof host - 1);
     cudaDeviceGetPCIBusId(bus, sizeof bus, dev);
     if (cudaGetDeviceProperties(&prop, dev))
         strcpy(prop.name, "?");
+    memset(mine, 0, sizeof mine);
     snprintf(mine, sizeof mine, "#  Rank %3d Pid %7d on %12s device %2d [%s] "
-             "%s", c->rank, (int)getpid(), host, dev, bus, prop.name);
-    if (cudaMalloc((void **)&all, (size_t)LINE * c->world))
+             "%s", x->rank, (int)getpid(), host, dev, bus, prop.name);
+    /* The receive buffer is big enough for every rank's line: it holds at
+     * least 32 MiB... unless -e is tiny, so check. */
+    if ((size_t)LINE * x->world > x->cap) {
+        if (x->rank == 0)
+            printf("%s\n#  (%d ranks)\n", mine, x->world);
+        return 0;
+    }
+    if (cudaMemcpy(x->send, mine, LINE, cudaMemcpyHostToDevice) ||
+        ncclAllGather(x->send, x->recv, LINE, ncclChar, x->comm, x->stream) ||
+        sync_stream(x, "listing the ranks") < 0)
         return -1;
-    cudaMemcpy(all + (size_t)LINE * c->rank, mine, LINE, cudaMemcpyHostToDevice);
-    ncclResult_t r = ncclAllGather(all + (size_t)LINE * c->rank, all, LINE,
-                                   ncclChar, c->comm, c->stream);
-    char *h = malloc((size_t)LINE * c->world);
-    if (!r && h && !cudaStreamSynchronize(c->stream) &&
-        !cudaMemcpy(h, all, (size_t)LINE * c->world, cudaMemcpyDeviceToHost) &&
-        c->rank == 0)
-        for (int i = 0; i < c->world; i++)
-            printf("%.*s\n", LINE, h + (size_t)LINE * i);
-    free(h);
-    cudaFree(all);
-    return r ? fail_nccl("ncclAllGather", r) : 0;
+    char *all = x->rank == 0 ? malloc((size_t)LINE * x->world) : NULL;
+    if (x->rank == 0 && all &&
+        !cudaMemcpy(all, x->recv, (size_t)LINE * x->world,
+                    cudaMemcpyDeviceToHost))
+        for (int i = 0; i < x->world; i++)
+            printf("%.*s\n", LINE, all + (size_t)LINE * i);
+    free(all);
+    return 0;
 }
 
-/* The figure to reach at `bytes`, and a description of where it comes from;
- * 0 when there is no health check. */
-static double threshold(const opts_t *o, size_t bytes, char *why, size_t size)
+/* ---- measuring --------------------------------------------------------- */
+
+static double now_s(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int launch_n(ctx_t *x, const coll_t *c, const dtype_t *t,
+                    const counts_t *n, int inplace, int times)
+{
+    for (int i = 0; i < times; i++) {
+        ncclResult_t r = coll_launch(x, c, t, n, inplace);
+        if (r != ncclSuccess) {
+            fprintf(stderr, "%s: rank %d: %s: %s\n", prog, x->rank, c->name,
+                    ncclGetErrorString(r));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* One placement of one row: warm-up, timed operations, then one checked
+ * operation on freshly filled buffers. */
+static int measure(ctx_t *x, const opts_t *o, const coll_t *c,
+                   const dtype_t *t, const counts_t *n, int inplace,
+                   cell_t *m)
+{
+    char what[96];
+    double zero = 0, bytes = (double)(n->total * t->size);
+    snprintf(what, sizeof what, "%s of %zu bytes of %s%s", c->name,
+             n->total * t->size, t->name, inplace ? ", in place" : "");
+    if (launch_n(x, c, t, n, inplace, o->warmup) < 0 ||
+        sync_stream(x, what) < 0)
+        return -1;
+    /* Start together: the reduction doubles as a barrier. */
+    if (allreduce_double(x, &zero, ncclSum) < 0)
+        return -1;
+    double t0 = now_s();
+    if (launch_n(x, c, t, n, inplace, o->iters) < 0 || sync_stream(x, what) < 0)
+        return -1;
+    m->us = (now_s() - t0) * 1e6 / o->iters;
+    if (allreduce_double(x, &m->us, ncclSum) < 0)
+        return -1;
+    m->us /= x->world;
+    m->algbw = bytes / (m->us * 1e-6) / 1e9;
+    m->busbw = m->algbw * bus_factor(c, x->world);
+    m->wrong = -1;
+    m->done = 1;
+    if (!o->check || !checkable(t, x->world))
+        return 0;
+    if (prepare(x, c, t, n, inplace) < 0 || launch_n(x, c, t, n, inplace, 1) < 0 ||
+        sync_stream(x, what) < 0)
+        return -1;
+    long long w = count_wrong(x, c, t, n, inplace);
+    if (w < 0)
+        return -1;
+    m->wrong = (double)w;
+    return allreduce_double(x, &m->wrong, ncclSum);
+}
+
+/* The figure to reach at `bytes`, 0 when this size is not judged. */
+static double threshold(const opts_t *o, size_t bytes, size_t largest,
+                        char *why, size_t size)
+{
+    /* Below 32 MiB latency, not bandwidth, sets busbw: judge the sizes from
+     * there on, or the largest one when the run stays below. */
+    if (bytes < BASE_MIN && bytes != largest)
+        return 0;
     if (o->expect > 0) {
         snprintf(why, size, "--expect-busbw %.2f", o->expect);
         return o->expect;
@@ -435,111 +470,222 @@ static double threshold(const opts_t *o, size_t bytes, char *why, size_t size)
     for (int i = 0; i < NBASE; i++)
         if ((BASE_MIN << i) <= bytes)
             k = i;
-    if (k < 0) {
-        snprintf(why, size, "%s has no figure at or below %zu bytes "
-                 "(its sizes start at %zu)", o->base->name, bytes, BASE_MIN);
-        return -1;
-    }
+    if (k < 0)
+        return 0;
     snprintf(why, size, "%.0f%% of %s's %.2f GB/s at %zu B", 100 - o->tolerance,
              o->base->name, o->base->busbw[k], BASE_MIN << k);
     return o->base->busbw[k] * (100 - o->tolerance) / 100;
 }
 
-static int run(ctx_t *c, const opts_t *o)
+typedef struct {
+    double busbw_sum;
+    int nbusbw, bad_rows, judged, failed;
+    double wrong;
+} tally_t;
+
+static int run_table(ctx_t *x, const opts_t *o, const coll_t *c, tally_t *s)
 {
-    double sum_busbw = 0, last_busbw = 0, total_wrong = 0;
-    size_t last = 0;
-    int nsizes = 0;
-    if (c->rank == 0) {
+    if (x->rank == 0)
+        print_header(c);
+    for (int ti = 0; ti < o->ntype; ti++) {
+        const dtype_t *t = o->type[ti];
+        size_t largest = 0;
+        for (size_t b = o->minbytes; b <= o->maxbytes; b *= (size_t)o->factor) {
+            largest = b;
+            if (b > o->maxbytes / (size_t)o->factor)
+                break;
+        }
+        if (o->check && !checkable(t, x->world) && x->rank == 0)
+            printf("# note: %s sums over %d ranks are not exact: its values "
+                   "are not checked\n", t->name, x->world);
+        for (size_t bytes = o->minbytes; bytes <= o->maxbytes;
+             bytes *= (size_t)o->factor) {
+            counts_t n = coll_counts(c, bytes, t->size, x->world);
+            cell_t m[2];
+            memset(m, 0, sizeof m);
+            if (n.in > 0 && n.out > 0) {
+                for (int inplace = 0; inplace < 2; inplace++)
+                    if ((inplace == 0 || c->inplace_ok) &&
+                        measure(x, o, c, t, &n, inplace, &m[inplace]) < 0)
+                        return EXIT_ERROR;
+                if (x->rank == 0) {
+                    printf("%12zu  %12zu  %8s  %6s  %6d", n.total * t->size,
+                           n.total, t->name, "sum", c->rooted ? 0 : -1);
+                    print_cell(&m[0]);
+                    print_cell(&m[1]);
+                    printf("\n");
+                    fflush(stdout);
+                }
+                for (int k = 0; k < 2; k++) {
+                    if (!m[k].done)
+                        continue;
+                    s->busbw_sum += m[k].busbw;
+                    s->nbusbw++;
+                    if (m[k].wrong > 0) {
+                        s->bad_rows++;
+                        s->wrong += m[k].wrong;
+                    }
+                }
+                char why[200];
+                double need = threshold(o, bytes, largest, why, sizeof why);
+                if (need > 0) {
+                    s->judged++;
+                    if (m[0].busbw < need) {
+                        s->failed++;
+                        if (x->rank == 0)
+                            printf("# FAIL at %zu B: busbw %.2f GB/s < %.2f "
+                                   "GB/s (%s)\n", bytes, m[0].busbw, need,
+                                   why);
+                    }
+                }
+            }
+            if (bytes > o->maxbytes / (size_t)o->factor)
+                break;
+        }
+    }
+    return EXIT_PASS;
+}
+
+static int run(ctx_t *x, const opts_t *o)
+{
+    tally_t s;
+    memset(&s, 0, sizeof s);
+    if (x->rank == 0) {
         int v = 0;
         ncclGetVersion(&v);
-        printf("# %s (libamldist %s, NCCL %d.%d.%d): all_reduce, %d ranks\n",
-               prog, amldist_version_string(), v / 10000, v / 100 % 100,
-               v % 100, c->world);
+        printf("# %s (libamldist %s, NCCL %d.%d.%d): %d ranks\n", prog,
+               amldist_version_string(), v / 10000, v / 100 % 100, v % 100,
+               x->world);
         printf("#  minBytes %zu maxBytes %zu step: %d(factor) warmup iters: "
-               "%d iters: %d validation: %d\n#\n",
+               "%d iters: %d validation: %d timeout: %d s\n#\n",
                o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters,
-               o->check);
+               o->check, o->timeout_s);
     }
-    if (print_ranks(c) < 0)
+    if (print_ranks(x) < 0)
         return EXIT_ERROR;
-    if (c->rank == 0)
-        printf("#\n#%54s%-34s%s\n"
-               "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  "
-               "%6s  %6s\n"
-               "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  "
-               "%6s  %6s\n",
-               "", "out-of-place", "in-place", "size", "count", "type",
-               "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-               "algbw", "busbw", "#wrong", "(B)", "(elements)", "", "", "",
-               "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-    for (size_t bytes = o->minbytes; bytes <= o->maxbytes;
-         bytes = bytes * (size_t)o->factor) {
-        size_t count = bytes / sizeof(float);
-        double us[2], wrong[2], busbw[2];
-        if (count == 0)
-            continue;
-        for (int inplace = 0; inplace < 2; inplace++)
-            if (measure(c, o, count, inplace, &us[inplace], &wrong[inplace]) <
-                0)
-                return EXIT_ERROR;
-        double b = (double)(count * sizeof(float));
-        busbw[0] = bus_bw(b, us[0], c->world);
-        busbw[1] = bus_bw(b, us[1], c->world);
-        if (c->rank == 0) {
-            printf("%12zu  %12zu  %8s  %6s  %6d", count * sizeof(float), count,
-                   "float", "sum", -1);
-            print_cols(b, us[0], wrong[0], c->world, o->check);
-            print_cols(b, us[1], wrong[1], c->world, o->check);
-            printf("\n");
-            fflush(stdout);
-        }
-        sum_busbw += busbw[0] + busbw[1];
-        last_busbw = busbw[0];
-        last = count * sizeof(float);
-        total_wrong += wrong[0] + wrong[1];
-        nsizes++;
-        if (bytes > o->maxbytes / (size_t)o->factor)
-            break;
-    }
+    for (int i = 0; i < o->ncoll; i++)
+        if (run_table(x, o, o->coll[i], &s) != EXIT_PASS)
+            return EXIT_ERROR;
     int status = EXIT_PASS;
-    char why[200];
-    double need = threshold(o, last, why, sizeof why);
-    if (c->rank == 0) {
-        printf("# Out of bounds values : %.0f %s\n", total_wrong,
-               total_wrong ? "FAILED" : "OK");
+    if (x->rank == 0) {
+        /* As nccl-tests counts them: measurements (a size, a type, a
+         * placement) with any wrong value; #wrong has the elements. */
+        printf("#\n# Out of bounds values : %d %s\n", s.bad_rows,
+               s.bad_rows ? "FAILED" : "OK");
         printf("# Avg bus bandwidth    : %g \n#\n",
-               nsizes ? sum_busbw / (2.0 * nsizes) : 0.0);
-        if (o->base && c->world != o->base->ranks)
+               s.nbusbw ? s.busbw_sum / s.nbusbw : 0.0);
+        if (o->base && x->world != o->base->ranks)
             printf("# note: %s was measured with %d ranks on %d nodes; this "
                    "job has %d ranks\n",
-                   o->base->name, o->base->ranks, o->base->nodes, c->world);
+                   o->base->name, o->base->ranks, o->base->nodes, x->world);
     }
-    if (total_wrong > 0) {
+    if (s.bad_rows) {
         status = EXIT_FAIL;
-        if (c->rank == 0)
-            printf("# FAIL: %.0f wrong values in the results\n", total_wrong);
+        if (x->rank == 0)
+            printf("# FAIL: %.0f wrong values in %d measurements\n", s.wrong,
+                   s.bad_rows);
     }
-    if (need < 0) {
-        status = EXIT_USAGE;
-        if (c->rank == 0)
-            fprintf(stderr, "%s: %s\n", prog, why);
-    } else if (need > 0) {
-        int ok = last_busbw >= need;
-        if (!ok)
+    if (s.judged > 0) {
+        if (s.failed)
             status = EXIT_FAIL;
-        if (c->rank == 0)
-            printf("# %s: busbw %.2f GB/s at %zu B %s %.2f GB/s (%s)\n",
-                   ok ? "PASS" : "FAIL", last_busbw, last,
-                   ok ? ">=" : "<", need, why);
+        if (x->rank == 0)
+            printf("# %s: busbw %s at %d of %d judged sizes\n",
+                   s.failed ? "FAIL" : "PASS",
+                   s.failed ? "fell short" : "reached the threshold",
+                   s.failed ? s.failed : s.judged, s.judged);
+    } else if (s.bad_rows == 0 && x->rank == 0 && (o->expect > 0 || o->base)) {
+        printf("# FAIL: no size was judged\n");
+        status = EXIT_FAIL;
     }
     return status;
+}
+
+/* The largest size of the run that fits twice (send and receive) in the
+ * smallest free memory of any rank, keeping some for NCCL's own buffers. */
+static int fit_memory(ctx_t *x, opts_t *o)
+{
+    size_t free_b = 0, total_b = 0;
+    cudaError_t e = cudaMemGetInfo(&free_b, &total_b);
+    if (e) {
+        fprintf(stderr, "%s: rank %d: cudaMemGetInfo: %s\n", prog, x->rank,
+                cudaGetErrorString(e));
+        return EXIT_ERROR;
+    }
+    double least = (double)free_b;
+    if (allreduce_double(x, &least, ncclMin) < 0)
+        return EXIT_ERROR;
+    double keep = least / 10 > (double)(512u << 20) ? least / 10
+                                                     : (double)(512u << 20);
+    double usable = least - keep;
+    size_t fits = 0;
+    for (size_t b = o->minbytes; b <= o->maxbytes; b *= (size_t)o->factor) {
+        if (2.0 * (double)b <= usable)
+            fits = b;
+        if (b > o->maxbytes / (size_t)o->factor)
+            break;
+    }
+    if (fits == 0) {
+        if (x->rank == 0)
+            fprintf(stderr, "%s: -b %zu needs 2 x %zu bytes per GPU; the "
+                    "least free memory of any rank is %.0f bytes\n", prog,
+                    o->minbytes, o->minbytes, least);
+        return EXIT_ERROR;
+    }
+    if (fits < o->maxbytes) {
+        if (x->rank == 0)
+            printf("# note: -e %zu needs 2 x %zu bytes per GPU; the least "
+                   "free memory of any rank is %.0f bytes: measuring up to "
+                   "%zu\n", o->maxbytes, o->maxbytes, least, fits);
+        o->maxbytes = fits;
+        if (o->base && o->maxbytes < BASE_MIN) {
+            if (x->rank == 0)
+                fprintf(stderr, "%s: --baseline %s needs sizes of %zu bytes "
+                        "or more, and the GPUs hold no more than %zu\n", prog,
+                        o->base->name, BASE_MIN, fits);
+            return EXIT_ERROR;
+        }
+    }
+    return EXIT_PASS;
+}
+
+static int setup(ctx_t *x, const opts_t *o)
+{
+    cudaError_t e;
+    x->cap = o->maxbytes;
+    /* A blocking stream: the plain cudaMemcpy/cudaMemset calls on the legacy
+     * default stream are then ordered with the collectives. */
+    if ((e = cudaStreamCreate(&x->stream)) ||
+        (e = cudaMalloc(&x->send, x->cap)) ||
+        (e = cudaMalloc(&x->recv, x->cap)) ||
+        (e = cudaMallocHost(&x->host, CHUNK_BYTES))) {
+        fprintf(stderr, "%s: rank %d: allocating 2 x %zu bytes: %s (a "
+                "smaller -e helps)\n", prog, x->rank, x->cap,
+                cudaGetErrorString(e));
+        return EXIT_ERROR;
+    }
+    return EXIT_PASS;
+}
+
+static void teardown(ctx_t *x)
+{
+    if (x->host)
+        cudaFreeHost(x->host);
+    if (x->send)
+        cudaFree(x->send);
+    if (x->recv)
+        cudaFree(x->recv);
+    if (x->scratch)
+        cudaFree(x->scratch);
+    if (x->comm && !x->aborted)
+        ncclCommDestroy(x->comm);
+    if (x->stream)
+        cudaStreamDestroy(x->stream);
 }
 
 int main(int argc, char **argv)
 {
     opts_t o;
-    ctx_t c;
+    ctx_t x;
     amldist_t *layout;
     int rc, ndev = 0;
     cudaError_t e;
@@ -558,37 +704,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, amldist_last_error());
         return EXIT_ERROR;
     }
-    memset(&c, 0, sizeof c);
-    c.rank = amldist_rank(layout);
-    c.world = amldist_world_size(layout);
+    memset(&x, 0, sizeof x);
+    x.rank = amldist_rank(layout);
+    x.world = amldist_world_size(layout);
+    x.timeout_s = o.timeout_s;
     amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
-    bo.timeout_ms = o.timeout_s * 1000;
-    if ((rc = amldist_nccl_comm_init(layout, -1, &c.comm, &bo)) < 0) {
+    bo.timeout_ms = o.bootstrap_s * 1000;
+    if ((rc = amldist_nccl_comm_init(layout, -1, &x.comm, &bo)) < 0) {
         fprintf(stderr, "%s: %s\n", prog, amldist_last_error());
         amldist_free(layout);
         return rc == AMLDIST_ENOGPU ? EXIT_NOGPU : EXIT_ERROR;
     }
-    size_t count = o.maxbytes / sizeof(float);
-    /* A blocking stream: the plain cudaMemcpy/cudaMemset calls on the legacy
-     * default stream are then ordered with the all-reduces. */
-    if ((e = cudaStreamCreate(&c.stream)) ||
-        (e = cudaMalloc((void **)&c.send, count * sizeof(float))) ||
-        (e = cudaMalloc((void **)&c.recv, count * sizeof(float))) ||
-        (e = cudaMalloc((void **)&c.scratch, sizeof(double))) ||
-        (e = cudaMallocHost((void **)&c.host, CHUNK * sizeof(float)))) {
-        fprintf(stderr, "%s: rank %d: allocating 2 x %zu bytes: %s (a smaller "
-                "-e helps)\n", prog, c.rank, count * sizeof(float),
-                cudaGetErrorString(e));
-        return EXIT_ERROR;
-    }
     rc = EXIT_ERROR;
-    if (fill(&c, c.send, count) == 0 && fill(&c, c.recv, count) == 0)
-        rc = run(&c, &o);
-    cudaFreeHost(c.host);
-    cudaFree(c.send);
-    cudaFree(c.recv);
-    cudaFree(c.scratch);
-    ncclCommDestroy(c.comm);
+    if (cudaStreamCreate(&x.stream) == cudaSuccess &&
+        cudaMalloc((void **)&x.scratch, sizeof(double)) == cudaSuccess) {
+        cudaStream_t s = x.stream;
+        rc = fit_memory(&x, &o);
+        cudaStreamDestroy(s);
+        x.stream = NULL;
+    }
+    if (rc == EXIT_PASS && (rc = setup(&x, &o)) == EXIT_PASS)
+        rc = run(&x, &o);
+    teardown(&x);
     amldist_free(layout);
     return rc;
 }
