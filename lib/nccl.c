@@ -71,8 +71,10 @@ static void *open_first(const char *probe, const char *override,
 {
     void *h = NULL;
     size_t used = 0;
+    /* dlopen(NULL): the global scope as a handle (RTLD_DEFAULT is NULL,
+     * which would read as a failure). */
     if (dlsym(RTLD_DEFAULT, probe))
-        return RTLD_DEFAULT;
+        return dlopen(NULL, RTLD_NOW);
     if (override && *override) {
         if (!(h = dlopen(override, RTLD_NOW | RTLD_LOCAL)))
             snprintf(tried, size, "%s", dlerror());

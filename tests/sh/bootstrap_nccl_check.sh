@@ -32,7 +32,13 @@ usage() {
 }
 usage "-b above -e" "-b larger than -e" -b 1G -e 32M
 usage "bad size" "-e 8X: expected a size" -e 8X
-usage "datatype" "-d half: only float" -d half
+usage "datatype" "-d quad: unknown type" -d quad
+usage "collective" "-C all_to_one: unknown collective" -C all_to_one
+usage "redop" "-o max: only sum" -o max
+usage "timeout" "-T 0: expected seconds" -T 0
+usage "baseline below its sizes, before running" "its figures start at 33554432 bytes" --baseline ND40rs_v2 -e 16M
+usage "baseline of another collective" "the baselines are all_reduce of float" --baseline ND40rs_v2 -C all_gather
+usage "baseline of another type" "the baselines are all_reduce of float" --baseline ND40rs_v2 -d half
 usage "unknown baseline" "--baseline ND99: unknown" --baseline ND99
 usage "both checks" "exclude each other" --baseline ND40rs_v2 --expect-busbw 10
 usage "bad busbw" "--expect-busbw fast" --expect-busbw fast
