@@ -1,7 +1,9 @@
 /*
  * Internal state of a topology and a plan (include/amldist/topo.h).  The
  * files that share it each do one job: topo_load.c (discovery),
- * topo_visible.c (CUDA_VISIBLE_DEVICES), topo_dist.c (distance classes),
+ * topo_usable.c (the GPUs this process can use: the driver's proc list,
+ * device nodes, NVIDIA_VISIBLE_DEVICES), topo_visible.c
+ * (CUDA_VISIBLE_DEVICES), topo_dist.c (distance classes),
  * topo_print.c (the --topo matrix), plan_options.c, plan_cpus.c (cores per
  * rank), plan_compute.c (GPU, NUMA node and NIC per rank), plan_env.c,
  * plan_apply.c (after fork) and plan_format.c (--report-bindings).
@@ -46,16 +48,20 @@ struct amldist_topo {
     hwloc_topology_t h;
     char source[512];
     int from_xml;
-    struct amldist__gpu *all; /* every NVIDIA GPU, PCI bus order */
+    struct amldist__gpu *all; /* the GPUs this process can use, PCI order */
     int nall;
+    int npci; /* NVIDIA GPUs on the PCI bus, usable or not */
     struct amldist__gpu *gpus; /* the visible ones, CUDA order */
     int ngpus;
+    int gpus_cap; /* entries allocated in gpus */
     struct amldist__nic *nics;
     int nnics;
     int nnuma;
     int ncores;
     char warnings[AMLDIST__WARN_MAX];
     char vis_warning[512]; /* from the last set_visible() */
+    char usable_note[1024]; /* how many GPUs there are, usable, and why */
+    char gpu_note[1536];    /* usable_note and the last set_visible() */
 };
 
 struct amldist__rank {
@@ -91,6 +97,18 @@ struct amldist_plan {
 /* Append one sentence to a warnings buffer (newline-separated). */
 void amldist__warn(char *buf, size_t size, const char *fmt, ...)
     AMLDIST__PRINTF(3, 4);
+
+/*
+ * Drop from t->all the GPUs this process cannot use (topo_usable.c): on a
+ * live topology where /proc/driver/nvidia/gpus exists, those without a
+ * directory there, those the driver excludes, those whose /dev/nvidia<minor>
+ * is missing (checked only where /dev/nvidiactl exists), and all of them
+ * under NVIDIA_VISIBLE_DEVICES=none or void.  Sets npci and usable_note.
+ * For tests only, AMLDIST_TEST_NVIDIA_GPUS_DIR and AMLDIST_TEST_DEV_DIR
+ * stand for /proc/driver/nvidia/gpus and /dev, and the first applies the
+ * filter to an XML topology too.
+ */
+int amldist__usable_gpus(amldist_topo_t *t);
 
 /* Distance class between two PCI devices (topo_dist.c). */
 int amldist__pci_dist(hwloc_topology_t h, hwloc_obj_t a, hwloc_obj_t b);

@@ -64,25 +64,6 @@ static int cmp_nic(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* The UUID from the NVIDIA driver's proc file: no NVML, no GPU wake-up. */
-static void live_uuid(struct amldist__gpu *g)
-{
-    char path[96], line[256];
-    snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information",
-             g->busid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof line, f) != NULL) {
-        char uuid[AMLDIST__UUID_MAX];
-        if (sscanf(line, "GPU UUID: %63s", uuid) == 1) {
-            amldist__strlcpy(g->uuid, uuid, sizeof g->uuid);
-            break;
-        }
-    }
-    fclose(f);
-}
-
 static void describe_gpu(amldist_topo_t *t, struct amldist__gpu *g)
 {
     format_busid(g->pci, g->busid, sizeof g->busid);
@@ -95,8 +76,6 @@ static void describe_gpu(amldist_topo_t *t, struct amldist__gpu *g)
         if (m != NULL)
             model = m;
     }
-    if (g->uuid[0] == '\0' && !t->from_xml)
-        live_uuid(g);
     if (model != NULL)
         amldist__strlcpy(g->model, model, sizeof g->model);
     g->numa = amldist__io_numa(t->h, g->pci);
@@ -111,13 +90,18 @@ static int find_gpus(amldist_topo_t *t)
     t->gpus = calloc(n > 0 ? (size_t)n : 1, sizeof *t->gpus);
     if (t->all == NULL || t->gpus == NULL)
         return amldist__fail(AMLDIST_ENOMEM, "topology: out of memory");
+    t->gpus_cap = n > 0 ? n : 1;
     for (hwloc_obj_t o = NULL; (o = hwloc_get_next_pcidev(t->h, o));)
         if (is_nvidia_gpu(o))
             t->all[t->nall++].pci = o;
     qsort(t->all, (size_t)t->nall, sizeof *t->all, cmp_gpu);
+    for (int i = 0; i < t->nall; i++)
+        describe_gpu(t, &t->all[i]);
+    int rc = amldist__usable_gpus(t);
+    if (rc < 0)
+        return rc;
     for (int i = 0; i < t->nall; i++) {
-        struct amldist__gpu *g = &t->all[i];
-        describe_gpu(t, g);
+        const struct amldist__gpu *g = &t->all[i];
         if (g->numa == NULL)
             amldist__warn(t->warnings, sizeof t->warnings,
                           "GPU %s has no known NUMA node (the machine "

@@ -3,10 +3,11 @@
  * <amldist.h>.
  *
  * A topology (amldist_topo_t) is loaded once, from this machine or from an
- * hwloc XML file, without initialising any GPU: it lists the NVIDIA GPUs in
- * PCI bus order (CUDA's order under CUDA_DEVICE_ORDER=PCI_BUS_ID, restricted
- * and renumbered by CUDA_VISIBLE_DEVICES as CUDA does), the network devices,
- * the NUMA nodes, and the PCIe distance class between any two devices.
+ * hwloc XML file, without initialising any GPU: it lists the NVIDIA GPUs
+ * this process can use in PCI bus order (CUDA's order under
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID, restricted and renumbered by
+ * CUDA_VISIBLE_DEVICES as CUDA does), the network devices, the NUMA nodes,
+ * and the PCIe distance class between any two devices.
  *
  * A plan (amldist_plan_t) is a pure function of (topology, options, ranks on
  * this node): for each local rank its GPU, cores, NUMA node and NIC.  It is
@@ -28,7 +29,7 @@ typedef struct amldist_plan amldist_plan_t;
 
 /* Flags for amldist_topo_load(). */
 enum {
-    /* Ignore CUDA_VISIBLE_DEVICES: list every GPU the machine has. */
+    /* Ignore CUDA_VISIBLE_DEVICES: list every GPU this process can use. */
     AMLDIST_TOPO_ALL_GPUS = 1u << 0
 };
 
@@ -36,8 +37,14 @@ enum {
  * Load the topology: from the hwloc XML file `xml_path`, else from the file
  * named by HWLOC_XMLFILE, else from this machine.  PCI devices are kept and
  * hwloc's CUDA, NVML, OpenCL, GL, RSMI and Level Zero components are
- * disabled, so loading never touches a GPU driver.  Unless flags has
- * AMLDIST_TOPO_ALL_GPUS, the GPUs are restricted by CUDA_VISIBLE_DEVICES.
+ * disabled, so loading never touches a GPU driver.  On this machine, where
+ * /proc/driver/nvidia/gpus exists, only the GPUs this process can use are
+ * kept: those listed there (a container given some GPUs sees all of the
+ * host's on the PCI bus but only its own there), not excluded by the driver,
+ * with their /dev/nvidia<minor> node where /dev/nvidiactl exists, and none
+ * under NVIDIA_VISIBLE_DEVICES=none or void; an XML topology keeps all of
+ * its GPUs.  Unless flags has AMLDIST_TOPO_ALL_GPUS, the GPUs are then
+ * restricted by CUDA_VISIBLE_DEVICES, whose indices count the usable GPUs.
  * Errors: EINVAL, ENOMEM, ETOPO (unreadable or non-hwloc file; an NCCL
  * topology file is recognised and named as such).
  */
@@ -47,11 +54,13 @@ AMLDIST_API void amldist_topo_free(amldist_topo_t *t);
 
 /*
  * Restrict the GPUs as CUDA_VISIBLE_DEVICES=`value` would (NULL: all of
- * them).  Entries are indices into the full PCI-ordered list or GPU-UUID
- * prefixes; as in CUDA, an invalid entry ends the list.  UUIDs are known
- * from hwloc's NVML data in XML files and from /proc/driver/nvidia on a live
- * machine.  When a UUID cannot be resolved the topology has no visible GPU
- * and amldist_topo_warnings() says why (binding then ignores GPUs).
+ * them).  Entries are indices into the PCI-ordered list of usable GPUs or
+ * GPU-UUID prefixes; as in CUDA, an invalid entry ends the list.  UUIDs are
+ * known from hwloc's NVML data in XML files and from /proc/driver/nvidia on
+ * a live machine.  MIG-UUIDs are taken to be on the one usable GPU.  When a
+ * UUID cannot be resolved (or MIG instances are named while several GPUs
+ * are usable) the topology has no visible GPU and amldist_topo_warnings()
+ * says why (binding then ignores GPUs).
  */
 AMLDIST_API int amldist_topo_set_visible(amldist_topo_t *t, const char *value);
 
@@ -63,6 +72,14 @@ AMLDIST_API const char *amldist_topo_warnings(const amldist_topo_t *t);
 
 /* GPUs, by CUDA index under the current visibility (0 .. num_gpus-1). */
 AMLDIST_API int amldist_topo_num_gpus(const amldist_topo_t *t);
+/* NVIDIA GPUs on the PCI bus (or in the XML file), usable or not. */
+AMLDIST_API int amldist_topo_num_pci_gpus(const amldist_topo_t *t);
+/* One sentence on how the GPU list was reached, for messages: how many
+ * GPUs the machine has, how many this process can use and why, and what
+ * CUDA_VISIBLE_DEVICES selects, e.g. "8 NVIDIA GPUs on the PCI bus, 2
+ * usable by this process (/proc/driver/nvidia/gpus lists only 0000:07:00.0,
+ * 0000:0f:00.0, as in a container given some GPUs)". */
+AMLDIST_API const char *amldist_topo_gpu_note(const amldist_topo_t *t);
 /* "0000:10:1c.0", or NULL for a bad index. */
 AMLDIST_API const char *amldist_topo_gpu_busid(const amldist_topo_t *t,
                                                int gpu);
