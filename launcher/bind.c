@@ -12,7 +12,8 @@
 #include "bind.h"
 
 struct amlrun_binding {
-    amldist_topo_t *topo;
+    amldist_topo_t *topo; /* loaded here; NULL when borrowed */
+    const amldist_topo_t *used; /* that one or the borrowed one */
     amldist_plan_t *plan;
     int json;
 };
@@ -42,7 +43,7 @@ static void print_warnings(const char *w)
 }
 
 int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
-               struct amlrun_binding **out)
+               const amldist_topo_t *topo, struct amlrun_binding **out)
 {
     amldist_plan_options_t po = AMLDIST_PLAN_OPTIONS_INIT;
     *out = NULL;
@@ -66,7 +67,7 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
     b->json = o->json;
     if (o->per_process)
         po.flags |= AMLDIST_PLAN_NODE_WIDE;
-    if (amldist_topo_load(&b->topo, o->topology, 0) < 0) {
+    if (topo == NULL && amldist_topo_load(&b->topo, o->topology, 0) < 0) {
         /* A machine whose topology cannot be read still runs its job; a
          * file the user named must be right. */
         fprintf(stderr, "amlrun: %s%s\n", o->topology ? "" : "warning: ",
@@ -74,7 +75,10 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
         free(b);
         return o->topology != NULL ? -1 : 0;
     }
-    if (amldist_plan_compute(b->topo, &po, nlocal, &b->plan) < 0) {
+    if (topo == NULL)
+        topo = b->topo;
+    b->used = topo;
+    if (amldist_plan_compute(topo, &po, nlocal, &b->plan) < 0) {
         fprintf(stderr, "amlrun: %s\n", amldist_last_error());
         bind_free(b);
         return -1;
@@ -115,6 +119,11 @@ void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
         return;
     /* JSON lines stay bare so that tools can parse them as they come. */
     fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
+}
+
+const char *bind_gpu_note(const struct amlrun_binding *b)
+{
+    return b != NULL ? amldist_topo_gpu_note(b->used) : NULL;
 }
 
 void bind_free(struct amlrun_binding *b)

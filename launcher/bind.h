@@ -11,6 +11,8 @@
 
 #include <stdio.h>
 
+#include "amldist.h"
+
 struct amlrun_bind_opts {
     const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
     const char *mem_bind;  /* --mem-bind: local|none */
@@ -27,11 +29,12 @@ struct amlrun_bind_opts {
 
 struct amlrun_binding; /* the plan for the ranks of this node */
 
-/* Plan binding for `nlocal` ranks on this node (local ranks 0..nlocal-1).
- * Returns 0, or -1 after printing "amlrun: ..." to stderr.  *out may be NULL
- * when binding is off. */
+/* Plan binding for `nlocal` ranks on this node (local ranks 0..nlocal-1),
+ * on `topo` when it is already loaded (borrowed: it must outlive the
+ * binding), else on the topology o->topology names.  Returns 0, or -1 after
+ * printing "amlrun: ..." to stderr.  *out may be NULL when binding is off. */
 int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
-               struct amlrun_binding **out);
+               const amldist_topo_t *topo, struct amlrun_binding **out);
 /* Add the rank's variables (AMLDIST_GPU, AMLDIST_CPUS, CUDA_*, OMP_NUM_THREADS
  * ...) to a heap envp built with realloc; returns 0 or -1. */
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
@@ -42,6 +45,8 @@ int bind_apply_child(const struct amlrun_binding *b, int local_rank);
 /* One --report-bindings line for the rank. */
 void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                  FILE *f);
+/* amldist_topo_gpu_note() of the topology planned on (NULL without one). */
+const char *bind_gpu_note(const struct amlrun_binding *b);
 void bind_free(struct amlrun_binding *b);
 /* amlrun --topo: print the topology matrix; returns the exit status. */
 int topo_main(const struct amlrun_bind_opts *o);

@@ -39,7 +39,7 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
     struct amlrun_binding *b = NULL;
     struct amlrun_bind_opts bo = o->bind;
     bo.per_process = 1; /* plan the whole node, not our own cpuset */
-    if (bind_setup(&bo, nlocal, &b) < 0)
+    if (bind_setup(&bo, nlocal, NULL, &b) < 0)
         return AMLRUN_EXIT_USAGE;
     struct env_spec es = {o, p->layout, 0, environ, b, 0};
     struct worker_id id;

@@ -44,6 +44,8 @@ static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
 {
     printf("amlrun: mode: %s; %d worker%s on this node\n", p->why, p->nproc,
            p->nproc == 1 ? "" : "s");
+    if (p->topo)
+        printf("amlrun: GPUs: %s\n", amldist_topo_gpu_note(p->topo));
     fflush(stdout);
     for (int i = 0; i < p->nproc; i++) {
         struct worker_id id;
@@ -96,7 +98,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
     struct amlrun_binding *b = NULL;
-    if (bind_setup(&o->bind, p->nproc, &b) < 0)
+    if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
         return AMLRUN_EXIT_USAGE;
     struct env_spec es = {o, p->layout, p->nproc, environ, b, 0};
     int rc;
@@ -108,6 +110,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
+    const char *gpus = p->topo ? amldist_topo_gpu_note(p->topo)
+                               : bind_gpu_note(b);
+    if (o->verbose && gpus != NULL)
+        msg("GPUs: %s", gpus);
     int log_dir_fd = -1;
     if (o->log_dir && (log_dir_fd = out_log_dir(o->log_dir)) < 0) {
         bind_free(b);

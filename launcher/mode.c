@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gpucount.h"
 #include "mode.h"
 #include "msg.h"
 
@@ -32,37 +31,45 @@ static int free_port(void)
     return port;
 }
 
-static int count_nproc(const struct amlrun_opts *o, int *n)
+static int count_nproc(const struct amlrun_opts *o, struct plan *p)
 {
     if (o->nproc_kind == NPROC_NUM) {
-        *n = o->nproc;
+        p->nproc = o->nproc;
         return -1;
     }
     if (o->nproc_kind == NPROC_UNSET) {
-        *n = 1;
+        p->nproc = 1;
         return -1;
     }
-    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-    int pci = gpu_count_pci("/sys/bus/pci/devices");
-    int gpus = gpu_count_visible(pci, cvd);
+    /* gpu|auto: the GPUs this process can use, counted by the library as
+     * binding counts them (the driver's list, NVIDIA_VISIBLE_DEVICES,
+     * CUDA_VISIBLE_DEVICES); the topology is kept for bind_setup(), so it
+     * is read once. */
+    if (amldist_topo_load(&p->topo, o->bind.topology, 0) < 0) {
+        msg("%s%s", o->bind.topology ? "" : "warning: counting GPUs: ",
+            amldist_last_error());
+        if (o->bind.topology)
+            return AMLRUN_EXIT_USAGE;
+        p->topo = NULL;
+    }
+    int gpus = p->topo ? amldist_topo_num_gpus(p->topo) : 0;
     if (gpus > 0) {
-        *n = gpus;
+        p->nproc = gpus;
         return -1;
     }
     if (o->nproc_kind == NPROC_GPU) {
-        if (cvd)
-            msg("--nproc-per-node gpu: no GPU visible (%d NVIDIA GPUs on "
-                "the PCI bus, CUDA_VISIBLE_DEVICES=%s)", pci, cvd);
-        else
-            msg("--nproc-per-node gpu: no NVIDIA GPU on the PCI bus");
+        msg("--nproc-per-node gpu: no usable GPU: %s",
+            p->topo ? amldist_topo_gpu_note(p->topo)
+                    : "the topology could not be read");
         return AMLRUN_EXIT_USAGE;
     }
     /* auto without GPUs: one worker per core we may run on. */
     cpu_set_t set;
-    *n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                     : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (*n < 1)
-        *n = 1;
+    p->nproc = sched_getaffinity(0, sizeof set, &set) == 0
+                   ? CPU_COUNT(&set)
+                   : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (p->nproc < 1)
+        p->nproc = 1;
     return -1;
 }
 
@@ -123,7 +130,7 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
                  "worker unless --nproc-per-node)");
     }
     if (p->mode == MODE_NODE) {
-        int rc = count_nproc(o, &p->nproc);
+        int rc = count_nproc(o, p);
         if (rc >= 0) {
             plan_free(p);
             return rc;
@@ -136,4 +143,6 @@ void plan_free(struct plan *p)
 {
     amldist_free(p->layout);
     p->layout = NULL;
+    amldist_topo_free(p->topo);
+    p->topo = NULL;
 }

@@ -18,6 +18,9 @@ struct plan {
     enum run_mode mode;  /* MODE_NODE or MODE_PROCESS */
     amldist_t *layout;   /* amlrun's own */
     int nproc;           /* workers to start (per-node mode) */
+    /* Read to count GPUs (--nproc-per-node gpu|auto), then reused for
+     * binding; NULL otherwise. */
+    amldist_topo_t *topo;
     char why[200];       /* the reason, for --verbose and --dry-run */
 };
 

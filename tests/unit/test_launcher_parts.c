@@ -1,6 +1,7 @@
-/* Unit tests of amlrun's small parts: GPU counting, option parsing, rank
- * lists, environment arrays, wait statuses and line assembly.  The
- * launcher's sources are compiled in directly (amlrun is not a library). */
+/* Unit tests of amlrun's small parts: option parsing, rank lists,
+ * environment arrays, wait statuses and line assembly.  The launcher's
+ * sources are compiled in directly (amlrun is not a library).  GPU counting
+ * is the library's (tests/unit/test_topo_usable.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,7 +16,6 @@
 
 #include "../../launcher/envp.c"
 #include "../../launcher/exitstatus.c"
-#include "../../launcher/gpucount.c"
 #include "../../launcher/msg.c"
 #include "../../launcher/options.c"
 #include "../../launcher/output.c"
@@ -25,54 +25,6 @@
 int headnode_wanted(const struct headnode_opts *o)
 {
     return o->hostfile != NULL || o->hosts != NULL;
-}
-
-static void put(const char *dir, const char *dev, const char *file,
-                const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, dev);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/%s/%s", dir, dev, file);
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
-}
-
-static void test_gpu_count_pci(void)
-{
-    char dir[] = "/tmp/amlrun-pci.XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    put(dir, "0000:01:00.0", "vendor", "0x10de\n"); /* 3D controller */
-    put(dir, "0000:01:00.0", "class", "0x030200\n");
-    put(dir, "0000:01:00.1", "vendor", "0x10de\n"); /* its audio */
-    put(dir, "0000:01:00.1", "class", "0x040300\n");
-    put(dir, "0000:02:00.0", "vendor", "0x10de\n"); /* NVSwitch */
-    put(dir, "0000:02:00.0", "class", "0x068000\n");
-    put(dir, "0000:03:00.0", "vendor", "0x10de\n"); /* VGA */
-    put(dir, "0000:03:00.0", "class", "0x030000\n");
-    put(dir, "0000:04:00.0", "vendor", "0x8086\n"); /* not NVIDIA */
-    put(dir, "0000:04:00.0", "class", "0x030000\n");
-    CHECK_INT_EQ(gpu_count_pci(dir), 2);
-    CHECK_INT_EQ(gpu_count_pci("/nonexistent"), 0);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK_INT_EQ(system(cmd), 0);
-}
-
-static void test_gpu_count_visible(void)
-{
-    CHECK_INT_EQ(gpu_count_visible(4, NULL), 4);
-    CHECK_INT_EQ(gpu_count_visible(4, ""), 0);
-    CHECK_INT_EQ(gpu_count_visible(4, "0,2"), 2);
-    CHECK_INT_EQ(gpu_count_visible(4, "3,2,1,0"), 4);
-    /* CUDA stops at the first invalid entry */
-    CHECK_INT_EQ(gpu_count_visible(4, "0,7,1"), 1);
-    CHECK_INT_EQ(gpu_count_visible(4, "1,1"), 1);
-    CHECK_INT_EQ(gpu_count_visible(4, "-1"), 0);
-    CHECK_INT_EQ(gpu_count_visible(4, "0,,1"), 1);
-    CHECK_INT_EQ(gpu_count_visible(0, "0"), 0);
-    CHECK_INT_EQ(gpu_count_visible(1, "GPU-8f6e,MIG-1234"), 2);
 }
 
 static void test_rankset(void)
@@ -242,8 +194,6 @@ static void test_prefix_format(void)
 
 int main(void)
 {
-    RUN(test_gpu_count_pci);
-    RUN(test_gpu_count_visible);
     RUN(test_rankset);
     RUN(test_options);
     RUN(test_envp);
