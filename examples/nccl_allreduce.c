@@ -47,6 +47,10 @@ int main(void)
         fprintf(stderr, "nccl_allreduce: rank %d: %s\n", rank,
                 nr != ncclSuccess ? ncclGetErrorString(nr)
                                   : cudaGetErrorString(cudaGetLastError()));
+        /* Abort, not destroy: a peer may be gone, and destroy would wait. */
+        ncclCommAbort(comm);
+        cudaFree(dev);
+        amldist_free(layout);
         return 1;
     }
     printf("rank %d/%d on cuda:%d: all_reduce([1]) = [%g]\n", rank, world,

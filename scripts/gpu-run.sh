@@ -85,13 +85,26 @@ EOF
     run 120 env NCCL_DEBUG=INFO amlrun -v --nproc-per-node gpu --report-bindings build/examples/nccl_allreduce
     run 60 build/examples/nccl_allreduce
     run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check
-    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 8 -e 128M -f 4 -n 10 -w 2
+    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 8 -e 8G -f 8 -n 10 -w 2
+    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -C all -d all -b 1M -e 64M -f 64 -n 5 -w 1
+    run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -e 1G --expect-busbw 10
+    run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -e 1G --baseline ND96amsr_A100_v4
+    run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 64G -e 64G
     run 120 amlrun --nproc-per-node gpu --report-bindings --no-python python3 "$py"
-    # Neighbours: more ranks than GPUs, no visible GPU, a bus id that is gone.
+    # Neighbours: more ranks than GPUs, sharing asked for, no visible GPU, a
+    # bus id that is gone.
     run 90 amlrun --nproc-per-node 2 build/examples/nccl_allreduce
+    run 90 env AMLDIST_GPU_SHARE=1 amlrun --nproc-per-node 2 --gpu-bind none build/examples/nccl_allreduce
     run 30 env CUDA_VISIBLE_DEVICES= amlrun --nproc-per-node gpu build/examples/nccl_allreduce
     run 30 env CUDA_VISIBLE_DEVICES= build/bin/amldist-nccl-check
     run 60 env AMLDIST_GPU=0000:ff:00.0 build/examples/nccl_allreduce
+    # A rank that cannot pick a GPU, without a launcher to kill the others:
+    # rank 0 must learn it at once, not after the 300 s bootstrap timeout.
+    run 60 sh -c 'j="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29650 LOCAL_WORLD_SIZE=1 LOCAL_RANK=0"
+        s=$(date +%s.%N)
+        env $j RANK=1 CUDA_VISIBLE_DEVICES= build/examples/nccl_allreduce & env $j RANK=0 build/examples/nccl_allreduce; echo "rank 0 exit $?"; wait
+        echo "both done after $(awk "BEGIN{print $(date +%s.%N) - $s}") s"'
+    run 30 amlrun -v --nproc-per-node gpu --dry-run build/examples/nccl_allreduce
 } >"$out/runs.txt" 2>&1
 rm -f "$py"
 echo "gpu-run: logs in $out"
