@@ -510,7 +510,8 @@ static int run_table(ctx_t *x, const opts_t *o, const coll_t *c, tally_t *s)
                         return EXIT_ERROR;
                 if (x->rank == 0) {
                     printf("%12zu  %12zu  %8s  %6s  %6d", n.total * t->size,
-                           n.total, t->name, "sum", c->rooted ? 0 : -1);
+                           n.total, t->name, c->reduces ? "sum" : "none",
+                           c->rooted ? 0 : -1);
                     print_cell(&m[0]);
                     print_cell(&m[1]);
                     printf("\n");
@@ -593,10 +594,18 @@ static int run(ctx_t *x, const opts_t *o)
                    s.failed ? "FAIL" : "PASS",
                    s.failed ? "fell short" : "reached the threshold",
                    s.failed ? s.failed : s.judged, s.judged);
-    } else if (s.bad_rows == 0 && x->rank == 0 && (o->expect > 0 || o->base)) {
-        printf("# FAIL: no size was judged\n");
+    } else if (s.bad_rows == 0 && (o->expect > 0 || o->base)) {
+        if (x->rank == 0)
+            printf("# FAIL: no size was judged\n");
         status = EXIT_FAIL;
     }
+    /* Every rank has the same verdict; none leaves before rank 0 has
+     * printed it, since a launcher stops the job at the first rank that
+     * exits with a failure. */
+    fflush(stdout);
+    double done = 0;
+    if (allreduce_double(x, &done, ncclSum) < 0)
+        return EXIT_ERROR;
     return status;
 }
 

@@ -55,6 +55,7 @@ typedef struct {
     const char *name;   /* nccl-tests' test name */
     double bus_factor_n; /* busbw = algbw * factor(n): see bus_factor() */
     int rooted;          /* broadcast, reduce: the root column is 0 */
+    int reduces;         /* the redop column: "sum", else "none" */
     int inplace_ok;      /* alltoall has no in-place form */
 } coll_t;
 

@@ -12,9 +12,9 @@
 
 /* bus_factor_n codes the factor: 2 = 2(n-1)/n, 1 = (n-1)/n, 0 = 1. */
 const coll_t colls[] = {
-    {"all_reduce", 2, 0, 1},     {"all_gather", 1, 0, 1},
-    {"reduce_scatter", 1, 0, 1}, {"broadcast", 0, 1, 1},
-    {"reduce", 0, 1, 1},         {"alltoall", 1, 0, 0},
+    {"all_reduce", 2, 0, 1, 1},     {"all_gather", 1, 0, 0, 1},
+    {"reduce_scatter", 1, 0, 1, 1}, {"broadcast", 0, 1, 0, 1},
+    {"reduce", 0, 1, 1, 1},         {"alltoall", 1, 0, 0, 0},
 };
 const int ncolls = (int)(sizeof colls / sizeof *colls);
 
