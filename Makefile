@@ -205,6 +205,42 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
 # it when that changes.
 $(BUILD)/tests/test_hostfile: launcher/hostfile.c launcher/hostfile.h
 
+# Stand-in libcudart and libnccl (tests/standin/), NOT CUDA or NCCL: they
+# run the NCCL paths of our code on machines without a GPU, ranks exchanging
+# data through files.  Built against the real headers and named by the real
+# sonames, so LD_LIBRARY_PATH=$(BUILD)/tests/standin puts them in place of
+# the real ones, for linked programs and for the library's dlopen alike.
+ifeq ($(HAVE_NCCL),1)
+CUDART_SOVER := $(shell objdump -p $(CUDART_DIR)/libcudart.so 2>/dev/null | \
+                  sed -n 's/^ *SONAME *libcudart\.so\.//p')
+STANDIN        := $(BUILD)/tests/standin
+STANDIN_CUDART := $(STANDIN)/libcudart.so.$(CUDART_SOVER)
+STANDIN_NCCL   := $(STANDIN)/libnccl.so.2
+STANDIN_HDRS   := $(wildcard tests/standin/*.h)
+STANDIN_LINK   := -L$(STANDIN) -Wl,-rpath,'$$ORIGIN' -lpthread -lm
+tests: $(STANDIN_CUDART) $(STANDIN)/libcudart.so $(STANDIN_NCCL)
+
+# The real runtime versions its symbols by soname: so does the stand-in,
+# or the loader warns about every program linked with the real one.
+$(STANDIN_CUDART): tests/standin/fake_cudart.c $(STANDIN_HDRS)
+	@mkdir -p $(@D)
+	printf 'libcudart.so.$(CUDART_SOVER) { global: *; };\n' >$(STANDIN)/cudart.map
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) \
+	    -Wl,-soname,libcudart.so.$(CUDART_SOVER) \
+	    -Wl,--version-script=$(STANDIN)/cudart.map -o $@ $< -lpthread -lm
+
+$(STANDIN)/libcudart.so: $(STANDIN_CUDART)
+	ln -sf libcudart.so.$(CUDART_SOVER) $@
+
+$(STANDIN_NCCL): tests/standin/fake_nccl.c tests/standin/fake_nccl_coll.c \
+                 $(STANDIN_HDRS) $(STANDIN_CUDART)
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) \
+	    -Wl,-soname,libnccl.so.2 -o $@ tests/standin/fake_nccl.c \
+	    tests/standin/fake_nccl_coll.c -l:libcudart.so.$(CUDART_SOVER) \
+	    $(STANDIN_LINK)
+
+endif
+
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
 # real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks.
 check: all tests
