@@ -218,7 +218,8 @@ STANDIN_CUDART := $(STANDIN)/libcudart.so.$(CUDART_SOVER)
 STANDIN_NCCL   := $(STANDIN)/libnccl.so.2
 STANDIN_HDRS   := $(wildcard tests/standin/*.h)
 STANDIN_LINK   := -L$(STANDIN) -Wl,-rpath,'$$ORIGIN' -lpthread -lm
-tests: $(STANDIN_CUDART) $(STANDIN)/libcudart.so $(STANDIN_NCCL)
+tests: $(STANDIN_CUDART) $(STANDIN)/libcudart.so $(STANDIN_NCCL) \
+       $(STANDIN)/standin_driver
 
 # The real runtime versions its symbols by soname: so does the stand-in,
 # or the loader warns about every program linked with the real one.
@@ -239,6 +240,10 @@ $(STANDIN_NCCL): tests/standin/fake_nccl.c tests/standin/fake_nccl_coll.c \
 	    tests/standin/fake_nccl_coll.c -l:libcudart.so.$(CUDART_SOVER) \
 	    $(STANDIN_LINK)
 
+$(STANDIN)/standin_driver: tests/standin/standin_driver.c $(STANDIN_HDRS) \
+                           $(STANDIN_NCCL) $(STANDIN_CUDART)
+	$(CC) $(ALL_CFLAGS) $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
+	    -l:libnccl.so.2 -l:libcudart.so.$(CUDART_SOVER) $(STANDIN_LINK)
 endif
 
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
