@@ -701,28 +701,33 @@ int main(int argc, char **argv)
 
     if ((rc = parse_args(argc, argv, &o)) >= 0)
         return rc;
-    /* Before anything else, so that the message is the same under any
-     * launcher, or none. */
-    if ((e = cudaGetDeviceCount(&ndev)) != cudaSuccess || ndev == 0) {
-        fprintf(stderr, "%s: no visible GPU: this check needs one CUDA device "
-                "per rank (cudaGetDeviceCount: %s)\n",
-                prog, e ? cudaGetErrorString(e) : "0 devices");
-        return EXIT_NOGPU;
-    }
-    if ((rc = amldist_init(&layout, 0)) < 0) {
-        fprintf(stderr, "%s: %s\n", prog, amldist_last_error());
-        return EXIT_ERROR;
-    }
+    /* The same message under any launcher, or none.  A rank without a GPU
+     * still takes part in forming the communicator, as a failed rank, so
+     * that the others learn it at once instead of waiting for it. */
+    e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess)
+        ndev = 0;
     memset(&x, 0, sizeof x);
-    x.rank = amldist_rank(layout);
-    x.world = amldist_world_size(layout);
-    x.timeout_s = o.timeout_s;
-    amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
-    bo.timeout_ms = o.bootstrap_s * 1000;
-    if ((rc = amldist_nccl_comm_init(layout, -1, &x.comm, &bo)) < 0) {
-        fprintf(stderr, "%s: %s\n", prog, amldist_last_error());
+    if ((rc = amldist_init(&layout, 0)) < 0) {
+        layout = NULL;
+    } else {
+        x.rank = amldist_rank(layout);
+        x.world = amldist_world_size(layout);
+        x.timeout_s = o.timeout_s;
+        amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
+        bo.timeout_ms = o.bootstrap_s * 1000;
+        if (ndev > 0 || x.world > 1)
+            rc = amldist_nccl_comm_init(layout, -1, &x.comm, &bo);
+    }
+    if (ndev == 0 || rc < 0) {
+        if (ndev == 0)
+            fprintf(stderr, "%s: no visible GPU: this check needs one CUDA "
+                    "device per rank (cudaGetDeviceCount: %s)\n",
+                    prog, e ? cudaGetErrorString(e) : "0 devices");
+        else
+            fprintf(stderr, "%s: %s\n", prog, amldist_last_error());
         amldist_free(layout);
-        return rc == AMLDIST_ENOGPU ? EXIT_NOGPU : EXIT_ERROR;
+        return ndev == 0 || rc == AMLDIST_ENOGPU ? EXIT_NOGPU : EXIT_ERROR;
     }
     rc = EXIT_ERROR;
     if (cudaStreamCreate(&x.stream) == cudaSuccess &&
