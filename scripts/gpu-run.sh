@@ -78,6 +78,21 @@ print(f"torch rank {r}/{w} cuda:{dev.index} {torch.cuda.get_device_name(dev)} "
       f"all_reduce={t.item()} affinity={sorted(os.sched_getaffinity(0))[:4]}...")
 dist.destroy_process_group()
 EOF
+# A program that already holds NCCL under another path (PyTorch's pip copy):
+# amldist_nccl_comm_init must use that copy, not load a second one.
+share=$(mktemp --suffix .py)
+cat >"$share" <<'EOF'
+import ctypes, torch
+torch.cuda.init()
+lib = ctypes.CDLL("build/lib/libamldist.so.1")
+lib.amldist_last_error.restype = ctypes.c_char_p
+d, comm = ctypes.c_void_p(), ctypes.c_void_p()
+assert lib.amldist_init(ctypes.byref(d), 0) == 0
+rc = lib.amldist_nccl_comm_init(d, -1, ctypes.byref(comm), None)
+ncclmaps = sorted({l.split()[-1] for l in open("/proc/self/maps") if "libnccl" in l})
+print("amldist_nccl_comm_init:", rc, lib.amldist_last_error().decode(),
+      "| NCCL files mapped:", ncclmaps, "| torch NCCL", torch.cuda.nccl.version())
+EOF
 {
     run 30 amlrun --topo
     run 30 nvidia-smi topo -m
@@ -91,6 +106,7 @@ EOF
     run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -e 1G --baseline ND96amsr_A100_v4
     run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 64G -e 64G
     run 120 amlrun --nproc-per-node gpu --report-bindings --no-python python3 "$py"
+    run 120 amlrun --nproc-per-node gpu --no-python python3 "$share"
     # Neighbours: more ranks than GPUs, sharing asked for, no visible GPU, a
     # bus id that is gone.
     run 90 amlrun --nproc-per-node 2 build/examples/nccl_allreduce
@@ -106,5 +122,5 @@ EOF
         echo "both done after $(awk "BEGIN{print $(date +%s.%N) - $s}") s"'
     run 30 amlrun -v --nproc-per-node gpu --dry-run build/examples/nccl_allreduce
 } >"$out/runs.txt" 2>&1
-rm -f "$py"
+rm -f "$py" "$share"
 echo "gpu-run: logs in $out"
