@@ -71,13 +71,6 @@ static int refused(client_t *c, uint32_t reason, uint32_t value, size_t len)
                  p->world - 1);
         c->waiting = 1;
         return RETRY;
-    case AMLDIST__BS_R_PEER:
-        if (p->failed)
-            return DONE; /* our own failure, acknowledged */
-        return amldist__fail(AMLDIST_EPEER,
-                             "rank %d: rank %u failed before the exchange "
-                             "(see its own error)",
-                             p->rank, value);
     case AMLDIST__BS_R_BEHIND:
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: rank 0 at %s is at bootstrap call #%u, "
@@ -103,8 +96,10 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                 long long deadline)
 {
     const amldist__bs_params_t *p = c->p;
-    unsigned char req[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN];
-    unsigned char hdr[AMLDIST__BS_HEADER_LEN], ref[AMLDIST__BS_REFUSE_LEN];
+    unsigned char req[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
+    unsigned char hdr[AMLDIST__BS_HEADER_LEN], ref[AMLDIST__BS_PEER_LEN];
+    size_t req_len = AMLDIST__BS_HEADER_LEN +
+                     (p->failed ? AMLDIST__BS_FAIL_LEN : AMLDIST__BS_HELLO_LEN);
     amldist__bs_hello_t h = {(uint32_t)p->rank, (uint32_t)p->world, p->round,
                              (uint32_t)len, p->token};
     unsigned type;
@@ -112,9 +107,13 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
     const char *why;
 
     amldist__bs_put_header(req, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
-                           AMLDIST__BS_HELLO_LEN);
+                           (uint32_t)(req_len - AMLDIST__BS_HEADER_LEN));
     amldist__bs_put_hello(req + AMLDIST__BS_HEADER_LEN, &h);
-    if (amldist__bs_io(fd, req, sizeof req, 1, deadline) < 0)
+    memset(req + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, 0,
+           AMLDIST__BS_WHY_LEN);
+    memcpy(req + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, p->why,
+           strnlen(p->why, AMLDIST__BS_WHY_LEN - 1));
+    if (amldist__bs_io(fd, req, req_len, 1, deadline) < 0)
         return io_failed(c, "sending the request");
     if (amldist__bs_io(fd, hdr, sizeof hdr, 0, deadline) < 0)
         return io_failed(c, "reading the reply");
@@ -126,8 +125,18 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                              "service listening on the bootstrap port?",
                              p->rank, c->addr,
                              type == AMLDIST__BS_HELLO ? "a request" : why);
+    if (type == AMLDIST__BS_PEER) {
+        if (amldist__bs_io(fd, ref, AMLDIST__BS_PEER_LEN, 0, deadline) < 0)
+            return io_failed(c, "reading the failure");
+        if (p->failed)
+            return DONE; /* our own failure, or an earlier one: told */
+        ref[AMLDIST__BS_PEER_LEN - 1] = '\0';
+        return amldist__fail(AMLDIST_EPEER, "rank %d: rank %u failed: %s",
+                             p->rank, amldist__bs_get_u32(ref),
+                             (const char *)ref + 4);
+    }
     if (type == AMLDIST__BS_REFUSE) {
-        if (amldist__bs_io(fd, ref, sizeof ref, 0, deadline) < 0)
+        if (amldist__bs_io(fd, ref, AMLDIST__BS_REFUSE_LEN, 0, deadline) < 0)
             return io_failed(c, "reading the refusal");
         return refused(c, amldist__bs_get_u32(ref), amldist__bs_get_u32(ref + 4),
                        len);

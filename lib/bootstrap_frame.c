@@ -20,8 +20,11 @@ uint32_t amldist__bs_max_payload(unsigned type)
 {
     switch (type) {
     case AMLDIST__BS_HELLO:
-    case AMLDIST__BS_FAIL:
         return AMLDIST__BS_HELLO_LEN;
+    case AMLDIST__BS_FAIL:
+        return AMLDIST__BS_FAIL_LEN;
+    case AMLDIST__BS_PEER:
+        return AMLDIST__BS_PEER_LEN;
     case AMLDIST__BS_BLOB:
         return AMLDIST_BOOTSTRAP_MAX_LEN;
     case AMLDIST__BS_REFUSE:

@@ -11,7 +11,10 @@
  *     HELLO    rank u32 | world u32 | round u32 | blob length u32 | token u64
  *     BLOB     the blob (exactly the length both sides agreed on)
  *     REFUSE   reason u32 | the server's own value u32
- *     FAIL     as HELLO, from a rank that cannot go on (see barrier below)
+ *     FAIL     HELLO | why (480 bytes, NUL-padded): a rank that cannot go
+ *              on (barrier mode, below)
+ *     PEER     failed rank u32 | its why (480 bytes): barrier mode's answer
+ *              once a rank has failed
  */
 #ifndef AMLDIST_BOOTSTRAP_INTERNAL_H
 #define AMLDIST_BOOTSTRAP_INTERNAL_H
@@ -26,12 +29,16 @@
 #define AMLDIST__BS_HEADER_LEN 12
 #define AMLDIST__BS_HELLO_LEN 24
 #define AMLDIST__BS_REFUSE_LEN 8
+#define AMLDIST__BS_WHY_LEN 480
+#define AMLDIST__BS_FAIL_LEN (AMLDIST__BS_HELLO_LEN + AMLDIST__BS_WHY_LEN)
+#define AMLDIST__BS_PEER_LEN (4 + AMLDIST__BS_WHY_LEN)
 
 enum {
     AMLDIST__BS_HELLO = 1,
     AMLDIST__BS_BLOB = 2,
     AMLDIST__BS_REFUSE = 3,
-    AMLDIST__BS_FAIL = 4
+    AMLDIST__BS_FAIL = 4,
+    AMLDIST__BS_PEER = 5
 };
 
 /* Why the server refused a HELLO; the value sent along is the server's. */
@@ -42,8 +49,7 @@ enum {
     AMLDIST__BS_R_LENGTH = 4,   /* blob length differs (value: server's) */
     AMLDIST__BS_R_AHEAD = 5,    /* client is at a later call: retry */
     AMLDIST__BS_R_BEHIND = 6,   /* client is at an earlier call: fatal */
-    AMLDIST__BS_R_WAIT = 7,     /* barrier: not every rank is in yet: retry */
-    AMLDIST__BS_R_PEER = 8      /* barrier: rank `value` failed: fatal */
+    AMLDIST__BS_R_WAIT = 7      /* barrier: not every rank is in yet: retry */
 };
 
 typedef struct {
@@ -75,8 +81,9 @@ typedef struct {
      * checked in, and a rank that cannot go on checks in with FAIL, so that
      * every rank learns of it at once and none goes ahead alone (NCCL's
      * init would wait for the missing rank forever).  `failed`: this rank
-     * is such a rank. */
+     * is such a rank, and `why` its error, which every rank then reports. */
     int barrier, failed;
+    char why[AMLDIST__BS_WHY_LEN];
 } amldist__bs_params_t;
 
 /* Parameters of the next call from the layout, the options and the

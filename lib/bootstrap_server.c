@@ -26,7 +26,7 @@
 typedef struct {
     int fd;
     long long deadline;
-    unsigned char in[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN];
+    unsigned char in[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
     size_t got, need;
     const unsigned char *out; /* the reply, once the HELLO is complete */
     size_t out_len, sent;
@@ -44,6 +44,7 @@ typedef struct {
     unsigned char *checked; /* barrier: checked[r]: rank r has come */
     int nchecked;
     int failed; /* barrier: the first rank that failed, or -1 */
+    unsigned char peer[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_PEER_LEN];
     conn_t *conns;
     int nconns, max_conns;
 } server_t;
@@ -66,16 +67,27 @@ static void refuse(conn_t *c, uint32_t reason, uint32_t value)
 
 /* A valid request of rank r: the blob, or in barrier mode "come back" until
  * every rank has come, and "rank k failed" once one has. */
+/* The answer, once rank r has failed with `why`, to every later request. */
+static void failed(server_t *s, int r, const unsigned char *why)
+{
+    amldist__bs_put_header(s->peer, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN);
+    amldist__bs_put_u32(s->peer + AMLDIST__BS_HEADER_LEN, (uint32_t)r);
+    memcpy(s->peer + AMLDIST__BS_HEADER_LEN + 4, why, AMLDIST__BS_WHY_LEN);
+    s->peer[sizeof s->peer - 1] = '\0';
+    s->failed = r;
+}
+
 static void admit(server_t *s, conn_t *c, int r)
 {
     if (c->type == AMLDIST__BS_FAIL && s->failed < 0)
-        s->failed = r;
+        failed(s, r, c->in + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN);
     if (s->checked && !s->checked[r]) {
         s->checked[r] = 1;
         s->nchecked++;
     }
     if (c->type == AMLDIST__BS_FAIL || (s->failed >= 0 && s->checked)) {
-        refuse(c, AMLDIST__BS_R_PEER, (uint32_t)s->failed);
+        c->out = s->peer;
+        c->out_len = sizeof s->peer;
         c->rank = r;
     } else if (s->checked && s->nchecked < s->p->world - 1) {
         refuse(c, AMLDIST__BS_R_WAIT, (uint32_t)s->nchecked);
@@ -258,10 +270,9 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
     }
     free(pfds);
     if (rc == 0 && s->failed > 0)
-        rc = amldist__fail(AMLDIST_EPEER,
-                           "rank 0: rank %d failed before the exchange (see "
-                           "its own error)",
-                           s->failed);
+        rc = amldist__fail(AMLDIST_EPEER, "rank 0: rank %d failed: %s",
+                           s->failed,
+                           (const char *)s->peer + AMLDIST__BS_HEADER_LEN + 4);
     return rc;
 }
 
@@ -283,7 +294,13 @@ int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
     s.reply = malloc(s.reply_len);
     s.served = calloc((size_t)p->world, 1);
     s.conns = calloc((size_t)s.max_conns, sizeof *s.conns);
-    s.failed = p->failed ? 0 : -1;
+    s.failed = -1;
+    if (p->failed) {
+        unsigned char why[AMLDIST__BS_WHY_LEN];
+        memset(why, 0, sizeof why);
+        memcpy(why, p->why, strnlen(p->why, sizeof why - 1));
+        failed(&s, 0, why);
+    }
     if (p->barrier)
         s.checked = calloc((size_t)p->world, 1);
     if (!s.reply || !s.served || !s.conns || (p->barrier && !s.checked)) {

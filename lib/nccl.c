@@ -222,6 +222,20 @@ static int pick_device(const amldist_t *layout, int rank, int device, int *out)
                                  "rank %d: AMLDIST_GPU=%s: no visible CUDA "
                                  "device has this PCI bus id (%s)",
                                  rank, bus, api.cuda_error(e));
+        if (truthy(getenv("AMLDIST_GPU_SHARED")) &&
+            !(count == 1 && truthy(getenv("AMLDIST_GPU_SHARE"))))
+            return amldist__fail(AMLDIST_ENOGPU,
+                                 "rank %d: AMLDIST_GPU=%s is shared with "
+                                 "another rank of this node (amlrun started "
+                                 "more workers than GPUs), which NCCL refuses "
+                                 "(\"Duplicate GPU detected\"); start one "
+                                 "worker per GPU (amlrun --nproc-per-node "
+                                 "gpu)%s",
+                                 rank, bus,
+                                 count == 1 ? ", or set AMLDIST_GPU_SHARE=1 "
+                                              "to put every rank on the one "
+                                              "GPU"
+                                            : "");
         return 0;
     }
     if ((lrank = amldist_local_rank(layout)) < 0)
@@ -302,6 +316,7 @@ int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
     if ((xrc = amldist__bs_setup(layout, opts, &p)) == 0 && p.world > 1) {
         p.barrier = 1;
         p.failed = rc < 0;
+        amldist__strlcpy(p.why, mine, sizeof p.why);
         xrc = amldist__bs_exchange(&p, &id, sizeof id);
     }
     if (rc < 0)

@@ -271,6 +271,12 @@ int amldist_plan_compute(const amldist_topo_t *t,
         if ((p->ranks[r].cpus = hwloc_bitmap_alloc()) == NULL)
             rc = amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
     }
+    if (t->ngpus > 0 && nlocal > t->ngpus)
+        amldist__warn(p->warnings, sizeof p->warnings,
+                      "%d ranks on %d GPU%s: ranks share GPUs, which one NCCL "
+                      "communicator refuses (\"Duplicate GPU detected\"); "
+                      "fine for CPU (gloo) jobs",
+                      nlocal, t->ngpus, t->ngpus == 1 ? "" : "s");
     if (rc == 0)
         rc = allowed_cpus(p, t, allowed);
     if (rc == 0)

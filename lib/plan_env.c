@@ -85,6 +85,13 @@ int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
             rc = put(envp, "AMLDIST_GPU_INDEX", num);
         if (rc == 0 && single)
             rc = put(envp, "CUDA_VISIBLE_DEVICES", r->gputoken);
+        /* More ranks than GPUs: tell the rank, so that
+         * amldist_nccl_comm_init() refuses before NCCL does. */
+        for (int k = 0; rc == 0 && k < p->n; k++)
+            if (k != lrank && p->ranks[k].gpu == r->gpu) {
+                rc = put(envp, "AMLDIST_GPU_SHARED", "1");
+                break;
+            }
     }
     if (rc == 0 && r->bind_cpus) {
         rc = put(envp, "AMLDIST_CPUS", r->cpulist);

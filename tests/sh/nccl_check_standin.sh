@@ -138,10 +138,10 @@ for prog in "$EX" "$CHECK"; do
     [ "$name" = nccl_allreduce ] && want1=1 || want1=3
     expect_eq "$name: rank 1 without a GPU exits $want1" "$rc1" "$want1"
     check "$name: rank 1 without a GPU: rank 0 fails within 10 s" test "$took" -lt 10000
-    check "$name: rank 0 names rank 1" grep -q "rank 0: rank 1 failed before the exchange" "$TEST_TMP/r0"
+    check "$name: rank 0 names rank 1" grep -q "rank 0: rank 1 failed: rank 1: no visible CUDA device" "$TEST_TMP/r0"
     pair "FAKE_CUDA_DEVICES=0" "" "$prog" -n 1
     check "$name: rank 0 without a GPU: rank 1 fails within 10 s" test "$took" -lt 10000
-    check "$name: rank 1 names rank 0" grep -q "rank 1: rank 0 failed before the exchange" "$TEST_TMP/r1"
+    check "$name: rank 1 names rank 0" grep -q "rank 1: rank 0 failed: rank 0: no visible CUDA device" "$TEST_TMP/r1"
 done
 
 # --- more ranks than GPUs --------------------------------------------------
@@ -154,3 +154,17 @@ AMLDIST_GPU_SHARE=1 FAKE_CUDA_DEVICES=1 timeout 60 "$AMLRUN" --nproc-per-node 2 
     >"$TEST_TMP/out" 2>"$TEST_TMP/err"
 check "AMLDIST_GPU_SHARE=1: both on the GPU, and NCCL's refusal is passed on" \
     grep -q "Duplicate GPU detected" "$TEST_TMP/err"
+
+# amlrun with more workers than GPUs (9 on a p4d's 8): it warns, marks the
+# shared ranks, and the library refuses them before NCCL would.
+P4D=$TOP/tests/topologies/real/aws-ofi-nccl/p4d-topology.xml
+buses=$("$AMLRUN" --nproc-per-node 8 --cpu-bind none --topology "$P4D" --dry-run true 2>/dev/null |
+    sed -n 's/.* AMLDIST_GPU=\([^ ]*\).*/\1/p' | tr '\n' , | sed 's/,$//')
+FAKE_CUDA_DEVICES=8 FAKE_CUDA_BUSIDS=$buses timeout 60 "$AMLRUN" --nproc-per-node 9 --cpu-bind none \
+    --topology "$P4D" "$EX" >"$TEST_TMP/out" 2>"$TEST_TMP/err"
+check "9 workers on 8 GPUs: exit non-zero" test "$?" -ne 0
+check "9 workers on 8 GPUs: amlrun warns" grep -q "warning: 9 ranks on 8 GPUs: ranks share GPUs" "$TEST_TMP/err"
+check "9 workers on 8 GPUs: a shared rank is refused before NCCL" \
+    grep -q "rank 0: AMLDIST_GPU=${buses%%,*} is shared with another rank of this node" "$TEST_TMP/err"
+check "9 workers on 8 GPUs: NCCL never got to see the duplicate" \
+    sh -c '! grep -q "Duplicate GPU detected :" "$0"' "$TEST_TMP/err"

@@ -143,18 +143,20 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
         if (r == late)
             continue;
         p.failed = r == failing;
+        snprintf(p.why, sizeof p.why, "rank %d: no GPU here", r);
         pids[r] = spawn(p, r, 64, r);
     }
     if (late >= 0) {
         struct timespec ts = {0, delay_ms * 1000000L};
         nanosleep(&ts, NULL);
         p.failed = late == failing;
+        snprintf(p.why, sizeof p.why, "rank %d: no GPU here", late);
         pids[late] = spawn(p, late, 64, late);
     }
     wait_all(pids, world);
     long long took = amldist__bs_now_ms() - t0;
     CHECK(took < 5000 + delay_ms);
-    char want[64];
+    char want[96];
     for (int r = 0; r < world; r++) {
         if (failing < 0) {
             CHECK_INT_EQ(results[r].rc, 0);
@@ -166,7 +168,9 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
             CHECK_INT_EQ(results[r].rc, 0); /* its report was taken */
         } else {
             CHECK_INT_EQ(results[r].rc, AMLDIST_EPEER);
-            snprintf(want, sizeof want, "rank %d failed", failing);
+            /* Every rank names the failed one and says why it failed. */
+            snprintf(want, sizeof want, "rank %d failed: rank %d: no GPU here",
+                     failing, failing);
             CHECK(strstr(results[r].msg, want) != NULL);
         }
         if (results[r].rc && !(failing >= 0))
@@ -224,7 +228,7 @@ static void test_rank0_dead(void)
     kill(r0, SIGKILL);
     waitpid(r0, NULL, 0);
     wait_all(pids, 3);
-    char want[64];
+    char want[96];
     for (int r = 1; r < 4; r++) {
         CHECK_INT_EQ(results[r].rc, AMLDIST_ETIMEDOUT);
         snprintf(want, sizeof want, "rank %d: no answer from 127.0.0.1:%d "

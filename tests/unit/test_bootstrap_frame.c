@@ -49,6 +49,13 @@ static void test_header_rejects(void)
     expect_bad(b, "fixed size");
     amldist__bs_put_header(b, AMLDIST__BS_REFUSE, AMLDIST__BS_REFUSE_LEN + 1);
     expect_bad(b, "longer than its limit");
+    /* A failed rank's report and the answer about it are fixed-size too. */
+    amldist__bs_put_header(b, AMLDIST__BS_FAIL, AMLDIST__BS_HELLO_LEN);
+    expect_bad(b, "fixed size");
+    amldist__bs_put_header(b, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN + 1);
+    expect_bad(b, "longer than its limit");
+    amldist__bs_put_header(b, AMLDIST__BS_PEER, 4);
+    expect_bad(b, "fixed size");
     /* An HTTP request, as a stray client would send. */
     expect_bad((const unsigned char *)"GET / HTTP/1.0\r\n", "bad magic");
 }
