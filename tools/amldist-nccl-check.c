@@ -716,6 +716,14 @@ int main(int argc, char **argv)
         x.timeout_s = o.timeout_s;
         amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
         bo.timeout_ms = o.bootstrap_s * 1000;
+        /* busbw moves nothing on one rank (its factor is 0): a threshold
+         * on it could only fail.  Said before anything is started. */
+        if (x.world == 1 && (o.expect > 0 || o.base)) {
+            amldist_free(layout);
+            return bad_usage("%s judges busbw, which is 0 with one rank: run "
+                             "at least 2 ranks", o.base ? "--baseline"
+                                                        : "--expect-busbw");
+        }
         if (ndev > 0 || x.world > 1)
             rc = amldist_nccl_comm_init(layout, -1, &x.comm, &bo);
     }

@@ -168,3 +168,9 @@ check "9 workers on 8 GPUs: a shared rank is refused before NCCL" \
     grep -q "rank 0: AMLDIST_GPU=${buses%%,*} is shared with another rank of this node" "$TEST_TMP/err"
 check "9 workers on 8 GPUs: NCCL never got to see the duplicate" \
     sh -c '! grep -q "Duplicate GPU detected :" "$0"' "$TEST_TMP/err"
+
+# One rank: busbw is 0 by definition, so a threshold on it is refused before
+# anything starts.
+FAKE_CUDA_DEVICES=1 RANK=0 WORLD_SIZE=1 timeout 30 "$CHECK" --expect-busbw 1 >"$TEST_TMP/out" 2>"$TEST_TMP/err"
+expect_eq "one rank with --expect-busbw: exit 2" "$?" 2
+check "one rank with --expect-busbw: says why" grep -q "judges busbw, which is 0 with one rank" "$TEST_TMP/err"
