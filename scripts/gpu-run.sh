@@ -103,7 +103,7 @@ EOF
     run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 8 -e 8G -f 8 -n 10 -w 2
     run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -C all -d all -b 1M -e 64M -f 64 -n 5 -w 1
     run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -e 1G --expect-busbw 10
-    run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -e 1G --baseline ND96amsr_A100_v4
+    run 300 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 16G -e 64G -n 5 -w 1 -c 0
     run 120 amlrun --nproc-per-node gpu build/bin/amldist-nccl-check -b 64G -e 64G
     run 120 amlrun --nproc-per-node gpu --report-bindings --no-python python3 "$py"
     run 120 amlrun --nproc-per-node gpu --no-python python3 "$share"
