@@ -53,8 +53,11 @@ CUDART_DIR := $(patsubst %/,%,$(dir $(firstword $(wildcard               $(CUDA_
 HAVE_NCCL := $(if $(and $(CUDA_RT_H),$(NCCL_H),$(NCCL_SO),$(CUDART_DIR)),1)
 ifeq ($(HAVE_NCCL),1)
 NCCL_DIR    := $(patsubst %/,%,$(dir $(NCCL_SO)))
+# The compiler searches /usr/include itself: naming it with -I would move it
+# ahead of the other system directories.
 NCCL_CFLAGS := -DAMLDIST_HAVE_NCCL=1 \
-               $(addprefix -I,$(sort $(NCCL_INC) $(patsubst %/,%,$(dir $(CUDA_RT_H)))))
+               $(addprefix -I,$(filter-out /usr/include /usr/local/include, \
+                   $(sort $(NCCL_INC) $(patsubst %/,%,$(dir $(CUDA_RT_H))))))
 NCCL_LIBDIRS:= $(sort $(NCCL_DIR) $(CUDART_DIR))
 NCCL_LIBS   := $(addprefix -L,$(NCCL_LIBDIRS)) \
                $(addprefix -Wl$(comma)-rpath$(comma),$(NCCL_LIBDIRS)) \
