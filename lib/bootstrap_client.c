@@ -91,6 +91,13 @@ static int io_failed(client_t *c, const char *what)
     return RETRY;
 }
 
+static int ack(int fd, long long deadline)
+{
+    unsigned char a[AMLDIST__BS_HEADER_LEN];
+    amldist__bs_put_header(a, AMLDIST__BS_ACK, 0);
+    return amldist__bs_io(fd, a, sizeof a, 1, deadline);
+}
+
 /* One request and its reply on a connected socket. */
 static int talk(client_t *c, int fd, void *blob, size_t len,
                 long long deadline)
@@ -128,6 +135,8 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
     if (type == AMLDIST__BS_PEER) {
         if (amldist__bs_io(fd, ref, AMLDIST__BS_PEER_LEN, 0, deadline) < 0)
             return io_failed(c, "reading the failure");
+        if (ack(fd, deadline) < 0)
+            return io_failed(c, "acknowledging the failure");
         if (p->failed)
             return DONE; /* our own failure, or an earlier one: told */
         ref[AMLDIST__BS_PEER_LEN - 1] = '\0';
@@ -141,8 +150,6 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
         return refused(c, amldist__bs_get_u32(ref), amldist__bs_get_u32(ref + 4),
                        len);
     }
-    if (p->failed)
-        return DONE; /* a blob for a failed rank: an older server; no matter */
     if (plen != len)
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: rank 0 at %s sent %u bytes, this rank "
@@ -150,6 +157,10 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                              p->rank, c->addr, plen, len);
     if (amldist__bs_io(fd, blob, len, 0, deadline) < 0)
         return io_failed(c, "reading the blob");
+    /* Rank 0 counts this rank served only on the ACK: if it cannot be
+     * sent, fetch again rather than leave rank 0 waiting. */
+    if (ack(fd, deadline) < 0)
+        return io_failed(c, "acknowledging the blob");
     return DONE;
 }
 

@@ -25,6 +25,8 @@ uint32_t amldist__bs_max_payload(unsigned type)
         return AMLDIST__BS_FAIL_LEN;
     case AMLDIST__BS_PEER:
         return AMLDIST__BS_PEER_LEN;
+    case AMLDIST__BS_ACK:
+        return 0;
     case AMLDIST__BS_BLOB:
         return AMLDIST_BOOTSTRAP_MAX_LEN;
     case AMLDIST__BS_REFUSE:
@@ -54,7 +56,7 @@ int amldist__bs_get_header(const unsigned char *p, unsigned *type,
         *why = "not a bootstrap frame (bad magic)";
     else if (proto != AMLDIST__BS_PROTOCOL)
         *why = "unsupported bootstrap protocol version";
-    else if (amldist__bs_max_payload(*type) == 0)
+    else if (amldist__bs_max_payload(*type) == 0 && *type != AMLDIST__BS_ACK)
         *why = "unknown frame type";
     else if (*len > amldist__bs_max_payload(*type))
         *why = "frame longer than its limit";

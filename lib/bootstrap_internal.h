@@ -15,6 +15,9 @@
  *              on (barrier mode, below)
  *     PEER     failed rank u32 | its why (480 bytes): barrier mode's answer
  *              once a rank has failed
+ *     ACK      (empty) the client has the whole BLOB or PEER answer; only
+ *              then does rank 0 count it done, so that a connection its
+ *              client gave up on (left in the backlog) is never taken for it
  */
 #ifndef AMLDIST_BOOTSTRAP_INTERNAL_H
 #define AMLDIST_BOOTSTRAP_INTERNAL_H
@@ -25,7 +28,7 @@
 #include "internal.h"
 
 #define AMLDIST__BS_MAGIC 0x414d4c42u /* "AMLB" */
-#define AMLDIST__BS_PROTOCOL 1u
+#define AMLDIST__BS_PROTOCOL 2u
 #define AMLDIST__BS_HEADER_LEN 12
 #define AMLDIST__BS_HELLO_LEN 24
 #define AMLDIST__BS_REFUSE_LEN 8
@@ -38,7 +41,8 @@ enum {
     AMLDIST__BS_BLOB = 2,
     AMLDIST__BS_REFUSE = 3,
     AMLDIST__BS_FAIL = 4,
-    AMLDIST__BS_PEER = 5
+    AMLDIST__BS_PEER = 5,
+    AMLDIST__BS_ACK = 6
 };
 
 /* Why the server refused a HELLO; the value sent along is the server's. */

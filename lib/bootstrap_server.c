@@ -124,36 +124,58 @@ static void answer(server_t *s, conn_t *c)
         admit(s, c, (int)h.rank);
 }
 
+static int sending(const conn_t *c)
+{
+    return c->out != NULL && c->sent < c->out_len;
+}
+
+/* The client's ACK arrived (or garbage): only an ACK makes the rank done. */
+static void acked(server_t *s, conn_t *c)
+{
+    unsigned type;
+    uint32_t len;
+    const char *why;
+    if (amldist__bs_get_header(c->in, &type, &len, &why) == 0 &&
+        type == AMLDIST__BS_ACK && !s->served[c->rank]) {
+        s->served[c->rank] = 1;
+        s->nserved++;
+    }
+}
+
 /* Progress on one connection; returns 1 when it is finished or broken. */
 static int step(server_t *s, conn_t *c)
 {
     for (;;) {
         ssize_t n;
-        if (!c->out) {
-            n = recv(c->fd, c->in + c->got, c->need - c->got, 0);
-        } else {
+        if (sending(c))
             n = send(c->fd, c->out + c->sent, c->out_len - c->sent,
                      MSG_NOSIGNAL);
-        }
+        else
+            n = recv(c->fd, c->in + c->got, c->need - c->got, 0);
         if (n < 0)
             return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                        ? 1
                        : 0;
-        if (n == 0 && !c->out)
-            return 1; /* closed before a whole HELLO */
-        if (c->out) {
+        if (n == 0 && !sending(c))
+            return 1; /* closed before a whole HELLO, or without an ACK */
+        if (sending(c)) {
             c->sent += (size_t)n;
             if (c->sent < c->out_len)
                 continue;
-            if (c->rank > 0 && !s->served[c->rank]) {
-                s->served[c->rank] = 1;
-                s->nserved++;
-            }
-            return 1;
+            if (c->rank <= 0)
+                return 1; /* a refusal: nothing more to hear */
+            /* The answer is out; the rank is done once it says it has it. */
+            c->got = 0;
+            c->need = AMLDIST__BS_HEADER_LEN;
+            continue;
         }
         c->got += (size_t)n;
         if (c->got < c->need)
             continue;
+        if (c->out) {
+            acked(s, c);
+            return 1;
+        }
         if (c->need == AMLDIST__BS_HEADER_LEN) {
             unsigned type;
             uint32_t len;
@@ -171,12 +193,36 @@ static int step(server_t *s, conn_t *c)
     }
 }
 
+/* The connection that has waited longest without a whole request, or -1:
+ * with every slot taken it makes room for a newcomer, so that idle or slow
+ * peers can never keep the real ranks waiting in the backlog. */
+static int idlest(const server_t *s)
+{
+    int best = -1;
+    for (int i = 0; i < s->nconns; i++)
+        if (!s->conns[i].out &&
+            (best < 0 || s->conns[i].deadline < s->conns[best].deadline))
+            best = i;
+    return best;
+}
+
 static void accept_all(server_t *s, int lfd, long long now)
 {
-    while (s->nconns < s->max_conns) {
+    for (;;) {
+        int victim = s->nconns < s->max_conns ? -1 : idlest(s);
+        if (s->nconns >= s->max_conns && victim < 0)
+            return; /* every slot is busy answering: the backlog waits */
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+            (victim = idlest(s)) >= 0) {
+            drop(s, victim);
+            victim = -1;
+            fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        }
         if (fd < 0)
-            return; /* EAGAIN, or EMFILE: the backlog keeps them waiting */
+            return; /* EAGAIN, or out of descriptors with none idle */
+        if (victim >= 0)
+            drop(s, victim);
         conn_t *c = &s->conns[s->nconns++];
         memset(c, 0, sizeof *c);
         c->fd = fd;
@@ -237,12 +283,15 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
                 wake = s->conns[i].deadline;
             i++;
         }
-        int n = 0, listening = s->nconns < s->max_conns;
+        int n = 0,
+            listening = s->nconns < s->max_conns || idlest(s) >= 0;
         for (int i = 0; listening && i < nl; i++)
             pfds[n++] = (struct pollfd){lfds[i], POLLIN, 0};
         for (int i = 0; i < s->nconns; i++)
             pfds[n++] = (struct pollfd){s->conns[i].fd,
-                                        s->conns[i].out ? POLLOUT : POLLIN, 0};
+                                        sending(&s->conns[i]) ? POLLOUT
+                                                              : POLLIN,
+                                        0};
         /* With every slot taken, wake now and then so EMFILE or a full table
          * cannot stall the loop past a connection's deadline. */
         long long ms = wake - now;

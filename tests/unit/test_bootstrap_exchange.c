@@ -369,6 +369,60 @@ static void test_foreign_peers(void)
 }
 
 /* A client with another job's token fails at once with EDENIED. */
+/* A rank that gave up on a connection still in rank 0's backlog: rank 0
+ * must not count the abandoned connection as that rank (it answers into a
+ * closed socket), or it closes early and the real rank times out. */
+static void test_abandoned_connection(void)
+{
+    setup(128);
+    int port = free_port(AF_INET);
+    amldist__bs_params_t p = params("127.0.0.1", port, 2, 4000);
+    unsigned char f[64];
+    pid_t r0 = spawn(p, 0, 128, 0);
+    int g = connect_to(port);
+    CHECK(g >= 0);
+    amldist__bs_hello_t h = {1, 2, 1, 128, p.token};
+    amldist__bs_put_header(f, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
+    amldist__bs_put_hello(f + AMLDIST__BS_HEADER_LEN, &h);
+    CHECK_INT_EQ(send(g, f, AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, 0),
+                 AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN);
+    close(g); /* gave up before the answer */
+    usleep(300000);
+    pid_t r1 = spawn(p, 1, 128, 1);
+    wait_all(&r1, 1);
+    wait_all(&r0, 1);
+    CHECK_INT_EQ(results[1].rc, 0);
+    CHECK(results[1].same);
+    CHECK_INT_EQ(results[0].rc, 0);
+}
+
+/* Hundreds of idle connections (more than rank 0 has slots for) must not
+ * keep the real ranks waiting until the idle ones time out. */
+static void test_idle_crowd(void)
+{
+    enum { IDLE = 600 };
+    static int idle[IDLE];
+    setup(128);
+    int port = free_port(AF_INET);
+    amldist__bs_params_t p = params("127.0.0.1", port, 3, 20000);
+    pid_t r0 = spawn(p, 0, 128, 0);
+    int opened = 0;
+    for (int i = 0; i < IDLE; i++)
+        if ((idle[i] = connect_to(port)) >= 0)
+            opened++;
+    CHECK(opened > 100);
+    pid_t pids[2] = {spawn(p, 1, 128, 1), spawn(p, 2, 128, 2)};
+    wait_all(pids, 2);
+    wait_all(&r0, 1);
+    CHECK_INT_EQ(results[0].rc, 0);
+    CHECK(results[1].same && results[2].same);
+    /* Before the idle ones' own 5 s deadline would have freed their slots. */
+    CHECK(results[1].ms < 3000 && results[2].ms < 3000);
+    for (int i = 0; i < IDLE; i++)
+        if (idle[i] >= 0)
+            close(idle[i]);
+}
+
 static void test_wrong_token(void)
 {
     setup(32);
@@ -563,6 +617,8 @@ int main(void)
     RUN(test_port_in_use);
     RUN(test_other_service);
     RUN(test_unresolvable);
+    RUN(test_abandoned_connection);
+    RUN(test_idle_crowd);
     RUN(test_barrier_all_ok);
     RUN(test_barrier_rank_fails);
     RUN(test_barrier_late_rank_fails);

@@ -19,6 +19,10 @@ static void test_header_roundtrip(void)
     amldist__bs_put_header(b, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
     CHECK_INT_EQ(amldist__bs_get_header(b, &type, &len, &why), 0);
     CHECK_INT_EQ(type, AMLDIST__BS_HELLO);
+    amldist__bs_put_header(b, AMLDIST__BS_ACK, 0); /* the empty frame */
+    CHECK_INT_EQ(amldist__bs_get_header(b, &type, &len, &why), 0);
+    CHECK_INT_EQ(type, AMLDIST__BS_ACK);
+    CHECK_INT_EQ(len, 0);
 }
 
 static void expect_bad(const unsigned char *b, const char *what)
@@ -37,7 +41,7 @@ static void test_header_rejects(void)
     b[0] = 'X';
     expect_bad(b, "bad magic");
     amldist__bs_put_header(b, AMLDIST__BS_BLOB, 1);
-    b[5] = 2;
+    b[5] = 99; /* a version this library does not speak */
     expect_bad(b, "protocol version");
     amldist__bs_put_header(b, 77, 1);
     expect_bad(b, "unknown frame type");
@@ -56,6 +60,8 @@ static void test_header_rejects(void)
     expect_bad(b, "longer than its limit");
     amldist__bs_put_header(b, AMLDIST__BS_PEER, 4);
     expect_bad(b, "fixed size");
+    amldist__bs_put_header(b, AMLDIST__BS_ACK, 1);
+    expect_bad(b, "longer than its limit");
     /* An HTTP request, as a stray client would send. */
     expect_bad((const unsigned char *)"GET / HTTP/1.0\r\n", "bad magic");
 }
