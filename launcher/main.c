@@ -20,6 +20,7 @@
 #include "envp.h"
 #include "guard.h"
 #include "inplace.h"
+#include "jobtoken.h"
 #include "mode.h"
 #include "msg.h"
 #include "options.h"
@@ -173,6 +174,11 @@ int main(int argc, char **argv)
             goto out;
         }
         self[n] = '\0';
+        /* Every node's amlrun gets it through the launcher's AMLDIST_*
+         * forwarding, so the whole job shares one secret. */
+        if (!o.dry_run && job_token_export() < 0 && o.verbose)
+            msg("no randomness for a job token: the bootstrap uses the one "
+                "derived from the job's variables");
         rc = headnode_run(&o.head, self, argc, argv);
         goto out;
     }
@@ -183,10 +189,17 @@ int main(int argc, char **argv)
     struct command cmd;
     rc = command_build(&o, &cmd);
     if (rc < 0) {
-        if (plan.mode == MODE_PROCESS)
+        if (plan.mode == MODE_PROCESS) {
             rc = inplace_run(&o, &plan, &cmd);
-        else
+        } else {
+            /* One node: this amlrun starts every rank, so it can give them
+             * a secret; several nodes' amlruns have none to share. */
+            if (!o.dry_run && amldist_world_size(plan.layout) == 1 &&
+                job_token_export() < 0 && o.verbose)
+                msg("no randomness for a job token: the bootstrap uses the "
+                    "one derived from the job's variables");
             rc = node_run(&o, &plan, &cmd);
+        }
     }
     command_free(&cmd);
     plan_free(&plan);
