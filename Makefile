@@ -126,7 +126,7 @@ MANPAGES:= $(wildcard man/*.[1-8])
 # Programs find the library next to them, both in $(BUILD) and installed.
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all lib tests check install uninstall clean
+.PHONY: all lib tests check install uninstall clean FORCE
 all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
 tests: lib $(TESTS)
@@ -156,7 +156,15 @@ $(STLIB): $(STATIC_OBJS)
 	rm -f $@
 	ar rcs $@ $(STATIC_OBJS)
 
-$(PCFILE): Makefile include/amldist.h
+# The .pc holds the install paths: a stamp of their values makes it follow
+# `make install PREFIX=...` after a plain `make`.
+PC_VARS := $(PREFIX) $(LIBDIR) $(INCDIR)
+PC_STAMP := $(BUILD)/lib/pkgconfig/.paths
+$(PC_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' >$@
+
+$(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 	@mkdir -p $(@D)
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCDIR)' '' \
 	    'Name: amldist' \

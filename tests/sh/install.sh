@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make install PREFIX= DESTDIR= after a plain make: the .pc names the install
+# prefix (it used to keep the old one), the versioned library and its links,
+# the headers, and a program built with pkg-config against the installed tree.
+. "$(dirname "$0")/../lib.sh"
+d=$TEST_TMP/dest
+make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
+make -s -C "$TOP" BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+expect_eq "make install PREFIX=/opt/amldist: exit 0" "$?" 0
+pc=$d/opt/amldist/lib/pkgconfig/amldist.pc
+check "the .pc names the new prefix" grep -qx "prefix=/opt/amldist" "$pc"
+check "the .pc names the new libdir" grep -qx "libdir=/opt/amldist/lib" "$pc"
+check "libamldist.so links to the soname" test "$(readlink "$d/opt/amldist/lib/libamldist.so")" = libamldist.so.1
+check "the static library" test -f "$d/opt/amldist/lib/libamldist.a"
+check "the headers" test -f "$d/opt/amldist/include/amldist.h" -a -f "$d/opt/amldist/include/amldist/bootstrap.h"
+check "amlrun" test -x "$d/opt/amldist/bin/amlrun"
+check "the man pages" test -f "$d/opt/amldist/share/man/man1/amlrun.1"
+# Build against the installed tree the way a user would.
+sed "s|^prefix=.*|prefix=$d/opt/amldist|; s|^libdir=.*|libdir=$d/opt/amldist/lib|; s|^includedir=.*|includedir=$d/opt/amldist/include|" \
+    "$pc" >"$TEST_TMP/amldist.pc"
+# shellcheck disable=SC2046
+cc -o "$TEST_TMP/hello" "$TOP/examples/hello.c" $(PKG_CONFIG_PATH=$TEST_TMP pkg-config --cflags --libs amldist) \
+    -Wl,-rpath,"$d/opt/amldist/lib" 2>"$TEST_TMP/cc.err"
+expect_eq "a program builds with pkg-config against the installed tree" "$?" 0
+out=$(RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$TEST_TMP/hello" 2>&1)
+check "and runs with the installed library" sh -c 'echo "$0" | grep -qx "RANK=1"' "$out"
+make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
+check "a plain make puts the build's .pc back to its own prefix" \
+    grep -qx "prefix=/usr/local" "$BUILD/lib/pkgconfig/amldist.pc"
