@@ -67,12 +67,21 @@ wait
 ddp_ok "DDP across nodes: standalone amlrun on each node" \
     "$(cat "$TEST_TMP/d0" "$TEST_TMP/d1")" n0 n0 n1 n1
 
-ddp_ok "DDP across nodes: mpirun --map-by node amlrun (per process)" \
-    "$(on n0 $T $MPIRUN --host n0:2,n1:2 --map-by node "$AMLRUN" --python "$TORCH_PY" "$DDP" 2>&1)" \
-    n0 n1 n0 n1
-
-ddp_ok "DDP across nodes: mpirun --npernode 1 amlrun --nproc-per-node 2" \
-    "$(on n0 $T $MPIRUN --host n0,n1 --npernode 1 --bind-to none "$AMLRUN" --nproc-per-node 2 \
-       --python "$TORCH_PY" "$DDP" 2>&1)" n0 n0 n1 n1
+# mpirun's own forwarding joins lines of two ranks (python -u writes the text
+# and the newline apart): the ranks' output is read from per-rank files,
+# which every node writes into this shared directory.
+# mpirun_ddp NAME TAG HOSTS MPIRUN-ARGS...: run and check, files under $TAG.
+mpirun_ddp() {
+    local name=$1 tag=$2 hosts=$3
+    shift 3
+    on n0 $T $MPIRUN --output-filename "$TEST_TMP/$tag" "$@" >"$TEST_TMP/$tag.console" 2>&1
+    # shellcheck disable=SC2086
+    ddp_ok "$name" "$(cat "$TEST_TMP/$tag"/1/rank.*/stdout 2>/dev/null)" $hosts
+}
+mpirun_ddp "DDP across nodes: mpirun --map-by node amlrun (per process)" mo "n0 n1 n0 n1" \
+    --host n0:2,n1:2 --map-by node "$AMLRUN" --python "$TORCH_PY" "$DDP"
+mpirun_ddp "DDP across nodes: mpirun --npernode 1 amlrun --nproc-per-node 2" mn "n0 n0 n1 n1" \
+    --host n0,n1 --npernode 1 --bind-to none "$AMLRUN" --nproc-per-node 2 \
+    --python "$TORCH_PY" "$DDP"
 
 expect_eq "no process left on any node" "$(leftover_procs)" ""
