@@ -136,7 +136,7 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
     static pid_t pids[MAX_RANKS];
     setup(64);
     amldist__bs_params_t p = params("127.0.0.1", free_port(AF_INET), world,
-                                    30000);
+                                    120000);
     p.barrier = 1;
     long long t0 = amldist__bs_now_ms();
     for (int r = 0; r < world; r++) {
@@ -155,7 +155,8 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
     }
     wait_all(pids, world);
     long long took = amldist__bs_now_ms() - t0;
-    CHECK(took < 5000 + delay_ms);
+    /* Far from the 120 s timeout, even under valgrind: nobody waited for it. */
+    CHECK(took < 60000);
     char want[96];
     for (int r = 0; r < world; r++) {
         if (failing < 0) {
@@ -376,7 +377,7 @@ static void test_abandoned_connection(void)
 {
     setup(128);
     int port = free_port(AF_INET);
-    amldist__bs_params_t p = params("127.0.0.1", port, 2, 4000);
+    amldist__bs_params_t p = params("127.0.0.1", port, 2, 8000);
     unsigned char f[64];
     pid_t r0 = spawn(p, 0, 128, 0);
     int g = connect_to(port);
@@ -416,8 +417,9 @@ static void test_idle_crowd(void)
     wait_all(&r0, 1);
     CHECK_INT_EQ(results[0].rc, 0);
     CHECK(results[1].same && results[2].same);
-    /* Before the idle ones' own 5 s deadline would have freed their slots. */
-    CHECK(results[1].ms < 3000 && results[2].ms < 3000);
+    /* Waiting for slots to free would take rounds of the idle ones' 5 s
+     * deadline (about 45 s for 600 over 67 slots). */
+    CHECK(results[1].ms < 10000 && results[2].ms < 10000);
     for (int i = 0; i < IDLE; i++)
         if (idle[i] >= 0)
             close(idle[i]);
