@@ -69,12 +69,16 @@ static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
 
 /* Block the signals the supervisor reads from its signalfd.  Stop signals
  * that were ignored when amlrun started (nohup, `cmd &` in a script) stay
- * ignored, for amlrun and its workers alike. */
+ * ignored, for amlrun and its workers alike.  SIGXFSZ is blocked too, and
+ * read and dropped: a log write past `ulimit -f` then fails with EFBIG,
+ * which amlrun reports, instead of killing it.  Blocking rather than
+ * ignoring leaves nothing to undo in the workers: they start with the
+ * mask and dispositions amlrun was started with. */
 static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
                          int *pipe_was_ignored)
 {
     static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-                                  SIGUSR2, SIGWINCH, SIGCHLD};
+                                  SIGUSR2, SIGWINCH, SIGCHLD, SIGXFSZ};
     sigset_t set;
     sigemptyset(&set);
     struct sigaction sa = {0}, old;

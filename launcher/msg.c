@@ -1,5 +1,6 @@
 /* amlrun's messages, whole-line writes and the clock. */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,13 +46,35 @@ void msg_errno(int err, const char *fmt, ...)
     va_end(ap);
 }
 
+/* After EAGAIN: a parent may have made our stdout or stderr non-blocking
+ * (O_NONBLOCK lives in the file description it shares with us, so we must
+ * not clear it).  Wait for room as a blocking write would; an error or
+ * hang-up shows in the write that follows.  0, or -1 with errno. */
+static int wait_writable(int fd)
+{
+    struct pollfd p = {fd, POLLOUT, 0};
+    while (poll(&p, 1, -1) < 0)
+        if (errno != EINTR)
+            return -1;
+    return 0;
+}
+
+static int write_retry(int fd)
+{
+    if (errno == EINTR)
+        return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return wait_writable(fd);
+    return -1;
+}
+
 int write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
         ssize_t w = write(fd, p, len);
         if (w < 0) {
-            if (errno == EINTR)
+            if (write_retry(fd) == 0)
                 continue;
             return -1;
         }
@@ -66,7 +89,7 @@ int writev_all(int fd, struct iovec *iov, int iovcnt)
     while (iovcnt > 0) {
         ssize_t w = writev(fd, iov, iovcnt);
         if (w < 0) {
-            if (errno == EINTR)
+            if (write_retry(fd) == 0)
                 continue;
             return -1;
         }

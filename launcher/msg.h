@@ -28,7 +28,8 @@ void msg(const char *fmt, ...) AMLRUN_PRINTF(1, 2);
 /* "amlrun: <fmt>: strerror(err)\n" on stderr. */
 void msg_errno(int err, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
 
-/* Write everything, retrying partial writes and EINTR; 0 or -1 (errno). */
+/* Write everything, retrying partial writes and EINTR, and waiting for room
+ * on EAGAIN (a non-blocking descriptor); 0 or -1 (errno). */
 int write_all(int fd, const void *buf, size_t len);
 /* The same for an iovec array (which it modifies). */
 int writev_all(int fd, struct iovec *iov, int iovcnt);

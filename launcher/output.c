@@ -14,9 +14,15 @@
 
 #define IOV_BATCH 512 /* well under IOV_MAX (1024) */
 
-/* Once amlrun's stdout or stderr is gone (EPIPE: `amlrun ... | head`), its
- * lines are dropped; the job and the log files go on. */
-static int console_broken[2]; /* [0] stdout, [1] stderr */
+/* The state of amlrun's stdout and stderr ([0], [1]) as consoles.  Gone
+ * (EPIPE: `amlrun ... | head`): the workers' own stdout (stderr) is gone
+ * with it, so each stream to it is closed at its next read, and the
+ * worker's next write fails with EPIPE (SIGPIPE) as it would have without
+ * amlrun.  Failed (any other error: EIO, ENOSPC, EFBIG): said once, later
+ * lines dropped, the job and the log files go on.  A non-blocking console
+ * is waited on (write_all), never taken for a failed one. */
+enum { CONSOLE_OK, CONSOLE_GONE, CONSOLE_FAILED };
+static int console_state[2];
 
 struct batch {
     int fd;
@@ -26,10 +32,57 @@ struct batch {
 
 static void batch_flush(struct batch *b)
 {
-    if (b->n > 0 && !console_broken[b->fd == 2] &&
-        writev_all(b->fd, b->iov, b->n) < 0)
-        console_broken[b->fd == 2] = 1;
+    int *state = &console_state[b->fd == 2];
+    if (b->n > 0 && *state == CONSOLE_OK &&
+        writev_all(b->fd, b->iov, b->n) < 0) {
+        if (errno == EPIPE) {
+            *state = CONSOLE_GONE;
+        } else {
+            *state = CONSOLE_FAILED;
+            msg("%s: %s: the rest of the workers' output to it is dropped "
+                "(log files go on)", b->fd == 2 ? "stderr" : "stdout",
+                strerror(errno));
+        }
+    }
     b->n = 0;
+}
+
+/* The log files this run opened, so that a write error names the rank and
+ * the file. */
+struct log_file {
+    int fd;
+    int rank;
+    char *path;
+};
+static struct log_file *logs;
+static size_t nlogs;
+
+static void log_remember(int fd, int rank, const char *dir, size_t dirlen,
+                         const char *name)
+{
+    struct log_file *grown = realloc(logs, (nlogs + 1) * sizeof *logs);
+    if (!grown)
+        return; /* the error message will have less to say */
+    logs = grown;
+    if (dirlen == 1 && dir[0] == '/')
+        dirlen = 0; /* "/rank0.stdout", not "//rank0.stdout" */
+    char *path = malloc(dirlen + strlen(name) + 2);
+    if (path)
+        sprintf(path, "%.*s/%s", (int)dirlen, dir, name);
+    logs[nlogs++] = (struct log_file){fd, rank, path};
+}
+
+static void log_failed(int fd, int err)
+{
+    for (size_t i = nlogs; i-- > 0;) {
+        if (logs[i].fd == fd && logs[i].path) {
+            msg("rank %d: log file %s: %s (the rest of it is not logged; "
+                "the console goes on)", logs[i].rank, logs[i].path,
+                strerror(err));
+            return;
+        }
+    }
+    msg_errno(err, "writing a log file (the rest of it is not logged)");
 }
 
 static void batch_add(struct batch *b, const void *p, size_t len)
@@ -150,12 +203,27 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
         return 0;
     }
     if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
-        msg_errno(errno, "writing a log file (logging of this stream stops)");
+        log_failed(s->log, errno); /* once: the stream forgets its log */
         s->log = -1;
     }
-    if (s->console >= 0)
+    if (s->console >= 0) {
         console_lines(s, buf, (size_t)n);
+        if (console_state[s->console == 2] == CONSOLE_GONE) {
+            /* What was read is logged; the worker learns from its next
+             * write (see console_state). */
+            s->len = 0;
+            close(s->fd);
+            s->fd = -1;
+            return 0;
+        }
+    }
     return 1;
+}
+
+int out_console_gone(void)
+{
+    return console_state[0] == CONSOLE_GONE ||
+           console_state[1] == CONSOLE_GONE;
 }
 
 void out_stream_close(struct out_stream *s)
@@ -198,19 +266,45 @@ char *out_prefix(const char *fmt, int rank, int local, int node,
     return out;
 }
 
+/* The length of DIR without trailing slashes ("/" stays "/"). */
+static size_t dir_len(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return n;
+}
+
 int out_log_dir(const char *dir)
 {
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-        msg_errno(errno, "--log-dir %s: cannot create it", dir);
+    /* Without its trailing slashes, so that O_NOFOLLOW sees the last
+     * component ("link/" would resolve the link).  A directory higher up
+     * may be a link: that is the user's own path. */
+    size_t len = dir_len(dir);
+    char *path = strndup(dir, len);
+    if (!path) {
+        msg_errno(errno, "--log-dir %s", dir);
         return -1;
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        msg_errno(errno, "--log-dir %s", dir);
+    int fd = -1;
+    struct stat st;
+    if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+        msg_errno(errno, "--log-dir %s: cannot create it", dir);
+    } else if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                    O_CLOEXEC)) < 0) {
+        /* A link (even a dangling one: mkdir said EEXIST) is refused
+         * rather than followed into someone else's directory. */
+        if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            msg("--log-dir %s: a symbolic link: not following it (give the "
+                "directory it points to)", dir);
+        else
+            msg_errno(errno, "--log-dir %s", dir);
+    }
+    free(path);
     return fd;
 }
 
-int out_log_file(int dirfd, const char *dir, int rank, const char *stream)
+static int log_open(int dirfd, const char *dir, int rank, const char *stream)
 {
     char name[64];
     snprintf(name, sizeof name, "rank%d.%s", rank, stream);
@@ -247,6 +341,17 @@ int out_log_file(int dirfd, const char *dir, int rank, const char *stream)
         msg_errno(errno, "--log-dir %s: %s", dir, name);
         close(fd);
         return -1;
+    }
+    return fd;
+}
+
+int out_log_file(int dirfd, const char *dir, int rank, const char *stream)
+{
+    int fd = log_open(dirfd, dir, rank, stream);
+    if (fd >= 0) {
+        char name[64];
+        snprintf(name, sizeof name, "rank%d.%s", rank, stream);
+        log_remember(fd, rank, dir, dir_len(dir), name);
     }
     return fd;
 }

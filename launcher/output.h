@@ -2,8 +2,12 @@
  * Worker output: each worker's stdout and stderr arrive on pipes; amlrun
  * cuts them into lines and writes whole lines (optionally prefixed) to its
  * own stdout and stderr, so that lines of different ranks never mix, and
- * copies the raw bytes into per-rank log files.  Writes block: a slow
- * console slows the workers down, it never loses a line.
+ * copies the raw bytes into per-rank log files.  Writes block (on a
+ * non-blocking console they wait for room): a slow console slows the
+ * workers down, it never loses a line.  A console that is gone (EPIPE)
+ * takes the workers' streams to it along: each is closed at its next read,
+ * so that the worker's next write fails with EPIPE as it would without
+ * amlrun.  Any other console or log error is reported once.
  */
 #ifndef AMLRUN_OUTPUT_H
 #define AMLRUN_OUTPUT_H
@@ -26,8 +30,13 @@ struct out_stream {
 
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or
  * a read error) the unfinished line is written with a newline added and
- * the pipe closed.  Returns 1 while open, 0 once closed. */
+ * the pipe closed; the pipe is closed too once the stream's console is
+ * gone.  Returns 1 while open, 0 once closed. */
 int out_stream_read(struct out_stream *s, char *buf, size_t bufsz);
+/* Whether amlrun's stdout or stderr is gone (EPIPE): workers writing to it
+ * get EPIPE (SIGPIPE) at their next write, and a restart would only repeat
+ * that. */
+int out_console_gone(void);
 /* Close the pipe if open (flushing as at end of file) and free buffers;
  * the log fd is not the stream's and stays open. */
 void out_stream_close(struct out_stream *s);
@@ -37,12 +46,13 @@ void out_stream_close(struct out_stream *s);
 char *out_prefix(const char *fmt, int rank, int local, int node,
                  const char *host, const char *stream);
 
-/* Open (creating it if needed) the --log-dir directory; fd or -1 after a
- * message. */
+/* Open (creating it if needed) the --log-dir directory, refusing one that
+ * is itself a symbolic link; fd or -1 after a message. */
 int out_log_dir(const char *dir);
 /* Create DIR/rank<R>.<stream> safely: never through a symbolic link, never
  * into a file that is not ours (hard links, FIFOs); an old file of ours is
- * truncated.  fd or -1 after a message. */
+ * truncated.  A later write error names the rank and the file.  fd or -1
+ * after a message. */
 int out_log_file(int dirfd, const char *dir, int rank, const char *stream);
 
 #endif /* AMLRUN_OUTPUT_H */

@@ -492,7 +492,8 @@ int supervise(const struct job_spec *s)
             out_stream_close(&j.w[i].out);
             out_stream_close(&j.w[i].err);
         }
-        if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0)
+        if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0 ||
+            out_console_gone())
             break;
         j.restarts++;
         if (!s->o->quiet)

@@ -2,7 +2,8 @@
 # amlrun itself under valgrind (not its workers: --trace-children=no) and
 # built with ASan+UBSan: a normal job with prefixes, logs and a filter, a
 # failing job with a restart, a job stopped by SIGTERM, a dry run, a
-# usage error and a missing command.  Any error or definite leak fails.
+# usage error, a missing command, a console that goes away and a log file
+# over `ulimit -f`.  Any error or definite leak fails.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/san
@@ -29,6 +30,13 @@ jobs() {
     expect_eq "$label: missing command" "$?" 127
     "$@" --nproc-per-node 2 "$d/plain" >"$d/o" 2>"$d/e"
     expect_eq "$label: command not executable" "$?" 126
+    # the output fault paths: a console gone, a log over `ulimit -f`
+    "$@" --nproc-per-node 2 --prefix --log-dir "$d/logs" \
+        perl -e '$SIG{PIPE} = "DEFAULT"; exec "yes"' 2>"$d/e" | head -n 1 >/dev/null
+    expect_eq "$label: console gone (yes | head -1)" "${PIPESTATUS[0]}" 141
+    ( ulimit -f 16; "$@" --nproc-per-node 2 --log-dir "$d/logs" \
+        head -c 100000 /dev/zero >/dev/null 2>"$d/e" )
+    expect_eq "$label: log over ulimit -f" "$?" 0
 }
 
 if have valgrind; then
