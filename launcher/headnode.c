@@ -310,12 +310,18 @@ static char *join_hosts(const struct hostlist *hl, const char *suffix)
     char *list = malloc(len);
     if (!list)
         return NULL;
-    list[0] = '\0';
+    /* Appended at the end kept in p: strcat would scan the list each time,
+     * quadratic in the hosts. */
+    char *p = list;
     for (int i = 0; i < hl->n; i++) {
-        strcat(list, i ? "," : "");
-        strcat(list, hl->h[i].name);
-        strcat(list, suffix);
+        if (i)
+            *p++ = ',';
+        size_t nlen = strlen(hl->h[i].name);
+        memcpy(p, hl->h[i].name, nlen);
+        memcpy(p + nlen, suffix, slen);
+        p += nlen + slen;
     }
+    *p = '\0';
     return list;
 }
 

@@ -58,6 +58,45 @@ static int parse_count(const char *s, int *out)
     return 0;
 }
 
+/* FNV-1a: names are short and few enough that anything spreads them. */
+static size_t name_hash(const char *s)
+{
+    size_t h = (size_t)14695981039346656037ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * (size_t)1099511628211ULL;
+    return h;
+}
+
+/* The index slot that holds `name`, or the empty one where it would go
+ * (the index has one: it is kept at most half full). */
+static int *find_name(const struct hostlist *l, const char *name)
+{
+    size_t mask = l->index_size - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+        int *slot = &l->index[i];
+        if (*slot == 0 || strcmp(l->h[*slot - 1].name, name) == 0)
+            return slot;
+    }
+}
+
+static int grow_index(struct hostlist *l)
+{
+    size_t size = l->index_size ? 2 * l->index_size : 16;
+    int *index = calloc(size, sizeof *index);
+    if (!index)
+        return -1;
+    for (int k = 0; k < l->n; k++) {
+        size_t i = name_hash(l->h[k].name) & (size - 1);
+        while (index[i])
+            i = (i + 1) & (size - 1);
+        index[i] = k + 1;
+    }
+    free(l->index);
+    l->index = index;
+    l->index_size = size;
+    return 0;
+}
+
 static int add_host(struct hostlist *l, const char *origin, const char *name,
                     size_t len, int slots, int line, char *err, size_t errsz)
 {
@@ -86,25 +125,38 @@ static int add_host(struct hostlist *l, const char *origin, const char *name,
         free(copy);
         return -1;
     }
-    for (int i = 0; i < l->n; i++) {
-        if (strcmp(l->h[i].name, copy) == 0) {
-            /* Open MPI would add the slots up, DeepSpeed refuses: one
-             * per-node amlrun per host makes a repeat a mistake. */
-            say(err, errsz, "%s: host '%s' is listed twice (first at %s %d)",
-                at, copy, l->from_file ? "line" : "item", l->h[i].line);
-            free(copy);
-            return -1;
-        }
-    }
-    struct host *grown = realloc(l->h, (size_t)(l->n + 1) * sizeof *l->h);
-    if (!grown) {
-        say(err, errsz, "%s: out of memory", at);
+    int *slot = NULL;
+    /* The index stays at most half full, so that probes are short. */
+    if ((size_t)(l->n + 1) * 2 > l->index_size && grow_index(l) < 0)
+        goto nomem;
+    slot = find_name(l, copy);
+    if (*slot) {
+        /* Open MPI would add the slots up, DeepSpeed refuses: one per-node
+         * amlrun per host makes a repeat a mistake. */
+        say(err, errsz, "%s: host '%s' is listed twice (first at %s %d)", at,
+            copy, l->from_file ? "line" : "item", l->h[*slot - 1].line);
         free(copy);
         return -1;
     }
-    l->h = grown;
+    if (l->n >= HOSTFILE_MAX_HOSTS) {
+        say(err, errsz, "%s: more than %d hosts", at, HOSTFILE_MAX_HOSTS);
+        free(copy);
+        return -1;
+    }
+    if ((l->n & (l->n - 1)) == 0) { /* n is a power of two: double */
+        struct host *grown = realloc(l->h, (size_t)(l->n ? 2 * l->n : 1) *
+                                               sizeof *l->h);
+        if (!grown)
+            goto nomem;
+        l->h = grown;
+    }
     l->h[l->n++] = (struct host){copy, slots, line};
+    *slot = l->n;
     return 0;
+nomem:
+    say(err, errsz, "%s: out of memory", at);
+    free(copy);
+    return -1;
 }
 
 /* One hostfile line, comments already cut: "host [slots=N] [max_slots=M]". */
@@ -139,6 +191,12 @@ static int parse_line(struct hostlist *l, const char *path, int lineno,
                 "max_slots=N)", at, tok);
             return -1;
         }
+        /* Which of two values was meant cannot be known: no last one wins. */
+        if (*dst != -1) {
+            say(err, errsz, "%s: key '%s' is given twice (%s=%d before)", at,
+                tok, dst == &slots ? "slots" : "max_slots", *dst);
+            return -1;
+        }
         if (parse_count(val, dst) < 0) {
             say(err, errsz, "%s: %s='%s': want a whole number from 1 to %d",
                 at, tok, val, HOSTFILE_MAX_SLOTS);
@@ -153,10 +211,60 @@ static int parse_line(struct hostlist *l, const char *path, int lineno,
     return add_host(l, path, name, strlen(name), slots, lineno, err, errsz);
 }
 
+/* One line of f into *buf without its newline; its length, or -1 at the
+ * end of the file, or -2 with a reason in err.  Bounded, and a NUL ends it
+ * at once: /dev/zero or an endless pipe fails instead of filling memory. */
+static long read_line(FILE *f, const char *path, int lineno, long *total,
+                      char **buf, size_t *cap, char *err, size_t errsz)
+{
+    size_t n = 0;
+    int c;
+    if (*cap == 0) {
+        if (!(*buf = malloc(256))) {
+            say(err, errsz, "%s:%d: out of memory", path, lineno);
+            return -2;
+        }
+        *cap = 256;
+    }
+    while ((c = getc(f)) != EOF) {
+        if (++*total > HOSTFILE_MAX_BYTES) {
+            say(err, errsz, "%s: larger than %ld MiB: not a hostfile", path,
+                HOSTFILE_MAX_BYTES >> 20);
+            return -2;
+        }
+        if (c == '\0') {
+            say(err, errsz, "%s:%d: NUL byte: not a text file", path, lineno);
+            return -2;
+        }
+        if (c == '\n')
+            break;
+        if (n >= HOSTFILE_MAX_LINE) {
+            say(err, errsz, "%s:%d: line longer than %d bytes: not a hostfile",
+                path, lineno, HOSTFILE_MAX_LINE);
+            return -2;
+        }
+        if (n + 1 >= *cap) {
+            size_t want = 2 * *cap;
+            char *grown = realloc(*buf, want);
+            if (!grown) {
+                say(err, errsz, "%s:%d: out of memory", path, lineno);
+                return -2;
+            }
+            *buf = grown;
+            *cap = want;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (c == EOF && (n == 0 || ferror(f)))
+        return -1;
+    (*buf)[n] = '\0';
+    return (long)n;
+}
+
 int hostfile_read(const char *path, struct hostlist *out, char *err,
                   size_t errsz)
 {
-    *out = (struct hostlist){NULL, 0, 1};
+    *out = (struct hostlist){NULL, 0, 1, NULL, 0};
     FILE *f = fopen(path, "re");
     if (!f) {
         say(err, errsz, "cannot read hostfile %s: %s", path, strerror(errno));
@@ -164,12 +272,12 @@ int hostfile_read(const char *path, struct hostlist *out, char *err,
     }
     char *line = NULL;
     size_t cap = 0;
-    ssize_t len;
+    long len, total = 0;
     int lineno = 0, rc = 0;
-    while ((len = getline(&line, &cap, f)) >= 0) {
+    while ((len = read_line(f, path, lineno + 1, &total, &line, &cap, err,
+                            errsz)) != -1) {
         lineno++;
-        if (memchr(line, '\0', (size_t)len)) {
-            say(err, errsz, "%s:%d: NUL byte: not a text file", path, lineno);
+        if (len < 0) {
             rc = -1;
             break;
         }
@@ -200,7 +308,7 @@ int hostfile_read(const char *path, struct hostlist *out, char *err,
 int hosts_parse(const char *spec, struct hostlist *out, char *err,
                 size_t errsz)
 {
-    *out = (struct hostlist){NULL, 0, 0};
+    *out = (struct hostlist){NULL, 0, 0, NULL, 0};
     const char *p = spec;
     int item = 0;
     for (;;) {
@@ -279,6 +387,9 @@ void hostlist_free(struct hostlist *l)
     for (int i = 0; i < l->n; i++)
         free(l->h[i].name);
     free(l->h);
+    free(l->index);
     l->h = NULL;
+    l->index = NULL;
     l->n = 0;
+    l->index_size = 0;
 }

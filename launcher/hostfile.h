@@ -18,10 +18,23 @@ struct hostlist {
     struct host *h;
     int n;
     int from_file; /* line numbers are file lines, not --hosts items */
+    /* The names hashed (open addressing; host index + 1, 0 empty), so that
+     * finding a repeat stays O(1) per host. */
+    int *index;
+    size_t index_size; /* a power of two, at least 2 n */
 };
 
 /* Largest slots= accepted: far above any node, small enough to multiply. */
 #define HOSTFILE_MAX_SLOTS 65536
+/* Bounds on what is read, so that --hostfile /dev/zero or an endless pipe
+ * fails at once instead of growing without end: as many hosts as --nnodes
+ * takes, a line far longer than any real one (a long comment), and a file
+ * far larger than any real cluster's. */
+#define HOSTFILE_MAX_HOSTS (1 << 20)
+#define HOSTFILE_MAX_LINE (1 << 20)
+#ifndef HOSTFILE_MAX_BYTES /* a test may set it lower */
+#define HOSTFILE_MAX_BYTES (64L << 20)
+#endif
 
 /* Read FILE into *out.  0, or -1 with a one-line reason in err that starts
  * with "FILE:LINE: " for a malformed line. */

@@ -1,8 +1,11 @@
 /* Hostfiles and --hosts lists for head-node mode (launcher/hostfile.c). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+/* The file-size bound, lowered so that reaching it is quick (valgrind). */
+#define HOSTFILE_MAX_BYTES (4L << 20)
 /* The launcher is not part of the library the unit tests link: compile its
  * parser in here (the Makefile lists it as a prerequisite of this test). */
 #include "../../launcher/hostfile.c"
@@ -88,6 +91,10 @@ static void test_malformed_lines(void)
         {"a b\n", 1, "'b': want key=value"},
         {"\n\n# x\na slots=4 max_slots=2\n", 4, "max_slots=2 is less than slots=4"},
         {"a\nb\na slots=1\n", 3, "host 'a' is listed twice (first at line 1)"},
+        {"a slots=2 slots=3\n", 1, "key 'slots' is given twice (slots=2 before)"},
+        {"a\nb slots=2 slots=2\n", 2, "key 'slots' is given twice"},
+        {"a max_slots=4 max-slots=8\n", 1,
+         "key 'max-slots' is given twice (max_slots=4 before)"},
         {"user@a slots=1\n", 1, "host name 'user@a' has a '@'"},
         {"-a\n", 1, "has a '-'"},
         {"a:2\n", 1, "has a ':'"},
@@ -145,6 +152,79 @@ static void test_long_file(void)
     CHECK_INT_EQ(l.h[499].line, 501);
     hostlist_free(&l);
     free(text);
+}
+
+/* What is not a hostfile fails at once, without reading it all: a device
+ * of NULs, an endless line, an endless stream of lines. */
+static void test_bounds(void)
+{
+    struct hostlist l;
+    char err[512] = "";
+    CHECK_INT_EQ(hostfile_read("/dev/zero", &l, err, sizeof err), -1);
+    CHECK_STR_EQ(err, "/dev/zero:1: NUL byte: not a text file");
+    CHECK_INT_EQ(l.n, 0);
+
+    size_t n = HOSTFILE_MAX_LINE + 1;
+    char *text = malloc(n + 1);
+    CHECK(text != NULL);
+    memset(text, 'a', n);
+    text[n] = '\0';
+    CHECK_INT_EQ(read_text(text, &l, err, sizeof err), -1);
+    CHECK_STR_HAS(err, ":1: line longer than 1048576 bytes: not a hostfile");
+    text[n - 1] = '\n';
+    CHECK_INT_EQ(read_text(text, &l, err, sizeof err), -1);
+    CHECK_STR_HAS(err, ":1: host name is 1048576 characters long");
+    free(text);
+
+    /* A pipe that never ends: blank lines and comments, forever. */
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        static const char chunk[] = "\n# a comment that goes on\n\n";
+        while (write(p[1], chunk, sizeof chunk - 1) > 0) {
+        }
+        _exit(0);
+    }
+    close(p[1]);
+    char dev[32];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", p[0]);
+    CHECK_INT_EQ(hostfile_read(dev, &l, err, sizeof err), -1);
+    char want[96];
+    snprintf(want, sizeof want, "%s: larger than 4 MiB: not a hostfile", dev);
+    CHECK_STR_EQ(err, want);
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+}
+
+static double cpu_seconds_to_read(int hosts)
+{
+    char *text = malloc((size_t)hosts * 32 + 1), *p = text;
+    CHECK(text != NULL);
+    for (int i = 0; i < hosts; i++)
+        p += sprintf(p, "node%d.example.com slots=8\n", i);
+    write_file(text, (size_t)(p - text));
+    free(text);
+    struct hostlist l;
+    char err[512];
+    clock_t t0 = clock();
+    CHECK_INT_EQ(hostfile_read(path, &l, err, sizeof err), 0);
+    double t = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    unlink(path);
+    CHECK_INT_EQ(l.n, hosts);
+    hostlist_free(&l);
+    return t;
+}
+
+/* Repeats are found by hashing: four times the hosts take about four times
+ * as long, not sixteen (the check compared every pair: 100k hosts, 17 s). */
+static void test_many_hosts(void)
+{
+    double t1 = cpu_seconds_to_read(20000);
+    double t4 = cpu_seconds_to_read(80000);
+    if (!(t4 < 8 * t1 + 0.2))
+        TEST__FAIL("20000 hosts: %.3f s, 80000 hosts: %.3f s", t1, t4);
 }
 
 static void test_hosts_option(void)
@@ -218,6 +298,8 @@ int main(void)
     RUN(test_malformed_lines);
     RUN(test_empty_and_missing);
     RUN(test_long_file);
+    RUN(test_bounds);
+    RUN(test_many_hosts);
     RUN(test_hosts_option);
     RUN(test_hosts_option_bad);
     RUN(test_mixed_slots_in_file);
