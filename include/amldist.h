@@ -97,7 +97,9 @@ typedef enum {
 
 /*
  * Options for amldist_init_opts(): explicit values (a launcher's command-line
- * options) that take precedence over the environment.  Initialise with
+ * options).  The master's take precedence over the environment; num_nodes
+ * and node_rank fill in what the launcher variables do not say, and one
+ * that contradicts them is ECONFLICT.  Initialise with
  * AMLDIST_OPTIONS_INIT so that fields added later keep their defaults.
  */
 #define AMLDIST_OPTIONS_VERSION 1

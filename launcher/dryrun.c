@@ -33,7 +33,9 @@ void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
                  char *const *base, const char *path, char *const *argv,
                  int all)
 {
-    fprintf(f, "rank %d (local %d, node %d):", id->rank, id->local, id->node);
+    char r[12], l[12], n[12];
+    fprintf(f, "rank %s (local %s, node %s):", worker_id_str(id->rank, r),
+            worker_id_str(id->local, l), worker_id_str(id->node, n));
     for (size_t i = 0; env[i]; i++) {
         if (!all && in_base(base, env[i]))
             continue;

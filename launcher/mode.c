@@ -1,5 +1,6 @@
 /* The mode decision and the number of workers (see mode.h). */
 #include <arpa/inet.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
@@ -70,7 +71,68 @@ static int count_nproc(const struct amlrun_opts *o, struct plan *p)
                    : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (p->nproc < 1)
         p->nproc = 1;
+    if (p->nproc > AMLRUN_MAX_NPROC) {
+        msg("--nproc-per-node auto: %d cores, more than the %d workers "
+            "amlrun starts on a node: give a number", p->nproc,
+            AMLRUN_MAX_NPROC);
+        return AMLRUN_EXIT_USAGE;
+    }
     return -1;
+}
+
+/*
+ * torchrun gives every worker RANK, WORLD_SIZE, LOCAL_RANK and
+ * LOCAL_WORLD_SIZE (and --local_rank to a legacy script), and scripts
+ * index them without a default.  A layout that cannot give them is refused
+ * here, before anything starts, instead of starting workers without them:
+ * "unknown" is never passed on as a number.  The node rank may stay
+ * unknown (NODE_RANK and GROUP_RANK are then left out, and shown as "?").
+ */
+static int need_known(const struct plan *p)
+{
+    const amldist_t *l = p->layout;
+    const struct { int v; amldist_field_t f; const char *name; } need[] = {
+        {amldist_rank(l), AMLDIST_FIELD_RANK, "RANK"},
+        {amldist_world_size(l), AMLDIST_FIELD_WORLD_SIZE, "WORLD_SIZE"},
+        {amldist_local_rank(l), AMLDIST_FIELD_LOCAL_RANK, "LOCAL_RANK"},
+        {amldist_local_world_size(l), AMLDIST_FIELD_LOCAL_WORLD_SIZE,
+         "LOCAL_WORLD_SIZE"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        if (need[i].v >= 0)
+            continue;
+        msg("%s: the %s%s cannot be known: the layout from %s does not say "
+            "%s%s (%s); start amlrun under a launcher that does, or set RANK, "
+            "WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE for it%s",
+            p->mode == MODE_NODE ? "per-node mode" : "per-process mode",
+            p->mode == MODE_NODE ? "workers' " : "command's ", need[i].name,
+            amldist_source(l),
+            p->mode == MODE_NODE ? "this amlrun's " : "its ", need[i].name,
+            amldist_explain(l, need[i].f),
+            p->mode == MODE_NODE ? " (LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 when "
+                                   "one amlrun runs on each node)" : "");
+        return AMLRUN_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* The job's ranks must fit an int: RANK and WORLD_SIZE are ints to every
+ * reader (the library, PyTorch). */
+static int check_size(const struct amlrun_opts *o, const struct plan *p)
+{
+    int world = amldist_world_size(p->layout);
+    long long ranks = (long long)world * p->nproc;
+    if (ranks <= INT_MAX)
+        return -1;
+    char what[64];
+    if (o->nproc_kind == NPROC_NUM)
+        snprintf(what, sizeof what, "--nproc-per-node %d", p->nproc);
+    else
+        snprintf(what, sizeof what, "--nproc-per-node %s (%d)",
+                 o->nproc_kind == NPROC_GPU ? "gpu" : "auto", p->nproc);
+    msg("%s with world size %d (%s): %lld ranks, more than %d", what, world,
+        amldist_explain(p->layout, AMLDIST_FIELD_WORLD_SIZE), ranks, INT_MAX);
+    return AMLRUN_EXIT_USAGE;
 }
 
 /* Sources that mean "a launcher started this process as one rank". */
@@ -100,17 +162,17 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
             return AMLRUN_EXIT_SYSTEM;
         }
     }
-    if (amldist_init_opts(&p->layout, &ao) < 0) {
-        msg("cannot work out this job's layout: %s", amldist_last_error());
+    int rc = amldist_init_opts(&p->layout, &ao);
+    if (rc < 0) {
+        int ours = o->nnodes > 0 || o->node_rank >= 0 || o->standalone;
+        msg("cannot work out this job's layout: %s%s", amldist_last_error(),
+            rc == AMLDIST_ECONFLICT && ours
+                ? " (--nnodes, --node-rank and --standalone may fill in what "
+                  "the launcher does not say, or repeat it, not change it)"
+                : "");
         return AMLRUN_EXIT_USAGE;
     }
     const char *src = amldist_source(p->layout);
-    /* Workers would fail later, inside init_process_group, with less to go
-     * on: say now why there is no master and how to give one. */
-    if (amldist_master_addr(p->layout) == NULL)
-        msg("warning: MASTER_ADDR is not known, workers will not get it (%s); "
-            "give --master-addr or MASTER_ADDR",
-            amldist_explain(p->layout, AMLDIST_FIELD_MASTER_ADDR));
     if (o->mode == MODE_PROCESS) {
         p->mode = MODE_PROCESS;
         snprintf(p->why, sizeof p->why, "per-process (--mode process; "
@@ -129,13 +191,19 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         snprintf(p->why, sizeof p->why, "per-node (no launcher found: one "
                  "worker unless --nproc-per-node)");
     }
-    if (p->mode == MODE_NODE) {
-        int rc = count_nproc(o, p);
-        if (rc >= 0) {
-            plan_free(p);
-            return rc;
-        }
+    if ((rc = need_known(p)) < 0 && p->mode == MODE_NODE &&
+        (rc = count_nproc(o, p)) < 0)
+        rc = check_size(o, p);
+    if (rc >= 0) {
+        plan_free(p);
+        return rc;
     }
+    /* Workers would fail later, inside init_process_group, with less to go
+     * on: say now why there is no master and how to give one. */
+    if (amldist_master_addr(p->layout) == NULL)
+        msg("warning: MASTER_ADDR is not known, workers will not get it (%s); "
+            "give --master-addr or MASTER_ADDR",
+            amldist_explain(p->layout, AMLDIST_FIELD_MASTER_ADDR));
     return -1;
 }
 

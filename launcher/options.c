@@ -21,6 +21,9 @@ enum opt_id {
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
 
+#define AMLRUN_STR_(x) #x
+#define AMLRUN_STR(x) AMLRUN_STR_(x)
+
 static const struct option_def {
     const char *name;
     int arg;
@@ -179,10 +182,11 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
             o->nproc_kind = NPROC_GPU;
         else if (strcmp(val, "auto") == 0)
             o->nproc_kind = NPROC_AUTO;
-        else if (parse_int(val, 1, 1 << 20, &o->nproc) == 0)
+        else if (parse_int(val, 1, AMLRUN_MAX_NPROC, &o->nproc) == 0)
             o->nproc_kind = NPROC_NUM;
         else
-            return bad_value(name, val, "want a number >= 1, 'gpu' or 'auto'");
+            return bad_value(name, val, "want a number from 1 to "
+                             AMLRUN_STR(AMLRUN_MAX_NPROC) ", 'gpu' or 'auto'");
         break;
     case O_NNODES: {
         /* torchrun's MIN:MAX form is accepted when it is not elastic. */

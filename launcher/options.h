@@ -11,6 +11,10 @@
 #include "headnode.h"
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
+
+/* Most workers on one node: the binding plan's limit (libamldist plans at
+ * most 4096 local ranks), far above any node's GPUs or sensible cores. */
+#define AMLRUN_MAX_NPROC 4096
 enum run_mode { MODE_AUTO, MODE_NODE, MODE_PROCESS };
 
 /* A list like "0,2,4-7"; empty means every rank. */

@@ -21,10 +21,20 @@ struct env_spec {
     int omp_noted;            /* the OMP_NUM_THREADS notice was printed */
 };
 
-/* Where a worker sits, for prefixes, logs and messages. */
+/* Where a worker sits, for prefixes, logs and messages.  A value the
+ * launcher does not give is negative (the library's code): show it with
+ * worker_id_str(), never as a number. */
 struct worker_id {
     int rank, local, node;
 };
+
+/* v in decimal, or "?" when unknown; buf holds at least 12 bytes. */
+const char *worker_id_str(int v, char *buf);
+
+/* The --prefix of one stream of worker `id` (out_prefix), with "?" for a
+ * %r, %l or %n the launcher does not give.  Heap string, or NULL. */
+char *worker_prefix(const char *fmt, const struct worker_id *id,
+                    const char *host, const char *stream);
 
 /* The heap envp (see envp.h) of worker `index` (0..nproc-1) in attempt
  * `restart`, or NULL after a message. */

@@ -177,6 +177,19 @@ static int apply_options(struct amldist *h, const amldist_options_t *o,
         amldist__set(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE, 1,
                      "default (one process per node)");
     }
+    /* Under a launcher an option fills in what it does not say, or repeats
+     * it.  It may not replace it: the ranks stay the launcher's, so the
+     * workers would get the ranks of one node with NODE_RANK of another. */
+    if (nodes > 0 && amldist__known(h, AMLDIST_FIELD_NUM_NODES) &&
+        h->val[AMLDIST_FIELD_NUM_NODES] != nodes)
+        return amldist__fail(AMLDIST_ECONFLICT,
+                             "option num_nodes=%d conflicts with %s", nodes,
+                             h->why[AMLDIST_FIELD_NUM_NODES]);
+    if (node >= 0 && amldist__known(h, AMLDIST_FIELD_NODE_RANK) &&
+        h->val[AMLDIST_FIELD_NODE_RANK] != node)
+        return amldist__fail(AMLDIST_ECONFLICT,
+                             "option node_rank=%d conflicts with %s", node,
+                             h->why[AMLDIST_FIELD_NODE_RANK]);
     if (nodes > 0)
         amldist__set(h, AMLDIST_FIELD_NUM_NODES, nodes, "option num_nodes=%d",
                      nodes);

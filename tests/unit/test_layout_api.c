@@ -72,6 +72,34 @@ static void test_options_override_env(void)
     amldist_free(h);
 }
 
+/* Under a launcher an option may fill in or repeat a value, not replace it:
+ * --node-rank 0 on Slurm's node 1 gave ranks 2,3 with NODE_RANK 0. */
+static void test_options_conflict_env(void)
+{
+    amldist_options_t o = AMLDIST_OPTIONS_INIT;
+    amldist_t *h = (amldist_t *)1;
+    o.envp = ENV("SLURM_JOB_ID=7", "SLURM_STEP_ID=0", "SLURM_PROCID=1",
+                 "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODEID=1",
+                 "SLURM_NNODES=2", "SLURM_STEP_TASKS_PER_NODE=1(x2)");
+    o.node_rank = 0;
+    CHECK_INT_EQ(amldist_init_opts(&h, &o), AMLDIST_ECONFLICT);
+    CHECK_STR_EQ(amldist_last_error(),
+                 "option node_rank=0 conflicts with SLURM_NODEID=1");
+    o.node_rank = -1;
+    o.num_nodes = 1;
+    CHECK_INT_EQ(amldist_init_opts(&h, &o), AMLDIST_ECONFLICT);
+    CHECK_STR_HAS(amldist_last_error(), "option num_nodes=1 conflicts with ");
+    CHECK_STR_HAS(amldist_last_error(), "SLURM_NNODES=2");
+    /* the same values: fine */
+    o.num_nodes = 2;
+    o.node_rank = 1;
+    h = with_options(&o);
+    CHECK_LAYOUT(h, 1, 2, 0, 1, 1, 2);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                 "option node_rank=1");
+    amldist_free(h);
+}
+
 static void test_options_invalid(void)
 {
     amldist_options_t o = AMLDIST_OPTIONS_INIT;
@@ -323,6 +351,7 @@ int main(void)
     RUN(test_options_per_node);
     RUN(test_options_half);
     RUN(test_options_override_env);
+    RUN(test_options_conflict_env);
     RUN(test_options_invalid);
     RUN(test_options_environ);
     RUN(test_derive_child);
