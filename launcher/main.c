@@ -77,8 +77,9 @@ static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
 static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
                          int *pipe_was_ignored)
 {
-    static const int handled[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
-                                  SIGUSR2, SIGWINCH, SIGCHLD, SIGXFSZ};
+    static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD,
+                                  SIGXFSZ, SIGTSTP, SIGCONT};
     sigset_t set;
     sigemptyset(&set);
     struct sigaction sa = {0}, old;
@@ -87,8 +88,8 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
         sigaction(SIGHUP, &sa, NULL);
     for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
         int sig = handled[i];
-        if (sig_stops_job(sig) && sigaction(sig, NULL, &old) == 0 &&
-            old.sa_handler == SIG_IGN)
+        if ((sig_stops_job(sig) || sig_job_control(sig)) &&
+            sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
             continue;
         sigaddset(&set, sig);
     }

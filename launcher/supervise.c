@@ -24,6 +24,8 @@ struct worker {
     struct worker_id id;
     pid_t pid;
     int running;
+    int stopped;       /* the stop signal while it is stopped, else 0 */
+    int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
     int status;
     double t_start;
     int log_out, log_err;
@@ -60,6 +62,11 @@ int sig_forwarded(int sig)
     return sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGWINCH;
 }
 
+int sig_job_control(int sig)
+{
+    return sig == SIGTSTP || sig == SIGCONT;
+}
+
 /* Signal a worker's whole group (its children too). */
 static void signal_worker(const struct worker *w, int sig)
 {
@@ -94,13 +101,17 @@ static void disarm_timer(struct job *j)
     timerfd_settime(j->tfd, 0, &its, NULL);
 }
 
-/* The terminate sequence: `sig` now, SIGKILL after --term-timeout. */
+/* The terminate sequence: `sig` now, SIGKILL after --term-timeout.  A
+ * stopped worker acts on the signal only once continued, so SIGCONT follows
+ * (as a shell's kill does for a stopped job); otherwise it would sit out
+ * the whole --term-timeout. */
 static void begin_stop(struct job *j, int sig)
 {
     if (j->stopping)
         return;
     j->stopping = 1;
     signal_all(j, sig);
+    signal_all(j, SIGCONT);
     if (j->live > 0)
         arm_timer(j, j->s->o->term_timeout);
 }
@@ -187,12 +198,57 @@ static struct worker *find_worker(struct job *j, pid_t pid)
     return NULL;
 }
 
+/* A worker stopped by `sig`, or continued (sig 0).  Workers run in
+ * background process groups: one that reads the terminal stops with
+ * SIGTTIN (SIGTTOU: writes to it under `stty tostop`, or changes its
+ * settings) and would wait there for ever, so that is said, once. */
+static void worker_stopped(struct job *j, struct worker *w, int sig)
+{
+    char name[32];
+    w->stopped = sig;
+    if ((sig == SIGTTIN || sig == SIGTTOU) && !w->tty_reported) {
+        w->tty_reported = 1;
+        signal_name(sig, name, sizeof name);
+        msg("rank %d (local %d, pid %d): stopped by %s: it %s the terminal, "
+            "which only amlrun's process group may do; it waits until "
+            "continued (kill -CONT %d) or the job ends", w->id.rank,
+            w->id.local, (int)w->pid, name,
+            sig == SIGTTIN ? "read from" : "wrote to or set up",
+            (int)getpid());
+    } else if (j->s->o->verbose) {
+        if (sig)
+            signal_name(sig, name, sizeof name);
+        msg("rank %d (local %d, pid %d): %s%s", w->id.rank, w->id.local,
+            (int)w->pid, sig ? "stopped by " : "continued", sig ? name : "");
+    }
+}
+
+/* Ctrl-Z (SIGTSTP): stop every worker's group as the shell would have, had
+ * they been in the foreground group, then amlrun itself; on SIGCONT (fg,
+ * bg) continue them.  amlrun has no handler, so unblocking the signal
+ * raised here stops it with the default action and the shell sees a
+ * stopped job.  In an orphaned process group the kernel discards it, and
+ * the workers are continued at once. */
+static void suspend(struct job *j, int sig)
+{
+    signal_all(j, sig);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    /* Continued (or never stopped). */
+    sigprocmask(SIG_BLOCK, &one, NULL);
+    signal_all(j, SIGCONT);
+}
+
 static void reap(struct job *j)
 {
     for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+        if (waitid(P_ALL, 0, &si,
+                   WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0) {
             if (errno == EINTR)
                 continue;
             return; /* ECHILD */
@@ -201,6 +257,20 @@ static void reap(struct job *j)
             return;
         pid_t pid = si.si_pid;
         struct worker *w = find_worker(j, pid);
+        if (si.si_code == CLD_STOPPED || si.si_code == CLD_CONTINUED) {
+            /* Take the event (WNOWAIT left it there); an exit is not
+             * taken by these flags, and is reaped on the next round. */
+            siginfo_t taken;
+            memset(&taken, 0, sizeof taken);
+            while (waitid(P_PID, (id_t)pid, &taken,
+                          WSTOPPED | WCONTINUED | WNOHANG) < 0 &&
+                   errno == EINTR) {
+            }
+            if (w && taken.si_pid == pid)
+                worker_stopped(j, w, taken.si_code == CLD_STOPPED
+                                         ? taken.si_status : 0);
+            continue;
+        }
         /* The worker is a zombie now, so its pid, and with it its group id,
          * cannot be reused: kill what is left of the group before reaping. */
         if (w)
@@ -222,6 +292,11 @@ static void on_signal(struct job *j, int sig)
         reap(j);
     } else if (sig_forwarded(sig)) {
         signal_all(j, sig);
+    } else if (sig == SIGTSTP) {
+        suspend(j, sig);
+    } else if (sig == SIGCONT) {
+        /* After our own stop, or a `kill -CONT` meant for the job. */
+        signal_all(j, SIGCONT);
     } else if (sig_stops_job(sig)) {
         signal_name(sig, name, sizeof name);
         j->restart_wanted = 0;
@@ -380,7 +455,7 @@ static void start_all(struct job *j)
 {
     for (int i = 0; i < j->n; i++) {
         j->w[i].out.fd = j->w[i].err.fd = -1;
-        j->w[i].running = 0;
+        j->w[i].running = j->w[i].stopped = j->w[i].tty_reported = 0;
     }
     for (int i = 0; i < j->n; i++) {
         if (start_worker(j, i) < 0) {
