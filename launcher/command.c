@@ -1,9 +1,13 @@
 /* The worker's command line and executable (see command.h). */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "command.h"
@@ -53,6 +57,108 @@ char *command_which(const char *name, const char *path_env)
     return NULL;
 }
 
+/* The interpreter a "#!" line names, as the kernel reads it: after "#!"
+ * and blanks, up to a blank or the end of the line, within 256 bytes. */
+static int script_interpreter(const char *head, size_t n, char *out,
+                              size_t size)
+{
+    if (n < 2 || head[0] != '#' || head[1] != '!')
+        return 0;
+    size_t i = 2;
+    while (i < n && (head[i] == ' ' || head[i] == '\t'))
+        i++;
+    size_t k = 0;
+    while (i < n && head[i] != ' ' && head[i] != '\t' && head[i] != '\n' &&
+           head[i] != '\0' && k + 1 < size)
+        out[k++] = head[i++];
+    out[k] = '\0';
+    return k > 0;
+}
+
+/* The program interpreter (PT_INTERP) of an ELF file of this machine's
+ * byte order, 32 or 64 bit. */
+static int elf_interpreter(int fd, const unsigned char *head, size_t n,
+                           char *out, size_t size)
+{
+    if (n < EI_NIDENT || memcmp(head, ELFMAG, SELFMAG) != 0)
+        return 0;
+    const union { uint16_t u; unsigned char c[2]; } order = {1};
+    if (head[EI_DATA] != (order.c[0] ? ELFDATA2LSB : ELFDATA2MSB))
+        return 0;
+    uint64_t phoff, off = 0, len = 0;
+    unsigned phnum, phentsize;
+    if (head[EI_CLASS] == ELFCLASS64 && n >= sizeof(Elf64_Ehdr)) {
+        Elf64_Ehdr eh;
+        memcpy(&eh, head, sizeof eh);
+        phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+    } else if (head[EI_CLASS] == ELFCLASS32 && n >= sizeof(Elf32_Ehdr)) {
+        Elf32_Ehdr eh;
+        memcpy(&eh, head, sizeof eh);
+        phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+    } else {
+        return 0;
+    }
+    int is64 = head[EI_CLASS] == ELFCLASS64;
+    if (phentsize < (is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+        return 0;
+    for (unsigned i = 0; i < phnum && i < 256 && !len; i++) {
+        union { Elf64_Phdr p64; Elf32_Phdr p32; } ph;
+        if (pread(fd, &ph, phentsize < sizeof ph ? phentsize : sizeof ph,
+                  (off_t)(phoff + (uint64_t)i * phentsize)) <
+            (ssize_t)(is64 ? sizeof ph.p64 : sizeof ph.p32))
+            return 0;
+        if ((is64 ? ph.p64.p_type : ph.p32.p_type) == PT_INTERP) {
+            off = is64 ? ph.p64.p_offset : ph.p32.p_offset;
+            len = is64 ? ph.p64.p_filesz : ph.p32.p_filesz;
+        }
+    }
+    if (len < 2 || len > size)
+        return 0;
+    if (pread(fd, out, (size_t)len, (off_t)off) != (ssize_t)len ||
+        out[len - 1] != '\0')
+        return 0;
+    return 1;
+}
+
+const char *command_exec_error(const char *path, int err, char *buf,
+                               size_t size)
+{
+    struct stat st;
+    if (err == EACCES && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return strerror(EISDIR);
+    if (err == ENOENT || err == EACCES) {
+        /* The file is there, but what it asks the kernel to run is not. */
+        unsigned char head[256];
+        char interp[256];
+        ssize_t n = -1;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            n = pread(fd, head, sizeof head, 0);
+        int found = 0;
+        if (n > 0 && script_interpreter((const char *)head, (size_t)n, interp,
+                                        sizeof interp))
+            found = 1;
+        else if (n > 0 && err == ENOENT &&
+                 elf_interpreter(fd, head, (size_t)n, interp, sizeof interp))
+            found = 2;
+        if (fd >= 0)
+            close(fd);
+        if (found && access(interp, found == 1 ? X_OK : F_OK) < 0) {
+            snprintf(buf, size, "%s %s: %s",
+                     found == 1 ? "bad interpreter" : "its ELF interpreter",
+                     interp, strerror(errno));
+            return buf;
+        }
+    }
+    struct statvfs vfs;
+    if (err == EACCES && statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC)) {
+        snprintf(buf, size, "%s (its file system is mounted noexec)",
+                 strerror(err));
+        return buf;
+    }
+    return strerror(err);
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -93,6 +199,12 @@ int command_build(const struct amlrun_opts *o, struct command *c)
     if (c->local_rank_at >= 0)
         c->argv[c->local_rank_at] = "--local_rank=0";
 
+    if (!*prog) {
+        /* Not "amlrun: : No such file or directory". */
+        msg(c->runs_python ? "the Python interpreter (--python) is empty"
+                           : "the command is empty");
+        return AMLRUN_EXIT_NOTFOUND;
+    }
     c->path = command_which(prog, getenv("PATH"));
     if (!c->path) {
         int err = errno;

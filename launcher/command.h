@@ -29,6 +29,14 @@ void command_argv_free(const struct command *c, char **argv);
 char **command_sh_argv(const char *path, char *const *argv);
 void command_free(struct command *c);
 
+/* Why execve(path) failed with `err`, in words for "cannot run PATH: ...":
+ * the reason behind a misleading errno where there is one (a directory for
+ * EACCES, a missing #! or ELF interpreter for ENOENT, a noexec mount), else
+ * strerror(err).  Reads the file; call it in the parent, never between fork
+ * and exec.  Returns buf or a static string. */
+const char *command_exec_error(const char *path, int err, char *buf,
+                               size_t size);
+
 /* Find `name` in `path_env` like execvp: a name with '/' is used as it is.
  * Returns a malloc'd path, or NULL with errno ENOENT or EACCES. */
 char *command_which(const char *name, const char *path_env);

@@ -1,21 +1,49 @@
 /*
- * The orphan guard: a small process forked before any worker that outlives
- * amlrun by a moment.  amlrun tells it each worker's process group; if
- * amlrun dies without saying goodbye (SIGKILL, OOM killer), the guard sees
- * its pipe close and kills those groups, so that the workers' own children
- * die too (the workers themselves die by PR_SET_PDEATHSIG).
+ * The orphan guard and the job's containment.
+ *
+ * The guard is a small process forked before any worker that outlives
+ * amlrun by a moment.  amlrun tells it each worker's process group, before
+ * the worker may exec; if amlrun dies without saying goodbye (SIGKILL, OOM
+ * killer), the guard sees its pipe close and kills those groups (the
+ * workers themselves die by PR_SET_PDEATHSIG).
+ *
+ * A descendant that leaves its group (setsid, a double fork) is out of the
+ * groups' reach, so the job is also contained where the system allows it,
+ * the strongest first:
+ *   cgroup   a cgroup v2 of its own under amlrun's (root, or a delegated
+ *            subtree), which the workers are cloned into
+ *            (CLONE_INTO_CGROUP); ending the job is a write to cgroup.kill,
+ *            and the guard removes the directory, whichever way amlrun ends;
+ *   pidns    a PID namespace whose init is the guard: when it exits, the
+ *            kernel kills everything in the namespace;
+ *   pgroups  the process groups alone (the documented limit).
  */
 #ifndef AMLRUN_GUARD_H
 #define AMLRUN_GUARD_H
 
 #include <sys/types.h>
 
-/* Fork the guard; 0, or -1 with errno. */
+/* Set up the containment and fork the guard; 0, or -1 with errno (then
+ * there is no guard, and no containment beyond the process groups). */
 int guard_start(void);
-/* A worker's group appeared / is gone. */
+/* For -v: which containment is in force, and why not a stronger one. */
+const char *guard_describe(void);
+/* fork() for a worker: the child starts inside the containment.  The child
+ * must not exec before guard_fork has returned in the parent. */
+pid_t guard_fork(void);
+/* In the child of guard_fork, before exec (async-signal-safe): in a PID
+ * namespace, a mount namespace of its own with a /proc of the PID
+ * namespace, so that its pids name it there (best effort). */
+void guard_child_setup(void);
+/* A worker's group appeared (call before letting it exec) / is gone. */
 void guard_add(pid_t pgid);
 void guard_del(pid_t pgid);
-/* Normal end: the guard exits without killing anything. */
+/* Every worker has ended: kill whatever descendant is left, in or out of
+ * the workers' groups, before it returns (cgroup, pidns; nothing to do for
+ * process groups alone). */
+void guard_kill_strays(void);
+/* Normal end: the guard kills what is left in the containment, removes the
+ * cgroup and exits; reap it with waitpid(guard_pid()). */
 void guard_stop(void);
 /* The guard's pid (0 when none), which amlrun reaps but never kills. */
 pid_t guard_pid(void);

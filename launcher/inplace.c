@@ -1,5 +1,6 @@
 /* Per-process mode: exec in place (see inplace.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -71,8 +72,9 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         execve("/bin/sh", sh, env);
         err = errno;
     }
-    msg_errno(err, "rank %d (local %d): cannot run %s", id.rank, id.local,
-              c->path);
+    char why[PATH_MAX + 64];
+    msg("rank %d (local %d): cannot run %s: %s", id.rank, id.local, c->path,
+        command_exec_error(c->path, err, why, sizeof why));
     rc = err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
 out:
     free(sh);

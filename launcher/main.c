@@ -140,6 +140,8 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if (guard_start() < 0)
         msg_errno(errno, "warning: no orphan guard");
+    if (o->verbose)
+        msg("orphans: %s", guard_describe());
     struct job_spec js = {o, c, &es, p->nproc, host, &orig, pipe_was_ignored,
                           sfd, log_dir_fd, b};
     rc = supervise(&js);

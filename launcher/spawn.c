@@ -2,10 +2,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "spawn.h"
 
 /* In the child: tell the parent what failed and leave.  The statuses match
@@ -20,18 +22,29 @@ static _Noreturn void child_fail(int fd, enum spawn_stage stage, int err)
     _exit(err == ENOENT ? 127 : 126);
 }
 
-static _Noreturn void child(const struct spawn_req *r, pid_t parent, int fd)
+static _Noreturn void child(const struct spawn_req *r, int go, int fd)
 {
     /* Own group first, so that a signal for the group never misses a
      * process that is about to exec. */
     if (setpgid(0, 0) < 0)
         child_fail(fd, SPAWN_SETUP, errno);
-    /* Die with amlrun.  If amlrun died before the prctl, our parent is
-     * already someone else: the race is closed by looking. */
+    /* Die with amlrun. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         child_fail(fd, SPAWN_SETUP, errno);
-    if (getppid() != parent)
+    guard_child_setup();
+    /* Run nothing before amlrun has told the orphan guard about our group
+     * (its go-ahead byte): killed in between, amlrun would leave the
+     * command's children unknown to the guard.  End of file means amlrun
+     * died, maybe before the prctl took effect.  (A pipe, not getppid():
+     * in a PID namespace our parent is outside it and getppid() is 0.) */
+    char c;
+    ssize_t n;
+    do
+        n = read(go, &c, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 1)
         _exit(128 + SIGKILL);
+    close(go);
     if (dup2(r->stdin_fd, 0) < 0 || dup2(r->stdout_fd, 1) < 0 ||
         dup2(r->stderr_fd, 2) < 0)
         child_fail(fd, SPAWN_SETUP, errno);
@@ -60,29 +73,50 @@ static _Noreturn void child(const struct spawn_req *r, pid_t parent, int fd)
 pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
                    int *err)
 {
-    int p[2];
+    int p[2], go[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
         return -1;
     }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
+    if (pipe2(go, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
         close(p[0]);
         close(p[1]);
         return -1;
     }
-    if (pid == 0)
-        child(r, parent, p[1]);
+    /* Test hook: freeze amlrun right after the fork, so that a test can
+     * SIGKILL it in the window before the worker is registered. */
+    int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
+    pid_t pid = guard_fork();
+    if (pid < 0) {
+        *stage = SPAWN_SETUP;
+        *err = errno;
+        close(p[0]);
+        close(p[1]);
+        close(go[0]);
+        close(go[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(go[1]); /* or the go-ahead pipe never reads end of file */
+        child(r, go[0], p[1]);
+    }
+    if (stop_after_fork)
+        raise(SIGSTOP);
     close(p[1]);
+    close(go[0]);
     /* Both sides set the group so that it exists whichever runs first;
-     * EACCES after the child's exec is fine, it had done it itself. */
+     * then the guard learns it, then the child may go on. */
     (void)setpgid(pid, pid);
-    int report[2];
+    guard_add(pid);
     ssize_t n;
+    do
+        n = write(go[1], "g", 1);
+    while (n < 0 && errno == EINTR);
+    close(go[1]);
+    int report[2];
     do
         n = read(p[0], report, sizeof report);
     while (n < 0 && errno == EINTR);
@@ -94,5 +128,6 @@ pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
     *err = n == (ssize_t)sizeof report ? report[1] : EPROTO;
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
     }
+    guard_del(pid);
     return -1;
 }

@@ -1,6 +1,7 @@
 /* The per-node supervisor and its event loop (see supervise.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,9 +124,11 @@ static void kill_now(struct job *j)
 }
 
 /* After the last worker: whatever descendant is left was reparented to us
- * (we are a child subreaper); none may outlive the job. */
+ * (we are a child subreaper), or is in the job's cgroup or PID namespace;
+ * none may outlive the job. */
 static void kill_strays(void)
 {
+    guard_kill_strays();
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -376,8 +379,10 @@ static void report_start_failure(struct job *j, const struct worker *w,
                                  enum spawn_stage stage, int err)
 {
     if (stage == SPAWN_EXEC) {
-        msg_errno(err, "rank %d (local %d): cannot run %s", w->id.rank,
-                  w->id.local, j->s->cmd->path);
+        char why[PATH_MAX + 64];
+        msg("rank %d (local %d): cannot run %s: %s", w->id.rank, w->id.local,
+            j->s->cmd->path,
+            command_exec_error(j->s->cmd->path, err, why, sizeof why));
         j->spawn_status = err == ENOENT ? AMLRUN_EXIT_NOTFOUND
                                         : AMLRUN_EXIT_NOEXEC;
     } else {
@@ -429,7 +434,6 @@ static int start_worker(struct job *j, int index)
             w->running = 1;
             w->t_start = now_s();
             j->live++;
-            guard_add(pid);
         } else {
             report_start_failure(j, w, stage, err);
             ok = 0;
@@ -499,8 +503,13 @@ static void run_loop(struct job *j)
             kill_now(j);
             return;
         }
-        if (j->pfd[0].revents)
+        if (j->pfd[0].revents) {
+            /* A worker reaped here had its pipes drained: the revents
+             * below may be stale, and reading a pipe that a stray still
+             * holds open would block for good.  Poll again. */
             read_signals(j);
+            continue;
+        }
         if (j->pfd[1].revents)
             on_timer(j);
         for (int i = 2; i < np; i++)
