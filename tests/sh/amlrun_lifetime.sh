@@ -217,6 +217,21 @@ expect_eq "#! interpreter missing: 127" "$?" 127
 check "#! interpreter missing: the interpreter is named, once" \
     test "$(grep -c "^amlrun: rank 0 (local 0): cannot run $d/badinterp: bad interpreter /nonexistent/interp: No such file or directory$" "$d/err")" = 1 -a \
     "$(wc -l <"$d/err")" = 1
+# a binary whose ELF interpreter (PT_INTERP) is missing: /bin/true with
+# its loader's name changed in its last byte
+interp=$(readelf -l /bin/true 2>/dev/null | sed -n 's/.*interpreter: \(.*\)]$/\1/p')
+if [ -n "$interp" ] && "$TORCH_PY" -c '
+import sys
+b = open("/bin/true", "rb").read(); old = sys.argv[1].encode()
+open(sys.argv[2], "wb").write(b.replace(old, old[:-1] + b"X", 1))' "$interp" "$d/badelf"; then
+    chmod 755 "$d/badelf"
+    "$AMLRUN" "$d/badelf" >/dev/null 2>"$d/err"
+    expect_eq "ELF interpreter missing: 127" "$?" 127
+    check "ELF interpreter missing: named" \
+        grep -q ": cannot run $d/badelf: its ELF interpreter ${interp%?}X: No such file or directory$" "$d/err"
+else
+    skip "ELF interpreter missing" "no readelf or no interpreter in /bin/true"
+fi
 "$AMLRUN" --nproc-per-node 2 "" >/dev/null 2>"$d/err"
 expect_eq "empty command: 127" "$?" 127
 expect_eq "empty command: said so" "$(cat "$d/err")" "amlrun: the command is empty"
