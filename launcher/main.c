@@ -156,6 +156,14 @@ out:
     return rc;
 }
 
+/* A job whose every rank this amlrun starts gets a per-launch secret. */
+static void give_job_token(const struct amlrun_opts *o)
+{
+    if (!o->dry_run && job_token_export() < 0 && o->verbose)
+        msg("no randomness for a job token: the bootstrap uses the one "
+            "derived from the job's variables");
+}
+
 int main(int argc, char **argv)
 {
     ensure_std_fds();
@@ -183,9 +191,7 @@ int main(int argc, char **argv)
         self[n] = '\0';
         /* Every node's amlrun gets it through the launcher's AMLDIST_*
          * forwarding, so the whole job shares one secret. */
-        if (!o.dry_run && job_token_export() < 0 && o.verbose)
-            msg("no randomness for a job token: the bootstrap uses the one "
-                "derived from the job's variables");
+        give_job_token(&o);
         rc = headnode_run(&o.head, self, argc, argv);
         goto out;
     }
@@ -201,10 +207,8 @@ int main(int argc, char **argv)
         } else {
             /* One node: this amlrun starts every rank, so it can give them
              * a secret; several nodes' amlruns have none to share. */
-            if (!o.dry_run && amldist_world_size(plan.layout) == 1 &&
-                job_token_export() < 0 && o.verbose)
-                msg("no randomness for a job token: the bootstrap uses the "
-                    "one derived from the job's variables");
+            if (amldist_world_size(plan.layout) == 1)
+                give_job_token(&o);
             rc = node_run(&o, &plan, &cmd);
         }
     }

@@ -236,6 +236,15 @@ void out_stream_close(struct out_stream *s)
     s->len = s->cap = s->prefix_len = 0;
 }
 
+/* A number of the prefix; an unknown one (negative) is "?", never a code. */
+static void put_num(FILE *f, int v)
+{
+    if (v < 0)
+        fputc('?', f);
+    else
+        fprintf(f, "%d", v);
+}
+
 char *out_prefix(const char *fmt, int rank, int local, int node,
                  const char *host, const char *stream)
 {
@@ -250,9 +259,9 @@ char *out_prefix(const char *fmt, int rank, int local, int node,
             continue;
         }
         switch (*++p) {
-        case 'r': fprintf(f, "%d", rank); break;
-        case 'l': fprintf(f, "%d", local); break;
-        case 'n': fprintf(f, "%d", node); break;
+        case 'r': put_num(f, rank); break;
+        case 'l': put_num(f, local); break;
+        case 'n': put_num(f, node); break;
         case 'h': fputs(host, f); break;
         case 's': fputs(stream, f); break;
         case '%': fputc('%', f); break;

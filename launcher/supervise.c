@@ -366,8 +366,9 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
     s->console = rankset_has(&o->ranks, w->id.rank) &&
                  rankset_has(&o->local_ranks, w->id.local) ? which : -1;
     if (o->prefix_fmt && (o->prefix_streams & which)) {
-        s->prefix = worker_prefix(o->prefix_fmt, &w->id, j->s->host,
-                                  which == 1 ? "stdout" : "stderr");
+        s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
+                               w->id.node, j->s->host,
+                               which == 1 ? "stdout" : "stderr");
         if (!s->prefix)
             return -1;
         s->prefix_len = strlen(s->prefix);

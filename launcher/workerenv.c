@@ -5,7 +5,6 @@
 
 #include "envp.h"
 #include "msg.h"
-#include "output.h"
 #include "workerenv.h"
 
 const char *worker_id_str(int v, char *buf)
@@ -14,37 +13,6 @@ const char *worker_id_str(int v, char *buf)
         return "?";
     snprintf(buf, 12, "%d", v);
     return buf;
-}
-
-char *worker_prefix(const char *fmt, const struct worker_id *id,
-                    const char *host, const char *stream)
-{
-    /* out_prefix() prints numbers: spell an unknown field's escape "?"
-     * first (one character for two, so the copy never grows). */
-    char *f = strdup(fmt);
-    if (!f)
-        return NULL;
-    char *q = f;
-    for (const char *p = fmt; *p; p++) {
-        int v = p[0] != '%'   ? 0
-                : p[1] == 'r' ? id->rank
-                : p[1] == 'l' ? id->local
-                : p[1] == 'n' ? id->node
-                              : 0;
-        if (v < 0) {
-            *q++ = '?';
-            p++;
-        } else if (p[0] == '%' && p[1]) {
-            *q++ = *p++; /* an escape, kept whole: "%%n" stays */
-            *q++ = *p;
-        } else {
-            *q++ = *p;
-        }
-    }
-    *q = '\0';
-    char *prefix = out_prefix(f, id->rank, id->local, id->node, host, stream);
-    free(f);
-    return prefix;
 }
 
 static int set_int(char ***env, const char *name, int v)

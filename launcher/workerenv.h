@@ -31,11 +31,6 @@ struct worker_id {
 /* v in decimal, or "?" when unknown; buf holds at least 12 bytes. */
 const char *worker_id_str(int v, char *buf);
 
-/* The --prefix of one stream of worker `id` (out_prefix), with "?" for a
- * %r, %l or %n the launcher does not give.  Heap string, or NULL. */
-char *worker_prefix(const char *fmt, const struct worker_id *id,
-                    const char *host, const char *stream);
-
 /* The heap envp (see envp.h) of worker `index` (0..nproc-1) in attempt
  * `restart`, or NULL after a message. */
 char **worker_env(struct env_spec *e, int index, int restart,

@@ -392,13 +392,6 @@ static int print_ranks(ctx_t *x)
 
 /* ---- measuring --------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int launch_n(ctx_t *x, const coll_t *c, const dtype_t *t,
                     const counts_t *n, int inplace, int times)
 {
@@ -483,23 +476,26 @@ typedef struct {
     double wrong;
 } tally_t;
 
+/* The size after `b` in the run (-b, times -f, up to -e), or 0 after the
+ * last; never overflows. */
+static size_t next_size(const opts_t *o, size_t b)
+{
+    return b > o->maxbytes / (size_t)o->factor ? 0 : b * (size_t)o->factor;
+}
+
 static int run_table(ctx_t *x, const opts_t *o, const coll_t *c, tally_t *s)
 {
     if (x->rank == 0)
         print_header(c);
     for (int ti = 0; ti < o->ntype; ti++) {
         const dtype_t *t = o->type[ti];
-        size_t largest = 0;
-        for (size_t b = o->minbytes; b <= o->maxbytes; b *= (size_t)o->factor) {
-            largest = b;
-            if (b > o->maxbytes / (size_t)o->factor)
-                break;
-        }
+        size_t largest = o->minbytes;
+        while (next_size(o, largest))
+            largest = next_size(o, largest);
         if (o->check && !checkable(t, x->world) && x->rank == 0)
             printf("# note: %s sums over %d ranks are not exact: its values "
                    "are not checked\n", t->name, x->world);
-        for (size_t bytes = o->minbytes; bytes <= o->maxbytes;
-             bytes *= (size_t)o->factor) {
+        for (size_t bytes = o->minbytes; bytes; bytes = next_size(o, bytes)) {
             counts_t n = coll_counts(c, bytes, t->size, x->world);
             cell_t m[2];
             memset(m, 0, sizeof m);
@@ -540,8 +536,6 @@ static int run_table(ctx_t *x, const opts_t *o, const coll_t *c, tally_t *s)
                     }
                 }
             }
-            if (bytes > o->maxbytes / (size_t)o->factor)
-                break;
         }
     }
     return EXIT_PASS;
@@ -627,12 +621,9 @@ static int fit_memory(ctx_t *x, opts_t *o)
                                                      : (double)(512u << 20);
     double usable = least - keep;
     size_t fits = 0;
-    for (size_t b = o->minbytes; b <= o->maxbytes; b *= (size_t)o->factor) {
+    for (size_t b = o->minbytes; b; b = next_size(o, b))
         if (2.0 * (double)b <= usable)
             fits = b;
-        if (b > o->maxbytes / (size_t)o->factor)
-            break;
-    }
     if (fits == 0) {
         if (x->rank == 0)
             fprintf(stderr, "%s: -b %zu needs 2 x %zu bytes per GPU; the "
@@ -661,10 +652,7 @@ static int setup(ctx_t *x, const opts_t *o)
 {
     cudaError_t e;
     x->cap = o->maxbytes;
-    /* A blocking stream: the plain cudaMemcpy/cudaMemset calls on the legacy
-     * default stream are then ordered with the collectives. */
-    if ((e = cudaStreamCreate(&x->stream)) ||
-        (e = cudaMalloc(&x->send, x->cap)) ||
+    if ((e = cudaMalloc(&x->send, x->cap)) ||
         (e = cudaMalloc(&x->recv, x->cap)) ||
         (e = cudaMallocHost(&x->host, CHUNK_BYTES))) {
         fprintf(stderr, "%s: rank %d: allocating 2 x %zu bytes: %s (a "
@@ -737,14 +725,12 @@ int main(int argc, char **argv)
         amldist_free(layout);
         return ndev == 0 || rc == AMLDIST_ENOGPU ? EXIT_NOGPU : EXIT_ERROR;
     }
+    /* A blocking stream: the plain cudaMemcpy/cudaMemset calls on the legacy
+     * default stream are then ordered with the collectives. */
     rc = EXIT_ERROR;
     if (cudaStreamCreate(&x.stream) == cudaSuccess &&
-        cudaMalloc((void **)&x.scratch, sizeof(double)) == cudaSuccess) {
-        cudaStream_t s = x.stream;
+        cudaMalloc((void **)&x.scratch, sizeof(double)) == cudaSuccess)
         rc = fit_memory(&x, &o);
-        cudaStreamDestroy(s);
-        x.stream = NULL;
-    }
     if (rc == EXIT_PASS && (rc = setup(&x, &o)) == EXIT_PASS)
         rc = run(&x, &o);
     teardown(&x);

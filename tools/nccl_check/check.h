@@ -93,6 +93,8 @@ ncclResult_t coll_launch(ctx_t *x, const coll_t *c, const dtype_t *t,
  * abort the communicator on an error or after the timeout.  0, or -1 after
  * printing why. */
 int sync_stream(ctx_t *x, const char *what);
+/* Seconds on the monotonic clock. */
+double now_s(void);
 /* One double reduced over all ranks (sum or min). */
 int allreduce_double(ctx_t *x, double *v, ncclRedOp_t op);
 /* Fill a device buffer with rank r's pattern, and count the elements of
