@@ -79,7 +79,14 @@ enum {
     /* ... or take the MPI / Slurm launcher's variables. */
     AMLDIST_PREFER_LAUNCHER = 1u << 1,
     /* Do not consult the PMIx server (no dlopen, no connection). */
-    AMLDIST_NO_PMIX = 1u << 2
+    AMLDIST_NO_PMIX = 1u << 2,
+    /* The caller is a per-node launcher and, where the environment does not
+     * say otherwise, alone on its node (one amlrun or launch.py per node).
+     * When the environment gives LOCAL_RANK 0 and either LOCAL_WORLD_SIZE 1
+     * or a NODE_RANK equal to RANK, what it leaves open is filled in:
+     * LOCAL_WORLD_SIZE 1, NODE_RANK = RANK, node count = WORLD_SIZE.
+     * Nothing the environment says is changed. */
+    AMLDIST_ONE_PER_NODE = 1u << 3
 };
 
 /* The values a layout holds; amldist_explain() tells where each came from. */

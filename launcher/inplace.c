@@ -26,22 +26,53 @@ static void warn_ignored(const struct amlrun_opts *o)
             "that started amlrun decides)");
 }
 
+/*
+ * The launcher does not say how many ranks share the node (Azure ML's
+ * PyTorch distribution, launch.py's workers: RANK, LOCAL_RANK, no
+ * LOCAL_WORLD_SIZE).  Binding divides the node among its ranks, so it needs
+ * that number: take one rank per usable GPU, which is how such jobs are
+ * laid out, when this rank's local rank names one of them.  Otherwise
+ * nothing can be divided safely: 1 with *nlocal set, or 0 (run unbound).
+ */
+static int plan_size_unknown(const struct amlrun_opts *o, const struct plan *p,
+                             int local, amldist_topo_t **topo, int *nlocal)
+{
+    const char *why = amldist_explain(p->layout,
+                                      AMLDIST_FIELD_LOCAL_WORLD_SIZE);
+    int gpus = 0;
+    if (amldist_topo_load(topo, o->bind.topology, 0) == 0)
+        gpus = amldist_topo_num_gpus(*topo);
+    if (gpus > local) {
+        *nlocal = gpus;
+        if (o->verbose)
+            msg("per-process mode: LOCAL_WORLD_SIZE is not known (%s): "
+                "binding plans one rank per GPU (%d)", why, gpus);
+        return 1;
+    }
+    if (local == 0 && !o->quiet)
+        msg("warning: per-process mode: LOCAL_WORLD_SIZE is not known (%s) "
+            "and there is no GPU to count ranks by: running unbound (set "
+            "LOCAL_WORLD_SIZE to bind)", why);
+    *nlocal = local + 1;
+    return 0;
+}
+
 int inplace_run(const struct amlrun_opts *o, const struct plan *p,
                 const struct command *c)
 {
     warn_ignored(o);
     int nlocal = amldist_local_world_size(p->layout);
     int local = amldist_local_rank(p->layout);
-    if (nlocal < 1 || local < 0) {
-        msg("per-process mode: the launcher's layout has no local rank "
-            "(source %s); use --nproc-per-node", amldist_source(p->layout));
-        return AMLRUN_EXIT_USAGE;
-    }
     struct amlrun_binding *b = NULL;
+    amldist_topo_t *topo = NULL;
     struct amlrun_bind_opts bo = o->bind;
     bo.per_process = 1; /* plan the whole node, not our own cpuset */
-    if (bind_setup(&bo, nlocal, NULL, &b) < 0)
+    if (nlocal < 1 && !plan_size_unknown(o, p, local, &topo, &nlocal))
+        bo.cpu_bind = bo.mem_bind = bo.nic_bind = bo.gpu_bind = "none";
+    if (bind_setup(&bo, nlocal, topo, &b) < 0) {
+        amldist_topo_free(topo);
         return AMLRUN_EXIT_USAGE;
+    }
     struct env_spec es = {o, p->layout, 0, environ, b, 0};
     struct worker_id id;
     int rc = AMLRUN_EXIT_SYSTEM;
@@ -81,5 +112,6 @@ out:
     command_argv_free(c, argv);
     envp_free(env);
     bind_free(b);
+    amldist_topo_free(topo);
     return rc;
 }

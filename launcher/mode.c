@@ -101,6 +101,13 @@ static int need_known(const struct plan *p)
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
         if (need[i].v >= 0)
             continue;
+        /* In place, the command gets the launcher's variables as they are:
+         * a LOCAL_WORLD_SIZE the launcher does not give (Azure ML's PyTorch
+         * distribution, launch.py's workers) is left out, as it would be
+         * without amlrun; binding then plans one rank per GPU (inplace.c). */
+        if (p->mode == MODE_PROCESS &&
+            need[i].f == AMLDIST_FIELD_LOCAL_WORLD_SIZE)
+            continue;
         msg("%s: the %s%s cannot be known: the layout from %s does not say "
             "%s%s (%s); start amlrun under a launcher that does, or set RANK, "
             "WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE for it%s",
@@ -148,6 +155,12 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
     /* Never connect to the PMIx server: under Open MPI 4.1 a process that
      * did so (even one we exec afterwards) fails in MPI_Init. */
     ao.flags |= AMLDIST_NO_PMIX;
+    /* Per-node mode: this amlrun is its node's launcher.  Where the
+     * environment does not say how many amlruns share the node (Azure ML's
+     * PyTorch distribution with one process per node: RANK, WORLD_SIZE,
+     * LOCAL_RANK=0, NODE_RANK), it is the only one. */
+    if (o->mode == MODE_NODE || o->nproc_kind != NPROC_UNSET)
+        ao.flags |= AMLDIST_ONE_PER_NODE;
     ao.num_nodes = o->nnodes;
     ao.node_rank = o->node_rank;
     ao.master_addr = o->master_addr;

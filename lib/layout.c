@@ -77,6 +77,12 @@ static void complement(struct amldist *to, const struct amldist *from)
     to->want_pmix |= from->want_pmix;
 }
 
+/* An explanation quoted inside a derived one, without a second "derived: ". */
+static const char *inner(const char *why)
+{
+    return strncmp(why, "derived: ", 9) == 0 ? why + 9 : why;
+}
+
 /*
  * Canonical variables without a marker, and an MPI or Slurm launcher.  The
  * same world size: one job, which must agree.  A world size that is a
@@ -120,21 +126,29 @@ static int relate(struct amldist *canon, const struct amldist *outer,
                              cw, outer->why[AMLDIST_FIELD_WORLD_SIZE]);
     }
     *chosen = *canon;
-    /* One outer process per node (Azure ML's per-node launchers): the outer
-     * rank is the node index. */
-    if (!amldist__known(chosen, AMLDIST_FIELD_NODE_RANK) &&
-        outer->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] == 1 &&
+    /* One outer process per node (Azure ML's per-node launchers, the
+     * guide's launch.py): the outer rank is the node index, and the per-node
+     * launchers all ran the same command, so each node has world / nodes
+     * ranks. */
+    if (outer->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] == 1 &&
         outer->val[AMLDIST_FIELD_NUM_NODES] == ow) {
-        amldist__set(chosen, AMLDIST_FIELD_NODE_RANK,
-                     outer->val[AMLDIST_FIELD_RANK],
-                     "derived: %s, one launcher per node (%s, %s)",
-                     outer->why[AMLDIST_FIELD_RANK],
-                     outer->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE],
-                     outer->why[AMLDIST_FIELD_NUM_NODES]);
+        const char *ranks = outer->why[AMLDIST_FIELD_RANK];
+        const char *alone = inner(outer->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE]);
+        const char *nodes = inner(outer->why[AMLDIST_FIELD_NUM_NODES]);
+        if (!amldist__known(chosen, AMLDIST_FIELD_NODE_RANK))
+            amldist__set(chosen, AMLDIST_FIELD_NODE_RANK,
+                         outer->val[AMLDIST_FIELD_RANK],
+                         "derived: %s, one launcher per node (%s, %s)", ranks,
+                         alone, nodes);
         if (!amldist__known(chosen, AMLDIST_FIELD_NUM_NODES))
             amldist__set(chosen, AMLDIST_FIELD_NUM_NODES, ow,
-                         "derived: %s, one launcher per node",
-                         outer->why[AMLDIST_FIELD_NUM_NODES]);
+                         "derived: %s, one launcher per node", nodes);
+        if (!amldist__known(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE) &&
+            cw > 0 && ow > 0)
+            amldist__set(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE, cw / ow,
+                         "derived: %s / %d nodes, one launcher per node "
+                         "(%s)",
+                         canon->why[AMLDIST_FIELD_WORLD_SIZE], ow, nodes);
     }
     return 0;
 }
@@ -242,10 +256,61 @@ static void derive(struct amldist *h)
                      "derived: %s equals %s (one node)",
                      h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE],
                      h->why[AMLDIST_FIELD_WORLD_SIZE]);
-    if (v[AMLDIST_FIELD_NUM_NODES] == 1 &&
-        !amldist__known(h, AMLDIST_FIELD_NODE_RANK))
+    if (v[AMLDIST_FIELD_NUM_NODES] != 1)
+        return;
+    const char *one = inner(h->why[AMLDIST_FIELD_NUM_NODES]);
+    if (!amldist__known(h, AMLDIST_FIELD_NODE_RANK))
         amldist__set(h, AMLDIST_FIELD_NODE_RANK, 0, "derived: %s (one node)",
-                     h->why[AMLDIST_FIELD_NUM_NODES]);
+                     one);
+    /* On one node every rank is local. */
+    if (!amldist__known(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE) &&
+        amldist__known(h, AMLDIST_FIELD_WORLD_SIZE))
+        amldist__set(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE,
+                     v[AMLDIST_FIELD_WORLD_SIZE],
+                     "derived: %s, one node (%s)",
+                     h->why[AMLDIST_FIELD_WORLD_SIZE], one);
+    if (!amldist__known(h, AMLDIST_FIELD_LOCAL_RANK) &&
+        amldist__known(h, AMLDIST_FIELD_RANK))
+        amldist__set(h, AMLDIST_FIELD_LOCAL_RANK, v[AMLDIST_FIELD_RANK],
+                     "derived: %s, one node (%s)",
+                     h->why[AMLDIST_FIELD_RANK], one);
+}
+
+/*
+ * AMLDIST_ONE_PER_NODE: the caller says it is a per-node launcher, alone on
+ * its node.  Fills in only what the environment leaves open, and only where
+ * nothing it says rules the premise out.
+ */
+static void alone_on_node(struct amldist *h)
+{
+    static const amldist_field_t lr = AMLDIST_FIELD_LOCAL_RANK,
+                                 lws = AMLDIST_FIELD_LOCAL_WORLD_SIZE,
+                                 node = AMLDIST_FIELD_NODE_RANK,
+                                 nodes = AMLDIST_FIELD_NUM_NODES;
+    const int *v = h->val;
+    int rank = v[AMLDIST_FIELD_RANK], world = v[AMLDIST_FIELD_WORLD_SIZE];
+    /* The environment must place this process first on its node, and say
+     * it is alone there or that its node index is its rank: RANK and
+     * WORLD_SIZE alone (PMI_RANK under mpiexec on one host) could as well be
+     * two launchers sharing a node, whose workers would then collide. */
+    if (rank < 0 || world < 0 || !amldist__known(h, lr) || v[lr] != 0)
+        return;
+    if (amldist__known(h, lws) ? v[lws] != 1
+                               : !(amldist__known(h, node) && v[node] == rank))
+        return;
+    if ((amldist__known(h, node) && v[node] != rank) ||
+        (amldist__known(h, nodes) && v[nodes] != world))
+        return;
+    static const char why[] = "derived: one launcher per node (the caller "
+                              "says so: AMLDIST_ONE_PER_NODE)";
+    if (!amldist__known(h, lws))
+        amldist__set(h, lws, 1, "%s", why);
+    if (!amldist__known(h, node))
+        amldist__set(h, node, rank, "%s, so the node index is %s", why,
+                     h->why[AMLDIST_FIELD_RANK]);
+    if (!amldist__known(h, nodes))
+        amldist__set(h, nodes, world, "%s, so the node count is %s", why,
+                     h->why[AMLDIST_FIELD_WORLD_SIZE]);
 }
 
 static int read_master_env(const amldist__env_t *env, struct amldist *h)
@@ -465,6 +530,8 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
      * connection to the launcher, with consequences (pmix.c). */
     if (h->want_pmix && needs_pmix(h))
         amldist__pmix_complete(env, h, &launcher_master);
+    if (env->flags & AMLDIST_ONE_PER_NODE)
+        alone_on_node(h);
     derive(h);
     if ((rc = resolve_master(env, h, &launcher_master)) < 0)
         return rc;

@@ -38,16 +38,47 @@ for e in "RANK=0 WORLD_SIZE=2" "PMI_RANK=0 PMI_SIZE=2"; do
     check "$e, --dry-run: no 'node -993'" no_code
 done
 
-# --- the local rank given, the node rank still unknown: left out, shown '?'
-L="RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1"
+# --- the local rank given, the node rank still unknown (two amlruns share
+#     each node, which one is not said): left out, shown '?'
+L="RANK=2 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1"
 run $L -- --nproc-per-node 2 --legacy-launch --prefix='%r/%l/%n/%%n:' --no-python "$d/show"
 expect_eq "node rank unknown: the job runs" "$rc" 0
 expect_eq "node rank unknown: %n is '?', NODE_RANK and GROUP_RANK left out" \
-    "$(sort "$d/out")" "$(printf '2/0/?/%%n:0 none none --local_rank=0\n3/1/?/%%n:1 none none --local_rank=1')"
+    "$(sort "$d/out")" "$(printf '4/0/?/%%n:0 none none --local_rank=0\n5/1/?/%%n:1 none none --local_rank=1')"
 check "node rank unknown: no -993 anywhere" no_code
 run $L -- --nproc-per-node 2 --dry-run --no-python true
-check "node rank unknown: --dry-run says 'node ?'" grep -q '^rank 3 (local 1, node ?): ' "$d/out"
+check "node rank unknown: --dry-run says 'node ?'" grep -q '^rank 5 (local 1, node ?): ' "$d/out"
 check "node rank unknown, --dry-run: no -993" no_code
+
+# --- one amlrun alone on its node: its rank is the node index (the rule
+#     launch.py's workers get), whether the launcher says "alone" or names
+#     the node (Azure ML's PyTorch distribution, one process per node)
+for L in "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1" \
+         "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 NODE_RANK=1"; do
+    run $L MASTER_ADDR=127.0.0.1 -- --nproc-per-node 2 --legacy-launch \
+        --prefix='%r/%l/%n:' --no-python "$d/show"
+    expect_eq "$L: node 1, GROUP_RANK 1" "$(sort "$d/out")" \
+        "$(printf '2/0/1:0 1 1 --local_rank=0\n3/1/1:1 1 1 --local_rank=1')"
+    run $L MASTER_ADDR=127.0.0.1 -- --nproc-per-node 2 --dry-run --no-python true
+    check "$L: LOCAL_WORLD_SIZE=2 GROUP_WORLD_SIZE=2 in --dry-run" \
+        grep -Eq '^rank 3 (local 1, node 1): .*LOCAL_WORLD_SIZE=2 (NODE_RANK=1 )?GROUP_RANK=1 GROUP_WORLD_SIZE=2 ' "$d/out"
+done
+
+# --- in place, a launcher that gives LOCAL_RANK but not LOCAL_WORLD_SIZE
+#     (Azure ML's PyTorch distribution, per process): the command runs with
+#     the launcher's variables, LOCAL_WORLD_SIZE left out as the launcher did
+A="RANK=5 WORLD_SIZE=8 LOCAL_RANK=1 NODE_RANK=1 MASTER_ADDR=10.0.0.4 MASTER_PORT=6105"
+run $A -- --cpu-bind none --no-python /usr/bin/env
+expect_eq "in place, no LOCAL_WORLD_SIZE: runs" "$rc" 0
+check "in place, no LOCAL_WORLD_SIZE: RANK LOCAL_RANK NODE_RANK GROUP_RANK passed on" \
+    test "$(grep -E '^(RANK|LOCAL_RANK|NODE_RANK|GROUP_RANK|WORLD_SIZE)=' "$d/out" | sort | tr '\n' ' ')" = \
+        "GROUP_RANK=1 LOCAL_RANK=1 NODE_RANK=1 RANK=5 WORLD_SIZE=8 "
+check "in place, no LOCAL_WORLD_SIZE: none invented" sh -c "! grep -q ^LOCAL_WORLD_SIZE= \"$d/out\""
+run RANK=4 WORLD_SIZE=8 LOCAL_RANK=0 NODE_RANK=1 MASTER_ADDR=10.0.0.4 -- --no-python /usr/bin/env
+expect_eq "in place, no LOCAL_WORLD_SIZE, default binding: runs" "$rc" 0
+check "in place, no LOCAL_WORLD_SIZE, default binding: says why it cannot bind" \
+    grep -q 'LOCAL_WORLD_SIZE is not known' "$d/err"
+check "in place, no LOCAL_WORLD_SIZE: no -993" no_code
 
 # --- explicit options against the launcher (Slurm: this is node 1 of 2)
 S="SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=0

@@ -1,4 +1,6 @@
 /* Which source wins when several are set: nesting versus real conflicts. */
+#include <string.h>
+
 #include "layout_test.h"
 
 #define OMPI4(r, lr, lw)                                                       \
@@ -73,7 +75,7 @@ static void test_nested_per_node_launcher(void)
             "OMPI_COMM_WORLD_LOCAL_SIZE=1", "OMPI_MCA_orte_num_nodes=2",
             "MASTER_ADDR=10.0.0.4", "MASTER_PORT=6105"),
         AMLDIST_NO_PMIX);
-    CHECK_LAYOUT(h, 5, 8, 1, -1, 1, 2);
+    CHECK_LAYOUT(h, 5, 8, 1, 4, 1, 2);
     CHECK_STR_EQ(amldist_source(h), "env");
     CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
                   "derived: OMPI_COMM_WORLD_RANK=1, one launcher per node");
@@ -147,7 +149,7 @@ static void test_canonical_and_slurm(void)
                                  "SLURM_TASKS_PER_NODE=1(x2)",
                                  "SLURM_STEP_NODELIST=n[1-2]"),
                              0);
-    CHECK_LAYOUT(h, 5, 8, -1, -1, 1, 2);
+    CHECK_LAYOUT(h, 5, 8, -1, 4, 1, 2);
     amldist_free(h);
 }
 
@@ -170,6 +172,83 @@ static void test_mpi_family_order(void)
     amldist_free(h);
 }
 
+/* Azure ML's PyTorch distribution, one process per node, read by a per-node
+ * launcher (amlrun --nproc-per-node): it says so with AMLDIST_ONE_PER_NODE,
+ * and the node's own layout is complete. */
+#define AZ_NODE1 "WORLD_SIZE=2", "NODE_RANK=1", "RANK=1", "LOCAL_RANK=0",     \
+                 "MASTER_ADDR=10.0.0.4", "MASTER_PORT=6105"
+static void test_one_per_node_flag(void)
+{
+    amldist_t *h = layout_of(ENV(AZ_NODE1), AMLDIST_ONE_PER_NODE);
+    CHECK_LAYOUT(h, 1, 2, 0, 1, 1, 2);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE),
+                  "AMLDIST_ONE_PER_NODE");
+    amldist_free(h);
+    /* Without the flag the same variables describe one process of many. */
+    h = layout_of(ENV(AZ_NODE1), 0);
+    CHECK_LAYOUT(h, 1, 2, 0, -1, 1, -1);
+    amldist_free(h);
+    /* An MPI launcher that says one process here but not the node index. */
+    h = layout_of(ENV("OMPI_COMM_WORLD_RANK=2", "OMPI_COMM_WORLD_SIZE=3",
+                      "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                      "OMPI_COMM_WORLD_LOCAL_SIZE=1"),
+                  AMLDIST_ONE_PER_NODE | AMLDIST_NO_PMIX);
+    CHECK_LAYOUT(h, 2, 3, 0, 1, 2, 3);
+    amldist_free(h);
+}
+
+/* What rules the premise out leaves the unknowns unknown. */
+static void test_one_per_node_refused(void)
+{
+    static const unsigned f = AMLDIST_ONE_PER_NODE;
+    /* RANK and WORLD_SIZE alone: could be two launchers on one node. */
+    amldist_t *h = layout_of(ENV("RANK=0", "WORLD_SIZE=2"), f);
+    CHECK_LAYOUT(h, 0, 2, -1, -1, -1, -1);
+    amldist_free(h);
+    h = layout_of(ENV("PMI_RANK=0", "PMI_SIZE=2"), f);
+    CHECK_LAYOUT(h, 0, 2, -1, -1, -1, -1);
+    amldist_free(h);
+    /* Second on its node. */
+    h = layout_of(ENV("RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1",
+                      "NODE_RANK=1"), f);
+    CHECK_LAYOUT(h, 3, 4, 1, -1, 1, -1);
+    amldist_free(h);
+    /* First on node 1, but rank 2: two launchers per node. */
+    h = layout_of(ENV("RANK=2", "WORLD_SIZE=4", "LOCAL_RANK=0",
+                      "NODE_RANK=1"), f);
+    CHECK_LAYOUT(h, 2, 4, 0, -1, 1, -1);
+    amldist_free(h);
+    /* Alone, but the launcher counts other nodes than processes. */
+    h = layout_of(ENV("RANK=1", "WORLD_SIZE=4", "LOCAL_RANK=0",
+                      "LOCAL_WORLD_SIZE=2"), f);
+    CHECK_LAYOUT(h, 1, 4, 0, 2, -1, -1);
+    amldist_free(h);
+}
+
+/* One node: every rank is local, whoever says it is one node. */
+static void test_one_node_local_world(void)
+{
+    /* One launcher under an MPI world of one (mpirun -np 1 launch.py). */
+    amldist_t *h = layout_of(
+        ENV("RANK=2", "WORLD_SIZE=4", "LOCAL_RANK=2", "OMPI_COMM_WORLD_RANK=0",
+            "OMPI_COMM_WORLD_SIZE=1", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+            "OMPI_COMM_WORLD_LOCAL_SIZE=1"),
+        AMLDIST_NO_PMIX);
+    CHECK_LAYOUT(h, 2, 4, 2, 4, 0, 1);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NUM_NODES),
+                  "derived: OMPI_COMM_WORLD_LOCAL_SIZE");
+    CHECK(strstr(amldist_explain(h, AMLDIST_FIELD_NUM_NODES),
+                 "derived: derived:") == NULL);
+    amldist_free(h);
+    /* An option that says one node. */
+    amldist_options_t o = AMLDIST_OPTIONS_INIT;
+    o.envp = ENV("RANK=2", "WORLD_SIZE=4");
+    o.num_nodes = 1;
+    CHECK_INT_EQ(amldist_init_opts(&h, &o), 0);
+    CHECK_LAYOUT(h, 2, 4, 2, 4, 0, 1);
+    amldist_free(h);
+}
+
 int main(void)
 {
     RUN(test_canonical_and_mpi_agree);
@@ -183,5 +262,8 @@ int main(void)
     RUN(test_mpi_beats_slurm);
     RUN(test_canonical_and_slurm);
     RUN(test_mpi_family_order);
+    RUN(test_one_per_node_flag);
+    RUN(test_one_per_node_refused);
+    RUN(test_one_node_local_world);
     return test_summary();
 }
