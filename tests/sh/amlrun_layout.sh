@@ -61,7 +61,7 @@ for L in "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1" \
         "$(printf '2/0/1:0 1 1 --local_rank=0\n3/1/1:1 1 1 --local_rank=1')"
     run $L MASTER_ADDR=127.0.0.1 -- --nproc-per-node 2 --dry-run --no-python true
     check "$L: LOCAL_WORLD_SIZE=2 GROUP_WORLD_SIZE=2 in --dry-run" \
-        grep -Eq '^rank 3 (local 1, node 1): .*LOCAL_WORLD_SIZE=2 (NODE_RANK=1 )?GROUP_RANK=1 GROUP_WORLD_SIZE=2 ' "$d/out"
+        grep -Eq '^rank 3 \(local 1, node 1\): .*LOCAL_WORLD_SIZE=2 (NODE_RANK=1 )?GROUP_RANK=1 GROUP_WORLD_SIZE=2 ' "$d/out"
 done
 
 # --- in place, a launcher that gives LOCAL_RANK but not LOCAL_WORLD_SIZE
