@@ -23,6 +23,7 @@
 #include "jobtoken.h"
 #include "mode.h"
 #include "msg.h"
+#include "nodecheck.h"
 #include "options.h"
 #include "output.h"
 #include "supervise.h"
@@ -116,6 +117,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
+    if ((rc = nodecheck_run(o, p)) >= 0) {
+        bind_free(b);
+        return rc;
+    }
     const char *gpus = p->topo ? amldist_topo_gpu_note(p->topo)
                                : bind_gpu_note(b);
     if (o->verbose && gpus != NULL)

@@ -59,6 +59,21 @@ AMLDIST_API int amldist_bootstrap_bcast(const amldist_t *layout, void *buf,
                                         const amldist_bootstrap_options_t *opts);
 
 /*
+ * Check that every rank of `layout` holds the same `value` as rank 0 (amlrun's
+ * node agents: the number of workers on each node, from which every worker's
+ * RANK is computed) before anything depends on it.  Collective, like
+ * amldist_bootstrap_bcast(), whose port, token and timeout it uses (two
+ * calls' worth).  Every rank returns the same verdict: 0 when all agree; on
+ * a rank whose value differs AMLDIST_ECONFLICT, and on every other rank
+ * AMLDIST_EPEER, with amldist_last_error() naming `what`, that rank and both
+ * values ("workers per node: rank 1 has 2, rank 0 has 1"); or an error of
+ * amldist_bootstrap_bcast().  A world of one rank returns 0 at once.
+ */
+AMLDIST_API int amldist_bootstrap_agree(const amldist_t *layout, int value,
+                                        const char *what,
+                                        const amldist_bootstrap_options_t *opts);
+
+/*
  * Create this rank's NCCL communicator over the whole layout: select the
  * device (`device` >= 0, else the PCI bus id in AMLDIST_GPU, else the local
  * rank modulo the visible device count), get an ncclUniqueId on rank 0,

@@ -1,0 +1,54 @@
+/*
+ * amldist_bootstrap_agree(): every rank checks one number against rank 0's
+ * before anything depends on it (amlrun's node agents: their worker counts,
+ * from which every worker's RANK is computed).  Two exchanges of the
+ * bootstrap: rank 0's value goes out, then a barrier in which a rank that
+ * disagrees checks in as failed, so that every rank, rank 0 too, returns the
+ * same verdict and none goes ahead alone.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bootstrap_internal.h"
+
+int amldist_bootstrap_agree(const amldist_t *layout, int value,
+                            const char *what,
+                            const amldist_bootstrap_options_t *opts)
+{
+    amldist__bs_params_t p;
+    unsigned char wire[4];
+    int rc;
+
+    amldist__clear_error();
+    if (!what)
+        what = "value";
+    /* Both setups are numbered on every rank, whatever happens, so that the
+     * ranks' later calls stay in step. */
+    if ((rc = amldist__bs_setup(layout, opts, &p)) < 0)
+        return rc;
+    if (p.world <= 1)
+        return 0;
+    amldist__bs_put_u32(wire, (uint32_t)value);
+    rc = amldist__bs_exchange(&p, wire, sizeof wire);
+    int theirs = (int)amldist__bs_get_u32(wire);
+    char mine[AMLDIST__BS_WHY_LEN] = "";
+    int differs = rc == 0 && theirs != value;
+    if (differs)
+        snprintf(mine, sizeof mine, "%s: rank %d has %d, rank 0 has %d", what,
+                 p.rank, value, theirs);
+    else if (rc < 0)
+        amldist__strlcpy(mine, amldist_last_error(), sizeof mine);
+    if (amldist__bs_setup(layout, opts, &p) < 0 || rc < 0)
+        return amldist__fail(rc < 0 ? rc : AMLDIST_EINVAL, "%s",
+                             rc < 0 ? mine : amldist_last_error());
+    p.barrier = 1;
+    p.failed = differs;
+    memcpy(p.why, mine, sizeof p.why);
+    unsigned char verdict = 1;
+    rc = amldist__bs_exchange(&p, &verdict, sizeof verdict);
+    /* A rank that disagrees says so itself; the others return EPEER with
+     * its message, from the barrier. */
+    if (differs)
+        return amldist__fail(AMLDIST_ECONFLICT, "%s", mine);
+    return rc;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Nodes whose amlruns would start different numbers of workers (issue 10):
+# every node computes its workers' RANK as its own rank * nproc + i, so such
+# a job's ranks overlap (node 0 with 1 worker, node 1 with 2 gave 0/2, 2/4,
+# 3/4 and a gloo job that hung).  Before any worker starts, the amlruns check
+# with each other: every node refuses, naming both counts, and nothing runs.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+multinode_setup 2
+
+# A worker that leaves a mark, so that "nothing started" can be checked.
+MARK=$TEST_TMP/marks
+mkdir -p "$MARK"
+printf '#!/bin/sh\ntouch "%s/$(hostname).$RANK"\n' "$MARK" >"$TEST_TMP/mark.sh"
+chmod +x "$TEST_TMP/mark.sh"
+no_marks() { [ -z "$(ls -A "$MARK")" ]; }
+
+# Standalone, the same --nnodes/--node-rank on each node, 1 and 2 workers.
+start=$(date +%s%N)
+on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 1 "$TEST_TMP/mark.sh" >"$TEST_TMP/a0" 2>&1 &
+p0=$!
+on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
+    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/a1" 2>&1 &
+p1=$!
+rc0=0; wait $p0 || rc0=$?
+rc1=0; wait $p1 || rc1=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+expect_eq "1 and 2 workers: node 0 refuses (2)" "$rc0" 2
+expect_eq "1 and 2 workers: node 1 refuses (2)" "$rc1" 2
+check "1 and 2 workers: no worker started on either node" no_marks
+check "1 and 2 workers: node 1 names both counts" \
+    grep -q 'workers per node: rank 1 has 2, rank 0 has 1; no worker started' "$TEST_TMP/a1"
+check "1 and 2 workers: node 0 is told which node and why" \
+    grep -q 'rank 1 failed: workers per node: rank 1 has 2, rank 0 has 1' "$TEST_TMP/a0"
+check "1 and 2 workers: refused at once, not at a timeout (${ms} ms)" test "$ms" -lt 20000
+
+# The same, started by mpirun per node: the count differs by host (as
+# --nproc-per-node gpu would on nodes with different GPUs); mpirun's
+# status is the refusal's.
+PORT2=$((PORT + 2))
+cat >"$TEST_TMP/pernode.sh" <<EOF2
+#!/bin/sh
+n=2; [ "\$(hostname)" = n0 ] && n=1
+exec "$AMLRUN" --master-port $PORT2 --nproc-per-node \$n "$TEST_TMP/mark.sh"
+EOF2
+chmod +x "$TEST_TMP/pernode.sh"
+rc=0
+on n0 $T $MPIRUN --host n0,n1 --npernode 1 "$TEST_TMP/pernode.sh" >"$TEST_TMP/m" 2>&1 || rc=$?
+expect_eq "mpirun per node, 1 and 2 workers: the job fails with 2" "$rc" 2
+check "mpirun per node: no worker started" no_marks
+check "mpirun per node: the counts are named" grep -q 'workers per node: rank 1 has 2, rank 0 has 1' "$TEST_TMP/m"
+
+# Equal counts still run, and -v says the check was made.
+PORT3=$((PORT + 4))
+on n0 $T "$AMLRUN" -v --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT3" \
+    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/e0" 2>&1 &
+p0=$!
+on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT3" \
+    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/e1" 2>&1 &
+p1=$!
+rc0=0; wait $p0 || rc0=$?
+rc1=0; wait $p1 || rc1=$?
+expect_eq "2 and 2 workers: both run" "$rc0 $rc1" "0 0"
+expect_eq "2 and 2 workers: every rank ran once" "$(ls "$MARK" | sort | tr '\n' ' ')" \
+    "n0.0 n0.1 n1.2 n1.3 "
+check "2 and 2 workers: -v says the counts were checked" grep -q 'checking with the other 1 amlruns' "$TEST_TMP/e0"
+expect_eq "nothing left on any node" "$(leftover_procs)" ""
