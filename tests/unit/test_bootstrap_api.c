@@ -224,6 +224,62 @@ static void test_nccl_without_gpu(void)
     amldist_free(h);
 }
 
+/*
+ * amldist_bootstrap_agree(): 4 ranks; rank `odd` (-1: none) holds 7 instead
+ * of 5.  Every rank gets the same verdict, the odd one ECONFLICT, the others
+ * EPEER naming it, and a broadcast afterwards still works (the calls stay in
+ * step).  Results: codes[r] = verdict, codes[8 + r] = the broadcast's.
+ */
+static char (*agree_msgs)[256];
+static void agree_job(int odd, int port)
+{
+    enum { WORLD = 4 };
+    pid_t pids[WORLD];
+    codes = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    agree_msgs = mmap(NULL, WORLD * 256, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    for (int r = 0; r < WORLD; r++) {
+        if ((pids[r] = fork()) == 0) {
+            amldist_t *h = layout(r, WORLD, port);
+            codes[r] = amldist_bootstrap_agree(h, r == odd ? 7 : 5,
+                                               "workers per node", NULL);
+            snprintf(agree_msgs[r], 256, "%s", amldist_last_error());
+            int blob = r == 0 ? 42 : 0;
+            codes[8 + r] = amldist_bootstrap_bcast(h, &blob, sizeof blob,
+                                                   NULL);
+            if (blob != 42)
+                codes[8 + r] = 99;
+            amldist_free(h);
+            _exit(0);
+        }
+    }
+    for (int r = 0; r < WORLD; r++)
+        waitpid(pids[r], NULL, 0);
+}
+
+static void test_agree(void)
+{
+    int port = free_port_pair();
+    CHECK(port > 0);
+    agree_job(-1, port);
+    for (int r = 0; r < 4; r++) {
+        CHECK_INT_EQ(codes[r], 0);
+        CHECK_INT_EQ(codes[8 + r], 0);
+    }
+    agree_job(2, port);
+    for (int r = 0; r < 4; r++) {
+        CHECK_INT_EQ(codes[r], r == 2 ? AMLDIST_ECONFLICT : AMLDIST_EPEER);
+        CHECK_STR_HAS(agree_msgs[r],
+                      "workers per node: rank 2 has 7, rank 0 has 5");
+        CHECK_INT_EQ(codes[8 + r], 0);
+    }
+    /* One rank: nothing to check against, no network. */
+    amldist_t *h = layout(0, 1, port);
+    CHECK_INT_EQ(amldist_bootstrap_agree(h, 3, NULL, NULL), 0);
+    amldist_free(h);
+}
+
 int main(void)
 {
     unsetenv("AMLDIST_JOB_TOKEN");
@@ -242,5 +298,6 @@ int main(void)
     RUN(test_bcast_token_mismatch);
     RUN(test_bcast_errors);
     RUN(test_nccl_without_gpu);
+    RUN(test_agree);
     return test_summary();
 }
