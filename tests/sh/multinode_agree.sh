@@ -65,4 +65,23 @@ expect_eq "2 and 2 workers: both run" "$rc0 $rc1" "0 0"
 expect_eq "2 and 2 workers: every rank ran once" "$(ls "$MARK" | sort | tr '\n' ' ')" \
     "n0.0 n0.1 n1.2 n1.3 "
 check "2 and 2 workers: -v says the counts were checked" grep -q 'checking with the other 1 amlruns' "$TEST_TMP/e0"
+# Side by side: real torchrun on the same two nodes, 1 and 2 workers.  Its
+# agents exchange their counts through the store and number the ranks
+# 0..2; amlrun refuses (above) until its agents can do the same, rather
+# than start ranks that overlap.
+if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
+    TR="$TORCH_PY $TOP/bench/torchrun-wrapper.py --nnodes 2 --master_addr n0 --master_port $((PORT + 6))"
+    printf '#!/bin/sh\necho "$(hostname) $RANK/$WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE"\n' >"$TEST_TMP/tr.sh"
+    chmod +x "$TEST_TMP/tr.sh"
+    on n0 $T $TR --node_rank 0 --nproc_per_node 1 --no_python "$TEST_TMP/tr.sh" >"$TEST_TMP/t0" 2>&1 &
+    p0=$!
+    on n1 $T $TR --node_rank 1 --nproc_per_node 2 --no_python "$TEST_TMP/tr.sh" >"$TEST_TMP/t1" 2>&1 &
+    p1=$!
+    wait $p0 $p1
+    expect_eq "torchrun, 1 and 2 workers: ranks 0..2 of 3 (what amlrun refuses to get wrong)" \
+        "$(cat "$TEST_TMP/t0" "$TEST_TMP/t1" | grep -E '^n[01] ' | sort -t' ' -k2)" \
+        "$(printf 'n0 0/3 local 0/1\nn1 1/3 local 0/2\nn1 2/3 local 1/2')"
+else
+    skip "torchrun side by side" "$TORCH_PY cannot import torch.distributed.run"
+fi
 expect_eq "nothing left on any node" "$(leftover_procs)" ""
