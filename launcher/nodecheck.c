@@ -6,7 +6,7 @@
 int nodecheck_run(const struct amlrun_opts *o, const struct plan *p)
 {
     int agents = amldist_world_size(p->layout);
-    if (agents <= 1)
+    if (agents <= 1 || o->no_node_check)
         return -1;
     amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
     if (o->verbose)

@@ -16,7 +16,7 @@ enum opt_id {
     O_USE_ENV, O_LEGACY, O_PYTHON, O_PREFIX, O_TEE, O_LOG_DIR, O_RANKS,
     O_LOCAL_RANKS, O_DRY_RUN, O_VERBOSE, O_QUIET, O_CPU_BIND, O_MEM_BIND,
     O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
-    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION
+    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION, O_NO_NODE_CHECK
 };
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -35,6 +35,7 @@ static const struct option_def {
     {"master-addr", ARG_REQUIRED, O_MASTER_ADDR},
     {"master-port", ARG_REQUIRED, O_MASTER_PORT},
     {"standalone", ARG_NONE, O_STANDALONE},
+    {"no-node-check", ARG_NONE, O_NO_NODE_CHECK},
     {"mode", ARG_REQUIRED, O_MODE},
     {"run-id", ARG_REQUIRED, O_RUN_ID},
     {"rdzv-id", ARG_REQUIRED, O_RUN_ID},
@@ -226,6 +227,9 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         break;
     case O_STANDALONE:
         o->standalone = 1;
+        break;
+    case O_NO_NODE_CHECK:
+        o->no_node_check = 1;
         break;
     case O_MODE:
         if (strcmp(val, "auto") == 0)

@@ -32,6 +32,7 @@ struct amlrun_opts {
     const char *master_addr; /* NULL: from the library */
     int master_port;         /* > 0 given */
     int standalone;
+    int no_node_check;       /* --no-node-check: nodecheck.h */
     enum run_mode mode;
     /* supervision */
     const char *run_id;

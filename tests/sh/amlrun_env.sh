@@ -18,7 +18,7 @@ expect_eq "per-node: 4 ranks with torchrun's variables" "$out" \
 3 3 4 4 0 0 127.0.0.1 29611 0 0 job7"
 
 # --- per-node, node 1 of 2, torchrun and launch.py spellings
-out=$("$AMLRUN" --nnodes=2 --node_rank=1 --nproc_per_node=2 --master_addr=10.1.2.3 --master_port=29612 --max_restarts=4 sh -c "$show" | sort -n)
+out=$("$AMLRUN" --no-node-check --nnodes=2 --node_rank=1 --nproc_per_node=2 --master_addr=10.1.2.3 --master_port=29612 --max_restarts=4 sh -c "$show" | sort -n)
 expect_eq "per-node: node 1 of 2 (underscore spellings)" "$out" \
 "2 0 4 2 1 1 10.1.2.3 29612 0 4 none
 3 1 4 2 1 1 10.1.2.3 29612 0 4 none"

@@ -41,7 +41,7 @@ done
 # --- the local rank given, the node rank still unknown (two amlruns share
 #     each node, which one is not said): left out, shown '?'
 L="RANK=2 WORLD_SIZE=4 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1"
-run $L -- --nproc-per-node 2 --legacy-launch --prefix='%r/%l/%n/%%n:' --no-python "$d/show"
+run $L -- --no-node-check --nproc-per-node 2 --legacy-launch --prefix='%r/%l/%n/%%n:' --no-python "$d/show"
 expect_eq "node rank unknown: the job runs" "$rc" 0
 expect_eq "node rank unknown: %n is '?', NODE_RANK and GROUP_RANK left out" \
     "$(sort "$d/out")" "$(printf '4/0/?/%%n:0 none none --local_rank=0\n5/1/?/%%n:1 none none --local_rank=1')"
@@ -55,7 +55,7 @@ check "node rank unknown, --dry-run: no -993" no_code
 #     the node (Azure ML's PyTorch distribution, one process per node)
 for L in "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1" \
          "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 NODE_RANK=1"; do
-    run $L MASTER_ADDR=127.0.0.1 -- --nproc-per-node 2 --legacy-launch \
+    run $L MASTER_ADDR=127.0.0.1 -- --no-node-check --nproc-per-node 2 --legacy-launch \
         --prefix='%r/%l/%n:' --no-python "$d/show"
     expect_eq "$L: node 1, GROUP_RANK 1" "$(sort "$d/out")" \
         "$(printf '2/0/1:0 1 1 --local_rank=0\n3/1/1:1 1 1 --local_rank=1')"
