@@ -171,8 +171,8 @@ int command_build(const struct amlrun_opts *o, struct command *c)
     c->local_rank_at = -1;
     c->runs_python = o->module || (!o->no_python && ends_with(o->cmd[0], ".py"));
     int legacy_arg = o->legacy && !o->use_env;
-    /* python3 -u [-m] script [--local_rank=N] args... */
-    size_t n = (size_t)o->ncmd + 4;
+    /* python3 -u [-m] script [--local_rank=N] args... NULL */
+    size_t n = (size_t)o->ncmd + 5;
     c->argv = calloc(n, sizeof *c->argv);
     if (!c->argv) {
         msg_errno(ENOMEM, "building the command line");
