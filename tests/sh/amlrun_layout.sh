@@ -79,6 +79,6 @@ check "--nnodes 524288 --nproc-per-node 4096: one message naming the option" \
 run -- --nproc-per-node 5000 --dry-run --no-python true
 expect_eq "--nproc-per-node 5000: usage error" "$rc" 2
 expect_eq "--nproc-per-node 5000: names the option and the range" "$(cat "$d/err")" \
-    "amlrun: --nproc-per-node 5000: want a number from 1 to 4096, 'gpu' or 'auto' (see amlrun --help)"
+    "amlrun: --nproc-per-node 5000: want a number from 1 to 4096, 'gpu', 'auto' or 'cpu' (see amlrun --help)"
 run -- --nproc-per-node 4096 --cpu-bind none --dry-run --no-python true
 expect_eq "--nproc-per-node 4096: accepted" "$rc" 0
