@@ -165,14 +165,61 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* A regular file that exists and that we may not execute. */
+static int unexecutable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) < 0;
+}
+
+static int in_path(const char *name)
+{
+    char *p = command_which(name, getenv("PATH"));
+    int found = p != NULL;
+    free(p);
+    return found;
+}
+
+/*
+ * torchrun runs every command under python unless --no-python.  amlrun
+ * also runs programs, so it hands python what can only be a script for it:
+ * a .py name, or a file that exists but cannot be executed (a path, or a
+ * name in the current directory that PATH does not have).  Anything else,
+ * an executable or a name found in PATH, is executed as it is.  Returns
+ * why python runs it, or NULL.
+ */
+static const char *python_reason(const struct amlrun_opts *o,
+                                 const char *name)
+{
+    if (o->run_path)
+        return "--run-path";
+    if (o->module)
+        return "a Python module (-m)";
+    if (o->no_python || !*name)
+        return NULL;
+    if (ends_with(name, ".py"))
+        return "a .py file";
+    if (unexecutable_file(name) && (strchr(name, '/') || !in_path(name)))
+        return "a file without execute permission, a script as torchrun "
+               "sees it (--no-python executes it)";
+    return NULL;
+}
+
+/* -c code that does what torchrun's --run-path does in its worker. */
+static const char run_path_code[] =
+    "import runpy, sys; sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')";
+
 int command_build(const struct amlrun_opts *o, struct command *c)
 {
     memset(c, 0, sizeof *c);
     c->local_rank_at = -1;
-    c->runs_python = o->module || (!o->no_python && ends_with(o->cmd[0], ".py"));
+    const char *why = python_reason(o, o->cmd[0]);
+    c->runs_python = why != NULL;
     int legacy_arg = o->legacy && !o->use_env;
-    /* python3 -u [-m] script [--local_rank=N] args... */
-    size_t n = (size_t)o->ncmd + 4;
+    /* python3 -u [-m | -c code] script [--local_rank=N] args... NULL */
+    size_t n = (size_t)o->ncmd + 6;
     c->argv = calloc(n, sizeof *c->argv);
     if (!c->argv) {
         msg_errno(ENOMEM, "building the command line");
@@ -186,8 +233,12 @@ int command_build(const struct amlrun_opts *o, struct command *c)
         /* Unbuffered, as torchrun and launch.py run it: lines reach the
          * console when they are printed, not when the buffer fills. */
         c->argv[k++] = "-u";
-        if (o->module)
+        if (o->run_path) {
+            c->argv[k++] = "-c";
+            c->argv[k++] = (char *)run_path_code;
+        } else if (o->module) {
             c->argv[k++] = "-m";
+        }
     }
     c->argv[k++] = o->cmd[0];
     if (legacy_arg)
@@ -214,6 +265,21 @@ int command_build(const struct amlrun_opts *o, struct command *c)
         }
         msg_errno(err, "%s", prog);
         return err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
+    }
+    int len;
+    if (why)
+        len = asprintf(&c->how, "%s: %s; runs %sunder %s -u%s", o->cmd[0],
+                       why, o->run_path ? "through runpy.run_path() " : "",
+                       c->path, !o->run_path && o->module ? " -m" : "");
+    else
+        len = asprintf(&c->how, "%s: %s%s%s; executed as it is", o->cmd[0],
+                       o->no_python ? "--no-python, " : "",
+                       strchr(prog, '/') ? "a path" : "found in PATH as ",
+                       strchr(prog, '/') ? "" : c->path);
+    if (len < 0) {
+        c->how = NULL;
+        msg_errno(ENOMEM, "building the command line");
+        return AMLRUN_EXIT_SYSTEM;
     }
     return -1;
 }
@@ -262,6 +328,8 @@ void command_free(struct command *c)
 {
     free(c->argv);
     free(c->path);
+    free(c->how);
     c->argv = NULL;
     c->path = NULL;
+    c->how = NULL;
 }

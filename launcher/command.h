@@ -1,8 +1,9 @@
 /*
  * The worker's command line, built once in the parent: the Python wrapping
- * of .py files and modules, the legacy --local_rank argument, and the
- * executable found in PATH before any fork (so a missing command is
- * reported once, and the child only calls execve).
+ * of .py files, modules, --run-path and files that cannot be executed, the
+ * legacy --local_rank argument, and the executable found in PATH before any
+ * fork (so a missing command is reported once, and the child only calls
+ * execve).
  */
 #ifndef AMLRUN_COMMAND_H
 #define AMLRUN_COMMAND_H
@@ -15,6 +16,8 @@ struct command {
     int local_rank_at;  /* index of "--local_rank=N", or -1 */
     char *path;         /* the executable execve() gets */
     int runs_python;
+    char *how;          /* how the command runs and why, for --dry-run and
+                           -v: "t.py: a .py file, run under python3 -u" */
 };
 
 /* Returns -1 on success, else an exit status after a message

@@ -48,6 +48,7 @@ static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
            p->nproc == 1 ? "" : "s");
     if (p->topo)
         printf("amlrun: GPUs: %s\n", amldist_topo_gpu_note(p->topo));
+    printf("amlrun: command: %s\n", c->how);
     fflush(stdout);
     for (int i = 0; i < p->nproc; i++) {
         struct worker_id id;
@@ -125,6 +126,8 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                                : bind_gpu_note(b);
     if (o->verbose && gpus != NULL)
         msg("GPUs: %s", gpus);
+    if (o->verbose)
+        msg("command: %s", c->how);
     int log_dir_fd = -1;
     if (o->log_dir && (log_dir_fd = out_log_dir(o->log_dir)) < 0) {
         bind_free(b);

@@ -1,4 +1,6 @@
 /* The node agents' agreement on worker counts (see nodecheck.h). */
+#include <limits.h>
+
 #include "amldist.h"
 #include "msg.h"
 #include "nodecheck.h"
@@ -9,6 +11,13 @@ int nodecheck_run(const struct amlrun_opts *o, const struct plan *p)
     if (agents <= 1 || o->no_node_check)
         return -1;
     amldist_bootstrap_options_t bo = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
+    /* The nodes join here, as torchrun's agents join its rendezvous: a
+     * join timeout given in --rdzv-conf bounds the wait; else the
+     * bootstrap's own (AMLDIST_BOOTSTRAP_TIMEOUT, 300 s). */
+    if (o->rdzv_conf.join_timeout > 0 || o->rdzv_conf.timeout > 0) {
+        double ms = o->rdzv_join_timeout * 1000;
+        bo.timeout_ms = ms >= INT_MAX ? INT_MAX : (int)ms;
+    }
     if (o->verbose)
         msg("checking with the other %d amlruns of this job that each starts "
             "%d workers (at %s, bootstrap port)", agents - 1, p->nproc,

@@ -1,9 +1,11 @@
 /* amlrun's option parser: a table, one spelling per option, '_' == '-'. */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "msg.h"
 #include "options.h"
@@ -16,10 +18,18 @@ enum opt_id {
     O_USE_ENV, O_LEGACY, O_PYTHON, O_PREFIX, O_TEE, O_LOG_DIR, O_RANKS,
     O_LOCAL_RANKS, O_DRY_RUN, O_VERBOSE, O_QUIET, O_CPU_BIND, O_MEM_BIND,
     O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
-    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION, O_NO_NODE_CHECK
+    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION, O_NO_NODE_CHECK,
+    O_MONITOR_INTERVAL, O_START_METHOD, O_RDZV_CONF, O_ROLE, O_RUN_PATH,
+    O_COUNT
 };
 
-enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
+enum {
+    ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */,
+    ARG_MASK = 3,
+    /* torchrun's option: PET_<NAME> (PET_NPROC_PER_NODE) is its default,
+     * as torch/distributed/argparse_util.py reads it. */
+    PET = 4
+};
 
 #define AMLRUN_STR_(x) #x
 #define AMLRUN_STR(x) AMLRUN_STR_(x)
@@ -29,23 +39,23 @@ static const struct option_def {
     int arg;
     enum opt_id id;
 } options[] = {
-    {"nproc-per-node", ARG_REQUIRED, O_NPROC},
-    {"nnodes", ARG_REQUIRED, O_NNODES},
-    {"node-rank", ARG_REQUIRED, O_NODE_RANK},
-    {"master-addr", ARG_REQUIRED, O_MASTER_ADDR},
-    {"master-port", ARG_REQUIRED, O_MASTER_PORT},
-    {"standalone", ARG_NONE, O_STANDALONE},
+    {"nproc-per-node", ARG_REQUIRED | PET, O_NPROC},
+    {"nnodes", ARG_REQUIRED | PET, O_NNODES},
+    {"node-rank", ARG_REQUIRED | PET, O_NODE_RANK},
+    {"master-addr", ARG_REQUIRED | PET, O_MASTER_ADDR},
+    {"master-port", ARG_REQUIRED | PET, O_MASTER_PORT},
+    {"standalone", ARG_NONE | PET, O_STANDALONE},
     {"no-node-check", ARG_NONE, O_NO_NODE_CHECK},
     {"mode", ARG_REQUIRED, O_MODE},
     {"run-id", ARG_REQUIRED, O_RUN_ID},
-    {"rdzv-id", ARG_REQUIRED, O_RUN_ID},
-    {"rdzv-endpoint", ARG_REQUIRED, O_RDZV_ENDPOINT},
-    {"rdzv-backend", ARG_REQUIRED, O_RDZV_BACKEND},
-    {"max-restarts", ARG_REQUIRED, O_MAX_RESTARTS},
+    {"rdzv-id", ARG_REQUIRED | PET, O_RUN_ID},
+    {"rdzv-endpoint", ARG_REQUIRED | PET, O_RDZV_ENDPOINT},
+    {"rdzv-backend", ARG_REQUIRED | PET, O_RDZV_BACKEND},
+    {"max-restarts", ARG_REQUIRED | PET, O_MAX_RESTARTS},
     {"term-timeout", ARG_REQUIRED, O_TERM_TIMEOUT},
     {"ignore-sighup", ARG_NONE, O_IGNORE_SIGHUP},
-    {"module", ARG_NONE, O_MODULE},
-    {"no-python", ARG_NONE, O_NO_PYTHON},
+    {"module", ARG_NONE | PET, O_MODULE},
+    {"no-python", ARG_NONE | PET, O_NO_PYTHON},
     {"use-env", ARG_NONE, O_USE_ENV},
     {"legacy-launch", ARG_NONE, O_LEGACY},
     {"python", ARG_REQUIRED, O_PYTHON},
@@ -69,6 +79,12 @@ static const struct option_def {
     {"launcher", ARG_REQUIRED, O_LAUNCHER},
     {"help", ARG_NONE, O_HELP},
     {"version", ARG_NONE, O_VERSION},
+    /* torchrun's, accepted for its command lines (see amlrun(1)) */
+    {"monitor-interval", ARG_REQUIRED | PET, O_MONITOR_INTERVAL},
+    {"start-method", ARG_REQUIRED | PET, O_START_METHOD},
+    {"rdzv-conf", ARG_REQUIRED | PET, O_RDZV_CONF},
+    {"role", ARG_REQUIRED | PET, O_ROLE},
+    {"run-path", ARG_NONE | PET, O_RUN_PATH},
 };
 
 static const struct { char c; enum opt_id id; } short_options[] = {
@@ -90,10 +106,25 @@ static int parse_int(const char *s, long min, long max, int *out)
     return 0;
 }
 
-static int bad_value(const char *opt, const char *val, const char *want)
+/* `label` names where the value came from: "--nnodes " on the command
+ * line, "PET_NNODES=" from the environment. */
+static int bad_value(const char *label, const char *val, const char *want)
 {
-    msg("--%s %s: %s (see amlrun --help)", opt, val, want);
+    msg("%s%s: %s (see amlrun --help)", label, val, want);
     return AMLRUN_EXIT_USAGE;
+}
+
+/* Seconds as a finite number >= 0, at most max. */
+static int parse_seconds(const char *s, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(s, &end);
+    if (errno || end == s || *end || isspace((unsigned char)*s) ||
+        !(t >= 0) || t > max)
+        return -1;
+    *out = t;
+    return 0;
 }
 
 int rankset_parse(const char *s, struct rankset *out)
@@ -148,7 +179,9 @@ int rankset_has(const struct rankset *s, int r)
 }
 
 /* "host:port", "[v6]:port": master address and port (torchrun's
- * --rdzv-endpoint; the static rendezvous of env:// uses them as is). */
+ * --rdzv-endpoint; the static rendezvous of env:// uses them as is).  Kept
+ * apart until the end of parsing: as in torchrun, an endpoint beats
+ * --master-addr and --master-port whatever their order. */
 static int set_endpoint(struct amlrun_opts *o, const char *v)
 {
     const char *colon = strrchr(v, ':');
@@ -164,14 +197,33 @@ static int set_endpoint(struct amlrun_opts *o, const char *v)
     }
     if (hlen == 0)
         return -1;
-    if (colon && parse_int(colon + 1, 1, 65535, &o->master_port) < 0)
+    int port = 0;
+    if (colon && parse_int(colon + 1, 1, 65535, &port) < 0)
         return -1;
     free(o->owned_addr);
     o->owned_addr = strndup(host, hlen);
     if (!o->owned_addr)
         return -1;
-    o->master_addr = o->owned_addr;
+    o->endpoint_port = port;
     return 0;
+}
+
+/* torchrun's --nproc-per-node cpu: os.cpu_count(), which is the number of
+ * CPUs online, whatever this process may run on (auto counts those). */
+static int nproc_cpu(struct amlrun_opts *o, const char *name, const char *val)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > AMLRUN_MAX_NPROC) {
+        char want[96];
+        snprintf(want, sizeof want, "%ld CPUs, more than the %d workers "
+                 "amlrun starts on a node: give a number", n, AMLRUN_MAX_NPROC);
+        return bad_value(name, val, want);
+    }
+    o->nproc = (int)n;
+    o->nproc_kind = NPROC_NUM;
+    return -1;
 }
 
 static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
@@ -183,11 +235,14 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
             o->nproc_kind = NPROC_GPU;
         else if (strcmp(val, "auto") == 0)
             o->nproc_kind = NPROC_AUTO;
+        else if (strcmp(val, "cpu") == 0)
+            return nproc_cpu(o, name, val);
         else if (parse_int(val, 1, AMLRUN_MAX_NPROC, &o->nproc) == 0)
             o->nproc_kind = NPROC_NUM;
         else
             return bad_value(name, val, "want a number from 1 to "
-                             AMLRUN_STR(AMLRUN_MAX_NPROC) ", 'gpu' or 'auto'");
+                             AMLRUN_STR(AMLRUN_MAX_NPROC)
+                             ", 'gpu', 'auto' or 'cpu'");
         break;
     case O_NNODES: {
         /* torchrun's MIN:MAX form is accepted when it is not elastic. */
@@ -247,14 +302,21 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         o->run_id = val;
         break;
     case O_RDZV_ENDPOINT:
-        if (set_endpoint(o, val) < 0)
+        /* torchrun's default is "": the master address and port. */
+        if (!*val) {
+            free(o->owned_addr);
+            o->owned_addr = NULL;
+            o->endpoint_port = 0;
+        } else if (set_endpoint(o, val) < 0) {
             return bad_value(name, val, "want HOST[:PORT]");
+        }
         break;
     case O_RDZV_BACKEND:
-        /* Rendezvous is always static (env://): accepted for torchrun
-         * command lines, nothing to choose. */
+        /* The rendezvous is always static (env://); the backend only
+         * chooses which of --rdzv-conf's timeouts is the join timeout. */
         if (strcmp(val, "static") && strcmp(val, "c10d"))
             return bad_value(name, val, "want static or c10d");
+        o->rdzv_backend = val;
         break;
     case O_MAX_RESTARTS:
         if (parse_int(val, 0, 1000000, &o->max_restarts) < 0)
@@ -331,13 +393,42 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
     case O_VERSION:
         version_print(stdout);
         return 0;
+    case O_MONITOR_INTERVAL: {
+        /* torchrun's agent polls its workers this often; amlrun's event
+         * loop learns of an exit at once, so there is nothing to set. */
+        double t;
+        if (parse_seconds(val, 1e6, &t) < 0)
+            return bad_value(name, val, "want seconds >= 0");
+        break;
+    }
+    case O_START_METHOD:
+        /* How torchrun's multiprocessing makes a worker; amlrun's workers
+         * are always new programs (fork + exec, like spawn). */
+        if (strcmp(val, "spawn") && strcmp(val, "fork") &&
+            strcmp(val, "forkserver"))
+            return bad_value(name, val, "want spawn, fork or forkserver");
+        break;
+    case O_RDZV_CONF: {
+        char why[160];
+        if (rdzv_conf_parse(val, &o->rdzv_conf, why, sizeof why) < 0)
+            return bad_value(name, val, why);
+        break;
+    }
+    case O_ROLE:
+        if (!*val)
+            return bad_value(name, "''", "want a non-empty name");
+        o->role = val;
+        break;
+    case O_RUN_PATH: o->run_path = 1; break;
+    case O_COUNT: break;
     }
     return -1;
 }
 
-/* --long[=value] at argv[*i]; advances *i past a separate value. */
+/* --long[=value] at argv[*i]; advances *i past a separate value and marks
+ * the option given. */
 static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
-                             int *i)
+                             int *i, unsigned char *given)
 {
     const char *arg = argv[*i] + 2;
     const char *eq = strchr(arg, '=');
@@ -355,24 +446,29 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
         if (strcmp(d->name, name))
             continue;
         const char *val = eq ? eq + 1 : NULL;
-        if (d->arg == ARG_NONE && val) {
+        int kind = d->arg & ARG_MASK;
+        if (kind == ARG_NONE && val) {
             msg("option --%s takes no value", name);
             return AMLRUN_EXIT_USAGE;
         }
-        if (d->arg == ARG_REQUIRED && !val) {
+        if (kind == ARG_REQUIRED && !val) {
             if (*i + 1 >= argc) {
                 msg("option --%s needs a value", name);
                 return AMLRUN_EXIT_USAGE;
             }
             val = argv[++*i];
         }
-        return apply(o, d->name, d->id, val);
+        given[d->id] = 1;
+        char label[sizeof name + 4];
+        snprintf(label, sizeof label, "--%s ", d->name);
+        return apply(o, label, d->id, val);
     }
     msg("unknown option --%s (see amlrun --help)", name);
     return AMLRUN_EXIT_USAGE;
 }
 
-static int parse_short_options(struct amlrun_opts *o, const char *arg)
+static int parse_short_options(struct amlrun_opts *o, const char *arg,
+                               unsigned char *given)
 {
     for (const char *c = arg + 1; *c; c++) {
         size_t k;
@@ -383,6 +479,7 @@ static int parse_short_options(struct amlrun_opts *o, const char *arg)
             msg("unknown option -%c (see amlrun --help)", *c);
             return AMLRUN_EXIT_USAGE;
         }
+        given[short_options[k].id] = 1;
         int rc = apply(o, "", short_options[k].id, NULL);
         if (rc >= 0)
             return rc;
@@ -390,9 +487,73 @@ static int parse_short_options(struct amlrun_opts *o, const char *arg)
     return -1;
 }
 
+/*
+ * torchrun's rule (argparse_util.py): PET_<NAME> is the default of each of
+ * its options, so Kubeflow's PyTorchJob and TorchX can configure it without
+ * flags; a flag on the command line wins.  A flag option's variable is an
+ * integer, 0 meaning off.  A value is checked as the option's would be, and
+ * a bad one is named by its variable.
+ */
+static int apply_pet_env(struct amlrun_opts *o, const unsigned char *given)
+{
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+        const struct option_def *d = &options[k];
+        if (!(d->arg & PET) || given[d->id])
+            continue;
+        char var[64];
+        size_t n = (size_t)snprintf(var, sizeof var, "PET_%s", d->name);
+        for (size_t c = 4; c < n && c < sizeof var; c++)
+            var[c] = var[c] == '-' ? '_' : (char)toupper((unsigned char)var[c]);
+        const char *val = getenv(var);
+        if (!val)
+            continue;
+        char label[sizeof var + 1];
+        snprintf(label, sizeof label, "%s=", var);
+        if (o->verbose)
+            msg("%s%s: used as --%s (torchrun's variable)", label, val,
+                d->name);
+        if ((d->arg & ARG_MASK) == ARG_NONE) {
+            char *end;
+            errno = 0;
+            long on = strtol(val, &end, 10);
+            if (errno || end == val || *end)
+                return bad_value(label, *val ? val : "''",
+                                 "want 1 (on) or 0 (off)");
+            if (!on)
+                continue;
+            val = NULL;
+        }
+        int rc = apply(o, label, d->id, val);
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
+}
+
+/* What depends on several options, once all are known. */
+static void resolve(struct amlrun_opts *o)
+{
+    if (o->owned_addr) {
+        o->master_addr = o->owned_addr;
+        if (o->endpoint_port > 0)
+            o->master_port = o->endpoint_port;
+    }
+    /* torchrun's defaults: c10d (also --standalone's) waits 600 s for the
+     * nodes to join; the static backend's store waits 900 s. */
+    int c10d = o->standalone || strcmp(o->rdzv_backend, "c10d") == 0;
+    const struct rdzv_conf *c = &o->rdzv_conf;
+    double mine = c10d ? c->join_timeout : c->timeout;
+    double other = c10d ? c->timeout : c->join_timeout;
+    o->rdzv_join_timeout = mine > 0 ? mine : other > 0 ? other
+                                             : c10d ? 600 : 900;
+    o->rdzv_read_timeout = c->read_timeout > 0 ? c->read_timeout : 60;
+}
+
 static int check_combinations(struct amlrun_opts *o)
 {
-    if (o->module && o->no_python) {
+    /* --run-path runs the file through runpy whatever else is said, as
+     * torchrun's does. */
+    if (o->module && o->no_python && !o->run_path) {
         msg("--module runs a Python module: it cannot go with --no-python");
         return AMLRUN_EXIT_USAGE;
     }
@@ -414,7 +575,12 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     o->node_rank = -1;
     o->term_timeout = 30.0;
     o->run_id = "none";
+    o->role = "default";
+    o->rdzv_backend = "static";
+    /* torchrun runs scripts under $PYTHON_EXEC, else its own Python. */
     o->python = getenv("AMLRUN_PYTHON");
+    if (!o->python || !*o->python)
+        o->python = getenv("PYTHON_EXEC");
     if (!o->python || !*o->python)
         o->python = "python3";
     /* A copy of the seed's launch.py (a link named launch or launch.py)
@@ -424,6 +590,7 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     if (strcmp(base, "launch") == 0 || strcmp(base, "launch.py") == 0)
         o->legacy = 1;
 
+    unsigned char given[O_COUNT] = {0};
     int i;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -435,15 +602,19 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
         if (a[0] != '-' || a[1] == '\0')
             break;
         if (a[1] == '-')
-            rc = parse_long_option(o, argc, argv, &i);
+            rc = parse_long_option(o, argc, argv, &i, given);
         else
-            rc = parse_short_options(o, a);
+            rc = parse_short_options(o, a, given);
         if (rc >= 0)
             return rc;
     }
     o->cmd = argv + i;
     o->ncmd = argc - i;
-    int rc = check_combinations(o);
+    int rc = apply_pet_env(o, given);
+    if (rc >= 0)
+        return rc;
+    resolve(o);
+    rc = check_combinations(o);
     if (rc >= 0)
         return rc;
     if (o->ncmd == 0 && !o->topo && !headnode_wanted(&o->head)) {

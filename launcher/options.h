@@ -2,13 +2,16 @@
  * amlrun's command line.  Options come first; the first argument that is
  * not an option (or the one after "--") starts the worker's command.  Every
  * option is also accepted with underscores (--nproc_per_node), the spelling
- * of torchrun, torch.distributed.launch and the seed's launch.py.
+ * of torchrun, torch.distributed.launch and the seed's launch.py.  Options
+ * torchrun has may also come from PET_<NAME> variables (PET_NPROC_PER_NODE),
+ * as torchrun reads them: the command line wins.
  */
 #ifndef AMLRUN_OPTIONS_H
 #define AMLRUN_OPTIONS_H
 
 #include "bind.h"
 #include "headnode.h"
+#include "rdzvconf.h"
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 
@@ -34,14 +37,23 @@ struct amlrun_opts {
     int standalone;
     int no_node_check;       /* --no-node-check: nodecheck.h */
     enum run_mode mode;
+    /* rendezvous: --rdzv-backend and --rdzv-conf, for the nodes' agreement
+     * on the layout (the endpoint sets master_addr and master_port) */
+    const char *rdzv_backend;  /* "static" (default) or "c10d" */
+    double rdzv_join_timeout;  /* s: join_timeout / timeout (600; static 900) */
+    double rdzv_read_timeout;  /* s: read_timeout (60) */
+    struct rdzv_conf rdzv_conf; /* --rdzv-conf as given */
     /* supervision */
     const char *run_id;
     int max_restarts;
     double term_timeout;
     int ignore_sighup;
+    const char *role;        /* ROLE_NAME (--role, default "default") */
     /* command */
     int module, no_python, use_env, legacy;
-    const char *python;      /* --python, else $AMLRUN_PYTHON, else python3 */
+    int run_path;            /* runpy.run_path(script) under python */
+    const char *python;      /* --python, else $AMLRUN_PYTHON, else
+                                $PYTHON_EXEC (torchrun's), else python3 */
     char **cmd;              /* points into argv */
     int ncmd;
     /* output */
@@ -54,7 +66,8 @@ struct amlrun_opts {
     int topo;
     struct amlrun_bind_opts bind;
     struct headnode_opts head;
-    char *owned_addr;        /* storage for --rdzv-endpoint's host */
+    char *owned_addr;        /* --rdzv-endpoint's host (NULL: none) */
+    int endpoint_port;       /* and its port (0: none) */
 };
 
 /* Parse argv into *o.  Returns -1 to go on, or an exit status: 0 after

@@ -22,6 +22,33 @@ static int set_int(char ***env, const char *name, int v)
     return envp_set(env, name, buf);
 }
 
+/*
+ * What torchrun's agent sets beside the layout, in one place.  NCCL's
+ * asynchronous error handling makes a rank whose peer died abort instead of
+ * hanging in a collective.  torchrun 1.13 sets NCCL_ASYNC_ERROR_HANDLING=1,
+ * the only name torch < 2.2 reads; torchrun >= 2.2 sets
+ * TORCH_NCCL_ASYNC_ERROR_HANDLING=1, the name torch >= 2.2 reads first
+ * (warning that the old one is deprecated when it is set).  The worker's
+ * torch is unknown here, so both are set, and the new name decides for a
+ * new torch; a user who set either name keeps it and gets neither, so that
+ * a value meant as "off" is never overridden through the other name.
+ */
+static int torchrun_defaults(char ***env, const struct amlrun_opts *o,
+                             int restart)
+{
+    if (set_int(env, "TORCHELASTIC_RESTART_COUNT", restart) < 0 ||
+        set_int(env, "TORCHELASTIC_MAX_RESTARTS", o->max_restarts) < 0 ||
+        envp_set(env, "TORCHELASTIC_RUN_ID", o->run_id) < 0 ||
+        envp_set(env, "ROLE_NAME", o->role) < 0)
+        return -1;
+    if (!envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") &&
+        !envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
+        (envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0 ||
+         envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0))
+        return -1;
+    return 0;
+}
+
 char **worker_env(struct env_spec *e, int index, int restart,
                   struct worker_id *id)
 {
@@ -49,9 +76,7 @@ char **worker_env(struct env_spec *e, int index, int restart,
     id->rank = amldist_rank(l);
     id->local = amldist_local_rank(l);
     id->node = amldist_node_rank(l);
-    if (set_int(&env, "TORCHELASTIC_RESTART_COUNT", restart) < 0 ||
-        set_int(&env, "TORCHELASTIC_MAX_RESTARTS", e->o->max_restarts) < 0 ||
-        envp_set(&env, "TORCHELASTIC_RUN_ID", e->o->run_id) < 0)
+    if (torchrun_defaults(&env, e->o, restart) < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node). */

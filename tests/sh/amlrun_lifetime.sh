@@ -245,8 +245,9 @@ expect_eq "per-process, #! interpreter missing: 127" "$?" 127
 check "per-process, #! interpreter missing: named" \
     grep -q ": cannot run $d/badinterp: bad interpreter /nonexistent/interp: No such file or directory$" "$d/err"
 # a file that is not executable and a missing one keep their messages
+# (--no-python: without it, such a file runs under python, as in torchrun)
 printf 'echo hi\n' >"$d/noexec"; chmod 644 "$d/noexec"
-"$AMLRUN" "$d/noexec" >/dev/null 2>"$d/err"
+"$AMLRUN" --no-python "$d/noexec" >/dev/null 2>"$d/err"
 expect_eq "not executable: 126" "$?" 126
 check "not executable: Permission denied" grep -q ": cannot run $d/noexec: Permission denied$" "$d/err"
 "$AMLRUN" "$d/missing" >/dev/null 2>"$d/err"

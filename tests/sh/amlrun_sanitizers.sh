@@ -28,7 +28,7 @@ jobs() {
     expect_eq "$label: usage error" "$?" 2
     "$@" --nproc-per-node 2 ./no-such-program >"$d/o" 2>"$d/e"
     expect_eq "$label: missing command" "$?" 127
-    "$@" --nproc-per-node 2 "$d/plain" >"$d/o" 2>"$d/e"
+    "$@" --nproc-per-node 2 --no-python "$d/plain" >"$d/o" 2>"$d/e"
     expect_eq "$label: command not executable" "$?" 126
     # the output fault paths: a console gone, a log over `ulimit -f`
     "$@" --nproc-per-node 2 --prefix --log-dir "$d/logs" \

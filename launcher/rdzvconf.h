@@ -1,0 +1,24 @@
+/*
+ * torchrun's --rdzv-conf "key=value,key=value", parsed as torchrun parses
+ * it (blanks around keys and values ignored, every key needs a value, the
+ * last of a repeated key wins).  The keys amlrun uses are checked the way
+ * torchrun's backends read them; every other key (store_type, rank, a
+ * backend's own) is accepted and ignored, as by torchrun's static backend.
+ */
+#ifndef AMLRUN_RDZVCONF_H
+#define AMLRUN_RDZVCONF_H
+
+#include <stddef.h>
+
+struct rdzv_conf {
+    /* seconds; 0 where the key is absent */
+    double join_timeout;  /* c10d's join_timeout */
+    double timeout;       /* the static backend's timeout */
+    double read_timeout;  /* the c10d store's read_timeout */
+};
+
+/* Parse s into *c.  Returns 0, or -1 with the reason in why. */
+int rdzv_conf_parse(const char *s, struct rdzv_conf *c, char *why,
+                    size_t size);
+
+#endif /* AMLRUN_RDZVCONF_H */

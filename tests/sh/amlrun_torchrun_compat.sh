@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# amlrun beside real torchrun (Debian's torch 1.13, through
+# bench/torchrun-wrapper.py): the same command lines and PET_* variables,
+# and every worker's torchrun variables, argv and interpreter compared rank
+# by rank.  Values that differ by design are masked per case: the random
+# master port and address of a c10d rendezvous.  TORCHELASTIC_ERROR_FILE and
+# TORCHELASTIC_USE_AGENT_STORE are not compared here.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
+d=$TEST_TMP/compat
+mkdir -p "$d"
+TORCHRUN=("$TORCH_PY" "$TOP/bench/torchrun-wrapper.py")
+unset OMP_NUM_THREADS
+
+cat >"$d/w.py" <<'PY'
+import json, os, sys
+KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+        "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME",
+        "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+        "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
+        "NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS")
+print("rank=%s" % os.environ.get("RANK"),
+      *("%s=%s" % (k, os.environ.get(k, "-")) for k in sorted(KEYS)),
+      "name=" + __name__, "exe=" + sys.executable,
+      "argv=" + json.dumps(sys.argv, separators=(",", ":")), flush=True)
+PY
+cp "$d/w.py" "$d/wscript"; chmod 644 "$d/wscript"
+
+# ranks OUT MASK: the rank lines of OUT in rank order, with the values of
+# the variables in MASK replaced by '*'.
+ranks() {
+    local sed=() k
+    for k in $2; do sed+=(-e "s/ $k=[^ ]*/ $k=*/"); done
+    grep '^rank=' "$1" | sed "${sed[@]}" -e 's/$//' | sort -t= -k2 -n
+}
+
+# side NAME NPROC MASK [VAR=VALUE | -u VAR]... -- ARGS...: torchrun ARGS and
+# amlrun ARGS in $d with the same environment; each rank's line must match.
+side() {
+    local name=$1 nproc=$2 mask=$3; shift 3
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    (cd "$d" && env "${envs[@]}" timeout 120 "${TORCHRUN[@]}" "$@") >"$d/t.out" 2>"$d/t.err"
+    local trc=$?
+    (cd "$d" && env "${envs[@]}" timeout 120 "$AMLRUN" -q "$@") >"$d/a.out" 2>"$d/a.err"
+    local arc=$?
+    expect_eq "$name: both exit 0" "$trc $arc" "0 0"
+    [ "$trc" = 0 ] || sed 's/^/# torchrun: /' "$d/t.err" | tail -5
+    [ "$arc" = 0 ] || sed 's/^/# amlrun: /' "$d/a.err" | tail -5
+    compare "$name" "$nproc" "$mask"
+}
+
+compare() {
+    local name=$1 nproc=$2 mask=$3 r
+    ranks "$d/t.out" "$mask" >"$d/t.ranks"
+    ranks "$d/a.out" "$mask" >"$d/a.ranks"
+    expect_eq "$name: $nproc workers under each" \
+        "$(wc -l <"$d/t.ranks") $(wc -l <"$d/a.ranks")" "$nproc $nproc"
+    for ((r = 0; r < nproc; r++)); do
+        expect_eq "$name: rank $r as under torchrun" \
+            "$(grep "^rank=$r " "$d/a.ranks")" "$(grep "^rank=$r " "$d/t.ranks")"
+    done
+}
+
+port=$(free_port)
+if ! (cd "$d" && timeout 120 "${TORCHRUN[@]}" --master_port "$port" w.py) >"$d/t.out" 2>"$d/t.err" ||
+   ! grep -q '^rank=0 ' "$d/t.out"; then
+    tail -3 "$d/t.err" | sed 's/^/# /'
+    skip "amlrun beside torchrun" "torchrun (torch.distributed.run under $TORCH_PY) cannot run here"
+    exit 0
+fi
+
+side "torchrun's options" 2 "" -- --nproc_per_node 2 --master_port "$(free_port)" \
+    --role trainer --rdzv_conf 'join_timeout=5,foo=bar' --monitor_interval 0.5 \
+    --start_method fork --rdzv_id job7 --max_restarts 2 w.py a --b
+side "PET_* variables instead of options" 2 "" PET_NPROC_PER_NODE=2 PET_NNODES=1 \
+    PET_NODE_RANK=0 PET_MASTER_ADDR=127.0.0.1 PET_MASTER_PORT="$(free_port)" \
+    PET_RDZV_ID=pet PET_MAX_RESTARTS=1 PET_ROLE=worker PET_RDZV_BACKEND=static \
+    PET_RDZV_CONF=timeout=60 PET_MONITOR_INTERVAL=1 PET_START_METHOD=spawn -- w.py
+side "an option beats its PET_ variable" 2 "" PET_NPROC_PER_NODE=3 PET_ROLE=x -- \
+    --nproc_per_node 2 --role y --master_port "$(free_port)" w.py
+side "PET_RDZV_ENDPOINT beats --master_addr" 2 "" \
+    PET_RDZV_ENDPOINT="127.0.0.1:$(free_port)" -- --nproc_per_node 2 --master_addr 10.9.9.9 w.py
+cpus=$(getconf _NPROCESSORS_ONLN)
+if [ "$cpus" -le 16 ]; then
+    side "--nproc_per_node cpu" "$cpus" "" OMP_NUM_THREADS=1 -- --nproc_per_node cpu \
+        --master_port "$(free_port)" w.py
+else
+    skip "--nproc_per_node cpu" "$cpus CPUs: too many workers for a test"
+fi
+side "a script without .py" 2 "" -- --nproc_per_node 2 --master_port "$(free_port)" wscript x
+side "-m module" 2 "" -- --nproc_per_node 2 --master_port "$(free_port)" -m w y
+side "--no_python" 2 "" -- --nproc_per_node 2 --master_port "$(free_port)" \
+    --no_python "$TORCH_PY" w.py z
+side "--run_path" 2 "" -- --nproc_per_node 2 --master_port "$(free_port)" --run_path \
+    "$d/w.py" r
+side "PYTHON_EXEC" 2 "" -u AMLRUN_PYTHON PYTHON_EXEC="$TORCH_PY" -- --nproc_per_node 2 \
+    --master_port "$(free_port)" w.py
+side "c10d rendezvous" 2 "MASTER_ADDR MASTER_PORT" -- --nproc_per_node 2 \
+    --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$(free_port)" --rdzv_id c10djob w.py
+
+# Two nodes of two workers each, told apart only by PET_NODE_RANK: the
+# torchruns meet at the master; every rank of both nodes is compared.
+p=$(free_port)
+for launcher in torchrun amlrun; do
+    for n in 0 1; do
+        if [ $launcher = torchrun ]; then cmd=("${TORCHRUN[@]}"); else cmd=("$AMLRUN" -q); fi
+        (cd "$d" && PET_NNODES=2 PET_NODE_RANK=$n PET_NPROC_PER_NODE=2 PET_MASTER_PORT=$p \
+            PET_MASTER_ADDR=127.0.0.1 timeout 120 "${cmd[@]}" w.py) >"$d/$launcher$n.out" 2>&1 &
+    done
+    wait
+done
+cat "$d/torchrun0.out" "$d/torchrun1.out" >"$d/t.out"
+cat "$d/amlrun0.out" "$d/amlrun1.out" >"$d/a.out"
+compare "two nodes by PET_NODE_RANK" 4 ""
