@@ -85,12 +85,15 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         bind_report(b, id.local, id.rank, stderr);
     if (o->dry_run) {
         printf("amlrun: mode: %s\n", p->why);
+        printf("amlrun: command: %s\n", c->how);
         dryrun_line(stdout, &id, env, environ, c->path, argv, o->verbose);
         rc = 0;
         goto out;
     }
-    if (o->verbose)
+    if (o->verbose) {
         msg("mode: %s", p->why);
+        msg("command: %s", c->how);
+    }
     int err = bind_apply_child(b, id.local);
     if (err) {
         msg_errno(err, "rank %d (local %d): binding failed", id.rank, id.local);
