@@ -16,7 +16,8 @@ enum opt_id {
     O_USE_ENV, O_LEGACY, O_PYTHON, O_PREFIX, O_TEE, O_LOG_DIR, O_RANKS,
     O_LOCAL_RANKS, O_DRY_RUN, O_VERBOSE, O_QUIET, O_CPU_BIND, O_MEM_BIND,
     O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
-    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION
+    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION,
+    O_REDIRECTS, O_LOG_LAYOUT
 };
 
 enum { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */ };
@@ -53,6 +54,8 @@ static const struct option_def {
     {"log-dir", ARG_REQUIRED, O_LOG_DIR},
     {"ranks", ARG_REQUIRED, O_RANKS},
     {"local-ranks-filter", ARG_REQUIRED, O_LOCAL_RANKS},
+    {"redirects", ARG_REQUIRED, O_REDIRECTS},
+    {"log-layout", ARG_REQUIRED, O_LOG_LAYOUT},
     {"dry-run", ARG_NONE, O_DRY_RUN},
     {"verbose", ARG_NONE, O_VERBOSE},
     {"quiet", ARG_NONE, O_QUIET},
@@ -73,6 +76,8 @@ static const struct option_def {
 static const struct { char c; enum opt_id id; } short_options[] = {
     {'m', O_MODULE}, {'v', O_VERBOSE}, {'q', O_QUIET},
     {'h', O_HELP},   {'V', O_VERSION},
+    /* torchrun's, with a value: -r 3, -r3, -t 0:1,1:2 */
+    {'r', O_REDIRECTS}, {'t', O_TEE},
 };
 
 /* Strict decimal integer in [min, max]. */
@@ -280,9 +285,12 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         o->prefix_streams = 3;
         break;
     case O_TEE:
-        if (parse_int(val, 0, 3, &o->prefix_streams) < 0)
-            return bad_value(name, val,
-                             "want 0 (none), 1 (stdout), 2 (stderr) or 3");
+        /* Prefixes on the console, as before; torchrun's per-rank form
+         * and, in torchrun's layout, log files too. */
+        if (std_map_parse(val, &o->tee) < 0)
+            return bad_value(name, val, "want 0 (none), 1 (stdout), "
+                             "2 (stderr), 3 (both), or LOCAL:N,... as 0:1,1:2");
+        o->prefix_streams = o->tee.n ? PREFIX_BY_TEE : o->tee.all;
         if (!o->prefix_fmt)
             o->prefix_fmt = "[rank%r]:";
         break;
@@ -320,6 +328,20 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         if (strcmp(val, "mpirun") && strcmp(val, "slurm"))
             return bad_value(name, val, "want mpirun or slurm");
         o->head.launcher = val;
+        break;
+    case O_REDIRECTS:
+        if (std_map_parse(val, &o->redirects) < 0)
+            return bad_value(name, val, "want 0 (none), 1 (stdout), "
+                             "2 (stderr), 3 (both), or LOCAL:N,... as 0:1,1:2");
+        o->redirects_given = 1;
+        break;
+    case O_LOG_LAYOUT:
+        if (strcmp(val, "amlrun") == 0)
+            o->log_layout = LOG_LAYOUT_AMLRUN;
+        else if (strcmp(val, "torchrun") == 0)
+            o->log_layout = LOG_LAYOUT_TORCHRUN;
+        else
+            return bad_value(name, val, "want amlrun or torchrun");
         break;
     case O_HELP:
         usage_print(stdout);
@@ -368,8 +390,18 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
     return AMLRUN_EXIT_USAGE;
 }
 
-static int parse_short_options(struct amlrun_opts *o, const char *arg)
+/* The long name of a short option that takes a value, for messages. */
+static const char *short_value_name(enum opt_id id)
 {
+    return id == O_REDIRECTS ? "redirects" : id == O_TEE ? "tee" : NULL;
+}
+
+/* -abc at argv[*i]; a short option with a value takes the rest of the
+ * argument or the next one (-r3, -r 3), as argparse does. */
+static int parse_short_options(struct amlrun_opts *o, int argc, char **argv,
+                               int *i)
+{
+    const char *arg = argv[*i];
     for (const char *c = arg + 1; *c; c++) {
         size_t k;
         for (k = 0; k < sizeof short_options / sizeof short_options[0]; k++)
@@ -378,6 +410,18 @@ static int parse_short_options(struct amlrun_opts *o, const char *arg)
         if (k == sizeof short_options / sizeof short_options[0]) {
             msg("unknown option -%c (see amlrun --help)", *c);
             return AMLRUN_EXIT_USAGE;
+        }
+        const char *long_name = short_value_name(short_options[k].id);
+        if (long_name) {
+            const char *val = c[1] == '=' ? c + 2 : c[1] ? c + 1 : NULL;
+            if (!val) {
+                if (*i + 1 >= argc) {
+                    msg("option -%c needs a value", *c);
+                    return AMLRUN_EXIT_USAGE;
+                }
+                val = argv[++*i];
+            }
+            return apply(o, long_name, short_options[k].id, val);
         }
         int rc = apply(o, "", short_options[k].id, NULL);
         if (rc >= 0)
@@ -394,6 +438,11 @@ static int check_combinations(struct amlrun_opts *o)
     }
     if (o->standalone && o->nnodes > 1) {
         msg("--standalone is for one node, but --nnodes is %d", o->nnodes);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->log_layout == LOG_LAYOUT_AMLRUN && std_map_any(&o->redirects)) {
+        msg("-r/--redirects takes streams off the console into torchrun's "
+            "log layout: it cannot go with --log-layout amlrun");
         return AMLRUN_EXIT_USAGE;
     }
     if (o->mode == MODE_PROCESS && o->nproc_kind != NPROC_UNSET) {
@@ -433,7 +482,7 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
         if (a[1] == '-')
             rc = parse_long_option(o, argc, argv, &i);
         else
-            rc = parse_short_options(o, a);
+            rc = parse_short_options(o, argc, argv, &i);
         if (rc >= 0)
             return rc;
     }
@@ -449,8 +498,16 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     return -1;
 }
 
+int options_torchrun_layout(const struct amlrun_opts *o)
+{
+    return o->log_layout == LOG_LAYOUT_TORCHRUN ||
+           (o->log_layout == LOG_LAYOUT_AUTO && o->redirects_given);
+}
+
 void options_free(struct amlrun_opts *o)
 {
+    std_map_free(&o->redirects);
+    std_map_free(&o->tee);
     free(o->ranks.r);
     free(o->local_ranks.r);
     free(o->owned_addr);

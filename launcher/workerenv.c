@@ -53,6 +53,12 @@ char **worker_env(struct env_spec *e, int index, int restart,
         set_int(&env, "TORCHELASTIC_MAX_RESTARTS", e->o->max_restarts) < 0 ||
         envp_set(&env, "TORCHELASTIC_RUN_ID", e->o->run_id) < 0)
         goto nomem;
+    /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
+     * says with False when its agent's store is not used.  In place
+     * (nproc 0) the launcher above may host one: its value stands. */
+    if (e->nproc > 0 &&
+        envp_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
+        goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node). */
     if (bind_worker_env(e->binding, e->nproc > 0 ? index : id->local, &env) < 0)
