@@ -165,6 +165,8 @@ void rootcause_report(const struct failure *f, const char *forward_to)
         /* torchrun's words for a worker that left no error file. */
         fprintf(m, "amlrun:   message   : Signal %d (%s) received by PID %d\n",
                 WTERMSIG(f->status), sig, (int)f->pid);
+    } else if (parsed || (f->error_file && strcmp(why, "not written"))) {
+        fprintf(m, "amlrun:   message   : <N/A>\n");
     } else {
         fprintf(m, "amlrun:   message   : <N/A> (for the exception and its "
                    "traceback, decorate the entry point with "
