@@ -367,10 +367,12 @@ static int worker_files(struct job *j, struct worker *w, int index)
     const struct amlrun_opts *o = j->s->o;
     free(w->error_file);
     w->error_file = NULL;
-    if (!j->torch_layout)
+    if (!j->torch_layout) {
+        int none_out, none_err; /* STD_NONE: no files opened */
         return rundir_worker(j->rd, index, w->id.rank, STD_NONE,
-                             &w->error_file, &w->log_out, &w->log_err) < 0 ||
+                             &w->error_file, &none_out, &none_err) < 0 ||
                        open_logs(j, w) < 0 ? -1 : 0;
+    }
     int streams = std_map_get(&o->redirects, index) |
                   std_map_get(&o->tee, index);
     return rundir_worker(j->rd, index, w->id.rank, streams, &w->error_file,

@@ -94,6 +94,10 @@ case $kept in "$TMPDIR"/amlrun_*/none_*) ok "-r 3 without --log-dir: under \$TMP
 "${A[@]}" --log-dir "$d/la" "$d/w.sh" 3 >/dev/null 2>&1
 expect_eq "--log-dir alone: amlrun's rank<R>.<stream> files only" \
     "$(ls "$d/la" | tr '\n' ' ')" "rank0.stderr rank0.stdout rank1.stderr rank1.stdout "
+"${A[@]}" --log-dir "$d/lar" --max-restarts 1 "$d/w.sh" 10 fail0 >/dev/null 2>&1
+check "--log-dir alone with a restart: rank1.stdout keeps both attempts (open once)" \
+    cmp -s <(expected 1 out 10 0; expected 1 out 10 1) "$d/lar/rank1.stdout"
+expect_eq "--log-dir alone: no torchrun tree in it" "$(ls "$d/lar" | grep -c _)" 0
 for bad in "-r 4" "-r 0:1,x" "--redirects 0:" "-t 9" "--log-layout x" \
            "--log-layout amlrun -r 1"; do
     # shellcheck disable=SC2086
