@@ -20,6 +20,7 @@ enum opt_id {
     O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
     O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION, O_NO_NODE_CHECK,
     O_MONITOR_INTERVAL, O_START_METHOD, O_RDZV_CONF, O_ROLE, O_RUN_PATH,
+    O_REDIRECTS, O_LOG_LAYOUT,
     O_COUNT
 };
 
@@ -60,10 +61,12 @@ static const struct option_def {
     {"legacy-launch", ARG_NONE, O_LEGACY},
     {"python", ARG_REQUIRED, O_PYTHON},
     {"prefix", ARG_OPTIONAL, O_PREFIX},
-    {"tee", ARG_REQUIRED, O_TEE},
-    {"log-dir", ARG_REQUIRED, O_LOG_DIR},
+    {"tee", ARG_REQUIRED | PET, O_TEE},
+    {"log-dir", ARG_REQUIRED | PET, O_LOG_DIR},
     {"ranks", ARG_REQUIRED, O_RANKS},
     {"local-ranks-filter", ARG_REQUIRED, O_LOCAL_RANKS},
+    {"redirects", ARG_REQUIRED | PET, O_REDIRECTS},
+    {"log-layout", ARG_REQUIRED, O_LOG_LAYOUT},
     {"dry-run", ARG_NONE, O_DRY_RUN},
     {"verbose", ARG_NONE, O_VERBOSE},
     {"quiet", ARG_NONE, O_QUIET},
@@ -90,6 +93,8 @@ static const struct option_def {
 static const struct { char c; enum opt_id id; } short_options[] = {
     {'m', O_MODULE}, {'v', O_VERBOSE}, {'q', O_QUIET},
     {'h', O_HELP},   {'V', O_VERSION},
+    /* torchrun's, with a value: -r 3, -r3, -t 0:1,1:2 */
+    {'r', O_REDIRECTS}, {'t', O_TEE},
 };
 
 /* Strict decimal integer in [min, max]. */
@@ -346,9 +351,12 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         o->prefix_streams = 3;
         break;
     case O_TEE:
-        if (parse_int(val, 0, 3, &o->prefix_streams) < 0)
-            return bad_value(name, val,
-                             "want 0 (none), 1 (stdout), 2 (stderr) or 3");
+        /* Prefixes on the console, as before; torchrun's per-rank form
+         * and, in torchrun's layout, log files too. */
+        if (std_map_parse(val, &o->tee) < 0)
+            return bad_value(name, val, "want 0 (none), 1 (stdout), "
+                             "2 (stderr), 3 (both), or LOCAL:N,... as 0:1,1:2");
+        o->prefix_streams = o->tee.n ? PREFIX_BY_TEE : o->tee.all;
         if (!o->prefix_fmt)
             o->prefix_fmt = "[rank%r]:";
         break;
@@ -386,6 +394,20 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         if (strcmp(val, "mpirun") && strcmp(val, "slurm"))
             return bad_value(name, val, "want mpirun or slurm");
         o->head.launcher = val;
+        break;
+    case O_REDIRECTS:
+        if (std_map_parse(val, &o->redirects) < 0)
+            return bad_value(name, val, "want 0 (none), 1 (stdout), "
+                             "2 (stderr), 3 (both), or LOCAL:N,... as 0:1,1:2");
+        o->redirects_given = 1;
+        break;
+    case O_LOG_LAYOUT:
+        if (strcmp(val, "amlrun") == 0)
+            o->log_layout = LOG_LAYOUT_AMLRUN;
+        else if (strcmp(val, "torchrun") == 0)
+            o->log_layout = LOG_LAYOUT_TORCHRUN;
+        else
+            return bad_value(name, val, "want amlrun or torchrun");
         break;
     case O_HELP:
         usage_print(stdout);
@@ -467,9 +489,18 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
     return AMLRUN_EXIT_USAGE;
 }
 
-static int parse_short_options(struct amlrun_opts *o, const char *arg,
-                               unsigned char *given)
+/* Short options that take a value (torchrun's -r, -t). */
+static int short_takes_value(enum opt_id id)
 {
+    return id == O_REDIRECTS || id == O_TEE;
+}
+
+/* -abc at argv[*i]; a short option with a value takes the rest of the
+ * argument or the next one (-r3, -r 3), as argparse does. */
+static int parse_short_options(struct amlrun_opts *o, int argc, char **argv,
+                               int *i, unsigned char *given)
+{
+    const char *arg = argv[*i];
     for (const char *c = arg + 1; *c; c++) {
         size_t k;
         for (k = 0; k < sizeof short_options / sizeof short_options[0]; k++)
@@ -480,6 +511,19 @@ static int parse_short_options(struct amlrun_opts *o, const char *arg,
             return AMLRUN_EXIT_USAGE;
         }
         given[short_options[k].id] = 1;
+        if (short_takes_value(short_options[k].id)) {
+            const char *val = c[1] == '=' ? c + 2 : c[1] ? c + 1 : NULL;
+            if (!val) {
+                if (*i + 1 >= argc) {
+                    msg("option -%c needs a value", *c);
+                    return AMLRUN_EXIT_USAGE;
+                }
+                val = argv[++*i];
+            }
+            char label[8];
+            snprintf(label, sizeof label, "-%c ", *c);
+            return apply(o, label, short_options[k].id, val);
+        }
         int rc = apply(o, "", short_options[k].id, NULL);
         if (rc >= 0)
             return rc;
@@ -561,6 +605,11 @@ static int check_combinations(struct amlrun_opts *o)
         msg("--standalone is for one node, but --nnodes is %d", o->nnodes);
         return AMLRUN_EXIT_USAGE;
     }
+    if (o->log_layout == LOG_LAYOUT_AMLRUN && std_map_any(&o->redirects)) {
+        msg("-r/--redirects takes streams off the console into torchrun's "
+            "log layout: it cannot go with --log-layout amlrun");
+        return AMLRUN_EXIT_USAGE;
+    }
     if (o->mode == MODE_PROCESS && o->nproc_kind != NPROC_UNSET) {
         msg("--mode process runs one process in place: it cannot go with "
             "--nproc-per-node");
@@ -604,7 +653,7 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
         if (a[1] == '-')
             rc = parse_long_option(o, argc, argv, &i, given);
         else
-            rc = parse_short_options(o, a, given);
+            rc = parse_short_options(o, argc, argv, &i, given);
         if (rc >= 0)
             return rc;
     }
@@ -624,8 +673,16 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     return -1;
 }
 
+int options_torchrun_layout(const struct amlrun_opts *o)
+{
+    return o->log_layout == LOG_LAYOUT_TORCHRUN ||
+           (o->log_layout == LOG_LAYOUT_AUTO && o->redirects_given);
+}
+
 void options_free(struct amlrun_opts *o)
 {
+    std_map_free(&o->redirects);
+    std_map_free(&o->tee);
     free(o->ranks.r);
     free(o->local_ranks.r);
     free(o->owned_addr);

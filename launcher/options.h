@@ -12,6 +12,7 @@
 #include "bind.h"
 #include "headnode.h"
 #include "rdzvconf.h"
+#include "torchlogs.h"
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 
@@ -19,6 +20,12 @@ enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
  * most 4096 local ranks), far above any node's GPUs or sensible cores. */
 #define AMLRUN_MAX_NPROC 4096
 enum run_mode { MODE_AUTO, MODE_NODE, MODE_PROCESS };
+/* Where log files go: amlrun's --log-dir/rank<R>.<stream>, or torchrun's
+ * <log-dir>/<run_id>_<x>/attempt_<n>/<local>/<stream>.log (auto: torchrun's
+ * when -r/--redirects is given). */
+enum log_layout { LOG_LAYOUT_AUTO, LOG_LAYOUT_AMLRUN, LOG_LAYOUT_TORCHRUN };
+/* prefix_streams: per local rank, from a --tee mapping. */
+#define PREFIX_BY_TEE 4
 
 /* A list like "0,2,4-7"; empty means every rank. */
 struct rankset {
@@ -62,6 +69,10 @@ struct amlrun_opts {
     const char *log_dir;
     struct rankset ranks, local_ranks; /* console filters */
     int dry_run, verbose, quiet;
+    /* torchrun's -r/--redirects and -t/--tee, by local rank */
+    struct std_map redirects, tee;
+    int redirects_given;
+    enum log_layout log_layout;
     /* other modules */
     int topo;
     struct amlrun_bind_opts bind;
@@ -74,6 +85,9 @@ struct amlrun_opts {
  * --help / --version, AMLRUN_EXIT_USAGE after a message. */
 int options_parse(int argc, char **argv, struct amlrun_opts *o);
 void options_free(struct amlrun_opts *o);
+
+/* Whether log files follow torchrun's layout. */
+int options_torchrun_layout(const struct amlrun_opts *o);
 
 /* Parse "0,2,4-7" (ranks >= 0); 0 or -1. */
 int rankset_parse(const char *s, struct rankset *out);

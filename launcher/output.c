@@ -354,6 +354,11 @@ static int log_open(int dirfd, const char *dir, int rank, const char *stream)
     return fd;
 }
 
+void out_log_named(int fd, int rank, const char *dir, const char *name)
+{
+    log_remember(fd, rank, dir, dir_len(dir), name);
+}
+
 int out_log_file(int dirfd, const char *dir, int rank, const char *stream)
 {
     int fd = log_open(dirfd, dir, rank, stream);

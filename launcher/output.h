@@ -54,5 +54,8 @@ int out_log_dir(const char *dir);
  * truncated.  A later write error names the rank and the file.  fd or -1
  * after a message. */
 int out_log_file(int dirfd, const char *dir, int rank, const char *stream);
+/* Name a log file opened elsewhere (torchrun's layout, torchlogs.h) for
+ * write errors: "rank R: log file DIR/NAME: ...". */
+void out_log_named(int fd, int rank, const char *dir, const char *name);
 
 #endif /* AMLRUN_OUTPUT_H */

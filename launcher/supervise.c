@@ -9,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "envp.h"
@@ -16,8 +17,10 @@
 #include "guard.h"
 #include "msg.h"
 #include "output.h"
+#include "rootcause.h"
 #include "spawn.h"
 #include "supervise.h"
+#include "torchlogs.h"
 
 #define READ_BUF (64u << 10)
 
@@ -29,6 +32,8 @@ struct worker {
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
     int status;
     double t_start;
+    time_t t_end;      /* wall clock when it was reaped */
+    char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;
     struct out_stream out, err;
 };
@@ -51,6 +56,8 @@ struct job {
     char *buf;
     struct pollfd *pfd;
     struct out_stream **pstream;
+    struct rundir *rd; /* error files, and logs in torchrun's layout */
+    int torch_layout;
 };
 
 int sig_stops_job(int sig)
@@ -168,6 +175,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
 {
     w->running = 0;
     w->status = status;
+    w->t_end = time(NULL);
     j->live--;
     guard_del(w->pid);
     drain(j, w);
@@ -341,7 +349,7 @@ static void on_timer(struct job *j)
 
 static int open_logs(struct job *j, struct worker *w)
 {
-    if (j->s->log_dir_fd < 0 || w->log_out >= 0)
+    if (j->torch_layout || j->s->log_dir_fd < 0 || w->log_out >= 0)
         return 0;
     const char *dir = j->s->o->log_dir;
     w->log_out = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stdout");
@@ -349,6 +357,26 @@ static int open_logs(struct job *j, struct worker *w)
         return -1;
     w->log_err = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stderr");
     return w->log_err < 0 ? -1 : 0;
+}
+
+/* The worker's directory in this attempt: its error file and, in
+ * torchrun's layout, the log files of the streams -r/--tee name (new ones
+ * each attempt).  amlrun's own --log-dir files are opened once. */
+static int worker_files(struct job *j, struct worker *w, int index)
+{
+    const struct amlrun_opts *o = j->s->o;
+    free(w->error_file);
+    w->error_file = NULL;
+    if (!j->torch_layout) {
+        int none_out, none_err; /* STD_NONE: no files opened */
+        return rundir_worker(j->rd, index, w->id.rank, STD_NONE,
+                             &w->error_file, &none_out, &none_err) < 0 ||
+                       open_logs(j, w) < 0 ? -1 : 0;
+    }
+    int streams = std_map_get(&o->redirects, index) |
+                  std_map_get(&o->tee, index);
+    return rundir_worker(j->rd, index, w->id.rank, streams, &w->error_file,
+                         &w->log_out, &w->log_err);
 }
 
 /* Set up one stream; its pipe's write end goes to *wr. */
@@ -363,9 +391,17 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
     s->fd = p[0];
     *wr = p[1];
     s->log = which == 1 ? w->log_out : w->log_err;
+    int index = (int)(w - j->w);
     s->console = rankset_has(&o->ranks, w->id.rank) &&
                  rankset_has(&o->local_ranks, w->id.local) ? which : -1;
-    if (o->prefix_fmt && (o->prefix_streams & which)) {
+    /* torchrun: a redirected stream goes only to its file, unless it is
+     * also tee'd. */
+    if (j->torch_layout && (std_map_get(&o->redirects, index) & which) &&
+        !(std_map_get(&o->tee, index) & which))
+        s->console = -1;
+    int prefixed = o->prefix_streams == PREFIX_BY_TEE
+                       ? std_map_get(&o->tee, index) : o->prefix_streams;
+    if (o->prefix_fmt && (prefixed & which)) {
         s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
                                w->id.node, j->s->host,
                                which == 1 ? "stdout" : "stderr");
@@ -406,8 +442,10 @@ static int start_worker(struct job *j, int index)
     int wr_out = -1, wr_err = -1, ok = 0;
     if (!argv || !sh) {
         msg("out of memory starting local worker %d", index);
-    } else if (open_logs(j, w) < 0) {
+    } else if (worker_files(j, w, index) < 0) {
         /* message printed */
+    } else if (envp_set(&env, "TORCHELASTIC_ERROR_FILE", w->error_file) < 0) {
+        msg("out of memory starting local worker %d", index);
     } else if (stream_setup(j, w, &w->out, 1, &wr_out) < 0 ||
                stream_setup(j, w, &w->err, 2, &wr_err) < 0) {
         msg_errno(errno, "output pipes for local worker %d", index);
@@ -545,6 +583,7 @@ static void job_free(struct job *j)
     for (int i = 0; j->w && i < j->n; i++) {
         out_stream_close(&j->w[i].out);
         out_stream_close(&j->w[i].err);
+        free(j->w[i].error_file);
         if (j->w[i].log_out >= 0)
             close(j->w[i].log_out);
         if (j->w[i].log_err >= 0)
@@ -558,6 +597,51 @@ static void job_free(struct job *j)
     free(j->buf);
     free(j->pfd);
     free(j->pstream);
+    rundir_close(j->rd);
+}
+
+/* torchrun's layout writes new log files each attempt. */
+static void close_attempt_logs(struct job *j)
+{
+    for (int i = 0; j->torch_layout && i < j->n; i++) {
+        if (j->w[i].log_out >= 0)
+            close(j->w[i].log_out);
+        if (j->w[i].log_err >= 0)
+            close(j->w[i].log_err);
+        j->w[i].log_out = j->w[i].log_err = -1;
+    }
+}
+
+/* Every worker's error file lives in a run directory: --log-dir's in
+ * torchrun's layout, else a private one, removed at the end unless it
+ * holds redirected output (torchrun keeps its temporary logs too). */
+static int open_rundir(struct job *j)
+{
+    const struct amlrun_opts *o = j->s->o;
+    j->torch_layout = options_torchrun_layout(o);
+    int base = j->torch_layout ? j->s->log_dir_fd : -1;
+    int keep = j->torch_layout &&
+               (std_map_any(&o->redirects) || std_map_any(&o->tee));
+    j->rd = rundir_open(base, base >= 0 ? o->log_dir : NULL, o->run_id, keep);
+    if (!j->rd)
+        return -1;
+    if ((keep && base < 0 && !o->quiet) || o->verbose)
+        msg("%s in %s", keep ? "log files (torchrun's layout)" : "error files",
+            rundir_path(j->rd));
+    return 0;
+}
+
+static void report_root_cause(struct job *j)
+{
+    const struct worker *w = &j->w[j->fail];
+    struct failure f = {
+        .rank = w->id.rank, .local = w->id.local, .pid = w->pid,
+        .status = w->status, .host = j->s->host, .when = w->t_end,
+        .error_file = w->error_file,
+    };
+    /* Like torchrun's own @record: an agent above amlrun that gave it an
+     * error file gets the root cause's. */
+    rootcause_report(&f, getenv("TORCHELASTIC_ERROR_FILE"));
 }
 
 int supervise(const struct job_spec *s)
@@ -568,7 +652,15 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
+    if (open_rundir(&j) < 0) {
+        job_free(&j);
+        return AMLRUN_EXIT_SYSTEM;
+    }
     for (;;) {
+        if (rundir_attempt(j.rd, j.restarts) < 0) {
+            j.spawn_status = AMLRUN_EXIT_SYSTEM;
+            break;
+        }
         start_all(&j);
         run_loop(&j);
         disarm_timer(&j);
@@ -576,6 +668,7 @@ int supervise(const struct job_spec *s)
             out_stream_close(&j.w[i].out);
             out_stream_close(&j.w[i].err);
         }
+        close_attempt_logs(&j);
         if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0 ||
             out_console_gone())
             break;
@@ -591,6 +684,8 @@ int supervise(const struct job_spec *s)
         status = j.spawn_status;
     else if (j.fail >= 0)
         status = status_exit_code(j.fail_status);
+    if (j.spawn_status < 0 && j.fail >= 0)
+        report_root_cause(&j);
     else if (j.stop_signal)
         status = 128 + j.stop_signal;
     job_free(&j);

@@ -78,6 +78,12 @@ char **worker_env(struct env_spec *e, int index, int restart,
     id->node = amldist_node_rank(l);
     if (torchrun_defaults(&env, e->o, restart) < 0)
         goto nomem;
+    /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
+     * says with False when its agent's store is not used.  In place
+     * (nproc 0) the launcher above may host one: its value stands. */
+    if (e->nproc > 0 &&
+        envp_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
+        goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node). */
     if (bind_worker_env(e->binding, e->nproc > 0 ? index : id->local, &env) < 0)
