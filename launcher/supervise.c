@@ -642,6 +642,9 @@ static void report_root_cause(struct job *j)
     /* Like torchrun's own @record: an agent above amlrun that gave it an
      * error file gets the root cause's. */
     rootcause_report(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    /* The summary names the error file: it must still be there to read. */
+    if (w->error_file && access(w->error_file, F_OK) == 0)
+        rundir_keep(j->rd);
 }
 
 int supervise(const struct job_spec *s)

@@ -300,6 +300,12 @@ out:
     return rc;
 }
 
+void rundir_keep(struct rundir *r)
+{
+    free(r->temp_base);
+    r->temp_base = NULL;
+}
+
 void rundir_close(struct rundir *r)
 {
     if (!r)

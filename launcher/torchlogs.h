@@ -55,6 +55,9 @@ int rundir_attempt(struct rundir *r, int n);
 int rundir_worker(struct rundir *r, int local, int rank, int streams,
                   char **error_file, int *out, int *err);
 /* Close it; a private base not kept is removed with everything in it. */
+/* Keep a private run directory when it is closed (it holds the root
+ * cause's error file, which the job summary names). */
+void rundir_keep(struct rundir *r);
 void rundir_close(struct rundir *r);
 
 #endif /* AMLRUN_TORCHLOGS_H */
