@@ -207,10 +207,15 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB) $(SHLINK)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -L$(BUILD)/lib -lamldist $(RPATH)
 
 # Unit tests link the static library so they can reach internal functions.
+# TEST_LINK: what one test adds to its link line.
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
-	    $(TEST_HELPERS) $(STLIB) $(LIB_LIBS)
+	    $(TEST_HELPERS) $(TEST_LINK) $(STLIB) $(LIB_LIBS)
+
+# test_envp fails chosen allocations and counts every block: the library's
+# calls to the allocator go to the test's __wrap_ functions.
+$(BUILD)/tests/test_envp: TEST_LINK = $(foreach f,malloc calloc realloc free strdup,-Wl,--wrap=$(f))
 
 # test_hostfile compiles the launcher's hostfile parser in (#include): rebuild
 # it when that changes.

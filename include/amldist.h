@@ -173,6 +173,24 @@ AMLDIST_API int amldist_export_env(const amldist_t *h);
  */
 AMLDIST_API int amldist_export_envp(const amldist_t *h, char *const base[],
                                     char ***out);
+
+/*
+ * Environment arrays for a launcher's workers: a malloc'd, NULL-terminated
+ * array of malloc'd "NAME=value" strings, as amldist_export_envp() returns,
+ * so these work on its result and amldist_envp_free() frees either.
+ * amldist_envp_dup(): a deep copy of `src` (NULL: empty).
+ * amldist_envp_set(): replace NAME's first entry or append one (*envp NULL:
+ * a new array); on failure the array is unchanged.
+ * amldist_envp_get(): NAME's first value, or NULL.
+ * amldist_envp_unset(): remove every NAME entry, keeping the others' order;
+ * 1 if one was there, 0 if not.
+ * A name that is NULL, empty or holds '=' is AMLDIST_EINVAL.
+ */
+AMLDIST_API int amldist_envp_dup(char *const src[], char ***out);
+AMLDIST_API int amldist_envp_set(char ***envp, const char *name,
+                                 const char *value);
+AMLDIST_API const char *amldist_envp_get(char *const envp[], const char *name);
+AMLDIST_API int amldist_envp_unset(char **envp, const char *name);
 AMLDIST_API void amldist_envp_free(char **envp);
 
 AMLDIST_API const char *amldist_strerror(int err);

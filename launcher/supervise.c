@@ -11,7 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "envp.h"
 #include "exitstatus.h"
 #include "guard.h"
 #include "msg.h"
@@ -452,7 +451,7 @@ static int start_worker(struct job *j, int index)
     }
     command_argv_free(s->cmd, argv);
     free(sh);
-    envp_free(env);
+    amldist_envp_free(env);
     return ok ? 0 : -1;
 }
 

@@ -1,5 +1,5 @@
 /* Unit tests of amlrun's small parts: option parsing, rank lists,
- * environment arrays, wait statuses and line assembly.  The launcher's
+ * wait statuses and line assembly.  The launcher's
  * sources are compiled in directly (amlrun is not a library).  GPU counting
  * is the library's (tests/unit/test_topo_usable.c). */
 #include <fcntl.h>
@@ -14,7 +14,6 @@
 
 #include "test.h"
 
-#include "../../launcher/envp.c"
 #include "../../launcher/exitstatus.c"
 #include "../../launcher/msg.c"
 #include "../../launcher/options.c"
@@ -99,23 +98,6 @@ static void test_options(void)
     options_free(&o);
 }
 
-static void test_envp(void)
-{
-    char *base[] = {"A=1", "B=2", NULL};
-    char **e = envp_dup(base);
-    CHECK(e != NULL);
-    CHECK_INT_EQ(envp_set(&e, "B", "3"), 0);
-    CHECK_INT_EQ(envp_set(&e, "C", "4"), 0);
-    CHECK_STR_EQ(envp_get(e, "B"), "3");
-    CHECK_STR_EQ(envp_get(e, "C"), "4");
-    CHECK(envp_get(e, "AB") == NULL);
-    envp_unset(e, "A");
-    CHECK_STR_EQ(e[0], "B=3");
-    CHECK_STR_EQ(e[1], "C=4");
-    CHECK(e[2] == NULL);
-    envp_free(e);
-}
-
 static void test_status(void)
 {
     char buf[96];
@@ -196,7 +178,6 @@ int main(void)
 {
     RUN(test_rankset);
     RUN(test_options);
-    RUN(test_envp);
     RUN(test_status);
     RUN(test_line_assembly);
     RUN(test_prefix_format);
