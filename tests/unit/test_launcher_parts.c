@@ -98,6 +98,21 @@ static void test_options(void)
     options_free(&o);
 }
 
+/* Head-node mode's question to the one option table. */
+static void test_takes_value(void)
+{
+    CHECK_INT_EQ(options_takes_value("nproc-per-node"), 1);
+    CHECK_INT_EQ(options_takes_value("nproc_per_node"), 1);
+    CHECK_INT_EQ(options_takes_value("local_ranks-filter=0"), 1);
+    CHECK_INT_EQ(options_takes_value("rdzv_id"), 1); /* an alias */
+    CHECK_INT_EQ(options_takes_value("standalone"), 0);
+    CHECK_INT_EQ(options_takes_value("prefix"), 0); /* only --prefix=FMT */
+    CHECK_INT_EQ(options_takes_value("nproc"), 0);  /* no prefixes */
+    CHECK_INT_EQ(options_takes_value("nproc-per-node-x"), 0);
+    CHECK_INT_EQ(options_takes_value("no-such"), 0);
+    CHECK_INT_EQ(options_takes_value(""), 0);
+}
+
 static void test_status(void)
 {
     char buf[96];
@@ -178,6 +193,7 @@ int main(void)
 {
     RUN(test_rankset);
     RUN(test_options);
+    RUN(test_takes_value);
     RUN(test_status);
     RUN(test_line_assembly);
     RUN(test_prefix_format);
