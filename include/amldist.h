@@ -101,6 +101,9 @@ typedef enum {
  * and node_rank fill in what the launcher variables do not say, and one
  * that contradicts them is ECONFLICT.  Initialise with
  * AMLDIST_OPTIONS_INIT so that fields added later keep their defaults.
+ * Every versioned options structure is read at any version from 1 to the
+ * library's own, a field an older version lacks taking its default; 0 and
+ * newer versions are EINVAL (libamldist(3), "Options structures").
  */
 #define AMLDIST_OPTIONS_VERSION 1
 typedef struct {
