@@ -35,38 +35,38 @@ extern "C" {
 #endif
 
 /*
- * Error codes, from one table: XX(name, message).  All are negative when
- * returned; 0 is success.
+ * Error codes, from one table: XX(name, value, message).  Each code has its
+ * value written here, never implied by its place, so that adding a code
+ * does not renumber the others (the values are the ABI; a unit test pins
+ * them).  A new code takes the next value down from the last one.  All are
+ * negative; 0 is success.
  */
 #define AMLDIST_ERRNO_MAP(XX)                                                  \
-    XX(EINVAL, "invalid argument")                                             \
-    XX(ENOMEM, "out of memory")                                                \
-    XX(EPARSE, "malformed value in the environment")                           \
-    XX(ERANGE, "value out of range")                                           \
-    XX(EMISSING, "required variable missing")                                  \
-    XX(ECONFLICT, "launcher variables disagree")                               \
-    XX(EUNKNOWN, "value not known from this environment")                      \
-    XX(ESYS, "system call failed")                                             \
-    XX(ETOPO, "topology discovery failed")                                     \
-    XX(ENOGPU, "no GPU found")                                                 \
-    XX(EBIND, "binding failed")                                                \
-    XX(ETIMEDOUT, "timed out")                                                 \
-    XX(EPROTO, "protocol error")                                               \
-    XX(EDENIED, "peer refused (wrong job token)")                              \
-    XX(ENOTSUP, "not supported by this build")                                 \
-    XX(ECUDA, "CUDA runtime error")                                            \
-    XX(ENCCL, "NCCL error")                                                    \
-    XX(EPEER, "another rank failed")
+    XX(EINVAL, -999, "invalid argument")                                       \
+    XX(ENOMEM, -998, "out of memory")                                          \
+    XX(EPARSE, -997, "malformed value in the environment")                     \
+    XX(ERANGE, -996, "value out of range")                                     \
+    XX(EMISSING, -995, "required variable missing")                            \
+    XX(ECONFLICT, -994, "launcher variables disagree")                         \
+    XX(EUNKNOWN, -993, "value not known from this environment")                \
+    XX(ESYS, -992, "system call failed")                                       \
+    XX(ETOPO, -991, "topology discovery failed")                               \
+    XX(ENOGPU, -990, "no GPU found")                                           \
+    XX(EBIND, -989, "binding failed")                                          \
+    XX(ETIMEDOUT, -988, "timed out")                                           \
+    XX(EPROTO, -987, "protocol error")                                         \
+    XX(EDENIED, -986, "peer refused (wrong job token)")                        \
+    XX(ENOTSUP, -985, "not supported by this build")                           \
+    XX(ECUDA, -984, "CUDA runtime error")                                      \
+    XX(ENCCL, -983, "NCCL error")                                              \
+    XX(EPEER, -982, "another rank failed")
 
 typedef enum {
     AMLDIST_OK = 0,
-#define AMLDIST__ERRNO_ENUM(name, msg) AMLDIST_##name,
-    AMLDIST__ERRNO_FIRST = -1000,
+#define AMLDIST__ERRNO_ENUM(name, value, msg) AMLDIST_##name = (value),
     AMLDIST_ERRNO_MAP(AMLDIST__ERRNO_ENUM)
 #undef AMLDIST__ERRNO_ENUM
-    AMLDIST__ERRNO_END
 } amldist_errno_t;
-/* The codes run from -999 upwards: AMLDIST_EINVAL == -999, and so on. */
 
 /* Opaque, immutable layout of this process in the job. */
 typedef struct amldist amldist_t;
