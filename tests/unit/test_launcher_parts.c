@@ -1,7 +1,7 @@
-/* Unit tests of amlrun's small parts: option parsing, rank lists,
- * wait statuses and line assembly.  The launcher's
- * sources are compiled in directly (amlrun is not a library).  GPU counting
- * is the library's (tests/unit/test_topo_usable.c). */
+/* Unit tests of amlrun's small parts: option parsing, rank lists, wait
+ * statuses and line assembly, linked with amlrun's own objects
+ * (libamlrun-parts.a).  GPU counting is the library's
+ * (tests/unit/test_topo_usable.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,17 +14,10 @@
 
 #include "test.h"
 
-#include "../../launcher/exitstatus.c"
-#include "../../launcher/msg.c"
-#include "../../launcher/options.c"
-#include "../../launcher/output.c"
-#include "../../launcher/usage.c"
-
-/* headnode_wanted() is the only outside function options.c calls. */
-int headnode_wanted(const struct headnode_opts *o)
-{
-    return o->hostfile != NULL || o->hosts != NULL;
-}
+#include "exitstatus.h"
+#include "msg.h"
+#include "options.h"
+#include "output.h"
 
 static void test_rankset(void)
 {
