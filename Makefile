@@ -207,14 +207,29 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB) $(SHLINK)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< -L$(BUILD)/lib -lamldist $(RPATH)
 
 # Unit tests link the static library so they can reach internal functions.
+# TEST_CFLAGS and TEST_LINK: what one test adds to its command line.
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(NCCL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< \
-	    $(TEST_HELPERS) $(STLIB) $(LIB_LIBS)
+	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(TEST_CFLAGS) $(NCCL_CFLAGS) \
+	    $(ALL_LDFLAGS) -o $@ $< $(TEST_HELPERS) $(TEST_LINK) $(STLIB) $(LIB_LIBS)
 
-# test_hostfile compiles the launcher's hostfile parser in (#include): rebuild
-# it when that changes.
-$(BUILD)/tests/test_hostfile: launcher/hostfile.c launcher/hostfile.h
+# amlrun's objects but main.o, for the unit tests of its parts: they link
+# the same objects amlrun is made of, rebuilt when a launcher source changes.
+RUN_PARTS := $(BUILD)/lib/libamlrun-parts.a
+RUN_PART_OBJS := $(filter-out $(BUILD)/obj/launcher/main.o,$(RUN_OBJS))
+$(RUN_PARTS): $(RUN_PART_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $(RUN_PART_OBJS)
+
+LAUNCHER_TESTS := $(BUILD)/tests/test_launcher_parts $(BUILD)/tests/test_hostfile
+$(LAUNCHER_TESTS): $(RUN_PARTS)
+$(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
+$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS)
+
+# test_envp fails chosen allocations and counts every block: the library's
+# calls to the allocator go to the test's __wrap_ functions.
+$(BUILD)/tests/test_envp: TEST_LINK = $(foreach f,malloc calloc realloc free strdup,-Wl,--wrap=$(f))
 
 # Stand-in libcudart and libnccl (tests/standin/), NOT CUDA or NCCL: they
 # run the NCCL paths of our code on machines without a GPU, ranks exchanging

@@ -35,38 +35,38 @@ extern "C" {
 #endif
 
 /*
- * Error codes, from one table: XX(name, message).  All are negative when
- * returned; 0 is success.
+ * Error codes, from one table: XX(name, value, message).  Each code has its
+ * value written here, never implied by its place, so that adding a code
+ * does not renumber the others (the values are the ABI; a unit test pins
+ * them).  A new code takes the next value down from the last one.  All are
+ * negative; 0 is success.
  */
 #define AMLDIST_ERRNO_MAP(XX)                                                  \
-    XX(EINVAL, "invalid argument")                                             \
-    XX(ENOMEM, "out of memory")                                                \
-    XX(EPARSE, "malformed value in the environment")                           \
-    XX(ERANGE, "value out of range")                                           \
-    XX(EMISSING, "required variable missing")                                  \
-    XX(ECONFLICT, "launcher variables disagree")                               \
-    XX(EUNKNOWN, "value not known from this environment")                      \
-    XX(ESYS, "system call failed")                                             \
-    XX(ETOPO, "topology discovery failed")                                     \
-    XX(ENOGPU, "no GPU found")                                                 \
-    XX(EBIND, "binding failed")                                                \
-    XX(ETIMEDOUT, "timed out")                                                 \
-    XX(EPROTO, "protocol error")                                               \
-    XX(EDENIED, "peer refused (wrong job token)")                              \
-    XX(ENOTSUP, "not supported by this build")                                 \
-    XX(ECUDA, "CUDA runtime error")                                            \
-    XX(ENCCL, "NCCL error")                                                    \
-    XX(EPEER, "another rank failed")
+    XX(EINVAL, -999, "invalid argument")                                       \
+    XX(ENOMEM, -998, "out of memory")                                          \
+    XX(EPARSE, -997, "malformed value in the environment")                     \
+    XX(ERANGE, -996, "value out of range")                                     \
+    XX(EMISSING, -995, "required variable missing")                            \
+    XX(ECONFLICT, -994, "launcher variables disagree")                         \
+    XX(EUNKNOWN, -993, "value not known from this environment")                \
+    XX(ESYS, -992, "system call failed")                                       \
+    XX(ETOPO, -991, "topology discovery failed")                               \
+    XX(ENOGPU, -990, "no GPU found")                                           \
+    XX(EBIND, -989, "binding failed")                                          \
+    XX(ETIMEDOUT, -988, "timed out")                                           \
+    XX(EPROTO, -987, "protocol error")                                         \
+    XX(EDENIED, -986, "peer refused (wrong job token)")                        \
+    XX(ENOTSUP, -985, "not supported by this build")                           \
+    XX(ECUDA, -984, "CUDA runtime error")                                      \
+    XX(ENCCL, -983, "NCCL error")                                              \
+    XX(EPEER, -982, "another rank failed")
 
 typedef enum {
     AMLDIST_OK = 0,
-#define AMLDIST__ERRNO_ENUM(name, msg) AMLDIST_##name,
-    AMLDIST__ERRNO_FIRST = -1000,
+#define AMLDIST__ERRNO_ENUM(name, value, msg) AMLDIST_##name = (value),
     AMLDIST_ERRNO_MAP(AMLDIST__ERRNO_ENUM)
 #undef AMLDIST__ERRNO_ENUM
-    AMLDIST__ERRNO_END
 } amldist_errno_t;
-/* The codes run from -999 upwards: AMLDIST_EINVAL == -999, and so on. */
 
 /* Opaque, immutable layout of this process in the job. */
 typedef struct amldist amldist_t;
@@ -108,6 +108,9 @@ typedef enum {
  * and node_rank fill in what the launcher variables do not say, and one
  * that contradicts them is ECONFLICT.  Initialise with
  * AMLDIST_OPTIONS_INIT so that fields added later keep their defaults.
+ * Every versioned options structure is read at any version from 1 to the
+ * library's own, a field an older version lacks taking its default; 0 and
+ * newer versions are EINVAL (libamldist(3), "Options structures").
  */
 #define AMLDIST_OPTIONS_VERSION 1
 typedef struct {
@@ -180,6 +183,24 @@ AMLDIST_API int amldist_export_env(const amldist_t *h);
  */
 AMLDIST_API int amldist_export_envp(const amldist_t *h, char *const base[],
                                     char ***out);
+
+/*
+ * Environment arrays for a launcher's workers: a malloc'd, NULL-terminated
+ * array of malloc'd "NAME=value" strings, as amldist_export_envp() returns,
+ * so these work on its result and amldist_envp_free() frees either.
+ * amldist_envp_dup(): a deep copy of `src` (NULL: empty).
+ * amldist_envp_set(): replace NAME's first entry or append one (*envp NULL:
+ * a new array); on failure the array is unchanged.
+ * amldist_envp_get(): NAME's first value, or NULL.
+ * amldist_envp_unset(): remove every NAME entry, keeping the others' order;
+ * 1 if one was there, 0 if not.
+ * A name that is NULL, empty or holds '=' is AMLDIST_EINVAL.
+ */
+AMLDIST_API int amldist_envp_dup(char *const src[], char ***out);
+AMLDIST_API int amldist_envp_set(char ***envp, const char *name,
+                                 const char *value);
+AMLDIST_API const char *amldist_envp_get(char *const envp[], const char *name);
+AMLDIST_API int amldist_envp_unset(char **envp, const char *name);
 AMLDIST_API void amldist_envp_free(char **envp);
 
 AMLDIST_API const char *amldist_strerror(int err);

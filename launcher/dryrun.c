@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "dryrun.h"
-#include "envp.h"
 
 static void put_quoted(FILE *f, const char *s)
 {

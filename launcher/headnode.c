@@ -21,19 +21,9 @@
 #include "headnode.h"
 #include "hostfile.h"
 #include "msg.h"
+#include "options.h"
 
 extern char **environ;
-
-/* amlrun's options that take their value as the next argument.  Must match
- * the ARG_REQUIRED entries of launcher/options.c (tests/sh/multinode_cli.sh
- * checks it): we need them to find where the worker's command starts. */
-static const char *const value_options[] = {
-    "nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port",
-    "mode", "run-id", "rdzv-id", "rdzv-endpoint", "rdzv-backend",
-    "max-restarts", "term-timeout", "python", "tee", "log-dir", "ranks",
-    "local-ranks-filter", "cpu-bind", "mem-bind", "nic-bind", "gpu-bind",
-    "topology", "hostfile", "hosts", "launcher",
-};
 
 /* Variables the per-node amlrun and its workers need from the head node's
  * environment: mpirun starts remote daemons with a login environment, not
@@ -127,14 +117,10 @@ static int opt_is(const char *arg, const char *name)
     return *a == '\0' || *a == '=';
 }
 
+/* "--name value": options.c's table says which options take one. */
 static int takes_value(const char *arg)
 {
-    if (strchr(arg, '='))
-        return 0;
-    for (size_t i = 0; i < COUNT(value_options); i++)
-        if (opt_is(arg, value_options[i]))
-            return 1;
-    return 0;
+    return strchr(arg, '=') == NULL && options_takes_value(arg + 2);
 }
 
 /* What the scan of amlrun's own options found. */

@@ -7,6 +7,8 @@
 
 #include "hostfile.h"
 
+long hostfile_max_bytes = 64L << 20;
+
 static void say(char *err, size_t errsz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void say(char *err, size_t errsz, const char *fmt, ...)
@@ -227,9 +229,9 @@ static long read_line(FILE *f, const char *path, int lineno, long *total,
         *cap = 256;
     }
     while ((c = getc(f)) != EOF) {
-        if (++*total > HOSTFILE_MAX_BYTES) {
+        if (++*total > hostfile_max_bytes) {
             say(err, errsz, "%s: larger than %ld MiB: not a hostfile", path,
-                HOSTFILE_MAX_BYTES >> 20);
+                hostfile_max_bytes >> 20);
             return -2;
         }
         if (c == '\0') {

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "dryrun.h"
-#include "envp.h"
 #include "inplace.h"
 #include "msg.h"
 #include "workerenv.h"
@@ -113,7 +112,7 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
 out:
     free(sh);
     command_argv_free(c, argv);
-    envp_free(env);
+    amldist_envp_free(env);
     bind_free(b);
     amldist_topo_free(topo);
     return rc;

@@ -17,7 +17,6 @@
 #include "amldist.h"
 #include "command.h"
 #include "dryrun.h"
-#include "envp.h"
 #include "guard.h"
 #include "inplace.h"
 #include "jobtoken.h"
@@ -57,14 +56,14 @@ static int dry_run_node(const struct amlrun_opts *o, const struct plan *p,
             return AMLRUN_EXIT_SYSTEM;
         char **argv = command_argv_for(c, id.local);
         if (!argv) {
-            envp_free(env);
+            amldist_envp_free(env);
             return AMLRUN_EXIT_SYSTEM;
         }
         if (o->bind.report_bindings)
             bind_report(b, i, id.rank, stdout);
         dryrun_line(stdout, &id, env, environ, c->path, argv, o->verbose);
         command_argv_free(c, argv);
-        envp_free(env);
+        amldist_envp_free(env);
     }
     return 0;
 }

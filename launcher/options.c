@@ -447,6 +447,27 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
     return -1;
 }
 
+/* The table's entry for `name` (up to an '=', '_' read as '-'), or NULL. */
+static const struct option_def *option_find(const char *name)
+{
+    size_t n = strcspn(name, "=");
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
+        const char *d = options[k].name;
+        size_t j = 0;
+        while (j < n && d[j] == (name[j] == '_' ? '-' : name[j]))
+            j++;
+        if (j == n && d[j] == '\0')
+            return &options[k];
+    }
+    return NULL;
+}
+
+int options_takes_value(const char *name)
+{
+    const struct option_def *d = option_find(name);
+    return d != NULL && (d->arg & ARG_MASK) == ARG_REQUIRED;
+}
+
 /* --long[=value] at argv[*i]; advances *i past a separate value and marks
  * the option given. */
 static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
@@ -463,30 +484,28 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
     for (size_t k = 0; k < n; k++)
         name[k] = arg[k] == '_' ? '-' : arg[k];
     name[n] = '\0';
-    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++) {
-        const struct option_def *d = &options[k];
-        if (strcmp(d->name, name))
-            continue;
-        const char *val = eq ? eq + 1 : NULL;
-        int kind = d->arg & ARG_MASK;
-        if (kind == ARG_NONE && val) {
-            msg("option --%s takes no value", name);
+    const struct option_def *d = option_find(name);
+    if (d == NULL) {
+        msg("unknown option --%s (see amlrun --help)", name);
+        return AMLRUN_EXIT_USAGE;
+    }
+    const char *val = eq ? eq + 1 : NULL;
+    int kind = d->arg & ARG_MASK;
+    if (kind == ARG_NONE && val) {
+        msg("option --%s takes no value", name);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (kind == ARG_REQUIRED && !val) {
+        if (*i + 1 >= argc) {
+            msg("option --%s needs a value", name);
             return AMLRUN_EXIT_USAGE;
         }
-        if (kind == ARG_REQUIRED && !val) {
-            if (*i + 1 >= argc) {
-                msg("option --%s needs a value", name);
-                return AMLRUN_EXIT_USAGE;
-            }
-            val = argv[++*i];
-        }
-        given[d->id] = 1;
-        char label[sizeof name + 4];
-        snprintf(label, sizeof label, "--%s ", d->name);
-        return apply(o, label, d->id, val);
+        val = argv[++*i];
     }
-    msg("unknown option --%s (see amlrun --help)", name);
-    return AMLRUN_EXIT_USAGE;
+    given[d->id] = 1;
+    char label[sizeof name + 4];
+    snprintf(label, sizeof label, "--%s ", d->name);
+    return apply(o, label, d->id, val);
 }
 
 /* Short options that take a value (torchrun's -r, -t). */

@@ -88,6 +88,10 @@ void options_free(struct amlrun_opts *o);
 
 /* Whether log files follow torchrun's layout. */
 int options_torchrun_layout(const struct amlrun_opts *o);
+/* True when long option `name` (without "--"; '_' or '-'; read up to an
+ * '=') takes its value as the next argument: head-node mode asks, to find
+ * where the worker's command starts. */
+int options_takes_value(const char *name);
 
 /* Parse "0,2,4-7" (ranks >= 0); 0 or -1. */
 int rankset_parse(const char *s, struct rankset *out);

@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envp.h"
 #include "exitstatus.h"
 #include "guard.h"
 #include "msg.h"
@@ -444,7 +443,7 @@ static int start_worker(struct job *j, int index)
         msg("out of memory starting local worker %d", index);
     } else if (worker_files(j, w, index) < 0) {
         /* message printed */
-    } else if (envp_set(&env, "TORCHELASTIC_ERROR_FILE", w->error_file) < 0) {
+    } else if (amldist_envp_set(&env, "TORCHELASTIC_ERROR_FILE", w->error_file) < 0) {
         msg("out of memory starting local worker %d", index);
     } else if (stream_setup(j, w, &w->out, 1, &wr_out) < 0 ||
                stream_setup(j, w, &w->err, 2, &wr_err) < 0) {
@@ -490,7 +489,7 @@ static int start_worker(struct job *j, int index)
     }
     command_argv_free(s->cmd, argv);
     free(sh);
-    envp_free(env);
+    amldist_envp_free(env);
     return ok ? 0 : -1;
 }
 

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envp.h"
 #include "msg.h"
 #include "workerenv.h"
 
@@ -19,7 +18,7 @@ static int set_int(char ***env, const char *name, int v)
 {
     char buf[16];
     snprintf(buf, sizeof buf, "%d", v);
-    return envp_set(env, name, buf);
+    return amldist_envp_set(env, name, buf);
 }
 
 /*
@@ -38,13 +37,13 @@ static int torchrun_defaults(char ***env, const struct amlrun_opts *o,
 {
     if (set_int(env, "TORCHELASTIC_RESTART_COUNT", restart) < 0 ||
         set_int(env, "TORCHELASTIC_MAX_RESTARTS", o->max_restarts) < 0 ||
-        envp_set(env, "TORCHELASTIC_RUN_ID", o->run_id) < 0 ||
-        envp_set(env, "ROLE_NAME", o->role) < 0)
+        amldist_envp_set(env, "TORCHELASTIC_RUN_ID", o->run_id) < 0 ||
+        amldist_envp_set(env, "ROLE_NAME", o->role) < 0)
         return -1;
-    if (!envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") &&
-        !envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
-        (envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0 ||
-         envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0))
+    if (!amldist_envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") &&
+        !amldist_envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
+        (amldist_envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0 ||
+         amldist_envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0))
         return -1;
     return 0;
 }
@@ -62,17 +61,12 @@ char **worker_env(struct env_spec *e, int index, int restart,
         }
         l = child;
     }
-    char **lib_env = NULL, **env = NULL;
-    if (amldist_export_envp(l, e->base, &lib_env) < 0) {
+    char **env = NULL;
+    /* bind_worker_env() and amldist_envp_set() grow this array in place. */
+    if (amldist_export_envp(l, e->base, &env) < 0) {
         msg("environment of local worker %d: %s", index, amldist_last_error());
         goto out;
     }
-    /* Our own copy: bind_worker_env() and envp_set() grow it with realloc,
-     * which an array from the library need not allow. */
-    env = envp_dup(lib_env);
-    amldist_envp_free(lib_env);
-    if (!env)
-        goto nomem;
     id->rank = amldist_rank(l);
     id->local = amldist_local_rank(l);
     id->node = amldist_node_rank(l);
@@ -82,17 +76,17 @@ char **worker_env(struct env_spec *e, int index, int restart,
      * says with False when its agent's store is not used.  In place
      * (nproc 0) the launcher above may host one: its value stands. */
     if (e->nproc > 0 &&
-        envp_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
+        amldist_envp_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node). */
     if (bind_worker_env(e->binding, e->nproc > 0 ? index : id->local, &env) < 0)
         goto fail;
     int nlocal = amldist_local_world_size(l);
-    if (!envp_get(env, "OMP_NUM_THREADS") && nlocal > 1) {
+    if (!amldist_envp_get(env, "OMP_NUM_THREADS") && nlocal > 1) {
         /* torchrun's default: several workers each spawning a thread per
          * core would oversubscribe the node. */
-        if (envp_set(&env, "OMP_NUM_THREADS", "1") < 0)
+        if (amldist_envp_set(&env, "OMP_NUM_THREADS", "1") < 0)
             goto nomem;
         if (!e->omp_noted && !e->o->quiet && id->local == 0)
             msg("OMP_NUM_THREADS not set: using 1 for each of the %d workers "
@@ -104,7 +98,7 @@ char **worker_env(struct env_spec *e, int index, int restart,
 nomem:
     msg("environment of local worker %d: out of memory", index);
 fail:
-    envp_free(env);
+    amldist_envp_free(env);
 out:
     amldist_free(child);
     return NULL;

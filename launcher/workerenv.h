@@ -31,8 +31,8 @@ struct worker_id {
 /* v in decimal, or "?" when unknown; buf holds at least 12 bytes. */
 const char *worker_id_str(int v, char *buf);
 
-/* The heap envp (see envp.h) of worker `index` (0..nproc-1) in attempt
- * `restart`, or NULL after a message. */
+/* The heap environment (free it with amldist_envp_free()) of worker `index`
+ * (0..nproc-1) in attempt `restart`, or NULL after a message. */
 char **worker_env(struct env_spec *e, int index, int restart,
                   struct worker_id *id);
 

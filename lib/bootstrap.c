@@ -18,24 +18,30 @@ int amldist__bs_exchange(const amldist__bs_params_t *p, void *blob, size_t len)
                         : amldist__bs_fetch(p, blob, len);
 }
 
+/* Bytes of amldist_bootstrap_options_t in each version (optversion.c).  A
+ * version that adds field F makes the last entry
+ * offsetof(amldist_bootstrap_options_t, F) and appends the sizeof. */
+static const size_t options_sizes[AMLDIST_BOOTSTRAP_OPTIONS_VERSION + 1] = {
+    [1] = sizeof(amldist_bootstrap_options_t),
+};
+static const amldist__opts_kind_t options_kind = {
+    "amldist_bootstrap_options_t", "AMLDIST_BOOTSTRAP_OPTIONS_INIT",
+    AMLDIST_BOOTSTRAP_OPTIONS_VERSION, options_sizes};
+
 int amldist__bs_setup(const amldist_t *layout,
                       const amldist_bootstrap_options_t *opts,
                       amldist__bs_params_t *p)
 {
-    static const amldist_bootstrap_options_t defaults =
-        AMLDIST_BOOTSTRAP_OPTIONS_INIT;
+    amldist_bootstrap_options_t current = AMLDIST_BOOTSTRAP_OPTIONS_INIT;
     const char *host;
     int rc;
 
     memset(p, 0, sizeof *p);
     p->round = atomic_fetch_add(&calls, 1) + 1;
-    if (!opts)
-        opts = &defaults;
-    if (opts->version < 1 || opts->version > AMLDIST_BOOTSTRAP_OPTIONS_VERSION)
-        return amldist__fail(AMLDIST_EINVAL,
-                             "amldist_bootstrap_options_t version %u: this "
-                             "library knows 1 .. %d",
-                             opts->version, AMLDIST_BOOTSTRAP_OPTIONS_VERSION);
+    if (opts && (rc = amldist__opts_copy(&options_kind, "bootstrap",
+                                         &current, opts)) < 0)
+        return rc;
+    opts = &current;
     if ((p->rank = amldist_rank(layout)) < 0)
         return p->rank;
     if ((p->world = amldist_world_size(layout)) < 0)

@@ -9,14 +9,7 @@
 
 const char *amldist__env_get(const amldist__env_t *env, const char *name)
 {
-    size_t n = strlen(name);
-    if (env->envp == NULL)
-        return NULL;
-    /* The first occurrence wins, as getenv(3) does in glibc. */
-    for (char *const *e = env->envp; *e != NULL; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    return amldist_envp_get(env->envp, name);
 }
 
 int amldist__env_long(const amldist__env_t *env, const char *name, long min,

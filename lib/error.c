@@ -9,10 +9,11 @@ static _Thread_local char last_error[1024];
 
 const char *amldist_strerror(int err)
 {
+    /* A switch: two codes given one value fail to compile here. */
     switch (err) {
     case AMLDIST_OK:
         return "success";
-#define XX(name, msg)                                                          \
+#define XX(name, value, msg)                                                   \
     case AMLDIST_##name:                                                       \
         return msg;
         AMLDIST_ERRNO_MAP(XX)
@@ -27,7 +28,7 @@ const char *amldist_err_name(int err)
     switch (err) {
     case AMLDIST_OK:
         return "AMLDIST_OK";
-#define XX(name, msg)                                                          \
+#define XX(name, value, msg)                                                   \
     case AMLDIST_##name:                                                       \
         return "AMLDIST_" #name;
         AMLDIST_ERRNO_MAP(XX)

@@ -71,8 +71,7 @@ static int ours(const char *entry)
 {
     for (size_t i = 0; i <= NVARS; i++) {
         const char *name = i < NVARS ? vars[i].name : "AMLDIST_LAUNCHER";
-        size_t n = strlen(name);
-        if (strncmp(entry, name, n) == 0 && entry[n] == '=')
+        if (amldist__env_value(entry, name) != NULL)
             return 1;
     }
     return 0;
@@ -95,7 +94,8 @@ int amldist_export_envp(const amldist_t *h, char *const base[], char ***out)
     size_t n = 0;
     char buf[AMLDIST__HOST_MAX + 32];
     /* Ours first, then base without the entries we replace (or drop as
-     * unknown), every string owned by the array. */
+     * unknown), every string owned by the array: the amldist_envp_* layout
+     * (envp.c), so that amlrun grows the result with amldist_envp_set(). */
     for (size_t i = 0; i < NVARS; i++)
         if (format(h, i, buf, sizeof buf) && (env[n++] = strdup(buf)) == NULL)
             goto nomem;
@@ -110,13 +110,4 @@ int amldist_export_envp(const amldist_t *h, char *const base[], char ***out)
 nomem:
     amldist_envp_free(env);
     return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-}
-
-void amldist_envp_free(char **envp)
-{
-    if (envp == NULL)
-        return;
-    for (char **e = envp; *e != NULL; e++)
-        free(*e);
-    free(envp);
 }

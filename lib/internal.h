@@ -27,4 +27,24 @@ void amldist__clear_error(void);
 /* Bounded string copy that always terminates; returns -1 if truncated. */
 int amldist__strlcpy(char *dst, const char *src, size_t size);
 
+/* The value in `entry` when it is NAME=value, else NULL (envp.c). */
+const char *amldist__env_value(const char *entry, const char *name);
+
+/* A versioned options structure (optversion.c). */
+typedef struct {
+    const char *type;    /* "amldist_options_t" */
+    const char *init;    /* "AMLDIST_OPTIONS_INIT" */
+    unsigned current;    /* its _VERSION macro */
+    const size_t *sizes; /* sizes[v]: bytes version v has, 1 <= v <= current */
+} amldist__opts_kind_t;
+
+/* 0 when `version` is one this library reads (1 .. current), else
+ * AMLDIST_EINVAL with a message for function `fn`. */
+int amldist__opts_version(const amldist__opts_kind_t *k, const char *fn,
+                          unsigned version);
+/* Check src's version and copy the fields that version has over `dst`,
+ * which holds the defaults; dst's version becomes the current one. */
+int amldist__opts_copy(const amldist__opts_kind_t *k, const char *fn,
+                       void *dst, const void *src);
+
 #endif /* AMLDIST_INTERNAL_H */

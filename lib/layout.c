@@ -539,6 +539,16 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     return validate(h);
 }
 
+/* Bytes of amldist_options_t in each version (optversion.c).  A version
+ * that adds field F makes the last entry offsetof(amldist_options_t, F) and
+ * appends sizeof(amldist_options_t). */
+static const size_t options_sizes[AMLDIST_OPTIONS_VERSION + 1] = {
+    [1] = sizeof(amldist_options_t),
+};
+static const amldist__opts_kind_t options_kind = {
+    "amldist_options_t", "AMLDIST_OPTIONS_INIT", AMLDIST_OPTIONS_VERSION,
+    options_sizes};
+
 int amldist_init_opts(amldist_t **out, const amldist_options_t *opts)
 {
     amldist__clear_error();
@@ -546,11 +556,12 @@ int amldist_init_opts(amldist_t **out, const amldist_options_t *opts)
         return amldist__fail(AMLDIST_EINVAL, "amldist_init_opts: %s is NULL",
                              out == NULL ? "out" : "opts");
     *out = NULL;
-    if (opts->version != AMLDIST_OPTIONS_VERSION)
-        return amldist__fail(AMLDIST_EINVAL,
-                             "amldist_init_opts: options version %u, this "
-                             "library knows %d (use AMLDIST_OPTIONS_INIT)",
-                             opts->version, AMLDIST_OPTIONS_VERSION);
+    amldist_options_t current = AMLDIST_OPTIONS_INIT;
+    int rc = amldist__opts_copy(&options_kind, "amldist_init_opts", &current,
+                                opts);
+    if (rc < 0)
+        return rc;
+    opts = &current;
     if ((opts->flags & AMLDIST_PREFER_CANONICAL) &&
         (opts->flags & AMLDIST_PREFER_LAUNCHER))
         return amldist__fail(AMLDIST_EINVAL,
@@ -561,7 +572,7 @@ int amldist_init_opts(amldist_t **out, const amldist_options_t *opts)
     struct amldist *h = calloc(1, sizeof *h);
     if (h == NULL)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    int rc = build(&env, opts, h);
+    rc = build(&env, opts, h);
     if (rc < 0) {
         free(h);
         return rc;

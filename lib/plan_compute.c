@@ -220,18 +220,18 @@ int amldist_plan_compute(const amldist_topo_t *t,
                          amldist_plan_t **out)
 {
     amldist__clear_error();
-    amldist_plan_options_t defaults = AMLDIST_PLAN_OPTIONS_INIT;
+    amldist_plan_options_t current = AMLDIST_PLAN_OPTIONS_INIT;
     if (out == NULL || t == NULL)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: NULL argument");
     *out = NULL;
-    if (o == NULL)
-        o = &defaults;
-    if (o->version != AMLDIST_PLAN_OPTIONS_VERSION)
-        return amldist__fail(AMLDIST_EINVAL,
-                             "amldist_plan_compute: options version %u, "
-                             "expected %u (use AMLDIST_PLAN_OPTIONS_INIT)",
-                             o->version, AMLDIST_PLAN_OPTIONS_VERSION);
+    if (o != NULL) {
+        int rc = amldist__opts_copy(&amldist__plan_options_kind,
+                                    "amldist_plan_compute", &current, o);
+        if (rc < 0)
+            return rc;
+    }
+    o = &current;
     if (nlocal < 1 || nlocal > MAX_LOCAL_RANKS)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: %d local ranks (1..%d)",

@@ -1,52 +1,13 @@
 /* The variables each rank gets, added to a heap environment array. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "topo_internal.h"
-
-static char **find(char **envp, const char *name)
-{
-    size_t n = strlen(name);
-    for (char **e = envp; e != NULL && *e != NULL; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return e;
-    return NULL;
-}
-
-/* Replace or append NAME=value; the old string is freed. */
-static int put(char ***envp, const char *name, const char *value)
-{
-    size_t len = strlen(name) + strlen(value) + 2;
-    char *s = malloc(len);
-    if (s == NULL)
-        return AMLDIST_ENOMEM;
-    snprintf(s, len, "%s=%s", name, value);
-    char **slot = find(*envp, name);
-    if (slot != NULL) {
-        free(*slot);
-        *slot = s;
-        return 0;
-    }
-    size_t count = 0;
-    while (*envp != NULL && (*envp)[count] != NULL)
-        count++;
-    char **grown = realloc(*envp, (count + 2) * sizeof *grown);
-    if (grown == NULL) {
-        free(s);
-        return AMLDIST_ENOMEM;
-    }
-    grown[count] = s;
-    grown[count + 1] = NULL;
-    *envp = grown;
-    return 0;
-}
 
 static int nic_vars(const amldist_plan_t *p, const struct amldist__rank *r,
                     char ***envp)
 {
     char dev[AMLDIST__DEVNAME_MAX + 16];
-    int rc = put(envp, "AMLDIST_NIC", r->nicname);
+    int rc = amldist_envp_set(envp, "AMLDIST_NIC", r->nicname);
     amldist_nic_bind_t how = p->opts.nic_bind;
     if (rc < 0 || how == AMLDIST_NIC_BIND_EXPORT)
         return rc;
@@ -56,13 +17,13 @@ static int nic_vars(const amldist_plan_t *p, const struct amldist__rank *r,
     else
         snprintf(dev, sizeof dev, "%s", r->nicname);
     if (how == AMLDIST_NIC_BIND_UCX)
-        return put(envp, "UCX_NET_DEVICES", dev);
+        return amldist_envp_set(envp, "UCX_NET_DEVICES", dev);
     char exact[sizeof dev + 1];
     /* A leading '=' makes NCCL match the name exactly, not as a prefix
      * (mlx5_1 would otherwise also select mlx5_10). */
     snprintf(exact, sizeof exact, "=%s", dev);
-    return put(envp, r->nicport > 0 ? "NCCL_IB_HCA" : "NCCL_SOCKET_IFNAME",
-               exact);
+    return amldist_envp_set(
+        envp, r->nicport > 0 ? "NCCL_IB_HCA" : "NCCL_SOCKET_IFNAME", exact);
 }
 
 int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
@@ -76,32 +37,32 @@ int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
     char num[32];
     int rc = 0;
     if (r->gpu >= 0) {
-        rc = put(envp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        rc = amldist_envp_set(envp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         if (rc == 0)
-            rc = put(envp, "AMLDIST_GPU", r->busid);
+            rc = amldist_envp_set(envp, "AMLDIST_GPU", r->busid);
         int single = p->opts.gpu_bind == AMLDIST_GPU_BIND_SINGLE;
         snprintf(num, sizeof num, "%d", single ? 0 : r->gpu);
         if (rc == 0)
-            rc = put(envp, "AMLDIST_GPU_INDEX", num);
+            rc = amldist_envp_set(envp, "AMLDIST_GPU_INDEX", num);
         if (rc == 0 && single)
-            rc = put(envp, "CUDA_VISIBLE_DEVICES", r->gputoken);
+            rc = amldist_envp_set(envp, "CUDA_VISIBLE_DEVICES", r->gputoken);
         /* More ranks than GPUs: tell the rank, so that
          * amldist_nccl_comm_init() refuses before NCCL does. */
         for (int k = 0; rc == 0 && k < p->n; k++)
             if (k != lrank && p->ranks[k].gpu == r->gpu) {
-                rc = put(envp, "AMLDIST_GPU_SHARED", "1");
+                rc = amldist_envp_set(envp, "AMLDIST_GPU_SHARED", "1");
                 break;
             }
     }
     if (rc == 0 && r->bind_cpus) {
-        rc = put(envp, "AMLDIST_CPUS", r->cpulist);
+        rc = amldist_envp_set(envp, "AMLDIST_CPUS", r->cpulist);
         snprintf(num, sizeof num, "%d", r->ncores);
-        if (rc == 0 && find(*envp, "OMP_NUM_THREADS") == NULL)
-            rc = put(envp, "OMP_NUM_THREADS", num);
+        if (rc == 0 && amldist_envp_get(*envp, "OMP_NUM_THREADS") == NULL)
+            rc = amldist_envp_set(envp, "OMP_NUM_THREADS", num);
     }
     if (rc == 0 && r->numa >= 0) {
         snprintf(num, sizeof num, "%d", r->numa);
-        rc = put(envp, "AMLDIST_NUMA", num);
+        rc = amldist_envp_set(envp, "AMLDIST_NUMA", num);
     }
     if (rc == 0 && r->nic >= 0 && p->opts.nic_bind != AMLDIST_NIC_BIND_NONE)
         rc = nic_vars(p, r, envp);

@@ -4,6 +4,16 @@
 
 #include "topo_internal.h"
 
+/* Bytes of amldist_plan_options_t in each version (optversion.c).  A
+ * version that adds field F makes the last entry
+ * offsetof(amldist_plan_options_t, F) and appends the sizeof. */
+static const size_t plan_options_sizes[AMLDIST_PLAN_OPTIONS_VERSION + 1] = {
+    [1] = sizeof(amldist_plan_options_t),
+};
+const amldist__opts_kind_t amldist__plan_options_kind = {
+    "amldist_plan_options_t", "AMLDIST_PLAN_OPTIONS_INIT",
+    AMLDIST_PLAN_OPTIONS_VERSION, plan_options_sizes};
+
 struct name_value {
     const char *name;
     int value;
@@ -85,7 +95,12 @@ int amldist_plan_options_set(amldist_plan_options_t *o, const char *name,
     if (o == NULL || name == NULL || value == NULL)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_options_set: NULL argument");
-    int v;
+    /* Every field written here is in version 1: a field added later may be
+     * written only when o->version has it. */
+    int v = amldist__opts_version(&amldist__plan_options_kind,
+                                  "amldist_plan_options_set", o->version);
+    if (v < 0)
+        return v;
     if (strcmp(name, "cpu-bind") == 0)
         return set_cpu(o, value);
     if (strcmp(name, "mem-bind") == 0) {

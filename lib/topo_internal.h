@@ -121,4 +121,7 @@ hwloc_obj_t amldist__io_numa(hwloc_topology_t h, hwloc_obj_t io);
 int amldist__plan_cpus_in(amldist_plan_t *p, const amldist_topo_t *t,
                           hwloc_const_bitmap_t allowed);
 
+/* amldist_plan_options_t's versions (plan_options.c). */
+extern const amldist__opts_kind_t amldist__plan_options_kind;
+
 #endif /* AMLDIST_TOPO_INTERNAL_H */

@@ -76,10 +76,44 @@ errors 2 "no command given (see amlrun --help)" "$AMLRUN" --hosts a,b
 # Without --dry-run it execs mpirun; one that cannot be found is status 127.
 errors 127 "cannot run mpirun: No such file or directory" env PATH=/nonexistent "$AMLRUN" --hosts a,b t
 
-# Head-node mode must know which of amlrun's options take a value: compare
-# with the option table of launcher/options.c.
-table=$(sed -n 's/^ *{"\([a-z-]*\)", ARG_REQUIRED, O_[A-Z_]*},.*/\1/p' "$TOP/launcher/options.c" | sort)
-ours=$(sed -n '/^static const char \*const value_options/,/^};/p' "$TOP/launcher/headnode.c" |
-       grep -o '"[a-z-]*"' | tr -d '"' | sort)
-check "options.c has value-taking options to compare with" test -n "$table"
-expect_eq "headnode.c's value-taking options match options.c" "$ours" "$table"
+# Head-node mode must know which of amlrun's options take a value, to find
+# where the worker's command starts: it asks options.c's table.  Every option
+# `amlrun --help` lists, in both spellings, followed by the command `t`:
+# "--nnodes 2" goes in just before the command, so a value taken for the
+# command (or a command word taken for a value) shows in the tail.
+help=$("$AMLRUN" --help)
+valued=$(sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}\(--[a-z-]*\) \([^ ][^ ]*\).*/\2 \3/p' <<<"$help")
+flags=$(sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}\(--[a-z-]*\)\(\[.*\|  .*\|\)$/\2/p' <<<"$help")
+check "--help lists value-taking options (--nproc-per-node, --local-ranks-filter)" \
+    grep -qx -e '--nproc-per-node .*' -e '--local-ranks-filter LIST' <<<"$valued"
+check "--help lists flags (--standalone, --prefix)" grep -qx -e '--standalone' <<<"$flags"
+# A value that options.c accepts, from the help's metavariable.
+value_for() {
+    case ${1%%|*} in
+        N | SEC) echo 2 ;; PORT) echo 4000 ;; HOST) echo h ;; HOST*) echo h:4000 ;;
+        PROG) echo python3 ;; LIST) echo 0 ;; K=V*) echo join_timeout=5 ;;
+        *) echo "${1%%|*}" ;;
+    esac
+}
+while read -r opt meta; do
+    case $opt in
+        # they name the hosts, or are refused in head-node mode (above)
+        --hostfile | --hosts | --node-rank) continue ;;
+    esac
+    val=$(value_for "$meta")
+    for spelling in "$opt" "--$(tr - _ <<<"${opt#--}")"; do
+        got=$(dry "$AMLRUN" --hosts a,b --dry-run "$spelling" "$val" t 2>&1)
+        expect_eq "head-node mode: $spelling $val t: the command is t" \
+            "${got##* $AMLRUN }" "$(case $opt in
+                --nnodes | --launcher) ;; *) printf '%s %s ' "$spelling" "$val" ;;
+            esac)--nnodes 2 t"
+    done
+done <<<"$valued"
+for opt in $flags; do
+    case $opt in --dry-run | --topo | --help | --version) continue ;; esac
+    for spelling in "$opt" "--$(tr - _ <<<"${opt#--}")"; do
+        got=$(dry "$AMLRUN" --hosts a,b --dry-run "$spelling" t 2>&1)
+        expect_eq "head-node mode: $spelling t: a flag takes no value" \
+            "${got##* $AMLRUN }" "$spelling --nnodes 2 t"
+    done
+done

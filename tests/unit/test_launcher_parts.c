@@ -1,7 +1,7 @@
-/* Unit tests of amlrun's small parts: option parsing, rank lists,
- * environment arrays, wait statuses and line assembly.  The launcher's
- * sources are compiled in directly (amlrun is not a library).  GPU counting
- * is the library's (tests/unit/test_topo_usable.c). */
+/* Unit tests of amlrun's small parts: option parsing, rank lists, wait
+ * statuses and line assembly, linked with amlrun's own objects
+ * (libamlrun-parts.a).  GPU counting is the library's
+ * (tests/unit/test_topo_usable.c). */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -14,18 +14,10 @@
 
 #include "test.h"
 
-#include "../../launcher/envp.c"
-#include "../../launcher/exitstatus.c"
-#include "../../launcher/msg.c"
-#include "../../launcher/options.c"
-#include "../../launcher/output.c"
-#include "../../launcher/usage.c"
-
-/* headnode_wanted() is the only outside function options.c calls. */
-int headnode_wanted(const struct headnode_opts *o)
-{
-    return o->hostfile != NULL || o->hosts != NULL;
-}
+#include "exitstatus.h"
+#include "msg.h"
+#include "options.h"
+#include "output.h"
 
 static void test_rankset(void)
 {
@@ -99,21 +91,19 @@ static void test_options(void)
     options_free(&o);
 }
 
-static void test_envp(void)
+/* Head-node mode's question to the one option table. */
+static void test_takes_value(void)
 {
-    char *base[] = {"A=1", "B=2", NULL};
-    char **e = envp_dup(base);
-    CHECK(e != NULL);
-    CHECK_INT_EQ(envp_set(&e, "B", "3"), 0);
-    CHECK_INT_EQ(envp_set(&e, "C", "4"), 0);
-    CHECK_STR_EQ(envp_get(e, "B"), "3");
-    CHECK_STR_EQ(envp_get(e, "C"), "4");
-    CHECK(envp_get(e, "AB") == NULL);
-    envp_unset(e, "A");
-    CHECK_STR_EQ(e[0], "B=3");
-    CHECK_STR_EQ(e[1], "C=4");
-    CHECK(e[2] == NULL);
-    envp_free(e);
+    CHECK_INT_EQ(options_takes_value("nproc-per-node"), 1);
+    CHECK_INT_EQ(options_takes_value("nproc_per_node"), 1);
+    CHECK_INT_EQ(options_takes_value("local_ranks-filter=0"), 1);
+    CHECK_INT_EQ(options_takes_value("rdzv_id"), 1); /* an alias */
+    CHECK_INT_EQ(options_takes_value("standalone"), 0);
+    CHECK_INT_EQ(options_takes_value("prefix"), 0); /* only --prefix=FMT */
+    CHECK_INT_EQ(options_takes_value("nproc"), 0);  /* no prefixes */
+    CHECK_INT_EQ(options_takes_value("nproc-per-node-x"), 0);
+    CHECK_INT_EQ(options_takes_value("no-such"), 0);
+    CHECK_INT_EQ(options_takes_value(""), 0);
 }
 
 static void test_status(void)
@@ -196,7 +186,7 @@ int main(void)
 {
     RUN(test_rankset);
     RUN(test_options);
-    RUN(test_envp);
+    RUN(test_takes_value);
     RUN(test_status);
     RUN(test_line_assembly);
     RUN(test_prefix_format);

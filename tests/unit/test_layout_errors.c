@@ -146,7 +146,7 @@ static void test_bad_arguments(void)
     o.version = 99;
     CHECK_INT_EQ(amldist_init_opts(&h, &o), AMLDIST_EINVAL);
     CHECK(h == NULL);
-    CHECK_STR_HAS(amldist_last_error(), "options version 99");
+    CHECK_STR_HAS(amldist_last_error(), "options_t version 99");
     CHECK_INT_EQ(amldist_init_opts(&h, NULL), AMLDIST_EINVAL);
     CHECK_INT_EQ(amldist_rank(NULL), AMLDIST_EINVAL);
     CHECK_INT_EQ(amldist_world_size(NULL), AMLDIST_EINVAL);

@@ -225,7 +225,7 @@ static void test_option_parsing(void)
     CHECK_INT_EQ(amldist_plan_compute(t, NULL, 0, &p), AMLDIST_EINVAL);
     o.version = 99;
     CHECK_INT_EQ(amldist_plan_compute(t, &o, 1, &p), AMLDIST_EINVAL);
-    CHECK_STR_HAS(amldist_last_error(), "options version 99");
+    CHECK_STR_HAS(amldist_last_error(), "options_t version 99");
     CHECK(p == NULL);
     CHECK_INT_EQ(amldist_plan_compute(t, NULL, 1, &p), 0);
     CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "0-17,36-53");
