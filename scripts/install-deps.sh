@@ -8,6 +8,7 @@ packages="
 build-essential make pkg-config gcc clang libclang-rt-14-dev
 libhwloc-dev hwloc
 openmpi-bin libopenmpi-dev
+mpich libmpich-dev
 python3-torch python3-numpy
 mandoc man-db
 valgrind
@@ -22,15 +23,26 @@ for p in $packages; do
     fi
 done
 
-if [ -z "$missing" ]; then
-    echo "install-deps: all packages present"
-    exit 0
-fi
-
-echo "install-deps: installing:$missing"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -q --no-install-recommends $missing
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+else
+    echo "install-deps: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -q
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+# MPICH (mpiexec.hydra, mpicc.mpich) is installed beside Open MPI, which
+# stays the default: mpirun, mpiexec and mpicc are Open MPI's (Debian's
+# alternatives give it priority 50 over MPICH's 40, unless someone chose
+# MPICH by hand).  Tests call mpiexec.hydra by name.
+for alt in mpirun:/usr/bin/mpirun.openmpi mpi:/usr/bin/mpicc.openmpi; do
+    name=${alt%%:*} want=${alt#*:}
+    if [ "$(readlink -f "/etc/alternatives/$name")" != "$(readlink -f "$want")" ]; then
+        echo "install-deps: $name pointed elsewhere; making Open MPI the default"
+        $SUDO update-alternatives --set "$name" "$want"
+    fi
+done

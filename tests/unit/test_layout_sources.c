@@ -418,6 +418,34 @@ static void test_mpich_intel(void)
     amldist_free(h);
 }
 
+/* Hydra's variables in an array that is not this process's environment:
+ * no proxy is looked for (its node index would be another process's), and
+ * the explanation says where the node index would have come from. */
+static void test_mpich_not_ours(void)
+{
+    amldist_t *h = layout_of(ENV("PMI_RANK=2", "PMI_SIZE=4",
+                                 "MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=2",
+                                 "PMI_FD=7"),
+                             0);
+    CHECK_LAYOUT(h, 2, 4, 0, 2, -1, -1);
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "no Hydra proxy (hydra_pmi_proxy --proxy-id)");
+    amldist_free(h);
+    /* Per-node: one amlrun per node (MPI_LOCALNRANKS=1) is node PMI_RANK. */
+    h = layout_of(ENV("PMI_RANK=1", "PMI_SIZE=2", "MPI_LOCALRANKID=0",
+                      "MPI_LOCALNRANKS=1"),
+                  AMLDIST_ONE_PER_NODE);
+    CHECK_LAYOUT(h, 1, 2, 0, 1, 1, 2);
+    amldist_free(h);
+    /* Malformed or half-missing variables fail, naming them. */
+    CHECK_FAILS(ENV("PMI_RANK=x", "PMI_SIZE=4"), 0, AMLDIST_EPARSE,
+                "PMI_RANK");
+    CHECK_FAILS(ENV("PMI_RANK=1", "PMI_SIZE=4", "MPI_LOCALRANKID=0"), 0,
+                AMLDIST_EMISSING, "MPI_LOCALNRANKS");
+    CHECK_FAILS(ENV("PMI_RANK=4", "PMI_SIZE=4"), 0, AMLDIST_ERANGE,
+                "PMI_RANK");
+}
+
 static void test_mvapich2(void)
 {
     amldist_t *h = layout_of(ENV("MV2_COMM_WORLD_RANK=6",
@@ -530,6 +558,7 @@ int main(void)
     RUN(test_azureml_fallbacks);
     RUN(test_master_addr_over_azureml);
     RUN(test_mpich_intel);
+    RUN(test_mpich_not_ours);
     RUN(test_mvapich2);
     RUN(test_pmix_without_server);
     RUN(test_slurm_step);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A real PyTorch DDP job (gloo, CPU, init_method env://) under MPICH 4's
+# mpiexec.hydra: per process on this host, and across two nodes of the
+# namespace cluster per process (round robin, -ppn 1: the node rank comes
+# from the Hydra proxy) and per node.  Hydra names no host of rank 0, so the
+# multi-node runs give MASTER_ADDR with -genv, as a user must.  All replicas
+# must end with equal parameters that moved from the start.
+. "$(dirname "$0")/../lib.sh"
+if ! have mpiexec.hydra; then
+    skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
+    exit 0
+fi
+if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+    skip "hydra DDP" "$TORCH_PY cannot import torch"
+    exit 0
+fi
+
+DDP=$TEST_TMP/ddp_train.py
+cat >"$DDP" <<'EOF'
+import os, socket
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method="env://")
+rank, world = dist.get_rank(), dist.get_world_size()
+assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+torch.manual_seed(100 + rank)
+for _ in range(5):
+    x = torch.randn(32, 8)
+    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+final = torch.cat([p.detach().flatten() for p in model.parameters()])
+every = [torch.zeros_like(final) for _ in range(world)]
+dist.all_gather(every, final)
+agree = all(torch.equal(f, final) for f in every)
+moved = not torch.equal(final, start)
+with open(f"{os.environ['DDP_OUT']}.{rank}", "w") as f:
+    print(f"{socket.gethostname()} rank={rank}/{world} node={os.environ.get('NODE_RANK', '?')} "
+          f"agree={agree} trained={moved}", file=f)
+dist.destroy_process_group()
+EOF
+
+# Hydra's output forwarding joins the lines of ranks: each rank writes its
+# line into a file of its own (the nodes share this file system).
+# ddp_ok NAME OUTPUT WORLD HOST... (hosts of ranks 0..WORLD-1; "h" = any).
+ddp_ok() {
+    local name=$1 out=$2 world=$3 want="" r=0 host node
+    shift 3
+    for host in "$@"; do
+        node=${host#n}; [ "$host" = h ] && node=0
+        want+="$host rank=$r/$world node=$node agree=True trained=True"$'\n'
+        r=$((r + 1))
+    done
+    local got
+    got=$(grep -E ' rank=[0-9]+/' <<<"$out" | sed "s/^$(hostname) /h /" | sort -t= -k2,2n)
+    if [ "$got" = "${want%$'\n'}" ]; then ok "$name"
+    else fail "$name"; diag "got: $out"; fi
+}
+
+PORT=$((20000 + RANDOM % 20000))
+timeout -k 5 120 mpiexec.hydra -n 2 -genv MASTER_PORT "$PORT" -genv DDP_OUT "$TEST_TMP/one" \
+    "$AMLRUN" --python "$TORCH_PY" "$DDP" >"$TEST_TMP/log" 2>&1
+out=$(cat "$TEST_TMP"/one.* 2>/dev/null; cat "$TEST_TMP/log")
+ddp_ok "DDP: mpiexec.hydra -n 2 amlrun (one host)" "$out" 2 h h
+
+. "$TOP/tests/multinode.sh"
+MULTINODE_TIMEOUT=120
+multinode_setup 2
+HY="mpiexec.hydra -launcher ssh -launcher-exec $TOP/scripts/ompi-rsh-agent -hosts n0,n1"
+M="-genv MASTER_ADDR $(node_addr n0) -genv MASTER_PORT $PORT"
+on n0 $T $HY $M -genv DDP_OUT "$TEST_TMP/pp" -n 4 -ppn 1 "$AMLRUN" --python "$TORCH_PY" "$DDP" >"$TEST_TMP/log" 2>&1
+out=$(cat "$TEST_TMP"/pp.* 2>/dev/null; cat "$TEST_TMP/log")
+ddp_ok "DDP across nodes: mpiexec.hydra -n 4 -ppn 1 amlrun (per process, round robin)" \
+    "$out" 4 n0 n1 n0 n1
+on n0 $T $HY $M -genv DDP_OUT "$TEST_TMP/pn" -n 2 -ppn 1 "$AMLRUN" --nproc-per-node 2 \
+    --python "$TORCH_PY" "$DDP" >"$TEST_TMP/log" 2>&1
+out=$(cat "$TEST_TMP"/pn.* 2>/dev/null; cat "$TEST_TMP/log")
+ddp_ok "DDP across nodes: mpiexec.hydra -n 2 -ppn 1 amlrun --nproc-per-node 2" \
+    "$out" 4 n0 n0 n1 n1
+
+expect_eq "no process left on any node" "$(leftover_procs)" ""
