@@ -212,20 +212,13 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         return rc;
     }
     /* Never a guessed node index (MPICH's Hydra without its proxy in
-     * sight): per-node workers need theirs, a command in place may do
-     * without, but is told. */
-    if (amldist_node_rank(p->layout) < 0) {
-        const char *why = amldist_explain(p->layout, AMLDIST_FIELD_NODE_RANK);
-        if (p->mode == MODE_NODE) {
-            msg("per-node mode: this amlrun's node rank cannot be known "
-                "(%s); give --node-rank (or NODE_RANK), no worker started",
-                why);
-            plan_free(p);
-            return AMLRUN_EXIT_USAGE;
-        }
-        msg("warning: the node rank is not known, the command gets no "
-            "NODE_RANK or GROUP_RANK (%s)", why);
-    }
+     * sight): the ranks do not depend on it, so the job runs, but the
+     * workers get no NODE_RANK or GROUP_RANK, and are told. */
+    if (amldist_node_rank(p->layout) < 0 && !o->quiet)
+        msg("warning: the node rank is not known, the %s no NODE_RANK or "
+            "GROUP_RANK (%s)", p->mode == MODE_NODE ? "workers get"
+                                                    : "command gets",
+            amldist_explain(p->layout, AMLDIST_FIELD_NODE_RANK));
     /* Workers would fail later, inside init_process_group, with less to go
      * on: say now why there is no master and how to give one. */
     if (amldist_master_addr(p->layout) == NULL)
