@@ -88,8 +88,10 @@ aml_scale() {
     AML_CMD=$(sed -E "s/--nproc-per-node [0-9]+/--nproc-per-node $k/" <<<"$AML_CMD")
 }
 
-# aml_run CODE_DIR OUT [NAME=VALUE...]: run the loaded job, its code in
-# CODE_DIR; each rank's output goes to its own file under OUT (mpirun's
+# aml_run CODE_DIR OUT [NAME[=VALUE]...]: run the loaded job, its code in
+# CODE_DIR, with these variables too (AML_NODE_VARS: a function that prints
+# NAME=VALUE words for node I, for variables that differ between nodes).
+# Each rank's output goes to its own file under OUT (mpirun's
 # --output-filename, or one file per process), the launcher's to OUT.console.
 # Returns the job's exit status (mpirun's, or the first non-zero one).
 aml_run() {
@@ -110,11 +112,22 @@ aml_run_mpi() {
     for ((i = 0; i < AML_N; i++)); do hosts+=${hosts:+,}n$i:$AML_K; done
     local xs=(-x PATH -x AZ_BATCH_MASTER_NODE -x AZ_BATCHAI_MPI_MASTER_NODE)
     for v in "${AML_ENV[@]}" "$@"; do xs+=(-x "$v"); done
+    local app=(-np $((AML_N * AML_K)) --npernode "$AML_K" --host "$hosts" "${xs[@]}"
+               --wdir "$code" /bin/sh -c "$AML_CMD")
+    # Variables that must differ between nodes (the stand-in GPUs' bus ids):
+    # one app context per node, ranks and OMPI_* as in the single form.
+    if [ -n "${AML_NODE_VARS:-}" ]; then
+        app=()
+        for ((i = 0; i < AML_N; i++)); do
+            [ $i -gt 0 ] && app+=(:)
+            app+=(-np "$AML_K" --host "n$i:$AML_K" "${xs[@]}")
+            for v in $("$AML_NODE_VARS" $i); do app+=(-x "$v"); done
+            app+=(--wdir "$code" /bin/sh -c "$AML_CMD")
+        done
+    fi
     (
         export AZ_BATCH_MASTER_NODE=$AML_MASTER:$AML_PORT AZ_BATCHAI_MPI_MASTER_NODE=$AML_MASTER
-        on n0 $T mpirun -np $((AML_N * AML_K)) --npernode "$AML_K" --host "$hosts" \
-            "${xs[@]}" --wdir "$code" --output-filename "$out" \
-            /bin/sh -c "$AML_CMD" >"$out.console" 2>&1
+        on n0 $T mpirun --output-filename "$out" "${app[@]}" >"$out.console" 2>&1
     )
 }
 
