@@ -624,18 +624,24 @@ static int fit_memory(ctx_t *x, opts_t *o)
     for (size_t b = o->minbytes; b; b = next_size(o, b))
         if (2.0 * (double)b <= usable)
             fits = b;
+    /* The messages give what may be used: NCCL's own buffers need the
+     * share kept back, so the free figure alone would look ample. */
     if (fits == 0) {
         if (x->rank == 0)
             fprintf(stderr, "%s: -b %zu needs 2 x %zu bytes per GPU; the "
-                    "least free memory of any rank is %.0f bytes\n", prog,
-                    o->minbytes, o->minbytes, least);
+                    "least free memory of any rank is %.0f bytes, of which "
+                    "%.0f may be used (%.0f kept for NCCL)%s\n", prog,
+                    o->minbytes, o->minbytes, least, usable > 0 ? usable : 0,
+                    keep, o->base ? "; --baseline needs sizes of 32 MiB or "
+                                    "more" : "");
         return EXIT_ERROR;
     }
     if (fits < o->maxbytes) {
         if (x->rank == 0)
             printf("# note: -e %zu needs 2 x %zu bytes per GPU; the least "
-                   "free memory of any rank is %.0f bytes: measuring up to "
-                   "%zu\n", o->maxbytes, o->maxbytes, least, fits);
+                   "free memory of any rank is %.0f bytes, of which %.0f may "
+                   "be used: measuring up to %zu\n", o->maxbytes, o->maxbytes,
+                   least, usable, fits);
         o->maxbytes = fits;
         if (o->base && o->maxbytes < BASE_MIN) {
             if (x->rank == 0)
