@@ -28,17 +28,26 @@
 #define HYDRA_ANCESTORS 8
 #define HYDRA_CMDLINE_MAX 8192
 
-/* The parent of `pid` from /proc/<pid>/stat, or -1. */
-static long parent_of(long pid)
+/* /proc/<pid>/<what> into buf, NUL-terminated: its length, or -1. */
+static long read_proc(long pid, const char *what, char *buf, size_t size)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/%s", pid, what);
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    size_t n = fread(buf, 1, size - 1, f);
     fclose(f);
     buf[n] = '\0';
+    return (long)n;
+}
+
+/* The parent of `pid` from /proc/<pid>/stat, or -1. */
+static long parent_of(long pid)
+{
+    char buf[512];
+    if (read_proc(pid, "stat", buf, sizeof buf) < 0)
+        return -1;
     /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
     const char *p = strrchr(buf, ')');
     long ppid;
@@ -72,15 +81,10 @@ static long find_proxy(long *proxy_pid)
     for (int i = 0; i < HYDRA_ANCESTORS; i++) {
         if ((pid = parent_of(pid)) <= 1)
             return -1;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-        FILE *f = fopen(path, "re");
-        if (f == NULL)
+        long n = read_proc(pid, "cmdline", buf, sizeof buf);
+        if (n < 0)
             return -1;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        long id = proxy_id(buf, n);
+        long id = proxy_id(buf, (size_t)n);
         if (id >= 0) {
             *proxy_pid = pid;
             return id;

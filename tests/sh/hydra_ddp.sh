@@ -15,37 +15,7 @@ if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     exit 0
 fi
 
-DDP=$TEST_TMP/ddp_train.py
-cat >"$DDP" <<'EOF'
-import os, socket
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo", init_method="env://")
-rank, world = dist.get_rank(), dist.get_world_size()
-assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
-ddp = torch.nn.parallel.DistributedDataParallel(model)
-opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-torch.manual_seed(100 + rank)
-for _ in range(5):
-    x = torch.randn(32, 8)
-    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-final = torch.cat([p.detach().flatten() for p in model.parameters()])
-every = [torch.zeros_like(final) for _ in range(world)]
-dist.all_gather(every, final)
-agree = all(torch.equal(f, final) for f in every)
-moved = not torch.equal(final, start)
-with open(f"{os.environ['DDP_OUT']}.{rank}", "w") as f:
-    print(f"{socket.gethostname()} rank={rank}/{world} node={os.environ.get('NODE_RANK', '?')} "
-          f"agree={agree} trained={moved}", file=f)
-dist.destroy_process_group()
-EOF
+DDP=$TOP/tests/amlrun/ddp_replicas.py
 
 # Hydra's output forwarding joins the lines of ranks: each rank writes its
 # line into a file of its own (the nodes share this file system).

@@ -13,36 +13,7 @@ fi
 MULTINODE_TIMEOUT=120
 multinode_setup 2
 
-DDP=$TEST_TMP/ddp_train.py
-cat >"$DDP" <<'EOF'
-import os, socket
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo", init_method="env://")
-rank, world = dist.get_rank(), dist.get_world_size()
-assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
-ddp = torch.nn.parallel.DistributedDataParallel(model)
-opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-torch.manual_seed(100 + rank)  # each replica its own batches
-for _ in range(5):
-    x = torch.randn(32, 8)
-    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-final = torch.cat([p.detach().flatten() for p in model.parameters()])
-every = [torch.zeros_like(final) for _ in range(world)]
-dist.all_gather(every, final)
-agree = all(torch.equal(f, final) for f in every)
-moved = not torch.equal(final, start)
-print(f"{socket.gethostname()} rank={rank}/{world} node={os.environ['NODE_RANK']} "
-      f"agree={agree} trained={moved}", flush=True)
-dist.destroy_process_group()
-EOF
+DDP=$TOP/tests/amlrun/ddp_replicas.py
 
 # ddp_ok NAME OUTPUT HOST... (hosts of ranks 0..3).
 ddp_ok() {
