@@ -192,13 +192,13 @@ want_slurm_layout() {
 # Report lines sorted by rank.
 by_rank() { grep -E '^n[0-9] RANK=' | sort -t= -k2,2n; }
 
-# Processes left on any node other than the Slurm daemons (whose pids are
-# the children of `ip netns exec`... so match by name).
+# Processes left on any node other than the Slurm daemons (slurmctld forks
+# slurmscriptd), as "pid command" lines.
 slurm_leftovers() {
     local p comm
     for p in $(cluster_pids); do
         comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
-        case $comm in slurmctld|slurmd) continue ;; esac
+        case $comm in slurmctld|slurmscriptd|slurmd) continue ;; esac
         printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
     done
 }
