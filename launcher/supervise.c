@@ -646,6 +646,28 @@ static void report_root_cause(struct job *j)
         rundir_keep(j->rd);
 }
 
+/*
+ * srun exits with the highest status of its tasks, a signal counting as
+ * 128+n, and srun --kill-on-bad-exit (head-node mode passes it) ends the
+ * step with SIGTERM as soon as one task fails.  Had the other nodes'
+ * amlruns exited 143 then, the job's status would be 143, not the failing
+ * rank's.  So a task of a Slurm step of several tasks that SIGTERM stopped
+ * exits 1: lower than, or equal to, any status a failing task can have.
+ * SIGINT (srun's double Ctrl-C) and a lone task keep 128+n.
+ */
+static int stopped_status(int sig)
+{
+    const char *step = getenv("SLURM_STEP_ID");
+    const char *tasks = getenv("SLURM_STEP_NUM_TASKS");
+    if (!step)
+        step = getenv("SLURM_STEPID");
+    if (!tasks)
+        tasks = getenv("SLURM_NTASKS");
+    if (sig != SIGTERM || !step || !*step || !tasks || atoi(tasks) < 2)
+        return 128 + sig;
+    return 1;
+}
+
 int supervise(const struct job_spec *s)
 {
     struct job j;
@@ -689,7 +711,13 @@ int supervise(const struct job_spec *s)
     if (j.spawn_status < 0 && j.fail >= 0)
         report_root_cause(&j);
     else if (j.stop_signal)
-        status = 128 + j.stop_signal;
+        status = stopped_status(j.stop_signal);
+    if (j.stop_signal && j.fail < 0 && j.spawn_status < 0 &&
+        status != 128 + j.stop_signal && s->o->verbose)
+        msg("stopped by SIGTERM as one of the tasks of Slurm step %s: exit "
+            "status 1, so that srun's (its tasks' highest) is the failing "
+            "task's", getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID")
+                                              : getenv("SLURM_STEPID"));
     job_free(&j);
     return status;
 }

@@ -443,25 +443,46 @@ static void explain_unknowns(struct amldist *h)
 }
 
 /*
- * srun --mpi=pmix names its PMIx namespace "slurm.pmix.<job>.<step>": then
- * PMIX_RANK and SLURM_PROCID describe the same step, and Slurm fills in what
- * the PMIx server could not tell.
+ * srun's MPI plugins describe the step they run in: --mpi=pmix names its
+ * PMIx namespace "slurm.pmix.<job>.<step>", --mpi=pmi2 sets PMI_JOBID to
+ * "<job>.<step>" (beside PMI_RANK and PMI_SIZE, which alone would read as
+ * MPICH's Hydra).  Then the MPI reading and SLURM_* are one step: they must
+ * agree, and Slurm fills in what the MPI side does not say (PMI-2 has no
+ * local rank or node index at all).  A PMI_JOBID of another job or step is
+ * a launcher started inside the step (mpiexec under srun): left alone.
  */
-static int pmix_under_srun(const amldist__env_t *env, struct amldist *mpi,
-                           const struct amldist *slurm)
+static int same_step_under_srun(const amldist__env_t *env, struct amldist *mpi,
+                                const struct amldist *slurm)
 {
-    const char *ns = amldist__env_get(env, "PMIX_NAMESPACE");
-    if (strcmp(mpi->source, "pmix") != 0 || ns == NULL ||
-        strncmp(ns, "slurm.pmix.", 11) != 0)
+    char what[96];
+    if (strcmp(mpi->source, "pmix") == 0) {
+        const char *ns = amldist__env_get(env, "PMIX_NAMESPACE");
+        if (ns == NULL || strncmp(ns, "slurm.pmix.", 11) != 0)
+            return 0;
+        snprintf(what, sizeof what, "PMIX_NAMESPACE=%s", ns);
+    } else if (strcmp(mpi->source, "mpich") == 0) {
+        const char *id = amldist__env_get(env, "PMI_JOBID");
+        const char *job = amldist__env_get(env, "SLURM_JOB_ID");
+        const char *step = amldist__env_get(env, "SLURM_STEP_ID");
+        if (step == NULL)
+            step = amldist__env_get(env, "SLURM_STEPID");
+        size_t n = job != NULL ? strlen(job) : 0;
+        if (id == NULL || job == NULL || step == NULL || n == 0 ||
+            strncmp(id, job, n) != 0 || id[n] != '.' ||
+            strcmp(id + n + 1, step) != 0)
+            return 0;
+        snprintf(what, sizeof what, "PMI_JOBID=%s", id);
+    } else {
         return 0;
+    }
     for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
         if (amldist__known(mpi, (amldist_field_t)f) &&
             amldist__known(slurm, (amldist_field_t)f) &&
             mpi->val[f] != slurm->val[f])
             return amldist__fail(AMLDIST_ECONFLICT,
-                                 "%s conflicts with %s (PMIX_NAMESPACE=%s is "
-                                 "this Slurm step)",
-                                 mpi->why[f], slurm->why[f], ns);
+                                 "%s conflicts with %s (%s is this Slurm "
+                                 "step)",
+                                 mpi->why[f], slurm->why[f], what);
     complement(mpi, slurm);
     if (!amldist__known(mpi, AMLDIST_FIELD_MASTER_ADDR) &&
         amldist__known(slurm, AMLDIST_FIELD_MASTER_ADDR)) {
@@ -497,7 +518,8 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     if (has_slurm < 0)
         return has_slurm;
     int rc = 0;
-    if (has_mpi && has_slurm && (rc = pmix_under_srun(env, &mpi, &slurm)) < 0)
+    if (has_mpi && has_slurm &&
+        (rc = same_step_under_srun(env, &mpi, &slurm)) < 0)
         return rc;
 
     /* Slurm is always outside an MPI launcher in its allocation: inside

@@ -13,6 +13,7 @@ python3-torch python3-numpy
 mandoc man-db
 valgrind
 iproute2 procps util-linux
+slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
 hyperfine time
 "
 

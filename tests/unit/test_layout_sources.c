@@ -534,6 +534,80 @@ static void test_pmix_under_srun(void)
     amldist_free(h);
 }
 
+/* srun --mpi=pmi2 (MpiDefault=pmi2): PMI_RANK and PMI_SIZE as MPICH's Hydra
+ * would set them, and PMI_JOBID=<job>.<step> naming this Slurm step, whose
+ * variables fill in the local rank, node and master (issue 11). */
+#define SRUN_STEP                                                              \
+    "SLURM_JOB_ID=32403", "SLURM_STEP_ID=0", "SLURM_PROCID=2",                 \
+        "SLURM_STEP_NUM_TASKS=4", "SLURM_LOCALID=0", "SLURM_NODEID=1",         \
+        "SLURM_STEP_NUM_NODES=2", "SLURM_STEP_TASKS_PER_NODE=2(x2)",           \
+        "SLURM_STEP_NODELIST=n[0-1]"
+static void test_pmi2_under_srun(void)
+{
+    amldist_t *h = layout_of(ENV("PMI_RANK=2", "PMI_SIZE=4", "PMI_FD=11",
+                                 "PMI_JOBID=32403.0", SRUN_STEP),
+                             0);
+    CHECK_LAYOUT(h, 2, 4, 0, 2, 1, 2);
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_RANK), "PMI_RANK=2");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_LOCAL_RANK),
+                 "SLURM_LOCALID=0");
+    CHECK_STR_EQ(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                 "SLURM_NODEID=1");
+    CHECK_STR_EQ(amldist_master_addr(h), "n0");
+    amldist_free(h);
+    /* SLURM_STEPID, the older spelling, names the step as well. */
+    h = layout_of(ENV("PMI_RANK=0", "PMI_SIZE=2", "PMI_JOBID=7.3",
+                      "SLURM_JOB_ID=7", "SLURM_STEPID=3", "SLURM_PROCID=0",
+                      "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODEID=0",
+                      "SLURM_NNODES=2", "SLURM_TASKS_PER_NODE=1(x2)",
+                      "SLURM_JOB_NODELIST=a[1-2]"),
+                  0);
+    CHECK_LAYOUT(h, 0, 2, 0, 1, 0, 2);
+    amldist_free(h);
+}
+
+/* The PMI side and Slurm disagree about the step they both name. */
+static void test_pmi2_under_srun_conflict(void)
+{
+    CHECK_FAILS(ENV("PMI_RANK=3", "PMI_SIZE=4", "PMI_JOBID=32403.0",
+                    SRUN_STEP),
+                0, AMLDIST_ECONFLICT,
+                "PMI_RANK=3 conflicts with SLURM_PROCID=2 (PMI_JOBID=32403.0 "
+                "is this Slurm step)");
+    CHECK_FAILS(ENV("PMI_RANK=2", "PMI_SIZE=8", "PMI_JOBID=32403.0",
+                    SRUN_STEP),
+                0, AMLDIST_ECONFLICT,
+                "PMI_SIZE=8 conflicts with SLURM_STEP_NUM_TASKS=4");
+}
+
+/* A PMI_JOBID of another step (or none: Hydra) is a launcher of its own
+ * inside the step, mpiexec under srun: its reading stands alone. */
+static void test_pmi_of_another_step(void)
+{
+    static const char *const ids[] = {"PMI_JOBID=32403.1", "PMI_JOBID=32403",
+                                      "PMI_JOBID=132403.0",
+                                      "PMI_JOBID=kvs_123_0", "PMI_FD=5"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+        amldist_t *h = layout_of(ENV("PMI_RANK=1", "PMI_SIZE=2",
+                                     "MPI_LOCALRANKID=1", "MPI_LOCALNRANKS=2",
+                                     (char *)ids[i], SRUN_STEP),
+                                 0);
+        CHECK_LAYOUT(h, 1, 2, 1, 2, 0, 1);
+        CHECK_STR_EQ(amldist_source(h), "mpich");
+        amldist_free(h);
+    }
+}
+
+/* srun --mpi=pmix whose PMIx rank is not Slurm's: a conflict naming both. */
+static void test_pmix_under_srun_conflict(void)
+{
+    CHECK_FAILS(ENV("PMIX_RANK=1", "PMIX_NAMESPACE=slurm.pmix.32403.0",
+                    SRUN_STEP),
+                AMLDIST_NO_PMIX, AMLDIST_ECONFLICT,
+                "PMIX_RANK=1 conflicts with SLURM_PROCID=2 "
+                "(PMIX_NAMESPACE=slurm.pmix.32403.0 is this Slurm step)");
+}
+
 int main(void)
 {
     RUN(test_nothing_at_all);
@@ -565,5 +639,9 @@ int main(void)
     RUN(test_slurm_step_variables_first);
     RUN(test_slurm_batch_script);
     RUN(test_pmix_under_srun);
+    RUN(test_pmi2_under_srun);
+    RUN(test_pmi2_under_srun_conflict);
+    RUN(test_pmi_of_another_step);
+    RUN(test_pmix_under_srun_conflict);
     return test_summary();
 }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A real PyTorch DDP job (gloo, CPU, init_method env://) across the two
+# nodes of a real Slurm (tests/slurm.sh): srun per process
+# (`srun --mpi=pmi2 ... amlrun train.py`, the site default that used to
+# fail) and head-node mode (`salloc -N2 amlrun --launcher slurm
+# --nproc-per-node 2`).  Each replica trains a few steps on its own data;
+# then all compare their parameters: equal everywhere, moved from the start.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/slurm.sh"
+if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+    skip "Slurm DDP" "$TORCH_PY cannot import torch"
+    exit 0
+fi
+SLURM_TIMEOUT=120
+slurm_setup
+
+DDP=$TEST_TMP/ddp_train.py
+cat >"$DDP" <<'EOF2'
+import os, socket, sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method="env://")
+rank, world = dist.get_rank(), dist.get_world_size()
+assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+ddp = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+torch.manual_seed(100 + rank)  # each replica its own batches
+for _ in range(5):
+    x = torch.randn(32, 8)
+    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+final = torch.cat([p.detach().flatten() for p in model.parameters()])
+every = [torch.zeros_like(final) for _ in range(world)]
+dist.all_gather(every, final)
+agree = all(torch.equal(f, final) for f in every)
+moved = not torch.equal(final, start)
+# One file per rank: srun's forwarding may split a line of one rank.
+with open(os.path.join(sys.argv[1], "rank.%d" % rank), "w") as f:
+    f.write(f"{socket.gethostname()} rank={rank}/{world} node={os.environ['NODE_RANK']} "
+            f"agree={agree} trained={moved}\n")
+dist.destroy_process_group()
+EOF2
+
+# ddp_ok NAME DIR HOST... (hosts of ranks 0..3).
+ddp_ok() {
+    local name=$1 dir=$2 want="" r=0 host
+    shift 2
+    for host in "$@"; do
+        want+="$host rank=$r/4 node=${host#n} agree=True trained=True"$'\n'
+        r=$((r + 1))
+    done
+    local got
+    got=$(cat "$dir"/rank.* 2>/dev/null | sort -t= -k2,2n)
+    if [ "$got" = "${want%$'\n'}" ]; then ok "$name"
+    else fail "$name"; diag "got: $got"; diag "stderr: $(tail -c 1500 "$TEST_TMP/err")"; fi
+}
+
+mkdir -p "$TEST_TMP/pp" "$TEST_TMP/hn"
+t0=$(date +%s)
+slurm_on n0 $T srun --mpi=pmi2 -N2 --ntasks-per-node 2 --kill-on-bad-exit=1 \
+    "$AMLRUN" --python "$TORCH_PY" "$DDP" "$TEST_TMP/pp" >/dev/null 2>"$TEST_TMP/err"
+diag "srun per process: status $? after $(($(date +%s) - t0)) s"
+ddp_ok "DDP across Slurm nodes: srun --mpi=pmi2 --ntasks-per-node 2 amlrun train.py" \
+    "$TEST_TMP/pp" n0 n0 n1 n1
+
+t0=$(date +%s)
+slurm_on n0 $T salloc -N2 "$AMLRUN" --launcher slurm --nproc-per-node 2 \
+    --python "$TORCH_PY" "$DDP" "$TEST_TMP/hn" >/dev/null 2>"$TEST_TMP/err"
+diag "head-node: status $? after $(($(date +%s) - t0)) s"
+ddp_ok "DDP across Slurm nodes: salloc -N2 amlrun --launcher slurm --nproc-per-node 2 train.py" \
+    "$TEST_TMP/hn" n0 n0 n1 n1
+
+left=""
+for _ in $(seq 50); do left=$(slurm_leftovers); [ -z "$left" ] && break; sleep 0.1; done
+expect_eq "no process left on any node (but the Slurm daemons)" "$left" ""

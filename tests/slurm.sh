@@ -1,0 +1,204 @@
+# shellcheck shell=bash disable=SC2034
+# Shared setup of the Slurm shell tests (tests/sh/slurm_*.sh): sourced after
+# lib.sh.  A real two-node Slurm 22.05 (Debian's slurmctld, slurmd,
+# slurm-client) on the namespace cluster of scripts/netns-cluster.sh:
+# slurmctld and slurmd n0 on node n0, slurmd n1 on node n1, no munge
+# (auth/none, cred/none), no systemd, no cgroups (proctrack/linuxproc,
+# task/none), every file under this test's temp dir.  Each slurmd gets its
+# own /tmp (a bind mount inside its node's mount namespace), as on real
+# nodes: srun --mpi=pmix's step daemons would collide on a shared one.  The
+# daemons run in the foreground (-D) in the background of this shell and
+# are stopped by PID however the test ends; then the cluster goes.
+#
+# Run client commands on n0 with `slurm_on n0 srun ...` (SLURM_CONF is
+# exported; the host namespace has no route to the nodes).  Skips the whole
+# test, with the reason, where Slurm or namespaces are missing.
+
+. "$TOP/scripts/netns-cluster.sh"
+
+SLURM_PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm
+for d in /usr/lib/*/slurm-wlm /usr/lib/slurm-wlm /usr/lib64/slurm; do
+    [ -e "$d/auth_none.so" ] && { SLURM_PLUGINS=$d; break; }
+done
+
+# slurm_setup: a running two-node Slurm, or "ok - ... # SKIP" and exit 0.
+slurm_setup() {
+    local name
+    name="slurm ($(basename "$0" .sh))"
+    if [ ! -x "$AMLRUN" ]; then
+        fail "$name: $AMLRUN is built"
+        exit 1
+    fi
+    local p
+    for p in slurmctld slurmd srun sbatch salloc scontrol scancel sinfo; do
+        if ! have "$p"; then
+            skip "$name" "no $p (install slurmctld, slurmd and slurm-client: scripts/install-deps.sh)"
+            exit 0
+        fi
+    done
+    if [ ! -e "$SLURM_PLUGINS/auth_none.so" ] || [ ! -e "$SLURM_PLUGINS/cred_none.so" ]; then
+        skip "$name" "Slurm has no auth/none or cred/none plugin (Slurm 23.11 and later dropped them)"
+        exit 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        skip "$name" "slurmd must run as root (tasks of another user)"
+        exit 0
+    fi
+    if ! cluster_up 2; then
+        skip "$name" "$NETNS_SKIP"
+        exit 0
+    fi
+    # Stop the daemons before the cluster goes (cluster_up's trap runs
+    # cluster_down, then removes $TEST_TMP).
+    local prev
+    prev=$(trap -p EXIT | sed "s/^trap -- '\(.*\)' EXIT$/\1/")
+    # shellcheck disable=SC2064
+    trap "slurm_stop; $prev" EXIT
+    T="timeout -k 5 ${SLURM_TIMEOUT:-60}"
+    SLURM_DIR=$TEST_TMP/slurm
+    mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/n0/spool" "$SLURM_DIR/n1/spool" \
+        "$SLURM_DIR/n0/tmp" "$SLURM_DIR/n1/tmp"
+    export SLURM_CONF=$SLURM_DIR/slurm.conf
+    # Job and step ids of this run: a random first id, so that two runs
+    # never mix their output files up.
+    cat >"$SLURM_CONF" <<EOF
+ClusterName=amldist
+SlurmctldHost=n0($(node_addr n0))
+SlurmctldPort=6817
+SlurmdPort=6818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/builtin
+MpiDefault=none
+SwitchType=switch/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+PluginDir=$SLURM_PLUGINS
+StateSaveLocation=$SLURM_DIR/state
+SlurmdSpoolDir=$SLURM_DIR/%n/spool
+SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
+SlurmdPidFile=$SLURM_DIR/slurmd.%n.pid
+SlurmctldLogFile=$SLURM_DIR/slurmctld.log
+SlurmdLogFile=$SLURM_DIR/slurmd.%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+SlurmdParameters=config_overrides
+ReturnToService=2
+FirstJobId=$((1000 + RANDOM))
+KillWait=2
+MinJobAge=2
+InactiveLimit=0
+MessageTimeout=10
+TmpFS=/tmp
+NodeName=n0 NodeAddr=$(node_addr n0) CPUs=8 RealMemory=1000 State=UNKNOWN
+NodeName=n1 NodeAddr=$(node_addr n1) CPUs=8 RealMemory=1000 State=UNKNOWN
+PartitionName=main Nodes=n0,n1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+EOF
+    # slurmd loads a cgroup plugin whatever the proctrack and task plugins:
+    # v1 named outright (no autodetection, which fails on the fresh /sys
+    # of a network namespace) at an empty mount point it never uses.
+    mkdir -p "$SLURM_DIR/cgroup"
+    printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\nConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=no\n' \
+        "$SLURM_DIR/cgroup" >"$SLURM_DIR/cgroup.conf"
+    SLURM_PIDS=()
+    # netns_exec execs: $! is the daemon itself.
+    netns_exec "$CLUSTER" n0 slurmctld -D -i -f "$SLURM_CONF" >"$SLURM_DIR/slurmctld.out" 2>&1 &
+    SLURM_PIDS+=($!)
+    slurm_start_slurmd n0
+    slurm_start_slurmd n1
+    # Both nodes idle, or skip with slurmctld's and slurmd's last words.
+    local i state=""
+    for i in $(seq 100); do
+        state=$(slurm_on n0 sinfo -h -N -o '%N %t' 2>/dev/null | sort | tr '\n' ' ')
+        [ "$state" = "n0 idle n1 idle " ] && break
+        sleep 0.2
+    done
+    if [ "$state" != "n0 idle n1 idle " ]; then
+        fail "$name: slurmctld and two slurmd come up (sinfo: ${state:-nothing})"
+        tail -n 5 "$SLURM_DIR"/*.log "$SLURM_DIR"/*.out 2>/dev/null | sed 's/^/# /'
+        exit 1
+    fi
+    REPORT=$TEST_TMP/report.sh
+    cat >"$REPORT" <<'EOF'
+#!/bin/sh
+printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n' \
+    "$(hostname)" "${RANK-}" "${LOCAL_RANK-}" "${NODE_RANK-}" "${WORLD_SIZE-}" \
+    "${LOCAL_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}"
+EOF
+    chmod +x "$REPORT"
+}
+
+# slurm_start_slurmd NODE: slurmd -D on NODE with a /tmp of its own (the
+# bind mount lives in the mount namespace `ip netns exec` made for it, so
+# it goes with slurmd; this test's directory stays reachable in it).
+slurm_start_slurmd() {
+    local node=$1 nt=$SLURM_DIR/$1/tmp keep=""
+    case $TEST_TMP in
+        /tmp/*) keep=${TEST_TMP#/tmp/}; keep=${keep%%/*} ;;
+    esac
+    netns_exec "$CLUSTER" "$node" /bin/sh -c '
+        nt=$1 keep=$2; shift 2
+        if [ -n "$keep" ]; then
+            mkdir -p "$nt/$keep" && mount --bind "/tmp/$keep" "$nt/$keep" || exit 1
+        fi
+        mount --rbind "$nt" /tmp || exit 1
+        exec "$@"' sh "$nt" "$keep" slurmd -D -N "$node" -f "$SLURM_CONF" \
+        >"$SLURM_DIR/slurmd.$node.out" 2>&1 &
+    SLURM_PIDS+=($!)
+}
+
+# slurm_on NODE CMD...: a client command on a node of the cluster.
+slurm_on() { on "$@"; }
+
+# Jobs first (scancel, so that no step is left), then the daemons by PID,
+# SIGTERM then SIGKILL.
+slurm_stop() {
+    [ -n "${SLURM_PIDS+x}" ] && [ "${#SLURM_PIDS[@]}" -gt 0 ] || return 0
+    on n0 timeout 5 scancel --quiet --user=root 2>/dev/null
+    local pid i
+    kill -TERM "${SLURM_PIDS[@]}" 2>/dev/null
+    for i in $(seq 50); do
+        for pid in "${SLURM_PIDS[@]}"; do
+            kill -0 "$pid" 2>/dev/null && break
+            pid=""
+        done
+        [ -z "$pid" ] && break
+        sleep 0.1
+    done
+    kill -KILL "${SLURM_PIDS[@]}" 2>/dev/null
+    wait "${SLURM_PIDS[@]}" 2>/dev/null
+    SLURM_PIDS=()
+}
+
+# want_slurm_layout MASTER PORT WORLD HOST:NODE:RANK:LRANK:LWORLD...: the
+# report lines in rank order.
+want_slurm_layout() {
+    local master=$1 port=$2 world=$3 spec host node rank lrank lworld
+    shift 3
+    for spec in "$@"; do
+        IFS=: read -r host node rank lrank lworld <<<"$spec"
+        printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n' \
+            "$host" "$rank" "$lrank" "$node" "$world" "$lworld" "$master" "$port"
+    done
+}
+
+# Report lines sorted by rank.
+by_rank() { grep -E '^n[0-9] RANK=' | sort -t= -k2,2n; }
+
+# Processes left on any node other than the Slurm daemons (slurmctld forks
+# slurmscriptd), as "pid command" lines.
+slurm_leftovers() {
+    local p comm
+    for p in $(cluster_pids); do
+        comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+        case $comm in slurmctld|slurmscriptd|slurmd) continue ;; esac
+        printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    done
+}
