@@ -704,14 +704,14 @@ int supervise(const struct job_spec *s)
         j.stopping = j.killed = j.restart_wanted = 0;
     }
     int status = 0;
-    if (j.spawn_status >= 0)
+    if (j.spawn_status >= 0) {
         status = j.spawn_status;
-    else if (j.fail >= 0)
+    } else if (j.fail >= 0) {
         status = status_exit_code(j.fail_status);
-    if (j.spawn_status < 0 && j.fail >= 0)
         report_root_cause(&j);
-    else if (j.stop_signal)
+    } else if (j.stop_signal) {
         status = stopped_status(j.stop_signal);
+    }
     if (j.stop_signal && j.fail < 0 && j.spawn_status < 0 &&
         status != 128 + j.stop_signal && s->o->verbose)
         msg("stopped by SIGTERM as one of the tasks of Slurm step %s: exit "
