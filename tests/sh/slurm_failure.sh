@@ -111,6 +111,11 @@ for _ in $(seq 150); do
     sleep 0.1
 done
 diag "scancel: job gone after $((($(date +%s%N) - t0) / 1000000)) ms"
+# The job leaves squeue before the last trap has written its file.
+for _ in $(seq 50); do
+    [ "$(ls "$TEST_TMP/sig" | grep -c '^[0-9]$')" = 4 ] && break
+    sleep 0.1
+done
 expect_eq "scancel: every worker got SIGTERM" \
     "$(cat "$TEST_TMP"/sig/[0-9] 2>/dev/null | sort -k2n | tr '\n' ';')" \
     "n0 0 TERM;n0 1 TERM;n1 2 TERM;n1 3 TERM;"
