@@ -48,10 +48,13 @@ static int plan_size_unknown(const struct amlrun_opts *o, const struct plan *p,
                 "binding plans one rank per GPU (%d)", why, gpus);
         return 1;
     }
-    if (local == 0 && !o->quiet)
+    /* Without GPUs every rank comes here: one says so for the node.  A rank
+     * beyond the GPUs says so itself. */
+    if ((local == 0 || gpus > 0) && !o->quiet)
         msg("warning: per-process mode: LOCAL_WORLD_SIZE is not known (%s) "
-            "and there is no GPU to count ranks by: running unbound (set "
-            "LOCAL_WORLD_SIZE to bind)", why);
+            "and %s: running unbound (set LOCAL_WORLD_SIZE to bind)", why,
+            gpus > 0 ? "this rank's local rank is beyond the node's GPUs"
+                     : "there is no GPU to count ranks by");
     *nlocal = local + 1;
     return 0;
 }
@@ -66,9 +69,8 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
     amldist_topo_t *topo = NULL;
     struct amlrun_bind_opts bo = o->bind;
     bo.per_process = 1; /* plan the whole node, not our own cpuset */
-    if (nlocal < 1 && !plan_size_unknown(o, p, local, &topo, &nlocal))
-        bo.cpu_bind = bo.mem_bind = bo.nic_bind = bo.gpu_bind = "none";
-    if (bind_setup(&bo, nlocal, topo, &b) < 0) {
+    int bind = nlocal > 0 || plan_size_unknown(o, p, local, &topo, &nlocal);
+    if (bind && bind_setup(&bo, nlocal, topo, &b) < 0) {
         amldist_topo_free(topo);
         return AMLRUN_EXIT_USAGE;
     }

@@ -127,3 +127,16 @@ check "node 0 never comes: the address and the timeout are named" \
     grep -q 'no answer from 127.0.0.1:2 within 1 s.*no worker started' "$d/err"
 check "node 0 never comes: no worker started" test ! -e "$d/ran.2"
 check "node 0 never comes: gave up after the join timeout (${ms} ms)" test "$ms" -lt 10000
+
+# --- in place without LOCAL_WORLD_SIZE on a machine with GPUs (the p4d's 8):
+#     binding plans one rank per GPU; a local rank beyond them runs unbound
+P4D=$TOP/tests/topologies/real/aws-ofi-nccl/p4d-topology.xml
+run RANK=5 WORLD_SIZE=16 LOCAL_RANK=1 NODE_RANK=0 MASTER_ADDR=127.0.0.1 -- \
+    --topology "$P4D" --report-bindings --dry-run --no-python true
+check "in place, no LOCAL_WORLD_SIZE, 8 GPUs: local rank 1 gets GPU 1 and its share of NUMA 0" \
+    grep -q '^amlrun: rank 5 (local 1): gpu 1 0000:10:1d.0, cpus 6-11,54-59 (6 cores), numa 0' "$d/err"
+run RANK=9 WORLD_SIZE=16 LOCAL_RANK=9 NODE_RANK=0 MASTER_ADDR=127.0.0.1 -- \
+    --topology "$P4D" --report-bindings --dry-run --no-python true
+expect_eq "in place, no LOCAL_WORLD_SIZE, local rank 9 of 8 GPUs: runs" "$rc" 0
+check "in place, local rank 9 of 8 GPUs: unbound, says why, no sharing warning" \
+    sh -c "grep -q 'beyond the node.s GPUs: running unbound' '$d/err' && ! grep -q 'ranks on 8 GPUs' '$d/err'"
