@@ -42,8 +42,14 @@ for path in sys.argv[1:]:
     last = {}
     lines = [ln for ln in open(path, "rb").read().split(b"\n")
              if ln and not ln.startswith(b"amlrun: ")]
+    short = 0
     for ln in lines:
         m = re.match(rb"R(\d+) (?:S\d+ (?:N(\d+) )?)?", ln)
+        # The job's stop may cut another rank's last line after a byte or
+        # two ("R", "R2"), too short to name its rank: at most one per rank.
+        if not m and re.fullmatch(rb"R\d*", ln) and short < 3:
+            short += 1
+            continue
         if not m:
             print("# not a line of any rank:", ln[:60]); bad += 1; continue
         r = int(m.group(1))

@@ -19,10 +19,13 @@ KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
         "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
         "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
         "NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS")
-print("rank=%s" % os.environ.get("RANK"),
-      *("%s=%s" % (k, os.environ.get(k, "-")) for k in sorted(KEYS)),
-      "name=" + __name__, "exe=" + sys.executable,
-      "argv=" + json.dumps(sys.argv, separators=(",", ":")), flush=True)
+# One write per line: under python -u, print() writes each of its items on
+# its own, and torchrun's workers share one stdout, so lines would mix.
+line = " ".join(["rank=%s" % os.environ.get("RANK")] +
+                ["%s=%s" % (k, os.environ.get(k, "-")) for k in sorted(KEYS)] +
+                ["name=" + __name__, "exe=" + sys.executable,
+                 "argv=" + json.dumps(sys.argv, separators=(",", ":"))])
+os.write(1, (line + "\n").encode())
 PY
 cp "$d/w.py" "$d/wscript"; chmod 644 "$d/wscript"
 
