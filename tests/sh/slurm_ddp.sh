@@ -14,38 +14,9 @@ fi
 SLURM_TIMEOUT=120
 slurm_setup
 
-DDP=$TEST_TMP/ddp_train.py
-cat >"$DDP" <<'EOF2'
-import os, socket, sys
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo", init_method="env://")
-rank, world = dist.get_rank(), dist.get_world_size()
-assert rank == int(os.environ["RANK"]) and world == int(os.environ["WORLD_SIZE"])
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-start = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
-ddp = torch.nn.parallel.DistributedDataParallel(model)
-opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-torch.manual_seed(100 + rank)  # each replica its own batches
-for _ in range(5):
-    x = torch.randn(32, 8)
-    loss = ((ddp(x) - x.sum(1, keepdim=True)) ** 2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-final = torch.cat([p.detach().flatten() for p in model.parameters()])
-every = [torch.zeros_like(final) for _ in range(world)]
-dist.all_gather(every, final)
-agree = all(torch.equal(f, final) for f in every)
-moved = not torch.equal(final, start)
-# One file per rank: srun's forwarding may split a line of one rank.
-with open(os.path.join(sys.argv[1], "rank.%d" % rank), "w") as f:
-    f.write(f"{socket.gethostname()} rank={rank}/{world} node={os.environ['NODE_RANK']} "
-            f"agree={agree} trained={moved}\n")
-dist.destroy_process_group()
-EOF2
+# Each rank writes its line to $DDP_OUT.<rank>: srun's forwarding may split
+# a line of one rank.
+DDP=$TOP/tests/amlrun/ddp_replicas.py
 
 # ddp_ok NAME DIR HOST... (hosts of ranks 0..3).
 ddp_ok() {
@@ -63,15 +34,15 @@ ddp_ok() {
 
 mkdir -p "$TEST_TMP/pp" "$TEST_TMP/hn"
 t0=$(date +%s)
-slurm_on n0 $T srun --mpi=pmi2 -N2 --ntasks-per-node 2 --kill-on-bad-exit=1 \
-    "$AMLRUN" --python "$TORCH_PY" "$DDP" "$TEST_TMP/pp" >/dev/null 2>"$TEST_TMP/err"
+DDP_OUT=$TEST_TMP/pp/rank slurm_on n0 $T srun --mpi=pmi2 -N2 --ntasks-per-node 2 --kill-on-bad-exit=1 \
+    "$AMLRUN" --python "$TORCH_PY" "$DDP" >/dev/null 2>"$TEST_TMP/err"
 diag "srun per process: status $? after $(($(date +%s) - t0)) s"
 ddp_ok "DDP across Slurm nodes: srun --mpi=pmi2 --ntasks-per-node 2 amlrun train.py" \
     "$TEST_TMP/pp" n0 n0 n1 n1
 
 t0=$(date +%s)
-slurm_on n0 $T salloc -N2 "$AMLRUN" --launcher slurm --nproc-per-node 2 \
-    --python "$TORCH_PY" "$DDP" "$TEST_TMP/hn" >/dev/null 2>"$TEST_TMP/err"
+DDP_OUT=$TEST_TMP/hn/rank slurm_on n0 $T salloc -N2 "$AMLRUN" --launcher slurm --nproc-per-node 2 \
+    --python "$TORCH_PY" "$DDP" >/dev/null 2>"$TEST_TMP/err"
 diag "head-node: status $? after $(($(date +%s) - t0)) s"
 ddp_ok "DDP across Slurm nodes: salloc -N2 amlrun --launcher slurm --nproc-per-node 2 train.py" \
     "$TEST_TMP/hn" n0 n0 n1 n1
