@@ -22,15 +22,7 @@ multinode_setup() {
     # A free-looking port per test run, so that concurrent runs and
     # TIME_WAIT sockets of the last run do not meet.
     PORT=$((20000 + RANDOM % 20000))
-    REPORT=$TEST_TMP/report.sh
-    # One line per worker, written at once, with what torch would see.
-    cat >"$REPORT" <<'EOF'
-#!/bin/sh
-printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n' \
-    "$(hostname)" "${RANK-}" "${LOCAL_RANK-}" "${NODE_RANK-}" "${WORLD_SIZE-}" \
-    "${LOCAL_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}"
-EOF
-    chmod +x "$REPORT"
+    REPORT=$TOP/tests/amlrun/report.sh
 }
 
 # want_layout MASTER PORT HOST:NODE_RANK:RANK:LOCAL_RANK... : the report

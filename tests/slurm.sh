@@ -125,14 +125,7 @@ EOF
         tail -n 5 "$SLURM_DIR"/*.log "$SLURM_DIR"/*.out 2>/dev/null | sed 's/^/# /'
         exit 1
     fi
-    REPORT=$TEST_TMP/report.sh
-    cat >"$REPORT" <<'EOF'
-#!/bin/sh
-printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n' \
-    "$(hostname)" "${RANK-}" "${LOCAL_RANK-}" "${NODE_RANK-}" "${WORLD_SIZE-}" \
-    "${LOCAL_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}"
-EOF
-    chmod +x "$REPORT"
+    REPORT=$TOP/tests/amlrun/report.sh
 }
 
 # slurm_start_slurmd NODE: slurmd -D on NODE with a /tmp of its own (the

@@ -13,14 +13,7 @@ if ! have mpiexec.hydra; then
 fi
 if [ ! -x "$AMLRUN" ]; then fail "hydra: $AMLRUN is built"; exit 0; fi
 T="timeout -k 5 60"
-REPORT=$TEST_TMP/report.sh
-cat >"$REPORT" <<'EOF'
-#!/bin/sh
-printf '%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n' \
-    "$(hostname)" "${RANK-}" "${LOCAL_RANK-}" "${NODE_RANK-}" "${WORLD_SIZE-}" \
-    "${LOCAL_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}"
-EOF
-chmod +x "$REPORT"
+REPORT=$TOP/tests/amlrun/report.sh
 H=$(hostname)
 # Report lines with the host name replaced by "h", sorted by rank.
 rows() { grep -E ' RANK=' | sed 's/^[^ ]* /h /' | sort -t= -k2,2n; }
