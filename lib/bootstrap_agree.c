@@ -15,37 +15,34 @@ int amldist_bootstrap_agree(const amldist_t *layout, int value,
                             const char *what,
                             const amldist_bootstrap_options_t *opts)
 {
-    amldist__bs_params_t p;
+    amldist__bs_params_t p, barrier;
     unsigned char wire[4];
     int rc;
 
     amldist__clear_error();
     if (!what)
         what = "value";
-    /* Both setups are numbered on every rank, whatever happens, so that the
-     * ranks' later calls stay in step. */
-    if ((rc = amldist__bs_setup(layout, opts, &p)) < 0)
+    /* Both calls are numbered first, on every rank alike, so that the
+     * ranks' later calls stay in step whatever happens in between. */
+    if ((rc = amldist__bs_setup(layout, opts, &p)) < 0 ||
+        (rc = amldist__bs_setup(layout, opts, &barrier)) < 0 || p.world <= 1)
         return rc;
-    if (p.world <= 1)
-        return 0;
     amldist__bs_put_u32(wire, (uint32_t)value);
-    rc = amldist__bs_exchange(&p, wire, sizeof wire);
+    /* Rank 0's value out.  A rank that fails here returns at once (rank 0:
+     * a rank never came); the others learn it at the barrier's timeout. */
+    if ((rc = amldist__bs_exchange(&p, wire, sizeof wire)) < 0)
+        return rc;
     int theirs = (int)amldist__bs_get_u32(wire);
     char mine[AMLDIST__BS_WHY_LEN] = "";
-    int differs = rc == 0 && theirs != value;
+    int differs = theirs != value;
     if (differs)
         snprintf(mine, sizeof mine, "%s: rank %d has %d, rank 0 has %d", what,
                  p.rank, value, theirs);
-    else if (rc < 0)
-        amldist__strlcpy(mine, amldist_last_error(), sizeof mine);
-    if (amldist__bs_setup(layout, opts, &p) < 0 || rc < 0)
-        return amldist__fail(rc < 0 ? rc : AMLDIST_EINVAL, "%s",
-                             rc < 0 ? mine : amldist_last_error());
-    p.barrier = 1;
-    p.failed = differs;
-    memcpy(p.why, mine, sizeof p.why);
+    barrier.barrier = 1;
+    barrier.failed = differs;
+    memcpy(barrier.why, mine, sizeof barrier.why);
     unsigned char verdict = 1;
-    rc = amldist__bs_exchange(&p, &verdict, sizeof verdict);
+    rc = amldist__bs_exchange(&barrier, &verdict, sizeof verdict);
     /* A rank that disagrees says so itself; the others return EPEER with
      * its message, from the barrier. */
     if (differs)
