@@ -1,5 +1,6 @@
 /* The node agents' agreement on worker counts (see nodecheck.h). */
 #include <limits.h>
+#include <string.h>
 
 #include "amldist.h"
 #include "msg.h"
@@ -14,8 +15,10 @@ int nodecheck_run(const struct amlrun_opts *o, const struct plan *p)
     /* The nodes join here, as torchrun's agents join its rendezvous: a
      * join timeout given in --rdzv-conf bounds the wait; else the
      * bootstrap's own (AMLDIST_BOOTSTRAP_TIMEOUT, 300 s). */
-    if (o->rdzv_conf.join_timeout > 0 || o->rdzv_conf.timeout > 0) {
-        double ms = o->rdzv_join_timeout * 1000;
+    double join = rdzv_conf_join_timeout(
+        &o->rdzv_conf, o->standalone || strcmp(o->rdzv_backend, "c10d") == 0);
+    if (join > 0) {
+        double ms = join * 1000;
         bo.timeout_ms = ms >= INT_MAX ? INT_MAX : (int)ms;
     }
     if (o->verbose)

@@ -508,10 +508,14 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
     return apply(o, label, d->id, val);
 }
 
-/* Short options that take a value (torchrun's -r, -t). */
-static int short_takes_value(enum opt_id id)
+/* Whether option `id` takes a value, as its entry in the one table says
+ * (torchrun's -r and -t take theirs like --redirects and --tee). */
+static int id_takes_value(enum opt_id id)
 {
-    return id == O_REDIRECTS || id == O_TEE;
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+        if (options[k].id == id)
+            return (options[k].arg & ARG_MASK) == ARG_REQUIRED;
+    return 0;
 }
 
 /* -abc at argv[*i]; a short option with a value takes the rest of the
@@ -530,7 +534,7 @@ static int parse_short_options(struct amlrun_opts *o, int argc, char **argv,
             return AMLRUN_EXIT_USAGE;
         }
         given[short_options[k].id] = 1;
-        if (short_takes_value(short_options[k].id)) {
+        if (id_takes_value(short_options[k].id)) {
             const char *val = c[1] == '=' ? c + 2 : c[1] ? c + 1 : NULL;
             if (!val) {
                 if (*i + 1 >= argc) {
@@ -601,15 +605,6 @@ static void resolve(struct amlrun_opts *o)
         if (o->endpoint_port > 0)
             o->master_port = o->endpoint_port;
     }
-    /* torchrun's defaults: c10d (also --standalone's) waits 600 s for the
-     * nodes to join; the static backend's store waits 900 s. */
-    int c10d = o->standalone || strcmp(o->rdzv_backend, "c10d") == 0;
-    const struct rdzv_conf *c = &o->rdzv_conf;
-    double mine = c10d ? c->join_timeout : c->timeout;
-    double other = c10d ? c->timeout : c->join_timeout;
-    o->rdzv_join_timeout = mine > 0 ? mine : other > 0 ? other
-                                             : c10d ? 600 : 900;
-    o->rdzv_read_timeout = c->read_timeout > 0 ? c->read_timeout : 60;
 }
 
 static int check_combinations(struct amlrun_opts *o)

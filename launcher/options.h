@@ -47,8 +47,6 @@ struct amlrun_opts {
     /* rendezvous: --rdzv-backend and --rdzv-conf, for the nodes' agreement
      * on the layout (the endpoint sets master_addr and master_port) */
     const char *rdzv_backend;  /* "static" (default) or "c10d" */
-    double rdzv_join_timeout;  /* s: join_timeout / timeout (600; static 900) */
-    double rdzv_read_timeout;  /* s: read_timeout (60) */
     struct rdzv_conf rdzv_conf; /* --rdzv-conf as given */
     /* supervision */
     const char *run_id;

@@ -99,3 +99,9 @@ int rdzv_conf_parse(const char *s, struct rdzv_conf *c, char *why,
     }
     return 0;
 }
+
+double rdzv_conf_join_timeout(const struct rdzv_conf *c, int c10d)
+{
+    double mine = c10d ? c->join_timeout : c->timeout;
+    return mine > 0 ? mine : c10d ? c->timeout : c->join_timeout;
+}

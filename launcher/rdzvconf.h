@@ -17,6 +17,11 @@ struct rdzv_conf {
     double read_timeout;  /* the c10d store's read_timeout */
 };
 
+/* How long the nodes wait for each other, in seconds: the backend's own key
+ * (c10d's join_timeout, the static backend's timeout), else the other one;
+ * 0 when neither was given. */
+double rdzv_conf_join_timeout(const struct rdzv_conf *c, int c10d);
+
 /* Parse s into *c.  Returns 0, or -1 with the reason in why. */
 int rdzv_conf_parse(const char *s, struct rdzv_conf *c, char *why,
                     size_t size);

@@ -33,7 +33,7 @@ static int set_int(char ***env, const char *name, int v)
  * a value meant as "off" is never overridden through the other name.
  */
 static int torchrun_defaults(char ***env, const struct amlrun_opts *o,
-                             int restart)
+                             int restart, int in_place)
 {
     if (set_int(env, "TORCHELASTIC_RESTART_COUNT", restart) < 0 ||
         set_int(env, "TORCHELASTIC_MAX_RESTARTS", o->max_restarts) < 0 ||
@@ -44,6 +44,12 @@ static int torchrun_defaults(char ***env, const struct amlrun_opts *o,
         !amldist_envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
         (amldist_envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0 ||
          amldist_envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0))
+        return -1;
+    /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
+     * says with False when its agent's store is not used.  In place the
+     * launcher above may host one: its value stands. */
+    if (!in_place &&
+        amldist_envp_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
         return -1;
     return 0;
 }
@@ -70,13 +76,7 @@ char **worker_env(struct env_spec *e, int index, int restart,
     id->rank = amldist_rank(l);
     id->local = amldist_local_rank(l);
     id->node = amldist_node_rank(l);
-    if (torchrun_defaults(&env, e->o, restart) < 0)
-        goto nomem;
-    /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
-     * says with False when its agent's store is not used.  In place
-     * (nproc 0) the launcher above may host one: its value stands. */
-    if (e->nproc > 0 &&
-        amldist_envp_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False") < 0)
+    if (torchrun_defaults(&env, e->o, restart, e->nproc == 0) < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node). */
