@@ -15,16 +15,24 @@ printf '#!/bin/sh\ntouch "%s/$(hostname).$RANK"\n' "$MARK" >"$TEST_TMP/mark.sh"
 chmod +x "$TEST_TMP/mark.sh"
 no_marks() { [ -z "$(ls -A "$MARK")" ]; }
 
+# standalone OUT PORT NPROC0 NPROC1 [ARGS0]: amlrun as node 0 on n0 (with
+# ARGS0) and node 1 on n1, started together; output in OUT0, OUT1, their
+# statuses in rc0, rc1.
+standalone() {
+    local out=$1 port=$2 n0=$3 n1=$4 p0 p1
+    on n0 $T "$AMLRUN" ${5-} --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$port" \
+        --nproc-per-node "$n0" "$TEST_TMP/mark.sh" >"${out}0" 2>&1 &
+    p0=$!
+    on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$port" \
+        --nproc-per-node "$n1" "$TEST_TMP/mark.sh" >"${out}1" 2>&1 &
+    p1=$!
+    rc0=0; wait $p0 || rc0=$?
+    rc1=0; wait $p1 || rc1=$?
+}
+
 # Standalone, the same --nnodes/--node-rank on each node, 1 and 2 workers.
 start=$(date +%s%N)
-on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 1 "$TEST_TMP/mark.sh" >"$TEST_TMP/a0" 2>&1 &
-p0=$!
-on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/a1" 2>&1 &
-p1=$!
-rc0=0; wait $p0 || rc0=$?
-rc1=0; wait $p1 || rc1=$?
+standalone "$TEST_TMP/a" "$PORT" 1 2
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_eq "1 and 2 workers: node 0 refuses (2)" "$rc0" 2
 expect_eq "1 and 2 workers: node 1 refuses (2)" "$rc1" 2
@@ -52,15 +60,7 @@ check "mpirun per node: no worker started" no_marks
 check "mpirun per node: the counts are named" grep -q 'workers per node: rank 1 has 2, rank 0 has 1' "$TEST_TMP/m"
 
 # Equal counts still run, and -v says the check was made.
-PORT3=$((PORT + 4))
-on n0 $T "$AMLRUN" -v --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT3" \
-    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/e0" 2>&1 &
-p0=$!
-on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT3" \
-    --nproc-per-node 2 "$TEST_TMP/mark.sh" >"$TEST_TMP/e1" 2>&1 &
-p1=$!
-rc0=0; wait $p0 || rc0=$?
-rc1=0; wait $p1 || rc1=$?
+standalone "$TEST_TMP/e" $((PORT + 4)) 2 2 -v
 expect_eq "2 and 2 workers: both run" "$rc0 $rc1" "0 0"
 expect_eq "2 and 2 workers: every rank ran once" "$(ls "$MARK" | sort | tr '\n' ' ')" \
     "n0.0 n0.1 n1.2 n1.3 "
