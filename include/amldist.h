@@ -217,5 +217,6 @@ AMLDIST_API const char *amldist_version_string(void);
 
 #include "amldist/topo.h"
 #include "amldist/bootstrap.h"
+#include "amldist/rdzv.h"
 
 #endif /* AMLDIST_H */

@@ -1,0 +1,170 @@
+/*
+ * libamldist: the node agents' control plane (see amldist_rdzv(3)).
+ * Included by <amldist.h>.
+ *
+ * The per-node agents of one job (amlrun, one per node) meet at a
+ * rendezvous endpoint, get node ranks, learn every node's worker count,
+ * then stay connected while their workers run: the first failure anywhere
+ * stops every node's workers, restarts are rounds of the whole job, and an
+ * agent that stops answering is declared dead.  The agent whose process
+ * can listen on the endpoint's address hosts it (the first to bind it, when
+ * several can); every agent, the host's own included, is a client of it.
+ * The network work runs on a thread of the handle: the caller only polls
+ * amldist_rdzv_fd() beside its own descriptors.
+ */
+#ifndef AMLDIST_RDZV_H
+#define AMLDIST_RDZV_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct amldist_rdzv amldist_rdzv_t;
+
+/* Defaults of the options below (milliseconds). */
+#define AMLDIST_RDZV_LAST_CALL_MS 30000  /* torchrun's last_call_timeout */
+#define AMLDIST_RDZV_KEEPALIVE_MS 1000
+#define AMLDIST_RDZV_KEEPALIVE_MISSES 5
+/* The most nodes one job may have. */
+#define AMLDIST_RDZV_MAX_NODES 4096
+/* The job's exit status when a node (or the host) was lost: no worker's
+ * status stands for it (amlrun's own "could not do its job"). */
+#define AMLDIST_RDZV_STATUS_LOST 125
+
+/*
+ * Initialise with AMLDIST_RDZV_OPTIONS_INIT so that fields added later keep
+ * their defaults.  Every agent of a job must give the same endpoint, run
+ * id, min/max nodes and max_restarts (an agent that differs is refused,
+ * naming the value).
+ */
+#define AMLDIST_RDZV_OPTIONS_VERSION 1
+typedef struct {
+    unsigned version;     /* AMLDIST_RDZV_OPTIONS_VERSION */
+    const char *endpoint; /* "HOST:PORT" or "[v6addr]:PORT" (required) */
+    const char *run_id;   /* NULL: "none" */
+    int min_nodes;        /* 1 <= min_nodes <= max_nodes */
+    int max_nodes;        /* <= AMLDIST_RDZV_MAX_NODES */
+    int nproc;            /* this node's workers, >= 1 */
+    /* >= 0: this node's rank as an outer launcher or --node-rank gives it;
+     * the nodes are then ordered by it (every agent must give one, all
+     * distinct).  < 0: the host's own agent is node 0, the others follow
+     * in the order they joined; in later rounds the nodes that stay keep
+     * their order and newcomers follow. */
+    int order;
+    int max_restarts;     /* restarts of the whole job after a failure */
+    /* NULL: AMLDIST_JOB_TOKEN, else one derived from the endpoint and the
+     * run id.  A peer with another token is refused. */
+    const char *token;
+    /* <= 0: AMLDIST_BOOTSTRAP_TIMEOUT (seconds), else 300 s: how long
+     * amldist_rdzv_join() waits for the host and for the round to form. */
+    int join_timeout_ms;
+    /* < 0: AMLDIST_RDZV_LAST_CALL_MS.  Once min_nodes have joined (and
+     * fewer than max_nodes), the round waits this long for more. */
+    int last_call_ms;
+    /* <= 0: the defaults.  Host and agents send a heartbeat every
+     * keepalive_ms; one that is silent for keepalive_ms * keepalive_misses
+     * is declared dead. */
+    int keepalive_ms;
+    int keepalive_misses;
+    /* > 0: MASTER_PORT in every round; else node 0's agent picks a free
+     * port for each round (PyTorch's store of the new round binds it). */
+    int master_port;
+    /* Non-NULL: MASTER_ADDR in every round; else node 0's address as the
+     * host sees its connection. */
+    const char *master_addr;
+} amldist_rdzv_options_t;
+#define AMLDIST_RDZV_OPTIONS_INIT                                              \
+    { AMLDIST_RDZV_OPTIONS_VERSION, NULL, NULL, 1, 1, 1, -1, 0, NULL, 0, -1,   \
+      0, 0, 0, NULL }
+
+/* Flags of amldist_rdzv_fail(). */
+enum {
+    /* Not a worker's failure (a signal to the agent, a worker that could not
+     * start): the job ends, whatever restarts are left. */
+    AMLDIST_RDZV_FINAL = 1u << 0
+};
+
+/* amldist_rdzv_state() */
+typedef enum {
+    AMLDIST_RDZV_RUNNING = 0, /* workers of this round may run */
+    AMLDIST_RDZV_STOP = 1     /* stop this node's workers now */
+} amldist_rdzv_state_t;
+
+/*
+ * Join the job: connect to (or host) the endpoint, retrying until the host
+ * listens, and wait until the first round has formed.  Returns 0 with a
+ * handle, or AMLDIST_ETIMEDOUT (no host, or too few nodes, within the join
+ * timeout), AMLDIST_EDENIED (refused: another job's token or run id, the
+ * job is full or over, a stale agent), AMLDIST_EPROTO (options differ from
+ * the host's), AMLDIST_ECONFLICT (two agents give the same order),
+ * AMLDIST_EINVAL, AMLDIST_ESYS; amldist_last_error() says which and names
+ * the peer.
+ */
+AMLDIST_API int amldist_rdzv_join(const amldist_rdzv_options_t *opts,
+                                  amldist_rdzv_t **out);
+
+/* The current round: its number (0, 1, ...), the restarts after failures
+ * so far (TORCHELASTIC_RESTART_COUNT), this node's rank, the node count,
+ * node `node`'s worker count, and whether this agent hosts the endpoint. */
+AMLDIST_API int amldist_rdzv_round(const amldist_rdzv_t *r);
+AMLDIST_API int amldist_rdzv_restart_count(const amldist_rdzv_t *r);
+AMLDIST_API int amldist_rdzv_node_rank(const amldist_rdzv_t *r);
+AMLDIST_API int amldist_rdzv_num_nodes(const amldist_rdzv_t *r);
+AMLDIST_API int amldist_rdzv_node_nproc(const amldist_rdzv_t *r, int node);
+AMLDIST_API int amldist_rdzv_is_host(const amldist_rdzv_t *r);
+
+/*
+ * The layout of this node's worker `index` in the current round, numbered
+ * as torchrun numbers workers of nodes with different worker counts: RANK
+ * = the workers of the nodes before this one + index, WORLD_SIZE = every
+ * node's workers, LOCAL_RANK = index, LOCAL_WORLD_SIZE = this node's
+ * count, NODE_RANK (GROUP_RANK) and the node count, and the round's
+ * MASTER_ADDR and MASTER_PORT.  Free it with amldist_free().
+ */
+AMLDIST_API int amldist_rdzv_worker_layout(const amldist_rdzv_t *r,
+                                           int index, amldist_t **out);
+
+/*
+ * While the workers run: amldist_rdzv_fd() becomes readable when the job's
+ * state changes; amldist_rdzv_state() then says whether to stop this node's
+ * workers (another node failed, was lost, or was stopped by a signal; or a
+ * node joined an elastic job).  The descriptor stays readable while the
+ * state is AMLDIST_RDZV_STOP.
+ */
+AMLDIST_API int amldist_rdzv_fd(const amldist_rdzv_t *r);
+AMLDIST_API int amldist_rdzv_state(amldist_rdzv_t *r);
+
+/*
+ * This node's first failure in the round: worker `rank` (negative: not a
+ * worker) ended with `status` (an exit status, 128+N for signal N), and
+ * `summary` (at most 8 KiB are sent: its host, status, last lines, root
+ * cause) is what node 0 prints if it is the job's first failure.  The host
+ * orders every node to stop.  Returns 0 or an error.
+ */
+AMLDIST_API int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
+                                  int status, const char *summary);
+
+/*
+ * After this node's workers have all ended (`status` 0: all succeeded):
+ * wait for the rest of the job.  Returns 1 when a new round has formed
+ * (restart: the handle now describes it), 0 when the job is over
+ * (amldist_rdzv_exit_status() is its status, the same on every node), or
+ * an error (the host was lost: the job is over too, exit status set).
+ */
+AMLDIST_API int amldist_rdzv_next(amldist_rdzv_t *r, int status);
+
+/* The job's exit status: 0, or its first failure's status. */
+AMLDIST_API int amldist_rdzv_exit_status(const amldist_rdzv_t *r);
+/* The job's first failure in words ("" if none): which node and rank, its
+ * status and the summary that node gave. */
+AMLDIST_API const char *amldist_rdzv_failure(const amldist_rdzv_t *r);
+
+/* Leave the job and free the handle.  The host waits (at most the
+ * keepalive's dead time) for the other agents to have heard the end. */
+AMLDIST_API void amldist_rdzv_close(amldist_rdzv_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AMLDIST_RDZV_H */

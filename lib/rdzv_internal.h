@@ -1,0 +1,112 @@
+/*
+ * The control plane below amldist_rdzv_*(): its frames, its connections and
+ * the host's state machine.  Frames use the bootstrap's header (magic
+ * "AMLB", protocol, type, payload length; bootstrap_internal.h) with types
+ * of their own, on one long-lived TCP connection per agent.  All integers
+ * are big-endian; "text" is the rest of the payload, not NUL-terminated.
+ *
+ *   JOIN    agent -> host, first frame of a connection, or again after a
+ *           DONE is answered with the next round's ASSIGN (not needed: the
+ *           host re-forms the job from the DONEs):
+ *           token u64 | agent id u64 | run id hash u64 | round u32 |
+ *           nproc u32 | order u32 (0xffffffff: none) | min u32 | max u32 |
+ *           max_restarts u32 | master port candidate u32
+ *   REFUSE  host -> agent, then the host closes: reason u32 | text
+ *   ASSIGN  host -> agent: round u32 | restarts u32 | node rank u32 |
+ *           nodes u32 | master port u32 | addr length u32 | addr |
+ *           nproc u32 for each node
+ *   FAIL    agent -> host: round u32 | flags u32 | rank u32 (0xffffffff:
+ *           none) | status u32 | text (the summary)
+ *   STOP    host -> agent: round u32 | text (why, one line)
+ *   DONE    agent -> host: round u32 | status u32 | master port candidate
+ *           u32 (for the next round)
+ *   FINISH  host -> agent: status u32 | text (the first failure, "" if none)
+ *   BEAT    either way, empty: "still here"
+ */
+#ifndef AMLDIST_RDZV_INTERNAL_H
+#define AMLDIST_RDZV_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bootstrap_internal.h"
+
+enum {
+    AMLDIST__RZ_JOIN = 16,
+    AMLDIST__RZ_REFUSE = 17,
+    AMLDIST__RZ_ASSIGN = 18,
+    AMLDIST__RZ_FAIL = 19,
+    AMLDIST__RZ_STOP = 20,
+    AMLDIST__RZ_DONE = 21,
+    AMLDIST__RZ_FINISH = 22,
+    AMLDIST__RZ_BEAT = 23
+};
+
+#define AMLDIST__RZ_JOIN_LEN 52
+#define AMLDIST__RZ_TEXT_MAX 480      /* REFUSE and STOP texts */
+#define AMLDIST__RZ_SUMMARY_MAX 8192  /* FAIL's summary */
+#define AMLDIST__RZ_FINISH_MAX (4 + AMLDIST__RZ_SUMMARY_MAX + 512)
+#define AMLDIST__RZ_ADDR_MAX 255
+#define AMLDIST__RZ_ASSIGN_MAX                                                 \
+    (24 + AMLDIST__RZ_ADDR_MAX + 4 * AMLDIST_RDZV_MAX_NODES)
+#define AMLDIST__RZ_NONE 0xffffffffu
+
+/* REFUSE reasons. */
+enum {
+    AMLDIST__RZ_R_TOKEN = 1,    /* another job's token */
+    AMLDIST__RZ_R_RUN = 2,      /* another run id */
+    AMLDIST__RZ_R_OPTIONS = 3,  /* min/max nodes or max_restarts differ */
+    AMLDIST__RZ_R_ORDER = 4,    /* order missing, or taken by another */
+    AMLDIST__RZ_R_FULL = 5,     /* the job has its max nodes */
+    AMLDIST__RZ_R_STALE = 6,    /* an agent of an earlier round, declared
+                                   dead, or an agent id already joined */
+    AMLDIST__RZ_R_OVER = 7,     /* the job is over */
+    AMLDIST__RZ_R_TIMEOUT = 8,  /* the round did not form in time */
+    AMLDIST__RZ_R_PROTO = 9     /* a malformed frame */
+};
+
+typedef struct {
+    uint64_t token, agent, run;
+    uint32_t round, nproc, order, min, max, max_restarts, port;
+} amldist__rz_join_t;
+
+void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
+void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
+/* The largest payload a frame of `type` may carry (JOIN: exactly). */
+uint32_t amldist__rz_max_payload(unsigned type);
+
+/* One long-lived, non-blocking connection with its buffers. */
+typedef struct {
+    int fd;
+    unsigned char *in;   /* the frame being received */
+    size_t in_len, in_cap;
+    unsigned char *out;  /* frames waiting to be sent */
+    size_t out_off, out_len, out_cap;
+    long long last_rx;   /* ms of amldist__bs_now_ms(): last frame in */
+} amldist__rz_conn_t;
+
+/* Frames a connection may queue unsent before its peer counts as stuck. */
+#define AMLDIST__RZ_OUT_MAX (1u << 20)
+
+void amldist__rz_conn_init(amldist__rz_conn_t *c, int fd);
+void amldist__rz_conn_close(amldist__rz_conn_t *c);
+/* Queue a frame (header added); -1 when the peer is stuck (queue full) or
+ * out of memory. */
+int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
+                     size_t len);
+/* Send what the socket takes now; -1 on a write error. */
+int amldist__rz_flush(amldist__rz_conn_t *c);
+/* Read what the socket has: 1 with a whole frame in *type/*payload/*len
+ * (valid until the next call), 0 when none is complete yet, -1 at end of
+ * file, on an error, or on a malformed or oversized frame (*why says). */
+int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
+                     const unsigned char **payload, uint32_t *len,
+                     const char **why);
+
+/* The token both sides expect: the options', AMLDIST_JOB_TOKEN, or one
+ * derived from the endpoint and the run id. */
+uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
+                           const char *run_id, char *source, size_t size);
+
+#endif /* AMLDIST_RDZV_INTERNAL_H */
