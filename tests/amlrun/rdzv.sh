@@ -1,0 +1,202 @@
+# shellcheck shell=bash disable=SC2034
+# Shared by the control-plane tests (tests/sh/rdzv_*.sh), sourced after
+# tests/lib.sh and tests/multinode.sh: one amlrun per namespace node, the
+# same command line on each, meeting at --rdzv-endpoint n0:PORT.  The
+# workers (tests/amlrun/rdzv_worker.sh) leave record files in $RZ_DIR,
+# which every node sees (the namespaces share the file system).
+
+RZW=$TOP/tests/amlrun/rdzv_worker.sh
+# Heartbeats fast enough for tests: a silent agent is dead after
+# RZ_DEAD_MS (keep_alive_interval * keep_alive_max_attempt).
+RZ_FAST=keep_alive_interval=0.2,keep_alive_max_attempt=5
+RZ_DEAD_MS=1000
+declare -A RZPID=() RC=() END=()
+
+# rz_setup K: a K-node cluster (or skip), ports below 32768 (node 0's agent
+# picks MASTER_PORT among the free ports, which are above).
+rz_setup() {
+    multinode_setup "$1"
+    PORT=$((20000 + RANDOM % 12000))
+    RZ_NODES=$1
+}
+
+# rz_case TAG: a fresh record directory for one case (RZ_DIR), no worker
+# behaviour left over from the last case.
+rz_case() {
+    RZ_DIR=$TEST_TMP/$1
+    rm -rf "$RZ_DIR"
+    mkdir -p "$RZ_DIR"
+    export RZ_DIR
+    unset RZ_FAIL RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE_WORLD
+    RZPID=() RC=() END=()
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# rz_start NODE ARGS...: `amlrun ARGS...` on NODE in the background, under
+# $T; its stdout and stderr in $RZ_DIR/NODE.out and NODE.err, its status
+# and end time (ms) in NODE.rc.
+rz_start() {
+    local node=$1
+    shift
+    (
+        rc=0
+        on "$node" $T "$AMLRUN" "$@" >"$RZ_DIR/$node.out" 2>"$RZ_DIR/$node.err" || rc=$?
+        echo "$rc $(now_ms)" >"$RZ_DIR/$node.rc"
+    ) &
+    RZPID[$node]=$!
+}
+
+# rz_wait [NODE...]: wait for those amlruns (default: all started); RC[NODE]
+# is each one's status, END[NODE] its end (ms).
+rz_wait() {
+    local node
+    [ $# -gt 0 ] || set -- "${!RZPID[@]}"
+    for node in "$@"; do
+        wait "${RZPID[$node]}" 2>/dev/null
+        read -r "RC[$node]" "END[$node]" <"$RZ_DIR/$node.rc" 2>/dev/null ||
+            { RC[$node]=lost; END[$node]=0; }
+    done
+}
+
+# rz_rcs NODE...: "n0=S n1=S ..." for those nodes (after rz_wait).
+rz_rcs() {
+    local node out=
+    for node in "$@"; do out+="$node=${RC[$node]-none} "; done
+    echo "${out% }"
+}
+# rz_want_rcs STATUS NODE...: what rz_rcs prints when every one is STATUS.
+rz_want_rcs() {
+    local s=$1 node out=
+    shift
+    for node in "$@"; do out+="$node=$s "; done
+    echo "${out% }"
+}
+
+# The worker records (one line per worker start).
+rz_reports() { cat "$RZ_DIR"/rep.* 2>/dev/null; }
+rz_count() { ls "$RZ_DIR" 2>/dev/null | grep -c "^$1" || true; }
+
+# rz_wait_files PREFIX N [SEC]: until N records start with PREFIX (default
+# 30 s); 1 when they did not come.
+rz_wait_files() {
+    local deadline=$((SECONDS + ${3:-30}))
+    until [ "$(rz_count "$1")" -ge "$2" ]; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.02
+    done
+}
+
+# field KEY <<<LINE: the value of KEY=... in a record line.
+field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# rz_layout [FILTER]: the records (those whose line matches the regex FILTER)
+# as "host rank=R/W local=L/LW node=N group=G/GW role=R/W restart=C", by rank.
+rz_layout() {
+    rz_reports | grep -E -- "${1:-.}" | awk '{
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
+        printf "%s rank=%s/%s local=%s/%s node=%s group=%s/%s role=%s/%s restart=%s\n",
+            v["host"], v["rank"], v["world"], v["local"], v["lws"], v["node"],
+            v["group"], v["gws"], v["role_rank"], v["role_world"], v["restart"]
+    }' | sort -t= -k2,2n
+}
+
+# rz_want RESTART HOST:COUNT...: rz_layout's lines when the nodes, in node
+# rank order, have these worker counts, numbered as torchrun numbers them
+# (RANK = the workers of the lower nodes + LOCAL_RANK).
+rz_want() {
+    local restart=$1 spec host n world=0 base=0 node=0 i
+    shift
+    for spec in "$@"; do world=$((world + ${spec#*:})); done
+    for spec in "$@"; do
+        host=${spec%%:*} n=${spec#*:}
+        for ((i = 0; i < n; i++)); do
+            printf '%s rank=%s/%s local=%s/%s node=%s group=%s/%s role=%s/%s restart=%s\n' \
+                "$host" $((base + i)) "$world" "$i" "$n" "$node" "$node" "$#" \
+                $((base + i)) "$world" "$restart"
+        done
+        base=$((base + n)) node=$((node + 1))
+    done
+}
+
+# has NAME TEXT ERE: a case passing when TEXT has a line matching ERE.
+has() {
+    if grep -qE -- "$3" <<<"$2"; then ok "$1"
+    else fail "$1"; diag "no /$3/ in:"; sed 's/^/#   /' <<<"$2" | tail -n 20; fi
+}
+
+# The amlrun of NODE, as its workers saw it (their parent).
+rz_agent_pid() {
+    rz_reports | grep "^host=$1 " | head -n 1 | field ppid
+}
+
+# no_leftovers NAME: no process may be left on any node (the last ones may
+# take a moment to go after their amlrun returns); whatever was left is
+# killed so that it does not spoil the next case.
+no_leftovers() {
+    local name=$1 left ns
+    for _ in $(seq 60); do
+        left=$(leftover_procs)
+        [ -z "$left" ] && break
+        sleep 0.05
+    done
+    expect_eq "$name: no process left on any node" "$left" ""
+    if [ -n "$left" ]; then
+        for ns in /run/netns/"$CLUSTER"-n*; do netns_kill_all "${ns##*/}"; done
+    fi
+}
+
+# rz_dump: the amlruns' output, as diagnostics (for a failed case).
+rz_dump() {
+    local f
+    for f in "$RZ_DIR"/n*.out "$RZ_DIR"/n*.err; do
+        [ -s "$f" ] || continue
+        diag "--- ${f##*/}"
+        tail -n 15 "$f" | sed 's/^/#   /'
+    done
+}
+
+# rz_order [FILTER]: the nodes as the records say, "host:count" in node rank
+# order (a host that reported two node ranks or counts appears twice).
+rz_order() {
+    rz_reports | grep -E -- "${1:-.}" | awk '{
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = substr($i, length(kv[1]) + 2) }
+        print v["node"], v["host"] ":" v["lws"]
+    }' | sort -u | sort -n -k1,1 | awk '{ print $2 }'
+}
+
+# rz_check_layout NAME NODES RESTART [FILTER]: the records (matching
+# FILTER) of a job of NODES nodes: node ranks 0..NODES-1, one per host,
+# n0 (the endpoint's node) is node 0, every worker numbered as torchrun
+# numbers them, one MASTER_ADDR (node 0's address) and one MASTER_PORT.
+rz_check_layout() {
+    local name=$1 nodes=$2 restart=$3 filter=${4:-.} order nums
+    order=$(rz_order "$filter")
+    nums=$(rz_reports | grep -E -- "$filter" | field node | sort -n | uniq | tr '\n' ' ')
+    expect_eq "$name: node ranks are 0..$((nodes - 1))" "$nums" "$(seq -s ' ' 0 $((nodes - 1))) "
+    expect_eq "$name: one node rank per host, n0 (the endpoint's) is node 0" \
+        "$(cut -d: -f1 <<<"$order" | sort -u | wc -l) $(head -n 1 <<<"$order" | cut -d: -f1)" \
+        "$nodes n0"
+    # shellcheck disable=SC2086
+    expect_eq "$name: ranks as torchrun numbers them" "$(rz_layout "$filter")" \
+        "$(if [ -n "$order" ]; then rz_want "$restart" $order; else echo '(some records)'; fi)"
+    local addrs ports
+    addrs=$(rz_reports | grep -E -- "$filter" | field addr | sort -u)
+    ports=$(rz_reports | grep -E -- "$filter" | field port | sort -u)
+    check "$name: one MASTER_ADDR, node 0's address ($(echo $addrs))" \
+        rz_is_n0 "$addrs"
+    check "$name: one MASTER_PORT on every node ($(echo $ports))" \
+        test "$(wc -l <<<"$ports")" = 1 -a -n "$ports" -a "${ports//[0-9]/}" = ""
+}
+# n0's address, by number or by name.
+rz_is_n0() {
+    [ "$(wc -l <<<"$1")" = 1 ] || return 1
+    case $1 in 10.231.0.10) return 0 ;; "") return 1 ;; esac
+    [ "$(on n1 getent ahostsv4 "$1" | awk '{ print $1; exit }')" = 10.231.0.10 ]
+}
+
+# rz_expect NAME GOT WANT: expect_eq, with the amlruns' output when it fails.
+rz_expect() {
+    expect_eq "$@"
+    [ "$2" = "$3" ] || rz_dump
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# The worker of the control-plane tests (tests/sh/rdzv_*.sh).  Every start
+# leaves a record file in $RZ_DIR (shared by all the namespace nodes):
+#   rep.<host>.<rank>.<pid>   one line of key=value: what torchrun's variables
+#                             said (written whole, then renamed into place)
+#   term.<host>.<rank>.<pid>  when SIGTERM came (date +%s%N; every node
+#                             shares the one clock)
+#   fail.<host>.<rank>.<pid>  when this worker failed on purpose
+# then prints "rank R runs on HOST" and behaves as told:
+#   RZ_FAIL=RANK:STATUS[:DELAY]  that rank exits STATUS after DELAY s
+#   RZ_FAIL_ONCE=1               ... only the first time (a marker in RZ_DIR)
+#   RZ_RUN=SEC                   then live SEC s (default 0)
+#   RZ_UNTIL=NAME                ... or until $RZ_DIR/NAME exists
+#   RZ_DONE_WORLD=W              ... or not at all once WORLD_SIZE is W
+# A SIGTERM records its time and ends the worker (status 143) at once.
+d=${RZ_DIR:?RZ_DIR not set}
+h=$(hostname)
+id=$h.${RANK-x}.$$
+now() { date +%s%N; }
+sp=
+trap 'now >"$d/term.$id"; [ -n "$sp" ] && kill "$sp" 2>/dev/null; exit 143' TERM
+# nap SEC: a sleep that SIGTERM interrupts at once.
+nap() { sleep "$1" & sp=$!; wait "$sp"; sp=; }
+
+printf 'host=%s rank=%s local=%s lws=%s node=%s group=%s gws=%s world=%s role_rank=%s role_world=%s addr=%s port=%s restart=%s ppid=%s\n' \
+    "$h" "${RANK-}" "${LOCAL_RANK-}" "${LOCAL_WORLD_SIZE-}" "${NODE_RANK-}" \
+    "${GROUP_RANK-}" "${GROUP_WORLD_SIZE-}" "${WORLD_SIZE-}" "${ROLE_RANK-}" \
+    "${ROLE_WORLD_SIZE-}" "${MASTER_ADDR-}" "${MASTER_PORT-}" \
+    "${TORCHELASTIC_RESTART_COUNT-}" "$PPID" >"$d/.rep.$id"
+mv "$d/.rep.$id" "$d/rep.$id"
+echo "rank ${RANK-} runs on $h"
+
+if [ -n "${RZ_FAIL-}" ]; then
+    fr=${RZ_FAIL%%:*}
+    rest=${RZ_FAIL#*:}
+    fs=${rest%%:*}
+    fd=0
+    [ "$rest" != "$fs" ] && fd=${rest#*:}
+    if [ "${RANK-}" = "$fr" ] &&
+        { [ -z "${RZ_FAIL_ONCE-}" ] || mkdir "$d/failed.$fr" 2>/dev/null; }; then
+        nap "$fd"
+        echo "rank $fr fails on $h with status $fs (last words)"
+        now >"$d/fail.$id"
+        exit "$fs"
+    fi
+fi
+
+run=${RZ_RUN:-0}
+[ -n "${RZ_DONE_WORLD-}" ] && [ "${WORLD_SIZE-}" = "$RZ_DONE_WORLD" ] && run=0
+if [ -n "${RZ_UNTIL-}" ]; then
+    # Tenths of a second, at most RZ_RUN s.
+    n=$(awk -v s="$run" 'BEGIN { printf "%d", s * 10 }')
+    while [ "$n" -gt 0 ] && [ ! -e "$d/$RZ_UNTIL" ]; do
+        nap 0.1
+        n=$((n - 1))
+    done
+elif [ "$run" != 0 ]; then
+    nap "$run"
+fi
+exit 0

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The control plane's rendezvous (issue 12): the same amlrun command line on
+# every node of the namespace cluster (--rdzv-backend c10d --rdzv-endpoint
+# <n0's address>:PORT --nnodes N, no --node-rank), and the agents find
+# their node ranks themselves: the endpoint's node (it hosts the control
+# plane) is node 0, the others follow; the workers get torchrun's variables
+# for that order, node 0's address and one MASTER_PORT.  2, 3 and 4 nodes,
+# the host's agent starting last, the endpoint by name.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+. "$TOP/tests/amlrun/rdzv.sh"
+rz_setup 4
+EP=$(node_addr n0)
+
+# job NAME TAG PORT NNODES NPROC NODE...: the same line on each NODE.
+job() {
+    local name=$1 tag=$2 port=$3 nn=$4 np=$5 node
+    shift 5
+    rz_case "$tag"
+    for node in "$@"; do
+        rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes "$nn" \
+            --nproc-per-node "$np" "$RZW"
+    done
+    rz_wait
+    rz_expect "$name: every agent exits 0" "$(rz_rcs "$@")" "$(rz_want_rcs 0 "$@")"
+    expect_eq "$name: every worker started once" "$(rz_count rep.)" $((${nn##*:} * np))
+}
+
+job "2 nodes x 2" two $PORT 2 2 n0 n1
+rz_check_layout "2 nodes x 2" 2 0
+expect_eq "2 nodes x 2: n0 holds ranks 0,1 and n1 ranks 2,3" "$(rz_layout)" \
+    "$(rz_want 0 n0:2 n1:2)"
+[ "$(rz_count rep.)" = 4 ] || rz_dump
+no_leftovers "2 nodes x 2"
+
+# The other node's agent starts first: it waits for the host to listen.
+rz_case late-host
+rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+    --nproc-per-node 1 "$RZW"
+sleep 1
+rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+    --nproc-per-node 1 "$RZW"
+rz_wait
+expect_eq "host's agent last: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "host's agent last: the host is still node 0" "$(rz_layout)" "$(rz_want 0 n0:1 n1:1)"
+no_leftovers "host's agent last"
+
+# The endpoint by name, and --rdzv-id on every node.
+rz_case byname
+for node in n1 n0; do
+    rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "n0:$((PORT + 20))" --rdzv-id job42 \
+        --nnodes 2 --nproc-per-node 2 "$RZW"
+done
+rz_wait
+expect_eq "endpoint n0:PORT: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+rz_check_layout "endpoint n0:PORT" 2 0
+no_leftovers "endpoint n0:PORT"
+
+job "3 nodes x 1" three $((PORT + 30)) 3 1 n0 n1 n2
+rz_check_layout "3 nodes x 1" 3 0
+no_leftovers "3 nodes x 1"
+
+job "4 nodes x 2" four $((PORT + 40)) 4 2 n0 n1 n2 n3
+rz_check_layout "4 nodes x 2" 4 0
+no_leftovers "4 nodes x 2"
+
+# N:N is a fixed size too.
+job "--nnodes 3:3" threethree $((PORT + 50)) 3:3 1 n2 n1 n0
+rz_check_layout "--nnodes 3:3" 3 0
+no_leftovers "--nnodes 3:3"
