@@ -27,7 +27,7 @@ rz_case() {
     rm -rf "$RZ_DIR"
     mkdir -p "$RZ_DIR"
     export RZ_DIR
-    unset RZ_FAIL RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE_WORLD
+    unset RZ_FAIL RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE
     RZPID=() RC=() END=()
 }
 
@@ -125,10 +125,29 @@ has() {
     else fail "$1"; diag "no /$3/ in:"; sed 's/^/#   /' <<<"$2" | tail -n 20; fi
 }
 
-# The amlrun of NODE, as its workers saw it (their parent).
+# The amlrun of NODE: its first worker's parent, or the first amlrun above.
 rz_agent_pid() {
-    rz_reports | grep "^host=$1 " | head -n 1 | field ppid
+    local p n=0
+    p=$(rz_reports | grep "^host=$1 " | head -n 1 | field ppid)
+    while [ -n "$p" ] && [ "$p" -gt 1 ] && ((n++ < 5)); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = amlrun ] && { echo "$p"; return 0; }
+        p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)
+    done
+    return 1
 }
+
+# rz_term_ms FILTER: the latest SIGTERM time (ms) of the workers whose
+# term.<host>.<rank>.<pid> file name matches the ERE FILTER, "" if none.
+rz_term_ms() {
+    local f t max=
+    for f in "$RZ_DIR"/term.*; do
+        [ -e "$f" ] && grep -qE -- "$1" <<<"${f##*/}" || continue
+        t=$(($(cat "$f") / 1000000))
+        [ -z "$max" ] || [ "$t" -gt "$max" ] && max=$t
+    done
+    echo "$max"
+}
+rz_fail_ms() { local f; for f in "$RZ_DIR"/fail.*; do [ -e "$f" ] && echo $(($(cat "$f") / 1000000)) && return; done; }
 
 # no_leftovers NAME: no process may be left on any node (the last ones may
 # take a moment to go after their amlrun returns); whatever was left is
@@ -199,4 +218,22 @@ rz_is_n0() {
 rz_expect() {
     expect_eq "$@"
     [ "$2" = "$3" ] || rz_dump
+}
+
+# rz_wait_listen NODE PORT: until something listens on PORT on NODE (the
+# host's agent on the endpoint); rz_wait_conn NODE PORT: until NODE has a
+# connection to PORT (an agent that reached the host).  At most 20 s.
+rz_wait_listen() {
+    local n=0
+    until on "$1" ss -Htln "sport = :$2" | grep -q .; do
+        ((n++ < 400)) || return 1
+        sleep 0.05
+    done
+}
+rz_wait_conn() {
+    local n=0
+    until on "$1" ss -Htn state established "dport = :$2" | grep -q .; do
+        ((n++ < 400)) || return 1
+        sleep 0.05
+    done
 }

@@ -7,11 +7,15 @@
 #                             shares the one clock)
 #   fail.<host>.<rank>.<pid>  when this worker failed on purpose
 # then prints "rank R runs on HOST" and behaves as told:
-#   RZ_FAIL=RANK:STATUS[:DELAY]  that rank exits STATUS after DELAY s
+#   RZ_FAIL=WHO:STATUS[:DELAY]   that worker (WHO: its RANK, or HOST/LOCAL_RANK)
+#                                exits STATUS (KILL: SIGKILLs itself) after
+#                                DELAY s (all: once every worker of the
+#                                round has its record)
 #   RZ_FAIL_ONCE=1               ... only the first time (a marker in RZ_DIR)
 #   RZ_RUN=SEC                   then live SEC s (default 0)
 #   RZ_UNTIL=NAME                ... or until $RZ_DIR/NAME exists
-#   RZ_DONE_WORLD=W              ... or not at all once WORLD_SIZE is W
+#   RZ_DONE=ERE                  ... or not at all when the record matches
+#                                ERE (" world=3 ", " restart=1 ")
 # A SIGTERM records its time and ends the worker (status 143) at once.
 d=${RZ_DIR:?RZ_DIR not set}
 h=$(hostname)
@@ -36,17 +40,28 @@ if [ -n "${RZ_FAIL-}" ]; then
     fs=${rest%%:*}
     fd=0
     [ "$rest" != "$fs" ] && fd=${rest#*:}
-    if [ "${RANK-}" = "$fr" ] &&
-        { [ -z "${RZ_FAIL_ONCE-}" ] || mkdir "$d/failed.$fr" 2>/dev/null; }; then
-        nap "$fd"
-        echo "rank $fr fails on $h with status $fs (last words)"
+    me=${RANK-}
+    case $fr in */*) me=$h/${LOCAL_RANK-} ;; esac
+    if [ "$me" = "$fr" ] &&
+        { [ -z "${RZ_FAIL_ONCE-}" ] || mkdir "$d/failed.$(echo "$fr" | tr / _)" 2>/dev/null; }; then
+        if [ "$fd" = all ]; then
+            n=0
+            while [ "$(ls "$d" | grep -c '^rep\.')" -lt "${WORLD_SIZE:-1}" ] && [ $n -lt 600 ]; do
+                nap 0.05
+                n=$((n + 1))
+            done
+        else
+            nap "$fd"
+        fi
+        echo "rank $RANK fails on $h with status $fs (last words)"
         now >"$d/fail.$id"
+        [ "$fs" = KILL ] && kill -KILL $$
         exit "$fs"
     fi
 fi
 
 run=${RZ_RUN:-0}
-[ -n "${RZ_DONE_WORLD-}" ] && [ "${WORLD_SIZE-}" = "$RZ_DONE_WORLD" ] && run=0
+[ -n "${RZ_DONE-}" ] && grep -qE -- "$RZ_DONE" "$d/rep.$id" && run=0
 if [ -n "${RZ_UNTIL-}" ]; then
     # Tenths of a second, at most RZ_RUN s.
     n=$(awk -v s="$run" 'BEGIN { printf "%d", s * 10 }')

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Failure propagation through the control plane (issue 12): three nodes,
+# the same amlrun line on each (c10d rendezvous at n0), two workers per
+# node.  A worker failing on one node stops every node's workers within a
+# second (the workers record when SIGTERM came; the namespaces share one
+# clock), every agent exits with the worker's status, node 0's agent prints
+# one summary naming the rank, its node and host, the status and the
+# worker's last lines, and nothing is left on any node.  A stop signal to
+# one node's agent stops the whole job (no restart, whatever
+# --max-restarts says), every agent exiting 128+signal.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+. "$TOP/tests/amlrun/rdzv.sh"
+rz_setup 3
+EP=$(node_addr n0)
+NODES=(n0 n1 n2)
+
+# start_all PORT [ARGS...]: the same line on every node.
+start_all() {
+    local port=$1 node
+    shift
+    for node in "${NODES[@]}"; do
+        rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 3 \
+            --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+    done
+}
+
+# failure NAME TAG PORT WHO STATUS WANT: worker WHO (HOST/LOCAL_RANK) ends
+# with STATUS once every worker runs; every agent must exit WANT.
+failure() {
+    local name=$1 tag=$2 port=$3 who=$4 status=$5 want=$6
+    local fhost=${who%/*} node
+    rz_case "$tag"
+    export RZ_FAIL="$who:$status:all" RZ_RUN=60
+    start_all "$port"
+    rz_wait
+    rz_expect "$name: every agent exits $want" "$(rz_rcs "${NODES[@]}")" \
+        "$(rz_want_rcs "$want" "${NODES[@]}")"
+    local rec rank nrank t_fail
+    rec=$(rz_reports | grep -E "^host=$fhost rank=[0-9]+ local=${who#*/} ")
+    rank=$(field rank <<<"$rec") nrank=$(field node <<<"$rec")
+    t_fail=$(rz_fail_ms)
+    if [ -z "$rank" ] || [ -z "$t_fail" ]; then
+        fail "$name: the failing worker ran and failed"
+        rz_dump
+        no_leftovers "$name"
+        return
+    fi
+    # Every other worker was stopped with SIGTERM, those of the other nodes
+    # within 1 s of the failure.
+    expect_eq "$name: every other worker got SIGTERM" "$(rz_count term.)" 5
+    for node in "${NODES[@]}"; do
+        [ "$node" = "$fhost" ] && continue
+        local t
+        t=$(rz_term_ms "^term\\.$node\\.")
+        diag "$name: $node's workers stopped $((${t:-0} - t_fail)) ms after the failure, its agent ended after $((${END[$node]} - t_fail)) ms"
+        check "$name: $node's workers stopped within 1 s of the failure ($((${t:-0} - t_fail)) ms)" \
+            test -n "$t" -a $((${t:-0} - t_fail)) -lt 1000
+    done
+    # One summary, on node 0.
+    local err0 sumre
+    err0=$(cat "$RZ_DIR/n0.err")
+    sumre="amlrun: job failed: first failure: rank $rank \\(node $nrank, host ($fhost|10\\.231\\.0\\.1${fhost#n})\\): "
+    if [ "$status" = KILL ]; then sumre+="(exited with status 137|killed by signal 9)"
+    else sumre+="exited with status $status"; fi
+    has "$name: node 0 names rank $rank (node $nrank, host $fhost) and its status" "$err0" "$sumre"
+    expect_eq "$name: node 0 prints one summary" \
+        "$(grep -c 'job failed: first failure' <<<"$err0")" 1
+    has "$name: node 0's summary has the worker's last line" \
+        "$(sed -n '/job failed: first failure/,$p' <<<"$err0")" \
+        "rank $rank fails on $fhost with status $status \\(last words\\)"
+    for node in n1 n2; do
+        diag "$name: $node's stderr: $(grep -c . "$RZ_DIR/$node.err") lines; $(grep -m1 'amlrun' "$RZ_DIR/$node.err")"
+    done
+    no_leftovers "$name"
+}
+
+failure "a worker on n1 exits 7" fail-n1 "$PORT" n1/1 7 7
+failure "a worker on n0 (the host's node) exits 7" fail-n0 $((PORT + 10)) n0/1 7 7
+failure "a worker on n2 is killed by SIGKILL" kill-n2 $((PORT + 20)) n2/0 KILL 137
+
+# stop NAME TAG PORT NODE SIG WANT: SIG to NODE's amlrun once every worker
+# runs; every agent must exit WANT, no worker start again.
+stop() {
+    local name=$1 tag=$2 port=$3 node=$4 sig=$5 want=$6 pid other
+    rz_case "$tag"
+    export RZ_RUN=60 RZ_UNTIL=never
+    start_all "$port" --max-restarts 2
+    if ! rz_wait_files rep. 6 || ! pid=$(rz_agent_pid "$node"); then
+        fail "$name: the job runs"
+        rz_dump
+    else
+        kill -"$sig" "$pid"
+    fi
+    rz_wait
+    rz_expect "$name: every agent exits $want" "$(rz_rcs "${NODES[@]}")" \
+        "$(rz_want_rcs "$want" "${NODES[@]}")"
+    expect_eq "$name: no restart (each worker started once)" "$(rz_count rep.)" 6
+    for other in "${NODES[@]}"; do
+        [ "$other" = "$node" ] && continue
+        expect_eq "$name: $other's workers got SIGTERM" "$(rz_count "term.$other.")" 2
+    done
+    no_leftovers "$name"
+}
+stop "SIGTERM to n1's amlrun" term-n1 $((PORT + 30)) n1 TERM 143
+stop "SIGTERM to n0's amlrun (the host)" term-n0 $((PORT + 40)) n0 TERM 143
+stop "SIGINT to n2's amlrun" int-n2 $((PORT + 50)) n2 INT 130
