@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Elastic jobs, --nnodes MIN:MAX (issue 12), the same amlrun line on each
+# node (c10d rendezvous at n0, one worker per node):
+#  - a node arriving during the last call is part of the first round;
+#  - a node arriving after the job started (fewer than MAX nodes) makes the
+#    job re-form: every worker starts again in a round that includes it,
+#    not counted as a restart (TORCHELASTIC_RESTART_COUNT stays 0), the
+#    nodes that were there keep their order, the newcomer follows;
+#  - a node lost with at least MIN left: the job re-forms with the others;
+#    with fewer than MIN left it ends with 125;
+#  - a node arriving when the job has MAX nodes is refused (exit 2) and the
+#    job goes on.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+. "$TOP/tests/amlrun/rdzv.sh"
+rz_setup 3
+EP=$(node_addr n0)
+
+# node NODE PORT NNODES CONF: one agent of the elastic job.
+node() {
+    rz_start "$1" --rdzv-backend c10d --rdzv-endpoint "$EP:$2" --nnodes "$3" \
+        --nproc-per-node 1 --rdzv-conf "$RZ_FAST,$4" "$RZW"
+}
+worlds() { rz_reports | field world | sort | uniq -c | awk '{ print $2 "x" $1 }' | tr '\n' ' '; }
+
+# Late, but within the last call: n2 a second after n0 and n1.
+rz_case lastcall
+node n0 "$PORT" 2:3 last_call_timeout=2
+node n1 "$PORT" 2:3 last_call_timeout=2
+sleep 1
+node n2 "$PORT" 2:3 last_call_timeout=2
+rz_wait
+name="2:3, n2 a second late (last call 2 s)"
+rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
+expect_eq "$name: one round of 3 workers (world sizes seen)" "$(worlds)" "3x3 "
+rz_check_layout "$name" 3 0
+no_leftovers "$name"
+
+# Late, after the job started with 2 nodes: the job re-forms with 3.  The
+# workers live until they are in a world of 3.
+rz_case reform
+export RZ_RUN=60 RZ_DONE=' world=3 '
+node n0 $((PORT + 10)) 2:3 last_call_timeout=0.5
+node n1 $((PORT + 10)) 2:3 last_call_timeout=0.5
+name="2:3, n2 joins the running job"
+if rz_wait_files rep. 2; then
+    t0=$(now_ms)
+    node n2 $((PORT + 10)) 2:3 last_call_timeout=0.5
+fi
+rz_wait
+diag "$name: agents exit $(rz_rcs n0 n1 n2), $((${END[n0]} - t0)) ms after n2 started; world sizes seen: $(worlds)"
+rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
+expect_eq "$name: the first round ran n0 and n1 (world 2)" \
+    "$(rz_layout ' world=2 ' | cut -d' ' -f1-4)" \
+    "$(printf 'n0 rank=0/2 local=0/1 node=0\nn1 rank=1/2 local=0/1 node=1')"
+expect_eq "$name: their workers were stopped (SIGTERM)" "$(rz_count term.)" 2
+expect_eq "$name: then one round of 3: n0, n1 keep their ranks, n2 follows, restart count 0" \
+    "$(rz_layout ' world=3 ')" "$(rz_want 0 n0:1 n1:1 n2:1)"
+rz_check_layout "$name: the new round" 3 0 ' world=3 '
+diag "$name: MASTER_PORT $(rz_reports | grep ' world=2 ' | field port | sort -u) then $(rz_reports | grep ' world=3 ' | field port | sort -u)"
+no_leftovers "$name"
+
+# Lost with MIN left: n2 killed, the job re-forms with n0 and n1.
+rz_case shrink
+export RZ_RUN=60 RZ_DONE=' world=2 '
+for n in n0 n1 n2; do node $n $((PORT + 20)) 2:3 last_call_timeout=2; done
+name="2:3, n2 killed"
+if rz_wait_files rep. 3; then
+    t0=$(now_ms)
+    netns_kill_all "$CLUSTER-n2"
+fi
+rz_wait
+diag "$name: n0 ended $((${END[n0]} - t0)) ms after the kill; world sizes seen: $(worlds)"
+rz_expect "$name: n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "$name: a round of 3, then n0 and n1 again in a round of 2, restart count 0" \
+    "$(rz_layout ' world=2 ')" "$(rz_want 0 n0:1 n1:1)"
+expect_eq "$name: the round of 3's workers on n0 and n1 were stopped" \
+    "$(rz_count term.n0.) $(rz_count term.n1.)" "1 1"
+no_leftovers "$name"
+
+# Lost with fewer than MIN left: the job ends with 125.
+rz_case under
+export RZ_RUN=60 RZ_UNTIL=never
+node n0 $((PORT + 30)) 2:3 last_call_timeout=1
+node n1 $((PORT + 30)) 2:3 last_call_timeout=1
+name="2:3 with 2 nodes, n1 killed"
+if rz_wait_files rep. 2; then
+    t0=$(now_ms)
+    netns_kill_all "$CLUSTER-n1"
+fi
+rz_wait
+rz_expect "$name: n0 exits 125" "${RC[n0]}" 125
+check "$name: within the dead time ($((${END[n0]} - t0)) ms)" test $((${END[n0]} - t0)) -lt $((RZ_DEAD_MS + 2000))
+expect_eq "$name: n0's worker was stopped" "$(rz_count term.n0.)" 1
+no_leftovers "$name"
+
+# A node beyond MAX: refused, the job goes on.
+rz_case full
+export RZ_RUN=60 RZ_UNTIL=release
+node n0 $((PORT + 40)) 1:2 last_call_timeout=2
+node n1 $((PORT + 40)) 1:2 last_call_timeout=2
+name="1:2 with 2 nodes running, n2 joins"
+if rz_wait_files rep. 2; then
+    t0=$(now_ms)
+    node n2 $((PORT + 40)) 1:2 last_call_timeout=2
+    rz_wait n2
+    rz_expect "$name: n2 is refused (2)" "${RC[n2]}" 2
+    diag "$name: refused after $((${END[n2]} - t0)) ms: $(head -n 3 "$RZ_DIR/n2.err")"
+    has "$name: n2 says the job is full" "$(cat "$RZ_DIR/n2.err")" 'full'
+    sleep 0.5
+    touch "$RZ_DIR/release"
+fi
+rz_wait
+rz_expect "$name: the job goes on, n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "$name: its workers ran once, no worker on n2" "$(rz_layout | cut -d' ' -f1-2 | tr '\n' ' ')" \
+    "n0 rank=0/2 n1 rank=1/2 "
+no_leftovers "$name"

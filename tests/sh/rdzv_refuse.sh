@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Agents that do not belong to the job (issue 12): while a two-node job
+# runs (c10d rendezvous at n0, AMLDIST_JOB_TOKEN and --rdzv-id given), an
+# agent on n2 with another token, another --rdzv-id, another --nnodes,
+# another --max-restarts, or the very same line (the job is full) is
+# refused: it exits 2 with a message naming why and starts no worker, and
+# the job goes on unaffected.  Agents that find no host, or too few nodes,
+# within the join timeout give up (125) instead of hanging.
+. "$(dirname "$0")/../lib.sh"
+. "$TOP/tests/multinode.sh"
+. "$TOP/tests/amlrun/rdzv.sh"
+rz_setup 3
+EP=$(node_addr n0)
+TOKEN=rz-token-$PORT
+
+# agent NODE ARGS...: an agent of the job, ARGS changing or adding options.
+agent() {
+    local node=$1
+    shift
+    rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$PORT" --rdzv-id real --nnodes 2 \
+        --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+}
+
+rz_case refuse
+export RZ_RUN=60 RZ_UNTIL=release
+AMLDIST_JOB_TOKEN=$TOKEN agent n0
+AMLDIST_JOB_TOKEN=$TOKEN agent n1
+if ! rz_wait_files rep. 4; then
+    fail "the job runs on n0 and n1"
+    rz_dump
+fi
+
+# refused NAME ERE TOKEN RUN-ID NNODES [ARGS...]: an agent on n2 with
+# these settings, waited for.
+refused() {
+    local name=$1 ere=$2 token=$3 id=$4 nn=$5 t0 err rc end
+    shift 5
+    t0=$(now_ms)
+    rc=0
+    AMLDIST_JOB_TOKEN=$token on n2 $T "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint "$EP:$PORT" \
+        --rdzv-id "$id" --nnodes "$nn" --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW" \
+        >"$RZ_DIR/n2.out" 2>"$RZ_DIR/n2.err" || rc=$?
+    end=$(now_ms)
+    err=$(cat "$RZ_DIR/n2.err")
+    diag "$name: exit $rc after $((end - t0)) ms: $(head -n 2 <<<"$err" | tr '\n' ' ')"
+    expect_eq "$name: refused (exit 2)" "$rc" 2
+    has "$name: the message says why" "$err" "$ere"
+    expect_eq "$name: no worker started on n2" "$(rz_count rep.n2.)" 0
+}
+refused "another AMLDIST_JOB_TOKEN" '[Tt]oken' another-token real 2
+refused "another --rdzv-id" 'run.?id|rdzv.?id' "$TOKEN" other 2
+refused "another --nnodes" 'nnodes|nodes' "$TOKEN" real 3
+refused "another --max-restarts" 'restarts' "$TOKEN" real 2 --max-restarts 3
+refused "a third node in a job of 2 (the same line)" 'full' "$TOKEN" real 2
+
+touch "$RZ_DIR/release"
+rz_wait n0 n1
+name="the job beside the refused agents"
+rz_expect "$name: n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "$name: its workers ran once, undisturbed" \
+    "$(rz_count rep.) $(rz_count term.)" "4 0"
+rz_check_layout "$name" 2 0
+no_leftovers "refused agents"
+
+# No host: an agent on n1 whose endpoint nobody listens on gives up at the
+# join timeout with 125.
+rz_case nohost
+rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+    --nproc-per-node 1 --rdzv-conf join_timeout=2 "$RZW"
+t0=$(now_ms)
+rz_wait
+rz_expect "no host within join_timeout=2: exit 125" "${RC[n1]}" 125
+check "no host within join_timeout=2: gives up after about 2 s ($((${END[n1]} - t0)) ms)" \
+    test $((${END[n1]} - t0)) -ge 1500 -a $((${END[n1]} - t0)) -lt 8000
+expect_eq "no host: no worker started" "$(rz_count rep.)" 0
+no_leftovers "no host"
+
+# Too few nodes: the host's agent alone in a job of 2.
+rz_case alone
+rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 20))" --nnodes 2 \
+    --nproc-per-node 1 --rdzv-conf join_timeout=2 "$RZW"
+t0=$(now_ms)
+rz_wait
+diag "host alone in a job of 2: exit ${RC[n0]} after $((${END[n0]} - t0)) ms: $(head -n 2 "$RZ_DIR/n0.err" | tr '\n' ' ')"
+check "host alone in a job of 2, join_timeout=2: gives up (${RC[n0]}), not at the test's timeout" \
+    test "${RC[n0]}" != 0 -a "${RC[n0]}" != 124 -a $((${END[n0]} - t0)) -lt 8000
+expect_eq "host alone: no worker started" "$(rz_count rep.)" 0
+no_leftovers "host alone"
