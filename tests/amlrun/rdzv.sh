@@ -125,13 +125,14 @@ has() {
     else fail "$1"; diag "no /$3/ in:"; sed 's/^/#   /' <<<"$2" | tail -n 20; fi
 }
 
-# The amlrun of NODE: its first worker's parent, or the first amlrun above.
+# The amlrun of NODE: the process named amlrun that `timeout` started
+# there (its workers may live in a PID namespace of their own).
 rz_agent_pid() {
-    local p n=0
-    p=$(rz_reports | grep "^host=$1 " | head -n 1 | field ppid)
-    while [ -n "$p" ] && [ "$p" -gt 1 ] && ((n++ < 5)); do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = amlrun ] && { echo "$p"; return 0; }
-        p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)
+    local p pp
+    for p in $(netns_pids "$CLUSTER-$1"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = amlrun ] || continue
+        pp=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)
+        [ "$(cat "/proc/$pp/comm" 2>/dev/null)" = timeout ] && { echo "$p"; return 0; }
     done
     return 1
 }

@@ -1,11 +1,13 @@
 #!/bin/sh
 # The worker of the control-plane tests (tests/sh/rdzv_*.sh).  Every start
 # leaves a record file in $RZ_DIR (shared by all the namespace nodes):
-#   rep.<host>.<rank>.<pid>   one line of key=value: what torchrun's variables
+#   rep.<host>.<rank>.<id>    one line of key=value: what torchrun's variables
 #                             said (written whole, then renamed into place)
-#   term.<host>.<rank>.<pid>  when SIGTERM came (date +%s%N; every node
+#   term.<host>.<rank>.<id>   when SIGTERM came (date +%s%N; every node
 #                             shares the one clock)
-#   fail.<host>.<rank>.<pid>  when this worker failed on purpose
+#   fail.<host>.<rank>.<id>   when this worker failed on purpose
+# (<id>: its start time in ns; amlrun may give the workers a PID namespace
+# of their own, where every round's pids are the same)
 # then prints "rank R runs on HOST" and behaves as told:
 #   RZ_FAIL=WHO:STATUS[:DELAY]   that worker (WHO: its RANK, or HOST/LOCAL_RANK)
 #                                exits STATUS (KILL: SIGKILLs itself) after
@@ -19,8 +21,8 @@
 # A SIGTERM records its time and ends the worker (status 143) at once.
 d=${RZ_DIR:?RZ_DIR not set}
 h=$(hostname)
-id=$h.${RANK-x}.$$
 now() { date +%s%N; }
+id=$h.${RANK-x}.$(now)
 sp=
 trap 'now >"$d/term.$id"; [ -n "$sp" ] && kill "$sp" 2>/dev/null; exit 143' TERM
 # nap SEC: a sleep that SIGTERM interrupts at once.

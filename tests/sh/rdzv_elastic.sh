@@ -9,7 +9,8 @@
 #  - a node lost with at least MIN left: the job re-forms with the others;
 #    with fewer than MIN left it ends with 125;
 #  - a node arriving when the job has MAX nodes is refused (exit 2) and the
-#    job goes on.
+#    job goes on;
+#  - a node declared dead (frozen) is not let back in when it thaws.
 . "$(dirname "$0")/../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -114,4 +115,37 @@ rz_wait
 rz_expect "$name: the job goes on, n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
 expect_eq "$name: its workers ran once, no worker on n2" "$(rz_layout | cut -d' ' -f1-2 | tr '\n' ' ')" \
     "n0 rank=0/2 n1 rank=1/2 "
+no_leftovers "$name"
+
+# A node frozen (SIGSTOP) in a job of 3, 2:3: declared dead, the job
+# re-forms with n0 and n1; thawed, n2 is stale: it must not take part
+# again (refused, 2, or finding its host connection gone, 125), it stops
+# its worker, and the job goes on.
+rz_case stale
+export RZ_RUN=60 RZ_UNTIL=release
+for n in n0 n1 n2; do node $n $((PORT + 50)) 2:3 last_call_timeout=2; done
+name="2:3, n2 frozen then thawed"
+if rz_wait_files rep. 3; then
+    # shellcheck disable=SC2046
+    kill -STOP $(netns_pids "$CLUSTER-n2")
+    if rz_wait_files rep. 5; then
+        # shellcheck disable=SC2046
+        kill -CONT $(netns_pids "$CLUSTER-n2")
+        rz_wait n2
+        diag "$name: n2 exits ${RC[n2]}: $(grep -m 2 amlrun "$RZ_DIR/n2.err" | tr '\n' ' ')"
+        check "$name: n2 exits 2 (stale) or 125 (${RC[n2]})" test "${RC[n2]}" = 2 -o "${RC[n2]}" = 125
+        expect_eq "$name: n2's worker was stopped" "$(rz_count term.n2.)" 1
+        sleep 0.5
+    else
+        fail "$name: the job re-forms with n0 and n1"
+        # shellcheck disable=SC2046
+        kill -CONT $(netns_pids "$CLUSTER-n2")
+    fi
+fi
+touch "$RZ_DIR/release"
+rz_wait
+rz_expect "$name: n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "$name: rounds of 3 then 2, no worker of n2 after the first" "$(worlds)" "2x2 3x3 "
+expect_eq "$name: the round of 2 is n0 and n1, restart count 0" \
+    "$(rz_layout ' world=2 ')" "$(rz_want 0 n0:1 n1:1)"
 no_leftovers "$name"
