@@ -39,6 +39,7 @@ others_lost() {
     local name=$1 t0=$2 lost=$3 node
     shift 3
     rz_wait "$@"
+    diag "$name: $lost lost; the others exit $(rz_rcs "$@")"
     rz_expect "$name: the other agents exit 125" "$(rz_rcs "$@")" "$(rz_want_rcs 125 "$@")"
     for node in "$@"; do
         diag "$name: $node's agent ended $((${END[$node]} - t0)) ms after"
