@@ -24,7 +24,7 @@ h=$(hostname)
 now() { date +%s%N; }
 id=$h.${RANK-x}.$(now)
 sp=
-trap 'now >"$d/term.$id"; [ -n "$sp" ] && kill "$sp" 2>/dev/null; exit 143' TERM
+trap 'now >"$d/term.$id"; exec 2>/dev/null; [ -n "$sp" ] && kill "$sp"; exit 143' TERM
 # nap SEC: a sleep that SIGTERM interrupts at once.
 nap() { sleep "$1" & sp=$!; wait "$sp"; sp=; }
 
