@@ -76,12 +76,12 @@ no_leftovers "n0 (the host's node) killed"
 if start_all stop-n1 $((PORT + 20)); then
     t0=$(now_ms)
     # shellcheck disable=SC2046
-    kill -STOP $(netns_pids "$CLUSTER-n1")
+    kill -STOP $(netns_pids "$CLUSTER-n1") 2>/dev/null
     others_lost "n1 frozen (SIGSTOP)" "$t0" n1 n0 n2
     has "n1 frozen: node 0 says which node was lost" "$(cat "$RZ_DIR/n0.err")" \
         'lost.*(node 1|n1|10\.231\.0\.11)|(node 1|n1|10\.231\.0\.11).*(lost|dead|heartbeat)'
     # shellcheck disable=SC2046
-    kill -CONT $(netns_pids "$CLUSTER-n1")
+    kill -CONT $(netns_pids "$CLUSTER-n1") 2>/dev/null
     rz_wait n1
     # The spec does not say whether a thawed agent finds the host gone (lost
     # host: 125) or is told it is stale (refused: 2).
