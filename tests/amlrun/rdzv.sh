@@ -238,3 +238,27 @@ rz_wait_conn() {
         sleep 0.05
     done
 }
+
+# rz_summary NAME RANK NODE HOST STATUS: node 0's agent printed one summary
+# of the job's failure naming the rank and its node, its host, the status
+# (KILL: killed by SIGKILL) and the worker's last line (as rdzv_worker.sh
+# words it); and its first line as the spec words it.
+rz_summary() {
+    local name=$1 rank=$2 nrank=$3 fhost=$4 status=$5 err0 summary addr stre spec
+    err0=$(cat "$RZ_DIR/n0.err")
+    summary=$(sed -n '/job failed/,$p' <<<"$err0")
+    addr="10\\.231\\.0\\.1${fhost#n}"
+    stre="status $status"
+    [ "$status" = KILL ] && stre="status 137|signal 9"
+    expect_eq "$name: node 0 prints one summary" "$(grep -c 'job failed' <<<"$err0")" 1
+    has "$name: the summary names rank $rank and node $nrank" "$summary" \
+        "rank $rank\\b.*node $nrank\\b|node $nrank\\b.*rank $rank\\b"
+    has "$name: the summary names the host ($fhost)" "$summary" "host ($fhost|$addr)\\b"
+    has "$name: the summary names the status ($stre)" "$summary" "$stre"
+    has "$name: the summary has the worker's last line" "$summary" \
+        "rank $rank fails on $fhost with status $status \\(last words\\)"
+    spec="amlrun: job failed: first failure: rank $rank \\(node $nrank, host ($fhost|$addr)\\): "
+    if [ "$status" = KILL ]; then spec+="(exited with status 137|killed by signal 9)"
+    else spec+="exited with status $status"; fi
+    has "$name: the summary's first line as the spec words it" "$err0" "$spec"
+}

@@ -57,26 +57,7 @@ failure() {
         check "$name: $node's workers stopped within 1 s of the failure ($((${t:-0} - t_fail)) ms)" \
             test -n "$t" -a $((${t:-0} - t_fail)) -lt 1000
     done
-    # One summary, on node 0, naming the rank, its node and host, the status
-    # and the worker's last lines.
-    local err0 summary addr stre
-    err0=$(cat "$RZ_DIR/n0.err")
-    summary=$(sed -n '/job failed/,$p' <<<"$err0")
-    addr="10\\.231\\.0\\.1${fhost#n}"
-    stre="status $status"
-    [ "$status" = KILL ] && stre="status 137|signal 9"
-    expect_eq "$name: node 0 prints one summary" "$(grep -c 'job failed' <<<"$err0")" 1
-    has "$name: the summary names rank $rank and node $nrank" "$summary" \
-        "rank $rank\\b.*node $nrank\\b|node $nrank\\b.*rank $rank\\b"
-    has "$name: the summary names the host ($fhost)" "$summary" "host ($fhost|$addr)\\b"
-    has "$name: the summary names the status ($stre)" "$summary" "$stre"
-    has "$name: the summary has the worker's last line" "$summary" \
-        "rank $rank fails on $fhost with status $status \\(last words\\)"
-    # The spec's wording of the summary's first line.
-    local spec="amlrun: job failed: first failure: rank $rank \\(node $nrank, host ($fhost|$addr)\\): "
-    if [ "$status" = KILL ]; then spec+="(exited with status 137|killed by signal 9)"
-    else spec+="exited with status $status"; fi
-    has "$name: the summary's first line as the spec words it" "$err0" "$spec"
+    rz_summary "$name" "$rank" "$nrank" "$fhost" "$status"
     for node in n1 n2; do
         diag "$name: $node's stderr: $(grep -c . "$RZ_DIR/$node.err") lines; $(grep -m1 'amlrun' "$RZ_DIR/$node.err")"
     done
