@@ -127,10 +127,10 @@ for n in n0 n1 n2; do node $n $((PORT + 50)) 2:3 last_call_timeout=2; done
 name="2:3, n2 frozen then thawed"
 if rz_wait_files rep. 3; then
     # shellcheck disable=SC2046
-    kill -STOP $(netns_pids "$CLUSTER-n2")
+    kill -STOP $(netns_pids "$CLUSTER-n2") 2>/dev/null
     if rz_wait_files rep. 5; then
         # shellcheck disable=SC2046
-        kill -CONT $(netns_pids "$CLUSTER-n2")
+        kill -CONT $(netns_pids "$CLUSTER-n2") 2>/dev/null
         rz_wait n2
         diag "$name: n2 exits ${RC[n2]}: $(grep -m 2 amlrun "$RZ_DIR/n2.err" | tr '\n' ' ')"
         check "$name: n2 exits 2 (stale) or 125 (${RC[n2]})" test "${RC[n2]}" = 2 -o "${RC[n2]}" = 125
@@ -139,7 +139,7 @@ if rz_wait_files rep. 3; then
     else
         fail "$name: the job re-forms with n0 and n1"
         # shellcheck disable=SC2046
-        kill -CONT $(netns_pids "$CLUSTER-n2")
+        kill -CONT $(netns_pids "$CLUSTER-n2") 2>/dev/null
     fi
 fi
 touch "$RZ_DIR/release"
