@@ -94,21 +94,21 @@ static() {
 for counts in "1 2" "2 1"; do
     set -- $counts
     rz_case "static-$1$2"
-    static $((PORT + 20 + 3 * $1)) "$1" "$2"
+    static $((PORT + 20 + 4 * $1)) "$1" "$2"
     name="static (--node-rank), $1 and $2 workers"
     rz_expect "$name: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
     expect_eq "$name: torchrun's numbering" "$(rz_layout)" "$(rz_want 0 n0:"$1" n1:"$2")"
     expect_eq "$name: MASTER_ADDR:PORT as given" \
-        "$(rz_reports | awk '{ print $11, $12 }' | sort -u)" "addr=n0 port=$((PORT + 20 + 3 * $1))"
+        "$(rz_reports | awk '{ print $11, $12 }' | sort -u)" "addr=n0 port=$((PORT + 20 + 4 * $1))"
     no_leftovers "$name"
 done
 
 # The static rendezvous with node 1 started first, node 0 late.
 rz_case static-late
-rz_start n1 --nnodes 2 --node-rank 1 --master-addr n0 --master-port $((PORT + 28)) \
+rz_start n1 --nnodes 2 --node-rank 1 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 2 "$RZW"
 sleep 1
-rz_start n0 --nnodes 2 --node-rank 0 --master-addr n0 --master-port $((PORT + 28)) \
+rz_start n0 --nnodes 2 --node-rank 0 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 1 "$RZW"
 rz_wait
 rz_expect "static, node 0 late: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
