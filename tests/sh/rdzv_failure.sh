@@ -15,13 +15,20 @@ rz_setup 3
 EP=$(node_addr n0)
 NODES=(n0 n1 n2)
 
-# start_all PORT [ARGS...]: the same line on every node.
+# start_all PORT [ARGS...]: the same line on every node (c10d), or with
+# STATIC=1 the static rendezvous (--node-rank, MASTER_ADDR:PORT).
+STATIC=0
 start_all() {
     local port=$1 node
     shift
     for node in "${NODES[@]}"; do
-        rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 3 \
-            --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+        if [ "$STATIC" = 1 ]; then
+            rz_start "$node" --nnodes ${#NODES[@]} --node-rank "${node#n}" --master-addr n0 \
+                --master-port "$port" --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+        else
+            rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" \
+                --nnodes ${#NODES[@]} --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+        fi
     done
 }
 
@@ -48,7 +55,7 @@ failure() {
     fi
     # Every other worker was stopped with SIGTERM, those of the other nodes
     # within 1 s of the failure.
-    expect_eq "$name: every other worker got SIGTERM" "$(rz_count term.)" 5
+    expect_eq "$name: every other worker got SIGTERM" "$(rz_count term.)" $((2 * ${#NODES[@]} - 1))
     for node in "${NODES[@]}"; do
         [ "$node" = "$fhost" ] && continue
         local t
@@ -58,7 +65,7 @@ failure() {
             test -n "$t" -a $((${t:-0} - t_fail)) -lt 1000
     done
     rz_summary "$name" "$rank" "$nrank" "$fhost" "$status"
-    for node in n1 n2; do
+    for node in "${NODES[@]:1}"; do
         diag "$name: $node's stderr: $(grep -c . "$RZ_DIR/$node.err") lines; $(grep -m1 'amlrun' "$RZ_DIR/$node.err")"
     done
     no_leftovers "$name"
@@ -67,6 +74,11 @@ failure() {
 failure "a worker on n1 exits 7" fail-n1 "$PORT" n1/1 7 7
 failure "a worker on n0 (the host's node) exits 7" fail-n0 $((PORT + 10)) n0/1 7 7
 failure "a worker on n2 is killed by SIGKILL" kill-n2 $((PORT + 20)) n2/0 KILL 137
+
+# The static rendezvous (--node-rank, two nodes) has the same control plane.
+NODES=(n0 n1) STATIC=1
+failure "static, a worker on n1 exits 7" static-n1 $((PORT + 60)) n1/0 7 7
+NODES=(n0 n1 n2) STATIC=0
 
 # stop NAME TAG PORT NODE SIG WANT: SIG to NODE's amlrun once every worker
 # runs; every agent must exit WANT, no worker start again.
