@@ -27,7 +27,7 @@ rz_case() {
     rm -rf "$RZ_DIR"
     mkdir -p "$RZ_DIR"
     export RZ_DIR
-    unset RZ_FAIL RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE
+    unset RZ_FAIL RZ_FAIL2 RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE RZ_STUBBORN
     RZPID=() RC=() END=()
 }
 

@@ -14,6 +14,8 @@
 #                                DELAY s (all: once every worker of the
 #                                round has its record)
 #   RZ_FAIL_ONCE=1               ... only the first time (a marker in RZ_DIR)
+#   RZ_FAIL2=WHO:STATUS[:DELAY]  a second one, the same way
+#   RZ_STUBBORN=HOST/LOCAL_RANK  that worker records SIGTERM but lives on
 #   RZ_RUN=SEC                   then live SEC s (default 0)
 #   RZ_UNTIL=NAME                ... or until $RZ_DIR/NAME exists
 #   RZ_DONE=ERE                  ... or not at all when the record matches
@@ -36,35 +38,50 @@ printf 'host=%s rank=%s local=%s lws=%s node=%s group=%s gws=%s world=%s role_ra
 mv "$d/.rep.$id" "$d/rep.$id"
 echo "rank ${RANK-} runs on $h"
 
-if [ -n "${RZ_FAIL-}" ]; then
-    fr=${RZ_FAIL%%:*}
-    rest=${RZ_FAIL#*:}
+# fail_as SPEC: end as SPEC (WHO:STATUS[:DELAY]) says, if this worker is WHO.
+fail_as() {
+    fr=${1%%:*}
+    rest=${1#*:}
     fs=${rest%%:*}
     fd=0
     [ "$rest" != "$fs" ] && fd=${rest#*:}
     me=${RANK-}
     case $fr in */*) me=$h/${LOCAL_RANK-} ;; esac
-    if [ "$me" = "$fr" ] &&
-        { [ -z "${RZ_FAIL_ONCE-}" ] || mkdir "$d/failed.$(echo "$fr" | tr / _)" 2>/dev/null; }; then
-        if [ "$fd" = all ]; then
-            n=0
-            while [ "$(ls "$d" | grep -c '^rep\.')" -lt "${WORLD_SIZE:-1}" ] && [ $n -lt 600 ]; do
-                nap 0.05
-                n=$((n + 1))
-            done
-        else
-            nap "$fd"
-        fi
-        echo "rank $RANK fails on $h with status $fs (last words)"
-        now >"$d/fail.$id"
-        [ "$fs" = KILL ] && kill -KILL $$
-        exit "$fs"
+    [ "$me" = "$fr" ] || return 0
+    if [ -n "${RZ_FAIL_ONCE-}" ] && ! mkdir "$d/failed.$(echo "$fr" | tr / _)" 2>/dev/null; then
+        return 0
     fi
+    if [ "$fd" = all ]; then
+        n=0
+        while [ "$(ls "$d" | grep -c '^rep\.')" -lt "${WORLD_SIZE:-1}" ] && [ $n -lt 600 ]; do
+            nap 0.05
+            n=$((n + 1))
+        done
+    else
+        nap "$fd"
+    fi
+    echo "rank $RANK fails on $h with status $fs (last words)"
+    now >"$d/fail.$id"
+    [ "$fs" = KILL ] && kill -KILL $$
+    exit "$fs"
+}
+[ -n "${RZ_FAIL-}" ] && fail_as "$RZ_FAIL"
+[ -n "${RZ_FAIL2-}" ] && fail_as "$RZ_FAIL2"
+
+stubborn=0
+if [ "${RZ_STUBBORN-}" = "$h/${LOCAL_RANK-}" ]; then
+    stubborn=1
+    trap 'now >"$d/term.$id"' TERM
+    exec 2>/dev/null
 fi
 
 run=${RZ_RUN:-0}
 [ -n "${RZ_DONE-}" ] && grep -qE -- "$RZ_DONE" "$d/rep.$id" && run=0
-if [ -n "${RZ_UNTIL-}" ]; then
+if [ $stubborn = 1 ]; then
+    # Only SIGKILL ends it (at most RZ_RUN s).
+    end=$(($(date +%s) + ${run%.*} + 1))
+    while [ "$(date +%s)" -lt "$end" ]; do nap 0.1; done
+elif [ -n "${RZ_UNTIL-}" ]; then
     # Tenths of a second, at most RZ_RUN s.
     n=$(awk -v s="$run" 'BEGIN { printf "%d", s * 10 }')
     while [ "$n" -gt 0 ] && [ ! -e "$d/$RZ_UNTIL" ]; do

@@ -75,6 +75,50 @@ failure "a worker on n1 exits 7" fail-n1 "$PORT" n1/1 7 7
 failure "a worker on n0 (the host's node) exits 7" fail-n0 $((PORT + 10)) n0/1 7 7
 failure "a worker on n2 is killed by SIGKILL" kill-n2 $((PORT + 20)) n2/0 KILL 137
 
+# Two workers fail at once on two nodes (3 on n1, 5 on n2): one of them is
+# the job's first failure, and every agent exits with its status.
+rz_case two
+export RZ_FAIL=n1/0:3:all RZ_FAIL2=n2/0:5:all RZ_RUN=60
+start_all $((PORT + 70))
+rz_wait
+name="workers on n1 and n2 fail at once (3 and 5)"
+diag "$name: agents exit $(rz_rcs "${NODES[@]}")"
+check "$name: every agent exits with the same status, 3 or 5 ($(rz_rcs "${NODES[@]}"))" \
+    test "${RC[n0]}" = "${RC[n1]}" -a "${RC[n1]}" = "${RC[n2]}" -a \( "${RC[n0]}" = 3 -o "${RC[n0]}" = 5 \)
+expect_eq "$name: node 0 prints one summary" "$(grep -c 'job failed' "$RZ_DIR/n0.err")" 1
+has "$name: the summary names the status the agents exit with" "$(sed -n '/job failed/,$p' "$RZ_DIR/n0.err")" \
+    "status ${RC[n0]}\\b"
+no_leftovers "$name"
+
+# Every worker of n0 has ended well when a worker of n1 fails (a second
+# after it started): n0's agent still learns of it, exits 7 and prints
+# the summary.
+rz_case late-fail
+export RZ_FAIL=n1/1:7:1
+start_all $((PORT + 80))
+rz_wait
+name="n0's workers done, then a worker on n1 exits 7"
+rz_expect "$name: every agent exits 7" "$(rz_rcs "${NODES[@]}")" "$(rz_want_rcs 7 "${NODES[@]}")"
+rec=$(rz_reports | grep -E "^host=n1 rank=[0-9]+ local=1 ")
+[ -n "$rec" ] && rz_summary "$name" "$(field rank <<<"$rec")" "$(field node <<<"$rec")" n1 7
+no_leftovers "$name"
+
+# A worker on n0 ignores SIGTERM: its agent SIGKILLs it after
+# --term-timeout 2; every agent still exits 7.
+rz_case stubborn
+export RZ_FAIL=n1/1:7:all RZ_RUN=30 RZ_STUBBORN=n0/0
+start_all $((PORT + 90)) --term-timeout 2
+rz_wait
+name="a worker on n1 exits 7, one on n0 ignores SIGTERM (--term-timeout 2)"
+rz_expect "$name: every agent exits 7" "$(rz_rcs "${NODES[@]}")" "$(rz_want_rcs 7 "${NODES[@]}")"
+t_fail=$(rz_fail_ms)
+t_term=$(rz_term_ms '^term\.n0\.')
+diag "$name: n0's workers had SIGTERM $((${t_term:-0} - ${t_fail:-0})) ms after the failure, n0's agent ended after $((${END[n0]} - ${t_fail:-0})) ms, n2's after $((${END[n2]} - ${t_fail:-0})) ms"
+check "$name: n0's workers had SIGTERM within 1 s" test -n "$t_term" -a $((${t_term:-0} - ${t_fail:-0})) -lt 1000
+check "$name: n0's agent ended after the 2 s grace, not much later ($((${END[n0]} - ${t_fail:-0})) ms)" \
+    test $((${END[n0]} - ${t_fail:-0})) -ge 1900 -a $((${END[n0]} - ${t_fail:-0})) -lt 6000
+no_leftovers "$name"
+
 # The static rendezvous (--node-rank, two nodes) has the same control plane.
 NODES=(n0 n1) STATIC=1
 failure "static, a worker on n1 exits 7" static-n1 $((PORT + 60)) n1/0 7 7

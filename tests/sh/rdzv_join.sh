@@ -68,3 +68,17 @@ no_leftovers "4 nodes x 2"
 job "--nnodes 3:3" threethree $((PORT + 50)) 3:3 1 n2 n1 n0
 rz_check_layout "--nnodes 3:3" 3 0
 no_leftovers "--nnodes 3:3"
+
+# Node 0's workers end at once, n1's after 2 s: the host's agent stays for
+# the rest of the job, and both exit 0.
+rz_case host-first
+rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 60))" --nnodes 2 \
+    --nproc-per-node 2 "$RZW"
+RZ_RUN=2 rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 60))" --nnodes 2 \
+    --nproc-per-node 2 "$RZW"
+rz_wait
+rz_expect "node 0's workers done first: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "node 0's workers done first: n1's workers ran to their end" "$(rz_count rep.) $(rz_count term.)" "4 0"
+check "node 0's workers done first: n0's agent waited for n1's ($((${END[n0]} - ${END[n1]})) ms)" \
+    test "${END[n0]}" -ge $((${END[n1]} - 500))
+no_leftovers "node 0's workers done first"

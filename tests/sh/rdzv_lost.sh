@@ -105,3 +105,23 @@ fi
 ip link set "$CLUSTER-v1" up
 rz_wait
 no_leftovers "n1's link down"
+
+# A fixed-size job with restarts left: a lost node still ends the job (no
+# restart: a restart needs every node).
+rz_case kill-restarts
+export RZ_RUN=60 RZ_UNTIL=never
+for node in "${NODES[@]}"; do
+    rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 40))" --nnodes 3 \
+        --nproc-per-node 2 --max-restarts 2 --rdzv-conf "$RZ_FAST" "$RZW"
+done
+if rz_wait_files rep. 6; then
+    t0=$(now_ms)
+    netns_kill_all "$CLUSTER-n2"
+    others_lost "n2 killed, --max-restarts 2" "$t0" n2 n0 n1
+    expect_eq "n2 killed, --max-restarts 2: no restart" "$(rz_count rep.)" 6
+else
+    fail "n2 killed, --max-restarts 2: the job runs"
+    rz_dump
+fi
+rz_wait
+no_leftovers "n2 killed, --max-restarts 2"

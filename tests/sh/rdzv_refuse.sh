@@ -86,3 +86,24 @@ check "host alone in a job of 2, join_timeout=2: gives up (${RC[n0]}), not at th
     test "${RC[n0]}" != 0 -a "${RC[n0]}" != 124 -a $((${END[n0]} - t0)) -lt 8000
 expect_eq "host alone: no worker started" "$(rz_count rep.)" 0
 no_leftovers "host alone"
+
+# A stop signal while waiting for the round: the agent gives up at once.
+waiting_stop() {
+    local name=$1 node=$2 port=$3 pid t0
+    rz_case "wait-$node"
+    rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 2 \
+        --nproc-per-node 1 --rdzv-conf join_timeout=60 "$RZW"
+    if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else sleep 1; fi
+    if ! pid=$(rz_agent_pid "$node"); then
+        fail "$name: the agent waits"
+    else
+        t0=$(now_ms)
+        kill -TERM "$pid"
+    fi
+    rz_wait
+    rz_expect "$name: SIGTERM, exit 143" "${RC[$node]}" 143
+    check "$name: at once ($((${END[$node]} - ${t0:-0})) ms)" test $((${END[$node]} - ${t0:-0})) -lt 3000
+    no_leftovers "$name"
+}
+waiting_stop "the host's agent waiting for the other node" n0 $((PORT + 30))
+waiting_stop "an agent waiting for the host" n1 $((PORT + 40))
