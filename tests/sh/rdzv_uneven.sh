@@ -115,6 +115,32 @@ rz_expect "static, node 0 late: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
 expect_eq "static, node 0 late: torchrun's numbering" "$(rz_layout)" "$(rz_want 0 n0:1 n1:2)"
 no_leftovers "static, node 0 late"
 
+# Under mpirun, one amlrun per node (1 worker on n0, 2 on n1), c10d at n0:
+# mpirun's rank orders the nodes, also when its rank 0 is on n1 (mpirun
+# started there, --host n1,n0); MASTER_ADDR is then n1's address.
+cat >"$TEST_TMP/pernode.sh" <<PERNODE
+#!/bin/sh
+n=2; [ "\$(hostname)" = n0 ] && n=1
+exec "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint \$EP --nnodes 2 --nproc-per-node \$n "$RZW"
+PERNODE
+chmod +x "$TEST_TMP/pernode.sh"
+for first in n0 n1; do
+    name="mpirun per node from $first (--host $first,...), 1 and 2 workers"
+    rz_case "mpirun-$first"
+    hosts=n0,n1 want=(n0:1 n1:2)
+    [ "$first" = n1 ] && hosts=n1,n0 want=(n1:2 n0:1)
+    rc=0
+    on "$first" $T $MPIRUN -x RZ_DIR -x EP="$EP:$((PORT + 50 + ${first#n}))" --host "$hosts" \
+        --npernode 1 --bind-to none "$TEST_TMP/pernode.sh" >"$RZ_DIR/mpirun.out" 2>&1 || rc=$?
+    expect_eq "$name: mpirun exits 0" "$rc" 0
+    [ "$rc" = 0 ] || tail -n 20 "$RZ_DIR/mpirun.out" | sed 's/^/#   /'
+    expect_eq "$name: mpirun's rank 0 ($first) is node 0, torchrun's numbering" \
+        "$(rz_layout)" "$(rz_want 0 "${want[@]}")"
+    expect_eq "$name: MASTER_ADDR is node 0's ($first) address" \
+        "$(rz_reports | field addr | sort -u)" "$(node_addr "$first")"
+    no_leftovers "$name"
+done
+
 # A real DDP job, 1 worker on n0 and 2 on n1, the same line but the count.
 if [ $HAVE_TORCH = 1 ]; then
     DDP=$TOP/tests/amlrun/ddp_replicas.py
