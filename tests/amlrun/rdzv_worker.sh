@@ -30,6 +30,14 @@ trap 'now >"$d/term.$id"; exec 2>/dev/null; [ -n "$sp" ] && kill "$sp"; exit 143
 # nap SEC: a sleep that SIGTERM interrupts at once.
 nap() { sleep "$1" & sp=$!; wait "$sp"; sp=; }
 
+# (before the record: the others may act as soon as it is there)
+stubborn=0
+if [ "${RZ_STUBBORN-}" = "$h/${LOCAL_RANK-}" ]; then
+    stubborn=1
+    trap 'now >"$d/term.$id"' TERM
+    exec 2>/dev/null
+fi
+
 printf 'host=%s rank=%s local=%s lws=%s node=%s group=%s gws=%s world=%s role_rank=%s role_world=%s addr=%s port=%s restart=%s ppid=%s\n' \
     "$h" "${RANK-}" "${LOCAL_RANK-}" "${LOCAL_WORLD_SIZE-}" "${NODE_RANK-}" \
     "${GROUP_RANK-}" "${GROUP_WORLD_SIZE-}" "${WORLD_SIZE-}" "${ROLE_RANK-}" \
@@ -68,19 +76,17 @@ fail_as() {
 [ -n "${RZ_FAIL-}" ] && fail_as "$RZ_FAIL"
 [ -n "${RZ_FAIL2-}" ] && fail_as "$RZ_FAIL2"
 
-stubborn=0
-if [ "${RZ_STUBBORN-}" = "$h/${LOCAL_RANK-}" ]; then
-    stubborn=1
-    trap 'now >"$d/term.$id"' TERM
-    exec 2>/dev/null
-fi
-
 run=${RZ_RUN:-0}
 [ -n "${RZ_DONE-}" ] && grep -qE -- "$RZ_DONE" "$d/rep.$id" && run=0
 if [ $stubborn = 1 ]; then
-    # Only SIGKILL ends it (at most RZ_RUN s).
-    end=$(($(date +%s) + ${run%.*} + 1))
-    while [ "$(date +%s)" -lt "$end" ]; do nap 0.1; done
+    # Only SIGKILL ends it (at most RZ_RUN s).  No command substitution
+    # here: the SIGTERM sent to the worker's group would end it and the
+    # loop with it.
+    n=$((${run%.*} * 10))
+    while [ "$n" -gt 0 ]; do
+        nap 0.1
+        n=$((n - 1))
+    done
 elif [ -n "${RZ_UNTIL-}" ]; then
     # Tenths of a second, at most RZ_RUN s.
     n=$(awk -v s="$run" 'BEGIN { printf "%d", s * 10 }')
