@@ -190,9 +190,13 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
     }
     case AMLDIST__RZ_REFUSE: {
         size_t n = len - 4;
-        r->sh.err = refusal_code(amldist__bs_get_u32(p));
+        uint32_t reason = amldist__bs_get_u32(p);
+        r->sh.err = refusal_code(reason);
         int k = snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
-                         "rendezvous at %s refused this node: ", r->endpoint);
+                         reason == AMLDIST__RZ_R_TIMEOUT
+                             ? "rendezvous at %s: "
+                             : "rendezvous at %s refused this node: ",
+                         r->endpoint);
         if (n > sizeof r->sh.errmsg - (size_t)k - 1)
             n = sizeof r->sh.errmsg - (size_t)k - 1;
         memcpy(r->sh.errmsg + k, p + 4, n);
