@@ -699,6 +699,13 @@ int amldist_rdzv_state(amldist_rdzv_t *r)
     pthread_mutex_lock(&r->mu);
     int s = r->sh.state == C_STOP || r->sh.state == C_OVER
                 ? AMLDIST_RDZV_STOP : AMLDIST_RDZV_RUNNING;
+    /* A wake-up that was no stop (the round's own start) is taken, so
+     * that a caller polling the descriptor does not spin; the thread
+     * writes it under mu, so no stop is lost here. */
+    uint64_t v;
+    if (s == AMLDIST_RDZV_RUNNING)
+        while (read(r->efd, &v, sizeof v) > 0) {
+        }
     pthread_mutex_unlock(&r->mu);
     return s;
 }
