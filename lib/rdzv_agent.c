@@ -626,7 +626,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         return rc;
     }
     r->join_deadline = now_ms() + r->cfg.join_timeout_ms;
-    r->backoff_ms = 10;
+    r->backoff_ms = 1;
     r->last_beat = now_ms();
     /* The thread takes no signal: the caller's signalfd must see them. */
     sigset_t all, old;
