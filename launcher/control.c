@@ -93,7 +93,8 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         int port = amldist_master_port(l);
         if (!host || port <= 0) {
             msg("the job's %d amlruns cannot meet: %s (%s); give "
-                "--master-addr and --master-port, or --no-node-check", agents,
+                "--master-addr and --master-port, or --no-node-check; no "
+                "worker started", agents,
                 host ? "MASTER_PORT is not known" : "MASTER_ADDR is not known",
                 amldist_explain(l, host ? AMLDIST_FIELD_MASTER_PORT
                                         : AMLDIST_FIELD_MASTER_ADDR));

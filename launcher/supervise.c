@@ -373,17 +373,23 @@ static void on_signal(struct job *j, int sig)
         signal_name(sig, name, sizeof name);
         j->restart_wanted = 0;
         if (!j->stop_signal) {
+            /* The first stop request, even while the workers stop for
+             * another reason (a failure here or on another node): it is
+             * passed on, and it ends the job whatever restarts are left. */
             char why[64];
             snprintf(why, sizeof why, "%s received: the job stops", name);
             tell_final(j, stopped_status(sig), why);
-        }
-        if (!j->stopping) {
             j->stop_signal = sig;
             if (!j->s->o->quiet && j->live > 0)
                 msg("%s received: stopping %d worker%s (SIGKILL after %g s)",
                     name, j->live, j->live == 1 ? "" : "s",
                     j->s->o->term_timeout);
-            begin_stop(j, sig);
+            else if (!j->s->o->quiet)
+                msg("%s", why);
+            if (!j->stopping)
+                begin_stop(j, sig);
+            else
+                signal_all(j, sig);
         } else if (!j->killed && j->live > 0) {
             /* A second stop request means "now". */
             msg("%s received again: killing %d worker%s", name, j->live,

@@ -190,9 +190,13 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
     }
     case AMLDIST__RZ_REFUSE: {
         size_t n = len - 4;
-        r->sh.err = refusal_code(amldist__bs_get_u32(p));
+        uint32_t reason = amldist__bs_get_u32(p);
+        r->sh.err = refusal_code(reason);
         int k = snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
-                         "rendezvous at %s refused this node: ", r->endpoint);
+                         reason == AMLDIST__RZ_R_TIMEOUT
+                             ? "rendezvous at %s: "
+                             : "rendezvous at %s refused this node: ",
+                         r->endpoint);
         if (n > sizeof r->sh.errmsg - (size_t)k - 1)
             n = sizeof r->sh.errmsg - (size_t)k - 1;
         memcpy(r->sh.errmsg + k, p + 4, n);
@@ -622,7 +626,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         return rc;
     }
     r->join_deadline = now_ms() + r->cfg.join_timeout_ms;
-    r->backoff_ms = 10;
+    r->backoff_ms = 1;
     r->last_beat = now_ms();
     /* The thread takes no signal: the caller's signalfd must see them. */
     sigset_t all, old;
@@ -695,6 +699,13 @@ int amldist_rdzv_state(amldist_rdzv_t *r)
     pthread_mutex_lock(&r->mu);
     int s = r->sh.state == C_STOP || r->sh.state == C_OVER
                 ? AMLDIST_RDZV_STOP : AMLDIST_RDZV_RUNNING;
+    /* A wake-up that was no stop (the round's own start) is taken, so
+     * that a caller polling the descriptor does not spin; the thread
+     * writes it under mu, so no stop is lost here. */
+    uint64_t v;
+    if (s == AMLDIST_RDZV_RUNNING)
+        while (read(r->efd, &v, sizeof v) > 0) {
+        }
     pthread_mutex_unlock(&r->mu);
     return s;
 }
