@@ -149,3 +149,21 @@ expect_eq "$name: rounds of 3 then 2, no worker of n2 after the first" "$(worlds
 expect_eq "$name: the round of 2 is n0 and n1, restart count 0" \
     "$(rz_layout ' world=2 ')" "$(rz_want 0 n0:1 n1:1)"
 no_leftovers "$name"
+
+# The host's node killed in an elastic job: the others lose the host and
+# end with 125 (none of them can host the endpoint's address).
+rz_case host-killed
+export RZ_RUN=60 RZ_UNTIL=never
+for n in n0 n1 n2; do node $n $((PORT + 60)) 2:3 last_call_timeout=2; done
+name="2:3, the host's node n0 killed"
+if rz_wait_files rep. 3; then
+    t0=$(now_ms)
+    netns_kill_all "$CLUSTER-n0"
+fi
+rz_wait
+rz_expect "$name: n1 and n2 exit 125" "$(rz_rcs n1 n2)" "n1=125 n2=125"
+check "$name: within the dead time ($((${END[n1]} - t0)), $((${END[n2]} - t0)) ms)" \
+    test $((${END[n1]} - t0)) -lt $((RZ_DEAD_MS + 2000)) -a $((${END[n2]} - t0)) -lt $((RZ_DEAD_MS + 2000))
+expect_eq "$name: their workers were stopped, none started again" \
+    "$(rz_count term.n1.) $(rz_count term.n2.) $(rz_count rep.)" "1 1 3"
+no_leftovers "$name"

@@ -93,3 +93,15 @@ if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
 else
     skip "DDP with a restart" "$TORCH_PY cannot import torch"
 fi
+
+# --master-port given: MASTER_PORT stays that one in every round.
+rz_case fixed-port
+export RZ_FAIL=n1/1:7:all RZ_FAIL_ONCE=1 RZ_RUN=60 RZ_DONE=' restart=[1-9]'
+start_all $((PORT + 40)) --master-port $((PORT + 45)) --max-restarts 1 --nproc-per-node 2 "$RZW"
+rz_wait
+name="--max-restarts 1 --master-port P, a worker on n1 fails once"
+rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "$name: MASTER_PORT is P in both rounds" \
+    "$(rz_reports | awk '{ print $13, $12 }' | sort | uniq -c | awk '{ print $1 "x" $2 "," $3 }' | tr '\n' ' ')" \
+    "4xrestart=0,port=$((PORT + 45)) 4xrestart=1,port=$((PORT + 45)) "
+no_leftovers "$name"
