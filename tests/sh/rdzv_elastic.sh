@@ -65,18 +65,23 @@ no_leftovers "$name"
 rz_case shrink
 export RZ_RUN=60 RZ_DONE=' world=2 '
 for n in n0 n1 n2; do node $n $((PORT + 20)) 2:3 last_call_timeout=2; done
-name="2:3, n2 killed"
+# The node in the middle (node rank 1) is killed: the last one follows n0.
+name="2:3, node 1 killed"
+mid=none last=none
 if rz_wait_files rep. 3; then
+    mid=$(rz_reports | grep ' node=1 ' | field host)
+    last=$(rz_reports | grep ' node=2 ' | field host)
+    name="2:3, node 1 ($mid) killed"
     t0=$(now_ms)
-    netns_kill_all "$CLUSTER-n2"
+    netns_kill_all "$CLUSTER-$mid"
 fi
 rz_wait
-diag "$name: n0 ended $((${END[n0]} - t0)) ms after the kill; world sizes seen: $(worlds)"
-rz_expect "$name: n0 and n1 exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
-expect_eq "$name: a round of 3, then n0 and n1 again in a round of 2, restart count 0" \
-    "$(rz_layout ' world=2 ')" "$(rz_want 0 n0:1 n1:1)"
-expect_eq "$name: the round of 3's workers on n0 and n1 were stopped" \
-    "$(rz_count term.n0.) $(rz_count term.n1.)" "1 1"
+diag "$name: n0 ended $((${END[n0]} - ${t0:-0})) ms after the kill; world sizes seen: $(worlds)"
+rz_expect "$name: n0 and $last exit 0" "$(rz_rcs n0 "$last")" "n0=0 $last=0"
+expect_eq "$name: a round of 3, then n0 and $last in a round of 2 in that order, restart count 0" \
+    "$(rz_layout ' world=2 ')" "$(rz_want 0 n0:1 "$last":1)"
+expect_eq "$name: the round of 3's workers on n0 and $last were stopped" \
+    "$(rz_count term.n0.) $(rz_count "term.$last.")" "1 1"
 no_leftovers "$name"
 
 # Lost with fewer than MIN left: the job ends with 125.
@@ -166,4 +171,28 @@ check "$name: within the dead time ($((${END[n1]} - t0)), $((${END[n2]} - t0)) m
     test $((${END[n1]} - t0)) -lt $((RZ_DEAD_MS + 2000)) -a $((${END[n2]} - t0)) -lt $((RZ_DEAD_MS + 2000))
 expect_eq "$name: their workers were stopped, none started again" \
     "$(rz_count term.n1.) $(rz_count term.n2.) $(rz_count rep.)" "1 1 3"
+no_leftovers "$name"
+
+# Re-formed, then a failure: the re-forming was no restart, the failure is
+# one.  n0 and n1 start (2:3, --max-restarts 1), n2 joins the running job,
+# then n2's worker fails once: the last round has all three nodes and
+# TORCHELASTIC_RESTART_COUNT=1.
+rz_case reform-fail
+export RZ_RUN=60 RZ_DONE=' world=3 .* restart=1 ' RZ_FAIL=n2/0:7:all RZ_FAIL_ONCE=1
+name="2:3 --max-restarts 1, n2 joins, then its worker fails once"
+for n in n0 n1; do
+    rz_start "$n" --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 70))" --nnodes 2:3 \
+        --max-restarts 1 --nproc-per-node 1 --rdzv-conf "$RZ_FAST,last_call_timeout=0.5" "$RZW"
+done
+if rz_wait_files rep. 2; then
+    rz_start n2 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 70))" --nnodes 2:3 \
+        --max-restarts 1 --nproc-per-node 1 --rdzv-conf "$RZ_FAST,last_call_timeout=0.5" "$RZW"
+fi
+rz_wait
+diag "$name: agents exit $(rz_rcs n0 n1 n2); starts: $(rz_reports | awk '{ print $1, $8, $13 }' | sort | uniq -c | tr '\n' ';')"
+rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
+expect_eq "$name: the first round had 2 nodes, restart count 0" \
+    "$(rz_reports | grep -c ' world=2 .* restart=0 ')" 2
+expect_eq "$name: the last round: 3 nodes in their order, restart count 1" \
+    "$(rz_layout ' restart=1 ')" "$(rz_want 1 n0:1 n1:1 n2:1)"
 no_leftovers "$name"
