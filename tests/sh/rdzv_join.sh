@@ -82,3 +82,15 @@ expect_eq "node 0's workers done first: n1's workers ran to their end" "$(rz_cou
 check "node 0's workers done first: n0's agent waited for n1's ($((${END[n0]} - ${END[n1]})) ms)" \
     test "${END[n0]}" -ge $((${END[n1]} - 500))
 no_leftovers "node 0's workers done first"
+
+# One node: --nnodes 1, and 1:2 with nobody else (a round of one after the
+# last call).
+for nn in 1 1:2; do
+    rz_case "one-${nn/:/-}"
+    rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 70 + ${#nn}))" --nnodes "$nn" \
+        --nproc-per-node 2 --rdzv-conf last_call_timeout=0.5 "$RZW"
+    rz_wait
+    rz_expect "--nnodes $nn, one node: exit 0" "${RC[n0]}" 0
+    expect_eq "--nnodes $nn, one node: ranks 0 and 1 of 2" "$(rz_layout)" "$(rz_want 0 n0:2)"
+    no_leftovers "--nnodes $nn, one node"
+done

@@ -123,3 +123,37 @@ rz_expect "$name: b is refused (2), a gives up at its join timeout (125)" "$(rz_
 has "$name: b is told why" "$(cat "$RZ_DIR/n1.err")" 'token|run id'
 expect_eq "$name: no worker started" "$(rz_count rep.)" 0
 no_leftovers "$name"
+
+# Something else listens on the endpoint: a server that never answers, or
+# one that answers garbage.  The agent gives up (at the latest after the
+# join timeout and a dead time), names the endpoint, starts no worker.
+for mode in silent garbage; do
+    rz_case "foreign-$mode"
+    P=$((PORT + 60 + ${#mode}))
+    on n0 timeout 30 "$TORCH_PY" -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('$EP', $P)); s.listen(8); print('ready', flush=True)
+conns = []
+while True:
+    c, a = s.accept(); conns.append(c)
+    if '$mode' == 'garbage': c.sendall(b'HTTP/1.1 400 Bad Request\r\n\r\n' + bytes(64))
+" >"$RZ_DIR/server" 2>&1 &
+    server=$!
+    n=0
+    until grep -q ready "$RZ_DIR/server" 2>/dev/null || ((n++ > 200)); do sleep 0.05; done
+    rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$P" --nnodes 2 --nproc-per-node 1 \
+        --rdzv-conf "$RZ_FAST,join_timeout=2" "$RZW"
+    t0=$(now_ms)
+    rz_wait
+    # (the server is all there is on n0)
+    netns_kill_all "$CLUSTER-n0"
+    wait "$server" 2>/dev/null
+    name="a $mode server on the endpoint"
+    diag "$name: exit ${RC[n1]} after $((${END[n1]} - t0)) ms: $(head -n 2 "$RZ_DIR/n1.err" | tr '\n' ' ')"
+    check "$name: the agent gives up (${RC[n1]}) within the join timeout and a dead time ($((${END[n1]} - t0)) ms)" \
+        test "${RC[n1]}" != 0 -a "${RC[n1]}" != 124 -a $((${END[n1]} - t0)) -lt $((2000 + RZ_DEAD_MS + 2000))
+    has "$name: it names the endpoint" "$(cat "$RZ_DIR/n1.err")" "$EP:$P"
+    expect_eq "$name: no worker started" "$(rz_count rep.)" 0
+    no_leftovers "$name"
+done
