@@ -32,7 +32,7 @@ static const char usage_text[] =
 "  --master-addr HOST    address of rank 0's node\n"
 "  --master-port PORT    port of the rendezvous store (default 29500)\n"
 "  --rdzv-endpoint HOST[:PORT]  static: the same two, torchrun's spelling;\n"
-"                        c10d: where the nodes meet (HOST:PORT)\n"
+"                        c10d: where the nodes meet (port 29400 if none)\n"
 "  --rdzv-backend static|c10d   static: node ranks given (default); c10d:\n"
 "                        the same line on every node, ranks from the\n"
 "                        rendezvous at --rdzv-endpoint\n"
