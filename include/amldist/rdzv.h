@@ -149,8 +149,9 @@ AMLDIST_API int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
 
 /*
  * After this node's workers have all ended: amldist_rdzv_done() tells the
- * host (`status` 0: all succeeded, else this node's failure), without
- * waiting.  amldist_rdzv_wait() then waits up to `timeout_ms` (< 0: for
+ * host (`status` 0: all succeeded, else this node's failure, which counts
+ * as one even without amldist_rdzv_fail(); after a stop the host ordered,
+ * the status is not a failure), without waiting.  amldist_rdzv_wait() then waits up to `timeout_ms` (< 0: for
  * ever; 0: not at all) for the rest of the job, amldist_rdzv_fd() becoming
  * readable when there is an answer.  It returns 1 when a new round has
  * formed (a restart, or an elastic job re-forming: the handle now describes
