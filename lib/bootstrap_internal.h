@@ -122,6 +122,11 @@ void amldist__bs_format_addr(const char *host, int port, char *buf,
  * resolves to (or the wildcard when none of them is local). */
 int amldist__bs_listen(const char *host, int port, int *fds, int max_fds,
                        int *nfds);
+/* Listening sockets on the addresses `host` resolves to that are this
+ * machine's, never the wildcard: 0 with *nfds 0 when none is local or the
+ * port is taken (*err says which), -1 on other errors. */
+int amldist__bs_listen_local(const char *host, int port, int *fds,
+                             int max_fds, int *nfds, int *err);
 struct addrinfo;
 /* getaddrinfo for a client; -1 with the reason in err. */
 int amldist__bs_resolve(const char *host, int port, struct addrinfo **out,

@@ -144,6 +144,26 @@ int amldist__bs_listen(const char *host, int port, int *fds, int max_fds,
                                            : "");
 }
 
+int amldist__bs_listen_local(const char *host, int port, int *fds,
+                             int max_fds, int *nfds, int *err)
+{
+    struct addrinfo *res;
+    *nfds = 0;
+    *err = 0;
+    if (resolve(host, port, 1, &res) != 0) {
+        *err = EADDRNOTAVAIL;
+        return 0;
+    }
+    int rc = bind_all(res, fds, max_fds, nfds, err);
+    freeaddrinfo(res);
+    if (rc == 0)
+        return 0;
+    for (int i = 0; i < *nfds; i++)
+        close(fds[i]);
+    *nfds = 0;
+    return *err == EADDRINUSE ? 0 : -1;
+}
+
 /* Wait for `events` on fd until `deadline` (ms, monotonic).  0, or -1 with
  * errno ETIMEDOUT. */
 static int wait_fd(int fd, short events, long long deadline)

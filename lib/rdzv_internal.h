@@ -26,11 +26,13 @@
 #ifndef AMLDIST_RDZV_INTERNAL_H
 #define AMLDIST_RDZV_INTERNAL_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "bootstrap_internal.h"
+#include "parse.h"
+
+struct pollfd;
 
 enum {
     AMLDIST__RZ_JOIN = 16,
@@ -97,12 +99,54 @@ int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
                      size_t len);
 /* Send what the socket takes now; -1 on a write error. */
 int amldist__rz_flush(amldist__rz_conn_t *c);
-/* Read what the socket has: 1 with a whole frame in *type/*payload/*len
+/* Read what the socket has: 1 with a whole frame in *type, *payload and *len
  * (valid until the next call), 0 when none is complete yet, -1 at end of
  * file, on an error, or on a malformed or oversized frame (*why says). */
 int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
                      const unsigned char **payload, uint32_t *len,
                      const char **why);
+
+/* What every agent of a job shares, and the host enforces. */
+typedef struct {
+    uint64_t token, run, self_agent; /* self_agent: the host's own agent */
+    int min, max, max_restarts;
+    int join_timeout_ms, last_call_ms, keepalive_ms, dead_ms;
+    int master_port;                  /* > 0: fixed */
+    char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
+    char token_source[64];
+} amldist__rz_cfg_t;
+
+/* A round as an ASSIGN describes it. */
+typedef struct {
+    int round, restarts, node, nnodes, master_port;
+    char master_addr[AMLDIST__HOST_MAX];
+    int *nproc; /* nnodes entries, malloc'd */
+} amldist__rz_round_t;
+
+/* Decode an ASSIGN into *out (its nproc array replaced); 0 or -1 with *why. */
+int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
+                           amldist__rz_round_t *out, const char **why);
+
+/* The layout of worker `index` of this node in round *rd (rdzv_layout.c). */
+int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
+                       amldist_t **out);
+
+/* The host's side (rdzv_host.c), run on the handle's thread beside the
+ * agent's own connection.  It owns the listening sockets it is given. */
+typedef struct amldist__rz_host amldist__rz_host_t;
+amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
+                                         const int *lfds, int nlfds);
+/* The descriptors to poll, appended at pfd[*n..] (at most max). */
+void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
+                          int max);
+/* Handle what poll() said about those descriptors, then the timers. */
+void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
+                            int n);
+/* When the host next needs to run without a descriptor event (ms). */
+long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
+/* The job is over and every agent has left (or the deadline passed). */
+int amldist__rz_host_drained(const amldist__rz_host_t *h);
+void amldist__rz_host_free(amldist__rz_host_t *h);
 
 /* The token both sides expect: the options', AMLDIST_JOB_TOKEN, or one
  * derived from the endpoint and the run id. */
