@@ -382,11 +382,13 @@ static pid_t start(const spec_t *s, int slot)
     return pid;
 }
 
+static int reap_ms = 60000; /* how long reap() waits for one agent */
+
 /* Reap one agent; it must have exited normally (not crashed). */
 static void reap(pid_t pid, int slot)
 {
     int st = 0;
-    long long end = now_ms() + 60000LL * slow();
+    long long end = now_ms() + (long long)reap_ms * slow();
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
@@ -1062,7 +1064,9 @@ static void elastic(int third_delay_ms, int expect_nodes)
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
         CHECK_INT_EQ(r->round, 0);
         CHECK_INT_EQ(r->nodes, expect_nodes);
-        CHECK_INT_EQ(r->node, i);
+        /* by arrival, where the arrival order is known */
+        if (third_delay_ms != 0 || i == 0)
+            CHECK_INT_EQ(r->node, i);
         CHECK_INT_EQ(r->world[0], expect_nodes);
     }
     if (third_delay_ms < 0) {
@@ -1071,6 +1075,7 @@ static void elastic(int third_delay_ms, int expect_nodes)
         CHECK(took >= 300 * slow() - 20);
         CHECK(took < 300 * slow() + 1500 * slow());
     } else if (third_delay_ms == 0) {
+        CHECK(sh->a[1].r[0].node != sh->a[2].r[0].node);
         /* max reached: no wait for the last call */
         CHECK(sh->a[1].t_join - t0 < 300 * slow() + 200 * slow());
     }
@@ -2119,6 +2124,234 @@ static void test_hostile_member_garbage(void)
     CHECK_DUMP(N);
 }
 
+/* One agent fails the moment its join returns, while the others may not
+ * have returned from theirs yet: a STOP that reaches an agent right behind
+ * its ASSIGN must not leave its join (or next) waiting forever.  Many
+ * agents on few CPUs make the window wide; repeated to catch it. */
+static void test_failure_at_once(void)
+{
+    enum { N = 12, TRIES = 6 };
+    reap_ms = 15000;
+    for (int t = 0; t < TRIES && !test__failures_here; t++) {
+        setup();
+        int port = pick_port();
+        spec_t s[N];
+        pid_t pids[N];
+        for (int i = 0; i < N; i++) {
+            s[i] = spec(port, N);
+            s[i].act[0] = i == 0 ? ACT_FAIL : ACT_WAIT;
+            s[i].fail_rank[0] = 0;
+            s[i].fail_status[0] = 9;
+            s[i].fail_delay_ms = 0;
+            s[i].wait_ms = 5000;
+        }
+        start_hosted(s, N, pids, port, 0);
+        reap_all(pids, N);
+        for (int i = 0; i < N; i++) {
+            CHECK_INT_EQ(sh->a[i].exit_status, 9);
+            CHECK(sh->a[i].finished);
+        }
+        if (test__failures_here) {
+            printf("# try %d: an agent hung\n", t);
+            for (int i = 0; i < N; i++)
+                if (!sh->a[i].finished)
+                    printf("#   agent %d: %s; join %s after %lld ms: %s\n",
+                           i, sh->a[i].joined ? "join returned"
+                                              : "still in join",
+                           amldist_err_name(sh->a[i].join_rc),
+                           sh->a[i].t_join - sh->a[i].t_start,
+                           sh->a[i].join_err);
+        }
+    }
+}
+
+/*
+ * A stand-in host on the endpoint (the test listens first, so the agent
+ * connects to it): it answers the JOIN with `reply` (raw bytes), then
+ * sends heartbeats, and answers a DONE with FINISH(7).  What it got from
+ * the agent lands in `got_done`.
+ */
+static pid_t fake_host(int port, const unsigned char *reply, size_t len,
+                       int *got_done)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_INT_EQ(listen(lfd, 4), 0);
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(lfd);
+        return pid;
+    }
+    int c = accept(lfd, NULL, NULL);
+    unsigned char in[4096];
+    size_t have = 0;
+    while (have < AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN) {
+        ssize_t n = recv(c, in + have, sizeof in - have, 0);
+        if (n <= 0)
+            _exit(1);
+        have += (size_t)n;
+    }
+    send_all(c, reply, len);
+    unsigned char beat[AMLDIST__BS_HEADER_LEN];
+    amldist__bs_put_header(beat, AMLDIST__RZ_BEAT, 0);
+    long long end = now_ms() + 8000;
+    have = 0;
+    while (now_ms() < end) {
+        struct pollfd p = {c, POLLIN, 0};
+        if (poll(&p, 1, 50) == 1) {
+            ssize_t n = recv(c, in + have, sizeof in - have, 0);
+            if (n <= 0)
+                _exit(0);
+            have += (size_t)n;
+            /* frames: look for a DONE */
+            size_t off = 0;
+            while (have - off >= AMLDIST__BS_HEADER_LEN) {
+                unsigned type;
+                uint32_t plen;
+                frame_header(in + off, &type, &plen);
+                if (have - off < AMLDIST__BS_HEADER_LEN + plen)
+                    break;
+                if (type == AMLDIST__RZ_DONE) {
+                    __atomic_store_n(got_done, 1, __ATOMIC_SEQ_CST);
+                    unsigned char fin[AMLDIST__BS_HEADER_LEN + 8];
+                    amldist__bs_put_header(fin, AMLDIST__RZ_FINISH, 8);
+                    amldist__bs_put_u32(fin + AMLDIST__BS_HEADER_LEN, 7);
+                    memcpy(fin + AMLDIST__BS_HEADER_LEN + 4, "fake", 4);
+                    send_all(c, fin, sizeof fin);
+                }
+                off += AMLDIST__BS_HEADER_LEN + plen;
+            }
+            memmove(in, in + off, have - off);
+            have -= off;
+        }
+        send_all(c, beat, sizeof beat);
+    }
+    _exit(0);
+}
+
+/* An ASSIGN for round `round` (one node) followed by a STOP of it. */
+static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
+                           uint32_t node, uint32_t alen_claim)
+{
+    const char *addr = "127.0.0.1";
+    uint32_t alen = (uint32_t)strlen(addr);
+    uint32_t len = 24 + alen + 4 * nodes;
+    amldist__bs_put_header(f, AMLDIST__RZ_ASSIGN, len);
+    unsigned char *p = f + AMLDIST__BS_HEADER_LEN;
+    amldist__bs_put_u32(p, round);
+    amldist__bs_put_u32(p + 4, 0);
+    amldist__bs_put_u32(p + 8, node);
+    amldist__bs_put_u32(p + 12, nodes);
+    amldist__bs_put_u32(p + 16, 29500);
+    amldist__bs_put_u32(p + 20, alen_claim ? alen_claim : alen);
+    memcpy(p + 24, addr, alen);
+    for (uint32_t i = 0; i < nodes; i++)
+        amldist__bs_put_u32(p + 24 + alen + 4 * i, 1);
+    return AMLDIST__BS_HEADER_LEN + len;
+}
+
+/* The deterministic form of test_failure_at_once: the host's ASSIGN and
+ * STOP arrive in one segment, so the agent's thread takes both before the
+ * caller wakes up in amldist_rdzv_join(). */
+static void test_fake_host_assign_then_stop(void)
+{
+    setup();
+    int port = pick_port();
+    static int *got_done;
+    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    *got_done = 0;
+    unsigned char f[256];
+    size_t len = assign_frame(f, 0, 1, 0, 0);
+    amldist__bs_put_header(f + len, AMLDIST__RZ_STOP, 8);
+    amldist__bs_put_u32(f + len + AMLDIST__BS_HEADER_LEN, 0);
+    memcpy(f + len + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
+    len += AMLDIST__BS_HEADER_LEN + 8;
+    pid_t fh = fake_host(port, f, len, got_done);
+    spec_t s = spec(port, 1);
+    s.o.join_timeout_ms = 3000;
+    s.o.keepalive_ms = 100;
+    s.o.keepalive_misses = 3;
+    s.act[0] = ACT_WAIT;
+    s.wait_ms = 2000;
+    reap_ms = 6000;
+    pid_t pid = start(&s, 0);
+    reap(pid, 0);
+    kill(fh, SIGKILL);
+    waitpid(fh, NULL, 0);
+    slot_t *a = &sh->a[0];
+    printf("# join: %s after %lld ms (%s); stopped %s; done sent %d; "
+           "exit %d\n", amldist_err_name(a->join_rc), a->t_join - a->t_start,
+           a->join_err, a->r[0].stop_at ? "yes" : "no", *got_done,
+           a->exit_status);
+    /* Either join returns the round already stopped (then next() reports
+     * the job's end), or it fails; it must not wait for ever. */
+    CHECK(a->joined != 0);
+    if (a->join_rc == 0) {
+        CHECK(a->r[0].stop_at > 0);
+        CHECK_INT_EQ(a->exit_status, 7);
+    }
+}
+
+/* A stand-in host answering nonsense: the agent fails (fast where it can
+ * tell), and never crashes. */
+static void fake_reply(const unsigned char *reply, size_t len,
+                       const char *what, int fast)
+{
+    setup();
+    int port = pick_port();
+    static int *got_done;
+    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pid_t fh = fake_host(port, reply, len, got_done);
+    spec_t s = spec(port, 1);
+    s.o.join_timeout_ms = 1500;
+    s.o.keepalive_ms = 100;
+    s.o.keepalive_misses = 3;
+    reap_ms = 8000;
+    pid_t pid = start(&s, 0);
+    reap(pid, 0);
+    kill(fh, SIGKILL);
+    waitpid(fh, NULL, 0);
+    slot_t *a = &sh->a[0];
+    long long took = a->t_join - a->t_start;
+    printf("# %s: %s after %lld ms: %s\n", what, amldist_err_name(a->join_rc),
+           took, a->join_err);
+    CHECK(a->join_rc < 0);
+    if (fast)
+        CHECK(took < 1000 * slow());
+}
+
+static void test_fake_host_garbage(void)
+{
+    const char *g = "HTTP/1.0 400 Bad Request\r\n\r\n";
+    fake_reply((const unsigned char *)g, strlen(g), "HTTP reply", 1);
+}
+
+static void test_fake_host_bad_assign(void)
+{
+    unsigned char f[256];
+    size_t len = assign_frame(f, 0, 1, 3, 0); /* node 3 of 1 */
+    fake_reply(f, len, "ASSIGN node 3 of 1", 0);
+    len = assign_frame(f, 0, 1, 0, 200); /* address longer than the frame */
+    fake_reply(f, len, "ASSIGN address overrunning", 0);
+    amldist__bs_put_header(f, AMLDIST__RZ_ASSIGN, 0x7fffffff);
+    fake_reply(f, AMLDIST__BS_HEADER_LEN, "ASSIGN of 2 GiB", 1);
+}
+
+static void test_fake_host_finish_first(void)
+{
+    unsigned char f[64];
+    amldist__bs_put_header(f, AMLDIST__RZ_FINISH, 4);
+    amldist__bs_put_u32(f + AMLDIST__BS_HEADER_LEN, 3);
+    fake_reply(f, AMLDIST__BS_HEADER_LEN + 4, "FINISH before ASSIGN", 1);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -2184,5 +2417,10 @@ int main(int argc, char **argv)
     RUNF(test_hostile_slow_and_idle);
     RUNF(test_hostile_silent_dropped);
     RUNF(test_hostile_member_garbage);
+    RUNF(test_failure_at_once);
+    RUNF(test_fake_host_assign_then_stop);
+    RUNF(test_fake_host_garbage);
+    RUNF(test_fake_host_bad_assign);
+    RUNF(test_fake_host_finish_first);
     return test_summary();
 }
