@@ -209,6 +209,7 @@ typedef struct {
     int fail_delay_ms;
     int wait_ms;        /* how long ACT_WAIT / ACT_FAIL wait for the STOP */
     int stopped_status; /* what a stopped node's workers ended with */
+    int nofile;         /* > 0: RLIMIT_NOFILE of the agent's process */
 } spec_t;
 
 static spec_t spec(int port, int nodes)
@@ -302,6 +303,12 @@ static void agent_main(const spec_t *s, slot_t *sl)
 {
     spec_t my = *s;
     my.o.endpoint = my.ep;
+    if (my.nofile > 0) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_NOFILE, &rl);
+        rl.rlim_cur = (rlim_t)my.nofile;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     sl->t_start = now_ms();
     if (my.delay_ms)
         sleep_ms(my.delay_ms);
@@ -2037,6 +2044,80 @@ static void test_hostile_slow_and_idle(void)
     CHECK_DUMP(N);
 }
 
+/* CPU time (ms) a process has used so far. */
+static long long cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                     "%lu %lu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+/* More idle connections than the host's process has descriptors for (its
+ * RLIMIT_NOFILE at 128, as a small default would be): the real agents must
+ * still get in, at once or once the idle ones are dropped, and the host
+ * must not spin while it cannot accept. */
+static void test_hostile_fd_exhaustion(void)
+{
+    enum { N = 3, IDLE = 200 };
+    static int idle[IDLE];
+    setup();
+    int port = pick_port();
+    spec_t s[N];
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = spec(port, N);
+        s[i].o.keepalive_ms = 200;
+        s[i].o.keepalive_misses = 5; /* 1 s dead time */
+        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
+        s[i].fail_rank[0] = 1;
+        s[i].fail_status[0] = 3;
+        s[i].fail_after_go = 1;
+    }
+    s[0].nofile = 128;
+    pids[0] = start(&s[0], 0);
+    CHECK(wait_listening(port, 10000));
+    int opened = 0;
+    for (int i = 0; i < IDLE; i++)
+        if ((idle[i] = raw_connect(port)) >= 0)
+            opened++;
+    long long c0 = cpu_ms(pids[0]), t0 = now_ms();
+    sleep_ms(500);
+    long long spent = cpu_ms(pids[0]) - c0;
+    printf("# %d idle connections; the host used %lld ms of CPU in 500 ms\n",
+           opened, spent);
+    CHECK(spent < 250); /* not a busy loop on EMFILE */
+    pids[1] = start(&s[1], 1);
+    pids[2] = start(&s[2], 2);
+    CHECK(wait_joined(N, 30000));
+    for (int i = 0; i < N; i++) {
+        printf("# agent %d: join %s after %lld ms: %s\n", i,
+               amldist_err_name(sh->a[i].join_rc),
+               sh->a[i].t_join - t0, sh->a[i].join_err);
+        CHECK_INT_EQ(sh->a[i].join_rc, 0);
+    }
+    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    reap_ms = 20000;
+    reap_all(pids, N);
+    for (int i = 0; i < IDLE; i++)
+        if (idle[i] >= 0)
+            close(idle[i]);
+    for (int i = 0; i < N; i++)
+        if (sh->a[i].join_rc == 0)
+            CHECK_INT_EQ(sh->a[i].exit_status, 3);
+    CHECK_DUMP(N);
+}
+
 /* A silent connection is dropped eventually (not held forever). */
 static void test_hostile_silent_dropped(void)
 {
@@ -2416,6 +2497,7 @@ int main(int argc, char **argv)
     RUNF(test_hostile_run_and_options);
     RUNF(test_hostile_slow_and_idle);
     RUNF(test_hostile_silent_dropped);
+    RUNF(test_hostile_fd_exhaustion);
     RUNF(test_hostile_member_garbage);
     RUNF(test_failure_at_once);
     RUNF(test_fake_host_assign_then_stop);
