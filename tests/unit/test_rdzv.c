@@ -1605,6 +1605,8 @@ static pid_t relay(int listen_port, int host_port)
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
     CHECK_INT_EQ(listen(lfd, 8), 0);
+    fflush(stdout);
+    fflush(stderr);
     pid_t pid = fork();
     if (pid != 0) {
         close(lfd);
@@ -2083,6 +2085,7 @@ static void test_hostile_fd_exhaustion(void)
         s[i].fail_rank[0] = 1;
         s[i].fail_status[0] = 3;
         s[i].fail_after_go = 1;
+        s[i].o.join_timeout_ms = 4000 * slow();
     }
     s[0].nofile = 128;
     pids[0] = start(&s[0], 0);
@@ -2099,7 +2102,7 @@ static void test_hostile_fd_exhaustion(void)
     CHECK(spent < 250); /* not a busy loop on EMFILE */
     pids[1] = start(&s[1], 1);
     pids[2] = start(&s[2], 2);
-    CHECK(wait_joined(N, 30000));
+    CHECK(wait_joined(N, 6000));
     for (int i = 0; i < N; i++) {
         printf("# agent %d: join %s after %lld ms: %s\n", i,
                amldist_err_name(sh->a[i].join_rc),
@@ -2107,7 +2110,7 @@ static void test_hostile_fd_exhaustion(void)
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
     }
     __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
-    reap_ms = 20000;
+    reap_ms = 6000;
     reap_all(pids, N);
     for (int i = 0; i < IDLE; i++)
         if (idle[i] >= 0)
@@ -2264,6 +2267,8 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
     CHECK_INT_EQ(listen(lfd, 4), 0);
+    fflush(stdout);
+    fflush(stderr);
     pid_t pid = fork();
     if (pid != 0) {
         close(lfd);
