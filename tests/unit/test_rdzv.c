@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -210,6 +211,7 @@ typedef struct {
     int wait_ms;        /* how long ACT_WAIT / ACT_FAIL wait for the STOP */
     int stopped_status; /* what a stopped node's workers ended with */
     int nofile;         /* > 0: RLIMIT_NOFILE of the agent's process */
+    int one_cpu;        /* run the agent's threads on one CPU */
 } spec_t;
 
 static spec_t spec(int port, int nodes)
@@ -303,6 +305,14 @@ static void agent_main(const spec_t *s, slot_t *sl)
 {
     spec_t my = *s;
     my.o.endpoint = my.ep;
+    if (my.one_cpu) {
+        /* The caller and the handle's thread share one CPU: a thread that
+         * is woken waits until the running one blocks. */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        sched_setaffinity(0, sizeof set, &set);
+    }
     if (my.nofile > 0) {
         struct rlimit rl;
         getrlimit(RLIMIT_NOFILE, &rl);
@@ -2256,6 +2266,9 @@ static void test_failure_at_once(void)
  * sends heartbeats, and answers a DONE with FINISH(7).  What it got from
  * the agent lands in `got_done`.
  */
+static unsigned char done_reply[512]; /* the answer to the first DONE */
+static size_t done_reply_len;         /* 0: FINISH(7) */
+
 static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                        int *got_done)
 {
@@ -2303,8 +2316,13 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                 frame_header(in + off, &type, &plen);
                 if (have - off < AMLDIST__BS_HEADER_LEN + plen)
                     break;
-                if (type == AMLDIST__RZ_DONE) {
+                if (type == AMLDIST__RZ_DONE && done_reply_len &&
+                    !*got_done) {
+                    /* the first DONE: the scripted answer */
                     __atomic_store_n(got_done, 1, __ATOMIC_SEQ_CST);
+                    send_all(c, done_reply, done_reply_len);
+                } else if (type == AMLDIST__RZ_DONE) {
+                    __atomic_store_n(got_done, 2, __ATOMIC_SEQ_CST);
                     unsigned char fin[AMLDIST__BS_HEADER_LEN + 8];
                     amldist__bs_put_header(fin, AMLDIST__RZ_FINISH, 8);
                     amldist__bs_put_u32(fin + AMLDIST__BS_HEADER_LEN, 7);
@@ -2342,53 +2360,110 @@ static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
     return AMLDIST__BS_HEADER_LEN + len;
 }
 
-/* The deterministic form of test_failure_at_once: the host's ASSIGN and
- * STOP arrive in one segment, so the agent's thread takes both before the
- * caller wakes up in amldist_rdzv_join(). */
+/* The direct form of test_failure_at_once: the host's ASSIGN and STOP
+ * arrive in one segment, and the agent's threads share one CPU, so that
+ * its network thread often takes both frames before the caller wakes up in
+ * amldist_rdzv_join().  Repeated (each try takes milliseconds when join
+ * returns). */
 static void test_fake_host_assign_then_stop(void)
 {
-    setup();
-    int port = pick_port();
     static int *got_done;
     got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    *got_done = 0;
-    unsigned char f[256];
-    size_t len = assign_frame(f, 0, 1, 0, 0);
-    amldist__bs_put_header(f + len, AMLDIST__RZ_STOP, 8);
-    amldist__bs_put_u32(f + len + AMLDIST__BS_HEADER_LEN, 0);
-    memcpy(f + len + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
-    len += AMLDIST__BS_HEADER_LEN + 8;
-    pid_t fh = fake_host(port, f, len, got_done);
-    spec_t s = spec(port, 1);
-    s.o.join_timeout_ms = 3000;
-    s.o.keepalive_ms = 100;
-    s.o.keepalive_misses = 3;
-    s.act[0] = ACT_WAIT;
-    s.wait_ms = 2000;
-    reap_ms = 12000;
-    pid_t pid = start(&s, 0);
-    reap(pid, 0);
-    kill(fh, SIGKILL);
-    waitpid(fh, NULL, 0);
-    slot_t *a = &sh->a[0];
-    if (!a->joined)
-        printf("# the agent was still in amldist_rdzv_join() after %d s\n",
-               reap_ms * slow() / 1000);
-    else
-        printf("# join: %s after %lld ms (%s); stopped %s; done sent %d; "
-               "exit %d\n", amldist_err_name(a->join_rc),
-               a->t_join - a->t_start, a->join_err,
-               a->r[0].stop_at ? "yes" : "no", *got_done, a->exit_status);
-    /* Either join returns the round already stopped (then next() reports
-     * the job's end), or it fails; it must not wait for ever (the stand-in
-     * keeps the connection and its heartbeats for 20 s). */
-    CHECK(a->joined != 0);
-    CHECK(a->t_join - a->t_start < 5000 * slow());
-    if (a->join_rc == 0) {
-        CHECK(a->r[0].stop_at > 0);
-        CHECK_INT_EQ(a->exit_status, 7);
+    for (int t = 0; t < 30 && !test__failures_here; t++) {
+        setup();
+        int port = pick_port();
+        *got_done = 0;
+        unsigned char f[256];
+        size_t len = assign_frame(f, 0, 1, 0, 0);
+        amldist__bs_put_header(f + len, AMLDIST__RZ_STOP, 8);
+        amldist__bs_put_u32(f + len + AMLDIST__BS_HEADER_LEN, 0);
+        memcpy(f + len + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
+        len += AMLDIST__BS_HEADER_LEN + 8;
+        pid_t fh = fake_host(port, f, len, got_done);
+        spec_t s = spec(port, 1);
+        s.o.join_timeout_ms = 3000;
+        s.o.keepalive_ms = 100;
+        s.o.keepalive_misses = 3;
+        s.act[0] = ACT_WAIT;
+        s.wait_ms = 2000;
+        s.one_cpu = 1;
+        pid_t pid = start(&s, 0);
+        /* the stand-in keeps the connection and its heartbeats for 20 s:
+         * join must return long before */
+        if (!wait_joined(1, 2000)) {
+            TEST__FAIL("try %d: the agent is still in amldist_rdzv_join() "
+                       "2 s after its round was assigned and stopped", t);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        } else {
+            reap_ms = 5000;
+            reap(pid, 0);
+            slot_t *a = &sh->a[0];
+            /* Either join returns the round already stopped (then next()
+             * says the job is over), or it fails. */
+            if (a->join_rc == 0) {
+                CHECK(a->r[0].stop_at > 0);
+                CHECK_INT_EQ(a->exit_status, 7);
+            }
+        }
+        kill(fh, SIGKILL);
+        waitpid(fh, NULL, 0);
     }
+}
+
+/* The same in a later round: the next round's ASSIGN and its STOP arrive
+ * together while the caller waits in amldist_rdzv_next(). */
+static void test_fake_host_next_assign_then_stop(void)
+{
+    static int *got_done;
+    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    for (int t = 0; t < 30 && !test__failures_here; t++) {
+        setup();
+        int port = pick_port();
+        *got_done = 0;
+        unsigned char f[256];
+        size_t len = assign_frame(f, 0, 1, 0, 0);
+        done_reply_len = assign_frame(done_reply, 1, 1, 0, 0);
+        amldist__bs_put_u32(done_reply + AMLDIST__BS_HEADER_LEN + 4, 1);
+        unsigned char *st = done_reply + done_reply_len;
+        amldist__bs_put_header(st, AMLDIST__RZ_STOP, 8);
+        amldist__bs_put_u32(st + AMLDIST__BS_HEADER_LEN, 1);
+        memcpy(st + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
+        done_reply_len += AMLDIST__BS_HEADER_LEN + 8;
+        pid_t fh = fake_host(port, f, len, got_done);
+        spec_t s = spec(port, 1);
+        s.o.join_timeout_ms = 3000;
+        s.o.keepalive_ms = 100;
+        s.o.keepalive_misses = 3;
+        s.o.max_restarts = 1;
+        s.act[0] = ACT_DONE;
+        s.act[1] = ACT_WAIT;
+        s.wait_ms = 2000;
+        s.one_cpu = 1;
+        pid_t pid = start(&s, 0);
+        CHECK(wait_joined(1, 2000));
+        long long end = now_ms() + 2000LL * slow();
+        while (__atomic_load_n(&sh->a[0].rounds, __ATOMIC_SEQ_CST) < 2 &&
+               !sh->a[0].finished && now_ms() < end)
+            sleep_ms(2);
+        if (sh->a[0].rounds < 2 && !sh->a[0].finished) {
+            TEST__FAIL("try %d: the agent is still in amldist_rdzv_next() "
+                       "2 s after round 1 was assigned and stopped", t);
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+        } else {
+            reap_ms = 5000;
+            reap(pid, 0);
+            CHECK_INT_EQ(sh->a[0].r[0].next_rc, 1);
+            CHECK_INT_EQ(sh->a[0].r[1].round, 1);
+            CHECK(sh->a[0].r[1].stop_at > 0);
+        }
+        kill(fh, SIGKILL);
+        waitpid(fh, NULL, 0);
+    }
+    done_reply_len = 0;
 }
 
 /* A stand-in host answering nonsense: the agent fails (fast where it can
@@ -2513,6 +2588,7 @@ int main(int argc, char **argv)
     RUNF(test_hostile_member_garbage);
     RUNF(test_failure_at_once);
     RUNF(test_fake_host_assign_then_stop);
+    RUNF(test_fake_host_next_assign_then_stop);
     RUNF(test_fake_host_garbage);
     RUNF(test_fake_host_bad_assign);
     RUNF(test_fake_host_finish_first);
