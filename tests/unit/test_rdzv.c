@@ -649,6 +649,33 @@ static void test_uneven_nproc_ordered(void)
     uneven(nproc, order, 4);
 }
 
+/* Orders that are not 0..N-1 (a launcher's ranks with gaps, or beyond the
+ * node count): the header only says the nodes are ordered by them.  The
+ * node ranks must still be 0..N-1 in that order (or the agents refused);
+ * reported. */
+static void test_join_order_gaps(void)
+{
+    setup();
+    int port = pick_port();
+    spec_t s[3];
+    pid_t pids[3];
+    const int order[] = {7, 2, 40};
+    for (int i = 0; i < 3; i++) {
+        s[i] = spec(port, 3);
+        s[i].o.order = order[i];
+    }
+    start_hosted(s, 3, pids, port, 0);
+    reap_all(pids, 3);
+    for (int i = 0; i < 3; i++)
+        printf("# order %d: %s, node %d\n", order[i],
+               amldist_err_name(sh->a[i].join_rc), sh->a[i].r[0].node);
+    if (sh->a[0].join_rc == 0) {
+        CHECK_INT_EQ(sh->a[0].r[0].node, 1);
+        CHECK_INT_EQ(sh->a[1].r[0].node, 0);
+        CHECK_INT_EQ(sh->a[2].r[0].node, 2);
+    }
+}
+
 /* master_port and master_addr given: every round uses them. */
 static void test_master_given(void)
 {
@@ -999,8 +1026,10 @@ static void lost_agent(int victim, int sigstop)
         CHECK(took < (sigstop ? dead : 0) + 500 * slow());
         if (sigstop)
             CHECK(took >= dead - 2 * s[0].o.keepalive_ms);
-        printf("# agent %d saw the loss after %lld ms (dead time %d ms)\n",
-               i, took, dead);
+        printf("# agent %d saw the loss after %lld ms (dead time %d ms); "
+               "next() %s: %s; failure: %s\n", i, took, dead,
+               r->next_rc < 0 ? amldist_err_name(r->next_rc) : "0",
+               r->next_rc < 0 ? r->next_err : "", sh->a[i].failure);
         if (victim != 0) {
             CHECK_INT_EQ(r->next_rc, 0);
         } else {
@@ -2544,6 +2573,7 @@ int main(int argc, char **argv)
     RUNF(test_join_arrival_order);
     RUNF(test_join_ordered_3);
     RUNF(test_join_ordered_8);
+    RUNF(test_join_order_gaps);
     RUNF(test_uneven_nproc);
     RUNF(test_uneven_nproc_ordered);
     RUNF(test_master_given);
