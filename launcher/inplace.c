@@ -74,7 +74,7 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         amldist_topo_free(topo);
         return AMLRUN_EXIT_USAGE;
     }
-    struct env_spec es = {o, p->layout, 0, environ, b, 0};
+    struct env_spec es = {o, p->layout, 0, environ, b, 0, NULL};
     struct worker_id id;
     int rc = AMLRUN_EXIT_SYSTEM;
     char **env = worker_env(&es, 0, 0, &id);

@@ -16,13 +16,13 @@
 
 #include "amldist.h"
 #include "command.h"
+#include "control.h"
 #include "dryrun.h"
 #include "guard.h"
 #include "inplace.h"
 #include "jobtoken.h"
 #include "mode.h"
 #include "msg.h"
-#include "nodecheck.h"
 #include "options.h"
 #include "output.h"
 #include "supervise.h"
@@ -107,9 +107,13 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct amlrun_binding *b = NULL;
     if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
         return AMLRUN_EXIT_USAGE;
-    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0};
+    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL};
     int rc;
     if (o->dry_run) {
+        if (options_c10d(o))
+            printf("amlrun: rendezvous: c10d at %s:%d; the node rank comes "
+                   "from it, shown here as for a node alone\n", o->owned_addr,
+                   o->endpoint_port);
         rc = dry_run_node(o, p, c, &es, b);
         bind_free(b);
         return rc;
@@ -117,10 +121,14 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
-    if ((rc = nodecheck_run(o, p)) >= 0) {
+    struct control ctl;
+    if ((rc = control_join(o, p, &ctl)) >= 0) {
         bind_free(b);
         return rc;
     }
+    es.ctl = &ctl;
+    if (o->verbose)
+        control_describe(&ctl);
     const char *gpus = p->topo ? amldist_topo_gpu_note(p->topo)
                                : bind_gpu_note(b);
     if (o->verbose && gpus != NULL)
@@ -150,13 +158,14 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("orphans: %s", guard_describe());
     struct job_spec js = {o, c, &es, p->nproc, host, &orig, pipe_was_ignored,
-                          sfd, log_dir_fd, b};
+                          sfd, log_dir_fd, b, ctl.rz};
     rc = supervise(&js);
     guard_stop();
     if (guard_pid() > 0)
         waitpid(guard_pid(), NULL, 0);
     close(sfd);
 out:
+    control_close(&ctl);
     if (log_dir_fd >= 0)
         close(log_dir_fd);
     bind_free(b);
@@ -213,8 +222,10 @@ int main(int argc, char **argv)
             rc = inplace_run(&o, &plan, &cmd);
         } else {
             /* One node: this amlrun starts every rank, so it can give them
-             * a secret; several nodes' amlruns have none to share. */
-            if (amldist_world_size(plan.layout) == 1)
+             * a secret; several nodes' amlruns have none to share (those of
+             * a c10d rendezvous neither, though each starts alone). */
+            if (amldist_world_size(plan.layout) == 1 &&
+                !(options_c10d(&o) && o.nnodes > 1))
                 give_job_token(&o);
             rc = node_run(&o, &plan, &cmd);
         }

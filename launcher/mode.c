@@ -161,7 +161,9 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
      * LOCAL_RANK=0, NODE_RANK), it is the only one. */
     if (o->mode == MODE_NODE || o->nproc_kind != NPROC_UNSET)
         ao.flags |= AMLDIST_ONE_PER_NODE;
-    ao.num_nodes = o->nnodes;
+    /* Under c10d, --nnodes counts the nodes that meet at the endpoint,
+     * and the rendezvous gives the node rank (control.h). */
+    ao.num_nodes = options_c10d(o) ? 0 : o->nnodes;
     ao.node_rank = o->node_rank;
     ao.master_addr = o->master_addr;
     ao.master_port = o->master_port;

@@ -263,13 +263,15 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
             if (parse_int(first, 1, 1 << 20, &lo) < 0 ||
                 parse_int(colon + 1, 1, 1 << 20, &hi) < 0)
                 return bad_value(name, val, "want N or N:N");
-            if (lo != hi)
-                return bad_value(name, val,
-                                 "elastic node ranges are not supported");
+            if (lo > hi)
+                return bad_value(name, val, "want MIN:MAX with MIN <= MAX");
         } else if (parse_int(val, 1, 1 << 20, &lo) < 0) {
             return bad_value(name, val, "want a number >= 1");
+        } else {
+            hi = lo;
         }
-        o->nnodes = lo;
+        o->nnodes_min = lo;
+        o->nnodes = hi;
         break;
     }
     case O_NODE_RANK:
@@ -317,8 +319,8 @@ static int apply(struct amlrun_opts *o, const char *name, enum opt_id id,
         }
         break;
     case O_RDZV_BACKEND:
-        /* The rendezvous is always static (env://); the backend only
-         * chooses which of --rdzv-conf's timeouts is the join timeout. */
+        /* static: node ranks given (env://); c10d: the nodes meet at
+         * --rdzv-endpoint and get theirs (control.h). */
         if (strcmp(val, "static") && strcmp(val, "c10d"))
             return bad_value(name, val, "want static or c10d");
         o->rdzv_backend = val;
@@ -600,7 +602,8 @@ static int apply_pet_env(struct amlrun_opts *o, const unsigned char *given)
 /* What depends on several options, once all are known. */
 static void resolve(struct amlrun_opts *o)
 {
-    if (o->owned_addr) {
+    /* c10d's endpoint is the rendezvous's, not PyTorch's store. */
+    if (o->owned_addr && !options_c10d(o)) {
         o->master_addr = o->owned_addr;
         if (o->endpoint_port > 0)
             o->master_port = o->endpoint_port;
@@ -617,6 +620,22 @@ static int check_combinations(struct amlrun_opts *o)
     }
     if (o->standalone && o->nnodes > 1) {
         msg("--standalone is for one node, but --nnodes is %d", o->nnodes);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->nnodes_min != o->nnodes && !options_c10d(o)) {
+        msg("--nnodes %d:%d: a range of nodes needs the c10d rendezvous "
+            "(--rdzv-backend c10d --rdzv-endpoint HOST:PORT)", o->nnodes_min,
+            o->nnodes);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (options_c10d(o) && (!o->owned_addr || o->endpoint_port <= 0)) {
+        msg("--rdzv-backend c10d: give --rdzv-endpoint HOST:PORT, where the "
+            "nodes meet (one of them listens there)");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (options_c10d(o) && o->node_rank >= 0) {
+        msg("--rdzv-backend c10d assigns the node ranks: leave out "
+            "--node-rank (or use --rdzv-backend static)");
         return AMLRUN_EXIT_USAGE;
     }
     if (o->log_layout == LOG_LAYOUT_AMLRUN && std_map_any(&o->redirects)) {
@@ -685,6 +704,11 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
         return AMLRUN_EXIT_USAGE;
     }
     return -1;
+}
+
+int options_c10d(const struct amlrun_opts *o)
+{
+    return !o->standalone && strcmp(o->rdzv_backend, "c10d") == 0;
 }
 
 int options_torchrun_layout(const struct amlrun_opts *o)

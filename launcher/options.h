@@ -37,12 +37,13 @@ struct amlrun_opts {
     /* layout */
     enum nproc_kind nproc_kind;
     int nproc;               /* with NPROC_NUM */
-    int nnodes;              /* > 0 given */
+    int nnodes;              /* > 0 given (the MAX of MIN:MAX) */
+    int nnodes_min;          /* MIN of MIN:MAX (= nnodes for N) */
     int node_rank;           /* >= 0 given */
     const char *master_addr; /* NULL: from the library */
     int master_port;         /* > 0 given */
     int standalone;
-    int no_node_check;       /* --no-node-check: nodecheck.h */
+    int no_node_check;       /* --no-node-check: no control plane (control.h) */
     enum run_mode mode;
     /* rendezvous: --rdzv-backend and --rdzv-conf, for the nodes' agreement
      * on the layout (the endpoint sets master_addr and master_port) */
@@ -84,6 +85,8 @@ struct amlrun_opts {
 int options_parse(int argc, char **argv, struct amlrun_opts *o);
 void options_free(struct amlrun_opts *o);
 
+/* Whether the nodes meet at a c10d rendezvous (control.h). */
+int options_c10d(const struct amlrun_opts *o);
 /* Whether log files follow torchrun's layout. */
 int options_torchrun_layout(const struct amlrun_opts *o);
 /* True when long option `name` (without "--"; '_' or '-'; read up to an

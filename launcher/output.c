@@ -192,6 +192,44 @@ static void stream_eof(struct out_stream *s)
     s->fd = -1;
 }
 
+static void tail_add(struct out_stream *s, const char *p, size_t n)
+{
+    if (n >= OUT_TAIL_MAX) {
+        memcpy(s->tail, p + n - OUT_TAIL_MAX, OUT_TAIL_MAX);
+        s->tail_len = OUT_TAIL_MAX;
+        return;
+    }
+    size_t keep = s->tail_len + n > OUT_TAIL_MAX ? OUT_TAIL_MAX - n
+                                                 : s->tail_len;
+    memmove(s->tail, s->tail + s->tail_len - keep, keep);
+    memcpy(s->tail + keep, p, n);
+    s->tail_len = keep + n;
+}
+
+void out_stream_tail(const struct out_stream *s, const char *indent,
+                     int lines, char *buf, size_t size)
+{
+    size_t end = s->tail_len, start;
+    while (end > 0 && s->tail[end - 1] == '\n')
+        end--;
+    start = end;
+    for (int k = 0; start > 0; start--)
+        if (s->tail[start - 1] == '\n' && ++k == lines)
+            break;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = start; i < end && o + 1 < size;) {
+        const char *nl = memchr(s->tail + i, '\n', end - i);
+        size_t n = nl ? (size_t)(nl - (s->tail + i)) : end - i;
+        int w = snprintf(buf + o, size - o, "%s%.*s\n", indent, (int)n,
+                         s->tail + i);
+        if (w < 0 || (size_t)w >= size - o)
+            break;
+        o += (size_t)w;
+        i += n + 1;
+    }
+}
+
 int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
 {
     ssize_t n;
@@ -202,6 +240,7 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
         stream_eof(s);
         return 0;
     }
+    tail_add(s, buf, (size_t)n);
     if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
         log_failed(s->log, errno); /* once: the stream forgets its log */
         s->log = -1;

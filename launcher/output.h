@@ -17,6 +17,8 @@
 /* Lines longer than this are cut into pieces of this size (on the console
  * only; log files get every byte as it came). */
 #define OUT_LINE_MAX (1u << 20)
+/* Bytes of a stream's end kept for the job's failure summary. */
+#define OUT_TAIL_MAX 2048
 
 struct out_stream {
     int fd;            /* read end of the worker's pipe; -1 when closed */
@@ -26,6 +28,9 @@ struct out_stream {
     size_t prefix_len;
     char *carry;       /* the unfinished last line */
     size_t len, cap;
+    /* The last bytes the worker wrote, for a failure's summary. */
+    char tail[OUT_TAIL_MAX];
+    size_t tail_len;
 };
 
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or
@@ -33,6 +38,10 @@ struct out_stream {
  * the pipe closed; the pipe is closed too once the stream's console is
  * gone.  Returns 1 while open, 0 once closed. */
 int out_stream_read(struct out_stream *s, char *buf, size_t bufsz);
+/* The last `lines` lines of what the stream carried (at most its last
+ * OUT_TAIL_MAX bytes), each prefixed with `indent`, into buf; "" if none. */
+void out_stream_tail(const struct out_stream *s, const char *indent,
+                     int lines, char *buf, size_t size);
 /* Whether amlrun's stdout or stderr is gone (EPIPE): workers writing to it
  * get EPIPE (SIGPIPE) at their next write, and a restart would only repeat
  * that. */

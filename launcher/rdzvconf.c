@@ -40,6 +40,24 @@ static int seconds(const char *v, size_t n, double *out)
     return 0;
 }
 
+/* Seconds > 0 with a fraction. */
+static int fraction(const char *v, size_t n, double *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    double s = strtod(buf, &end);
+    if (!isdigit((unsigned char)buf[0]) || errno || *end || s > 1e6 ||
+        !(s > 0))
+        return -1;
+    *out = s;
+    return 0;
+}
+
 /* The spellings of RendezvousParameters.get_as_bool(). */
 static int is_bool(const char *v, size_t n)
 {
@@ -81,14 +99,29 @@ int rdzv_conf_parse(const char *s, struct rdzv_conf *c, char *why,
                     : is_key(k, kn, "timeout")      ? &c->timeout
                     : is_key(k, kn, "read_timeout") ? &c->read_timeout
                                                     : NULL;
-        double ignored;
-        if (!t && (is_key(k, kn, "last_call_timeout") ||
-                   is_key(k, kn, "close_timeout")))
+        double ignored, attempts;
+        if (!t && is_key(k, kn, "close_timeout"))
             t = &ignored;
         if (t && seconds(v, vn, t) < 0) {
             snprintf(why, size, "%.*s=%.*s: want whole seconds > 0", (int)kn,
                      k, (int)vn, v);
             return -1;
+        }
+        double *f = is_key(k, kn, "last_call_timeout") ? &c->last_call_timeout
+                    : is_key(k, kn, "keep_alive_interval")
+                        ? &c->keep_alive_interval : NULL;
+        if (f && fraction(v, vn, f) < 0) {
+            snprintf(why, size, "%.*s=%.*s: want seconds > 0 (0.5, 2, ...)",
+                     (int)kn, k, (int)vn, v);
+            return -1;
+        }
+        if (is_key(k, kn, "keep_alive_max_attempt")) {
+            if (seconds(v, vn, &attempts) < 0 || attempts > 1000000) {
+                snprintf(why, size, "keep_alive_max_attempt=%.*s: want a "
+                         "whole number > 0", (int)vn, v);
+                return -1;
+            }
+            c->keep_alive_max_attempt = (int)attempts;
         }
         if (is_key(k, kn, "is_host") && !is_bool(v, vn)) {
             snprintf(why, size, "is_host=%.*s: want true or false (1, yes, "

@@ -15,6 +15,11 @@ struct rdzv_conf {
     double join_timeout;  /* c10d's join_timeout */
     double timeout;       /* the static backend's timeout */
     double read_timeout;  /* the c10d store's read_timeout */
+    /* The control plane's (amldist_rdzv(3)); fractions of a second are
+     * accepted here, where torchrun takes whole seconds. */
+    double last_call_timeout;   /* wait for more nodes after MIN joined */
+    double keep_alive_interval; /* heartbeat period */
+    int keep_alive_max_attempt; /* missed heartbeats before "dead"; 0 */
 };
 
 /* How long the nodes wait for each other, in seconds: the backend's own key

@@ -104,7 +104,7 @@ static void forward(const char *buf, size_t len, const struct errorfile *ef,
         close(fd);
 }
 
-void rootcause_report(const struct failure *f, const char *forward_to)
+char *rootcause_text(const struct failure *f, const char *forward_to)
 {
     struct errorfile ef;
     char why[160] = "none given";
@@ -175,14 +175,23 @@ void rootcause_report(const struct failure *f, const char *forward_to)
     }
     if (fclose(m) != 0) {
         msg("root cause: rank %d: out of memory", f->rank);
+        free(out);
+        out = NULL;
         goto done;
     }
-    /* One write: the block stays whole beside other writers. */
-    (void)write_all(2, out, size);
-    free(out);
     if (parsed && forward_to && *forward_to)
         forward(buf, len, &ef, code, forward_to);
 done:
     errorfile_free(&ef);
     free(buf);
+    return out;
+}
+
+void rootcause_report(const struct failure *f, const char *forward_to)
+{
+    char *text = rootcause_text(f, forward_to);
+    /* One write: the block stays whole beside other writers. */
+    if (text)
+        (void)write_all(2, text, strlen(text));
+    free(text);
 }

@@ -22,6 +22,9 @@ struct failure {
     const char *error_file; /* its TORCHELASTIC_ERROR_FILE, or NULL */
 };
 
+/* The block as text (malloc'd; NULL after a message), and the error file
+ * copied to FORWARD_TO as below. */
+char *rootcause_text(const struct failure *f, const char *forward_to);
 /* Print the block; then copy the error file to FORWARD_TO (if not NULL
  * and the error file was written and is well-formed). */
 void rootcause_report(const struct failure *f, const char *forward_to);

@@ -57,7 +57,15 @@ struct job {
     struct out_stream **pstream;
     struct rundir *rd; /* error files, and logs in torchrun's layout */
     int torch_layout;
+    /* The control plane: the host ordered this node's workers stopped
+     * (another node's failure), and the root cause block of this node's
+     * own first failure, printed at the end unless node 0 prints the
+     * job's summary. */
+    int peer_stop;
+    char *local_block;
 };
+
+static int stopped_status(int sig);
 
 int sig_stops_job(int sig)
 {
@@ -170,6 +178,58 @@ static void drain(struct job *j, struct worker *w)
     }
 }
 
+/* This node's first failure, for the job: its root cause block and last
+ * lines go to the host, which stops every node and has node 0 print them. */
+static void tell_failure(struct job *j, struct worker *w)
+{
+    char what[96], head[256], tail_err[OUT_TAIL_MAX + 512],
+        tail_out[OUT_TAIL_MAX + 512];
+    status_describe(w->status, what, sizeof what);
+    snprintf(head, sizeof head, "amlrun:   rank %d (local %d, pid %d) on "
+             "host %s: %s\n", w->id.rank, w->id.local, (int)w->pid,
+             j->s->host, what);
+    struct failure f = {
+        .rank = w->id.rank, .local = w->id.local, .pid = w->pid,
+        .status = w->status, .host = j->s->host, .when = w->t_end,
+        .error_file = w->error_file,
+    };
+    free(j->local_block);
+    j->local_block = rootcause_text(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    if (w->error_file && access(w->error_file, F_OK) == 0)
+        rundir_keep(j->rd);
+    out_stream_tail(&w->err, "amlrun:   | ", 10, tail_err, sizeof tail_err);
+    out_stream_tail(&w->out, "amlrun:   | ", 5, tail_out, sizeof tail_out);
+    char *sum = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&sum, &size);
+    if (m) {
+        fprintf(m, "%s%s", head, j->local_block ? j->local_block : "");
+        if (*tail_err)
+            fprintf(m, "amlrun:   last lines of its stderr:\n%s", tail_err);
+        if (*tail_out)
+            fprintf(m, "amlrun:   last lines of its stdout:\n%s", tail_out);
+        if (fclose(m) != 0) {
+            free(sum);
+            sum = NULL;
+        }
+    }
+    if (amldist_rdzv_fail(j->s->rz, 0, w->id.rank,
+                          status_exit_code(w->status), sum ? sum : head) < 0)
+        msg("telling the other nodes: %s", amldist_last_error());
+    free(sum);
+}
+
+/* This node ends the job, whatever restarts are left: a stop signal, a
+ * worker that could not start. */
+static void tell_final(struct job *j, int status, const char *why)
+{
+    char text[512];
+    snprintf(text, sizeof text, "amlrun:   host %s: %s\n", j->s->host, why);
+    if (j->s->rz &&
+        amldist_rdzv_fail(j->s->rz, AMLDIST_RDZV_FINAL, -1, status, text) < 0)
+        msg("telling the other nodes: %s", amldist_last_error());
+}
+
 static void worker_done(struct job *j, struct worker *w, int status)
 {
     w->running = 0;
@@ -194,6 +254,8 @@ static void worker_done(struct job *j, struct worker *w, int status)
     j->fail = (int)(w - j->w);
     j->fail_status = status;
     j->restart_wanted = j->restarts < j->s->o->max_restarts;
+    if (j->s->rz)
+        tell_failure(j, w);
     if (j->live > 0 && !j->s->o->quiet)
         msg("stopping the other %d worker%s (SIGTERM, SIGKILL after %g s)",
             j->live, j->live == 1 ? "" : "s", j->s->o->term_timeout);
@@ -310,13 +372,24 @@ static void on_signal(struct job *j, int sig)
     } else if (sig_stops_job(sig)) {
         signal_name(sig, name, sizeof name);
         j->restart_wanted = 0;
-        if (!j->stopping) {
+        if (!j->stop_signal) {
+            /* The first stop request, even while the workers stop for
+             * another reason (a failure here or on another node): it is
+             * passed on, and it ends the job whatever restarts are left. */
+            char why[64];
+            snprintf(why, sizeof why, "%s received: the job stops", name);
+            tell_final(j, stopped_status(sig), why);
             j->stop_signal = sig;
             if (!j->s->o->quiet && j->live > 0)
                 msg("%s received: stopping %d worker%s (SIGKILL after %g s)",
                     name, j->live, j->live == 1 ? "" : "s",
                     j->s->o->term_timeout);
-            begin_stop(j, sig);
+            else if (!j->s->o->quiet)
+                msg("%s", why);
+            if (!j->stopping)
+                begin_stop(j, sig);
+            else
+                signal_all(j, sig);
         } else if (!j->killed && j->live > 0) {
             /* A second stop request means "now". */
             msg("%s received again: killing %d worker%s", name, j->live,
@@ -504,6 +577,7 @@ static void start_all(struct job *j)
             /* Reported once, here; the ones already started are stopped. */
             if (j->spawn_status < 0)
                 j->spawn_status = AMLRUN_EXIT_SYSTEM;
+            tell_final(j, j->spawn_status, "a worker could not start");
             j->restart_wanted = 0;
             begin_stop(j, SIGTERM);
             return;
@@ -511,6 +585,20 @@ static void start_all(struct job *j)
     }
     if (j->s->o->verbose)
         msg("started %d worker%s", j->n, j->n == 1 ? "" : "s");
+}
+
+/* The host ordered every node's workers stopped. */
+static void on_peer_stop(struct job *j)
+{
+    if (amldist_rdzv_state(j->s->rz) != AMLDIST_RDZV_STOP || j->stopping)
+        return;
+    j->peer_stop = 1;
+    j->restart_wanted = 0;
+    if (!j->s->o->quiet)
+        msg("stopping the %d worker%s of this node (SIGTERM, SIGKILL after "
+            "%g s): %s", j->live, j->live == 1 ? "" : "s",
+            j->s->o->term_timeout, amldist_rdzv_stop_reason(j->s->rz));
+    begin_stop(j, SIGTERM);
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -521,6 +609,9 @@ static void run_loop(struct job *j)
         int np = 0;
         j->pfd[np++] = (struct pollfd){j->s->sfd, POLLIN, 0};
         j->pfd[np++] = (struct pollfd){j->tfd, POLLIN, 0};
+        /* Until this node stops anyway: the descriptor stays readable. */
+        int rzfd = j->s->rz && !j->stopping ? amldist_rdzv_fd(j->s->rz) : -1;
+        j->pfd[np++] = (struct pollfd){rzfd, POLLIN, 0};
         int open_streams = 0;
         for (int i = 0; i < j->n; i++) {
             struct out_stream *ss[2] = {&j->w[i].out, &j->w[i].err};
@@ -550,7 +641,9 @@ static void run_loop(struct job *j)
         }
         if (j->pfd[1].revents)
             on_timer(j);
-        for (int i = 2; i < np; i++)
+        if (j->pfd[2].revents)
+            on_peer_stop(j);
+        for (int i = 3; i < np; i++)
             if (j->pfd[i].revents && j->pstream[i]->fd >= 0)
                 out_stream_read(j->pstream[i], j->buf, READ_BUF);
     }
@@ -567,8 +660,8 @@ static int job_init(struct job *j, const struct job_spec *s)
     j->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     j->w = calloc((size_t)j->n, sizeof *j->w);
     j->buf = malloc(READ_BUF);
-    j->pfd = calloc((size_t)j->n * 2 + 2, sizeof *j->pfd);
-    j->pstream = calloc((size_t)j->n * 2 + 2, sizeof *j->pstream);
+    j->pfd = calloc((size_t)j->n * 2 + 3, sizeof *j->pfd);
+    j->pstream = calloc((size_t)j->n * 2 + 3, sizeof *j->pstream);
     if (j->tfd < 0 || j->null_fd < 0 || !j->w || !j->buf || !j->pfd ||
         !j->pstream)
         return -1;
@@ -596,6 +689,7 @@ static void job_free(struct job *j)
     free(j->buf);
     free(j->pfd);
     free(j->pstream);
+    free(j->local_block);
     rundir_close(j->rd);
 }
 
@@ -668,9 +762,81 @@ static int stopped_status(int sig)
     return 1;
 }
 
+/* This node's own status in the round: its failure, its stop signal, or 0
+ * (workers that the host had stopped did not fail). */
+static int local_status(const struct job *j)
+{
+    if (j->spawn_status >= 0)
+        return j->spawn_status;
+    if (j->fail >= 0)
+        return status_exit_code(j->fail_status);
+    return j->stop_signal ? stopped_status(j->stop_signal) : 0;
+}
+
+/* Every worker here has ended: wait for the rest of the job, still
+ * answering signals (a stop request then ends the whole job).  1: a new
+ * round; 0: the job is over; < 0: an error. */
+static int wait_for_job(struct job *j)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    amldist_rdzv_done(rz, local_status(j));
+    for (;;) {
+        int rc = amldist_rdzv_wait(rz, 0);
+        if (rc != AMLDIST_ETIMEDOUT)
+            return rc;
+        struct pollfd p[2] = {{j->s->sfd, POLLIN, 0},
+                              {amldist_rdzv_fd(rz), POLLIN, 0}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            return -1;
+        if (p[0].revents)
+            read_signals(j);
+    }
+}
+
+static void announce_round(struct job *j)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    int restarts = amldist_rdzv_restart_count(rz);
+    if (!j->s->o->quiet && restarts > j->restarts)
+        msg("restarting the workers of all %d nodes (restart %d of %d; "
+            "this node is node %d)", amldist_rdzv_num_nodes(rz), restarts,
+            j->s->o->max_restarts, amldist_rdzv_node_rank(rz));
+    else if (!j->s->o->quiet)
+        msg("the job re-forms with %d nodes (this node is node %d): "
+            "restarting the workers", amldist_rdzv_num_nodes(rz),
+            amldist_rdzv_node_rank(rz));
+    j->restarts = restarts;
+}
+
+/* The end of a job with a control plane: node 0 prints the job's first
+ * failure (every node, when the host itself was lost); a node whose own
+ * worker failed prints its root cause block too. */
+static void report_job(struct job *j, int status)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    if (status == 0)
+        return;
+    int node0 = amldist_rdzv_node_rank(rz) == 0;
+    if (node0 || status == AMLDIST_RDZV_STATUS_LOST) {
+        const char *f = amldist_rdzv_failure(rz);
+        size_t n = strlen(f) + 128;
+        char *text = malloc(n);
+        if (text) {
+            snprintf(text, n, "amlrun: job failed (exit status %d): first "
+                     "failure: %s%s", status, f,
+                     *f && f[strlen(f) - 1] == '\n' ? "" : "\n");
+            (void)write_all(2, text, strlen(text));
+        }
+        free(text);
+    }
+    if (!node0 && j->local_block)
+        (void)write_all(2, j->local_block, strlen(j->local_block));
+}
+
 int supervise(const struct job_spec *s)
 {
     struct job j;
+    int rz_next = -1;
     if (job_init(&j, s) < 0) {
         msg_errno(errno, "setting up the job");
         job_free(&j);
@@ -681,7 +847,8 @@ int supervise(const struct job_spec *s)
         return AMLRUN_EXIT_SYSTEM;
     }
     for (;;) {
-        if (rundir_attempt(j.rd, j.restarts) < 0) {
+        if (rundir_attempt(j.rd, s->rz ? amldist_rdzv_round(s->rz)
+                                       : j.restarts) < 0) {
             j.spawn_status = AMLRUN_EXIT_SYSTEM;
             break;
         }
@@ -693,18 +860,31 @@ int supervise(const struct job_spec *s)
             out_stream_close(&j.w[i].err);
         }
         close_attempt_logs(&j);
-        if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0 ||
-            out_console_gone())
-            break;
-        j.restarts++;
-        if (!s->o->quiet)
-            msg("restarting the %d worker%s of this node (restart %d of %d)",
-                j.n, j.n == 1 ? "" : "s", j.restarts, s->o->max_restarts);
+        if (s->rz) {
+            if (out_console_gone() && !j.stop_signal)
+                tell_final(&j, 1, "its console is gone");
+            if ((rz_next = wait_for_job(&j)) != 1)
+                break;
+            announce_round(&j);
+        } else {
+            if (!j.restart_wanted || j.stop_signal || j.spawn_status >= 0 ||
+                out_console_gone())
+                break;
+            j.restarts++;
+            if (!s->o->quiet)
+                msg("restarting the %d worker%s of this node (restart %d of "
+                    "%d)", j.n, j.n == 1 ? "" : "s", j.restarts,
+                    s->o->max_restarts);
+        }
         j.fail = -1;
-        j.stopping = j.killed = j.restart_wanted = 0;
+        j.stopping = j.killed = j.restart_wanted = j.peer_stop = 0;
     }
     int status = 0;
-    if (j.spawn_status >= 0) {
+    if (s->rz) {
+        status = rz_next == 0 ? amldist_rdzv_exit_status(s->rz)
+                              : AMLRUN_EXIT_SYSTEM;
+        report_job(&j, status);
+    } else if (j.spawn_status >= 0) {
         status = j.spawn_status;
     } else if (j.fail >= 0) {
         status = status_exit_code(j.fail_status);

@@ -25,6 +25,7 @@ struct job_spec {
     int sfd;                       /* signalfd of the handled signals */
     int log_dir_fd;                /* -1: no --log-dir */
     const struct amlrun_binding *binding;
+    amldist_rdzv_t *rz;            /* the control plane, or NULL */
 };
 
 /* Run the job; returns amlrun's exit status. */

@@ -59,7 +59,13 @@ char **worker_env(struct env_spec *e, int index, int restart,
 {
     amldist_t *child = NULL;
     const amldist_t *l = e->layout;
-    if (e->nproc > 0) {
+    if (e->ctl && e->ctl->rz && e->ctl->numbering) {
+        if (amldist_rdzv_worker_layout(e->ctl->rz, index, &child) < 0) {
+            msg("layout of local worker %d: %s", index, amldist_last_error());
+            return NULL;
+        }
+        l = child;
+    } else if (e->nproc > 0) {
         if (amldist_derive_child(e->layout, e->nproc, index, &child) < 0) {
             msg("layout of local worker %d of %d: %s", index, e->nproc,
                 amldist_last_error());

@@ -9,6 +9,7 @@
 
 #include "amldist.h"
 #include "bind.h"
+#include "control.h"
 #include "options.h"
 
 struct env_spec {
@@ -19,6 +20,7 @@ struct env_spec {
     char *const *base;        /* amlrun's environment */
     const struct amlrun_binding *binding;
     int omp_noted;            /* the OMP_NUM_THREADS notice was printed */
+    const struct control *ctl; /* the control plane, or NULL */
 };
 
 /* Where a worker sits, for prefixes, logs and messages.  A value the

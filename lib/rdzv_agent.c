@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdzv_internal.h"
@@ -33,7 +34,6 @@ struct amldist_rdzv {
     uint64_t agent;
     int nproc, order;
     amldist__rz_round_t cur; /* the caller's view of the round */
-    int ran;                 /* a round was assigned (the caller ran it) */
 
     pthread_t thread;
     pthread_mutex_t mu;
@@ -57,6 +57,7 @@ struct amldist_rdzv {
         int have_next;
         int status;            /* the job's, once C_OVER */
         char *failure;         /* its first failure, once C_OVER */
+        char stop_why[AMLDIST__RZ_TEXT_MAX + 1]; /* the last STOP's */
         unsigned char *fail;   /* a FAIL frame to send */
         size_t fail_len;
         int done, done_status, done_port;
@@ -73,11 +74,13 @@ static void wake_thread(amldist_rdzv_t *r)
     }
 }
 
-static void signal_stop(amldist_rdzv_t *r)
+/* Something for the caller: a stop, a new round, the end (under mu). */
+static void signal_caller(amldist_rdzv_t *r)
 {
     uint64_t one = 1;
     while (write(r->efd, &one, sizeof one) < 0 && errno == EINTR) {
     }
+    pthread_cond_broadcast(&r->cv);
 }
 
 /* A port nobody listens on now (the kernel's pick); 0 when none. */
@@ -109,8 +112,8 @@ static void set_over(amldist_rdzv_t *r, int status, const char *failure)
     free(r->sh.failure);
     r->sh.failure = strdup(failure ? failure : "");
     if (was == C_RUNNING)
-        signal_stop(r);
-    pthread_cond_broadcast(&r->cv);
+        amldist__strlcpy(r->sh.stop_why, r->sh.failure, sizeof r->sh.stop_why);
+    signal_caller(r);
 }
 
 /* The connection to the host is gone: before the first round that is a
@@ -161,13 +164,17 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
             break;
         r->sh.have_next = 1;
         r->sh.state = C_RUNNING;
-        pthread_cond_broadcast(&r->cv);
+        r->sh.stop_why[0] = '\0';
+        signal_caller(r);
         break;
     case AMLDIST__RZ_STOP:
         if (r->sh.state == C_RUNNING &&
             (int)amldist__bs_get_u32(p) == r->sh.next.round) {
+            size_t n = len - 4;
+            memcpy(r->sh.stop_why, p + 4, n);
+            r->sh.stop_why[n] = '\0';
             r->sh.state = C_STOP;
-            signal_stop(r);
+            signal_caller(r);
         }
         break;
     case AMLDIST__RZ_FINISH: {
@@ -183,9 +190,13 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
     }
     case AMLDIST__RZ_REFUSE: {
         size_t n = len - 4;
-        r->sh.err = refusal_code(amldist__bs_get_u32(p));
+        uint32_t reason = amldist__bs_get_u32(p);
+        r->sh.err = refusal_code(reason);
         int k = snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
-                         "rendezvous at %s refused this node: ", r->endpoint);
+                         reason == AMLDIST__RZ_R_TIMEOUT
+                             ? "rendezvous at %s: "
+                             : "rendezvous at %s refused this node: ",
+                         r->endpoint);
         if (n > sizeof r->sh.errmsg - (size_t)k - 1)
             n = sizeof r->sh.errmsg - (size_t)k - 1;
         memcpy(r->sh.errmsg + k, p + 4, n);
@@ -522,15 +533,34 @@ static void free_handle(amldist_rdzv_t *r)
     free(r);
 }
 
-/* Wait until the thread has a new round for the caller (1) or the job is
- * over (0); the round becomes the caller's. */
-static int wait_round(amldist_rdzv_t *r, int after)
+/* Wait (up to timeout_ms, < 0: for ever) until the thread has a round
+ * later than `after` for the caller (1) or the job is over (0); the round
+ * becomes the caller's.  AMLDIST_ETIMEDOUT when neither came in time. */
+static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
 {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ms > 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+    }
     pthread_mutex_lock(&r->mu);
     while (r->sh.state != C_OVER &&
            !(r->sh.have_next && r->sh.next.round > after &&
-             r->sh.state == C_RUNNING))
-        pthread_cond_wait(&r->cv, &r->mu);
+             r->sh.state == C_RUNNING)) {
+        if (timeout_ms == 0 ||
+            (timeout_ms > 0 &&
+             pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)) {
+            pthread_mutex_unlock(&r->mu);
+            return AMLDIST_ETIMEDOUT;
+        }
+        if (timeout_ms < 0)
+            pthread_cond_wait(&r->cv, &r->mu);
+    }
     int got = r->sh.state == C_RUNNING;
     if (got) {
         amldist__rz_round_t n = r->sh.next;
@@ -543,7 +573,6 @@ static int wait_round(amldist_rdzv_t *r, int after)
         free(r->cur.nproc);
         r->cur = n;
         r->cur.nproc = copy;
-        r->ran = 1;
     }
     pthread_mutex_unlock(&r->mu);
     return got;
@@ -610,7 +639,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         free_handle(r);
         return rc;
     }
-    rc = wait_round(r, -1);
+    rc = wait_round(r, -1, -1);
     if (rc == 1) {
         *out = r;
         return 0;
@@ -670,6 +699,13 @@ int amldist_rdzv_state(amldist_rdzv_t *r)
     pthread_mutex_lock(&r->mu);
     int s = r->sh.state == C_STOP || r->sh.state == C_OVER
                 ? AMLDIST_RDZV_STOP : AMLDIST_RDZV_RUNNING;
+    /* A wake-up that was no stop (the round's own start) is taken, so
+     * that a caller polling the descriptor does not spin; the thread
+     * writes it under mu, so no stop is lost here. */
+    uint64_t v;
+    if (s == AMLDIST_RDZV_RUNNING)
+        while (read(r->efd, &v, sizeof v) > 0) {
+        }
     pthread_mutex_unlock(&r->mu);
     return s;
 }
@@ -702,11 +738,11 @@ int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
     return 0;
 }
 
-int amldist_rdzv_next(amldist_rdzv_t *r, int status)
+int amldist_rdzv_done(amldist_rdzv_t *r, int status)
 {
     amldist__clear_error();
     if (!r)
-        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_next: no handle");
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_done: no handle");
     int port = r->cfg.master_port > 0 ? 0 : free_port();
     pthread_mutex_lock(&r->mu);
     if (r->sh.state == C_RUNNING || r->sh.state == C_STOP) {
@@ -717,11 +753,39 @@ int amldist_rdzv_next(amldist_rdzv_t *r, int status)
     }
     pthread_mutex_unlock(&r->mu);
     wake_thread(r);
-    int rc = wait_round(r, r->cur.round);
+    return 0;
+}
+
+int amldist_rdzv_wait(amldist_rdzv_t *r, int timeout_ms)
+{
+    amldist__clear_error();
+    if (!r)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_wait: no handle");
     uint64_t v;
     while (read(r->efd, &v, sizeof v) > 0) {
     }
+    int rc = wait_round(r, r->cur.round, timeout_ms);
+    if (rc == AMLDIST_ETIMEDOUT)
+        return amldist__fail(rc, "the rest of the job has not answered yet");
     return rc;
+}
+
+int amldist_rdzv_next(amldist_rdzv_t *r, int status)
+{
+    int rc = amldist_rdzv_done(r, status);
+    return rc < 0 ? rc : amldist_rdzv_wait(r, -1);
+}
+
+const char *amldist_rdzv_stop_reason(amldist_rdzv_t *r)
+{
+    if (!r)
+        return "";
+    pthread_mutex_lock(&r->mu);
+    /* Written by the thread only on a STOP, a new round or the end, none
+     * of which comes while the caller reads it between two waits. */
+    const char *why = r->sh.stop_why;
+    pthread_mutex_unlock(&r->mu);
+    return why;
 }
 
 int amldist_rdzv_exit_status(const amldist_rdzv_t *r)

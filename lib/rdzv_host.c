@@ -209,11 +209,10 @@ static uint64_t sort_key(const amldist__rz_host_t *h, const struct member *m)
     return (1ull << 32) + (uint64_t)m->seq;
 }
 
-static const amldist__rz_host_t *sorting;
-static int by_key(const void *a, const void *b)
+static int by_key(const void *a, const void *b, void *h)
 {
-    uint64_t ka = sort_key(sorting, *(struct member *const *)a);
-    uint64_t kb = sort_key(sorting, *(struct member *const *)b);
+    uint64_t ka = sort_key(h, *(struct member *const *)a);
+    uint64_t kb = sort_key(h, *(struct member *const *)b);
     return ka < kb ? -1 : ka > kb;
 }
 
@@ -232,8 +231,7 @@ static void form_round(amldist__rz_host_t *h)
         else
             nodes[n++] = m;
     }
-    sorting = h; /* only ever on the host's one thread */
-    qsort(nodes, (size_t)n, sizeof *nodes, by_key);
+    qsort_r(nodes, (size_t)n, sizeof *nodes, by_key, h);
     if (h->phase != P_FORMING) {
         h->round++;
         h->restarts += h->counted;

@@ -128,29 +128,39 @@ AMLDIST_API int amldist_rdzv_worker_layout(const amldist_rdzv_t *r,
  * While the workers run: amldist_rdzv_fd() becomes readable when the job's
  * state changes; amldist_rdzv_state() then says whether to stop this node's
  * workers (another node failed, was lost, or was stopped by a signal; or a
- * node joined an elastic job).  The descriptor stays readable while the
- * state is AMLDIST_RDZV_STOP.
+ * node joined an elastic job), and amldist_rdzv_stop_reason() says why in
+ * one line ("" while running).  The descriptor stays readable while the
+ * state is AMLDIST_RDZV_STOP, until amldist_rdzv_wait() reads it.
  */
 AMLDIST_API int amldist_rdzv_fd(const amldist_rdzv_t *r);
 AMLDIST_API int amldist_rdzv_state(amldist_rdzv_t *r);
+AMLDIST_API const char *amldist_rdzv_stop_reason(amldist_rdzv_t *r);
 
 /*
  * This node's first failure in the round: worker `rank` (negative: not a
  * worker) ended with `status` (an exit status, 128+N for signal N), and
  * `summary` (at most 8 KiB are sent: its host, status, last lines, root
  * cause) is what node 0 prints if it is the job's first failure.  The host
- * orders every node to stop.  Returns 0 or an error.
+ * orders every node to stop.  With AMLDIST_RDZV_FINAL the job ends, even
+ * after amldist_rdzv_done().  Returns 0 or an error.
  */
 AMLDIST_API int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
                                   int status, const char *summary);
 
 /*
- * After this node's workers have all ended (`status` 0: all succeeded):
- * wait for the rest of the job.  Returns 1 when a new round has formed
- * (restart: the handle now describes it), 0 when the job is over
- * (amldist_rdzv_exit_status() is its status, the same on every node), or
- * an error (the host was lost: the job is over too, exit status set).
+ * After this node's workers have all ended: amldist_rdzv_done() tells the
+ * host (`status` 0: all succeeded, else this node's failure), without
+ * waiting.  amldist_rdzv_wait() then waits up to `timeout_ms` (< 0: for
+ * ever; 0: not at all) for the rest of the job, amldist_rdzv_fd() becoming
+ * readable when there is an answer.  It returns 1 when a new round has
+ * formed (a restart, or an elastic job re-forming: the handle now describes
+ * it), 0 when the job is over (amldist_rdzv_exit_status() is its status,
+ * the same on every node; AMLDIST_RDZV_STATUS_LOST when the host was lost),
+ * or AMLDIST_ETIMEDOUT when neither yet.  amldist_rdzv_next() is the two
+ * in one call, waiting for ever.
  */
+AMLDIST_API int amldist_rdzv_done(amldist_rdzv_t *r, int status);
+AMLDIST_API int amldist_rdzv_wait(amldist_rdzv_t *r, int timeout_ms);
 AMLDIST_API int amldist_rdzv_next(amldist_rdzv_t *r, int status);
 
 /* The job's exit status: 0, or its first failure's status. */

@@ -126,14 +126,13 @@ cancel() {
         sleep 0.1
     done
 }
-# Both nodes' amlruns get the SIGTERM and pass it on.  Not every worker's
-# trap may run: the first amlrun to finish exits 1, and srun's
-# --kill-on-bad-exit then SIGKILLs the other node's step within
-# milliseconds (a plain scancel adds srun's own forced termination).  The
-# workers of the first node to finish always record it.
+# Both nodes' amlruns get the SIGTERM and pass it on (one of them may hear
+# of the stop from the control plane first: it says so too).  Not every
+# worker's trap may run: the step's second SIGTERM and srun's forced
+# termination race it.  The workers of at least one node record it.
 cancel "scancel"
 expect_eq "scancel: both nodes' amlruns pass SIGTERM on" \
-    "$(grep -c '^amlrun: SIGTERM received: stopping' "$TEST_TMP/cancel.out")" 2
+    "$(grep -c '^amlrun: SIGTERM received' "$TEST_TMP/cancel.out")" 2
 got=$(cat "$TEST_TMP"/sig/[0-9] 2>/dev/null | sort -k2n | tr '\n' ';')
 check "scancel: the workers of at least one node got SIGTERM ($got)" \
     sh -c 'case "$0" in *"n0 0 TERM;n0 1 TERM;"* | *"n1 2 TERM;n1 3 TERM;"*) exit 0 ;; esac; exit 1' "$got"

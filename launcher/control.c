@@ -1,0 +1,150 @@
+/* The node agents' control plane in amlrun (see control.h). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "msg.h"
+
+static int ms(double seconds)
+{
+    double v = seconds * 1000;
+    return v >= INT_MAX ? INT_MAX : (int)v;
+}
+
+/* The static rendezvous's control port: beside PyTorch's store
+ * (MASTER_PORT) and the bootstrap (MASTER_PORT+1), which the workers use
+ * while the control plane holds this one. */
+static int static_port(int master_port)
+{
+    const char *v = getenv("AMLDIST_CONTROL_PORT");
+    if (v && *v) {
+        char *end;
+        long p = strtol(v, &end, 10);
+        if (!*end && p > 0 && p <= 65535)
+            return (int)p;
+        msg("warning: AMLDIST_CONTROL_PORT=%s is not a port: using "
+            "MASTER_PORT+2", v);
+    }
+    return master_port <= 65533 ? master_port + 2 : master_port - 2;
+}
+
+static void endpoint(char *buf, size_t size, const char *host, int port)
+{
+    snprintf(buf, size, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+/* Every agent starts the same count, where the workers are numbered
+ * from each agent's own rank. */
+static int same_counts(const struct control *c, int nproc)
+{
+    int n = amldist_rdzv_num_nodes(c->rz);
+    for (int i = 0; i < n; i++) {
+        int k = amldist_rdzv_node_nproc(c->rz, i);
+        if (k != nproc) {
+            msg("the job's amlruns start different numbers of workers (node "
+                "%d: %d, this one: %d), and several share a node, so their "
+                "ranks cannot be numbered per node; no worker started (give "
+                "every amlrun the same --nproc-per-node)", i, k, nproc);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int control_join(const struct amlrun_opts *o, const struct plan *p,
+                 struct control *c)
+{
+    memset(c, 0, sizeof *c);
+    const amldist_t *l = p->layout;
+    int c10d = options_c10d(o);
+    int agents = amldist_world_size(l);
+    if (!c10d && (agents <= 1 || o->no_node_check))
+        return -1;
+    amldist_rdzv_options_t ro = AMLDIST_RDZV_OPTIONS_INIT;
+    ro.nproc = p->nproc;
+    ro.max_restarts = o->max_restarts;
+    ro.run_id = o->run_id;
+    const struct rdzv_conf *rc = &o->rdzv_conf;
+    double join = rdzv_conf_join_timeout(rc, c10d);
+    if (join > 0)
+        ro.join_timeout_ms = ms(join);
+    if (rc->last_call_timeout > 0)
+        ro.last_call_ms = ms(rc->last_call_timeout);
+    if (rc->keep_alive_interval > 0)
+        ro.keepalive_ms = ms(rc->keep_alive_interval);
+    ro.keepalive_misses = rc->keep_alive_max_attempt;
+    int alone = amldist_local_world_size(l) == 1;
+    if (c10d) {
+        endpoint(c->endpoint, sizeof c->endpoint, o->owned_addr,
+                 o->endpoint_port);
+        ro.min_nodes = o->nnodes > 0 ? o->nnodes_min : 1;
+        ro.max_nodes = o->nnodes > 0 ? o->nnodes : 1;
+        /* Under an outer launcher its rank orders the nodes. */
+        const char *src = amldist_source(l);
+        if (agents > 1 && strcmp(src, "default") && strcmp(src, "options"))
+            ro.order = amldist_rank(l);
+        ro.master_addr = o->master_addr;
+        ro.master_port = o->master_port;
+        c->numbering = 1;
+    } else {
+        const char *host = amldist_master_addr(l);
+        int port = amldist_master_port(l);
+        if (!host || port <= 0) {
+            msg("the job's %d amlruns cannot meet: %s (%s); give "
+                "--master-addr and --master-port, or --no-node-check", agents,
+                host ? "MASTER_PORT is not known" : "MASTER_ADDR is not known",
+                amldist_explain(l, host ? AMLDIST_FIELD_MASTER_PORT
+                                        : AMLDIST_FIELD_MASTER_ADDR));
+            return AMLRUN_EXIT_USAGE;
+        }
+        endpoint(c->endpoint, sizeof c->endpoint, host, static_port(port));
+        ro.min_nodes = ro.max_nodes = agents;
+        ro.order = amldist_rank(l);
+        ro.master_addr = host;
+        ro.master_port = port;
+        c->numbering = alone;
+    }
+    ro.endpoint = c->endpoint;
+    if (o->verbose)
+        msg("rendezvous: joining %s (%s, %d:%d nodes, %d workers here)",
+            c->endpoint, c10d ? "c10d" : "static", ro.min_nodes,
+            ro.max_nodes, p->nproc);
+    int err = amldist_rdzv_join(&ro, &c->rz);
+    if (err < 0) {
+        int usage = err != AMLDIST_ETIMEDOUT && err != AMLDIST_ESYS;
+        msg("cannot join the job's rendezvous: %s; no worker started",
+            amldist_last_error());
+        return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
+    }
+    if (!c->numbering && !same_counts(c, p->nproc)) {
+        control_close(c);
+        return AMLRUN_EXIT_USAGE;
+    }
+    return -1;
+}
+
+void control_describe(const struct control *c)
+{
+    if (!c->rz)
+        return;
+    const amldist_rdzv_t *r = c->rz;
+    char counts[200] = "";
+    size_t n = 0;
+    int nodes = amldist_rdzv_num_nodes(r);
+    for (int i = 0; i < nodes && n + 16 < sizeof counts; i++)
+        n += (size_t)snprintf(counts + n, sizeof counts - n, "%s%d",
+                              i ? "," : "", amldist_rdzv_node_nproc(r, i));
+    if (n + 16 >= sizeof counts)
+        snprintf(counts + n, sizeof counts - n, ",...");
+    msg("rendezvous %s: round %d: node %d of %d (workers per node: %s)%s",
+        c->endpoint, amldist_rdzv_round(r), amldist_rdzv_node_rank(r), nodes,
+        counts, amldist_rdzv_is_host(r) ? "; this node hosts it" : "");
+}
+
+void control_close(struct control *c)
+{
+    amldist_rdzv_close(c->rz);
+    c->rz = NULL;
+}

@@ -1,0 +1,37 @@
+/*
+ * The node agents' control plane in amlrun (amldist_rdzv(3)): which jobs
+ * use it, and how the command line becomes its options.
+ *  - --rdzv-backend c10d: the nodes meet at --rdzv-endpoint, the same
+ *    command line on every node, and get their node ranks there;
+ *  - static, with more than one agent (--nnodes N --node-rank I, or one
+ *    amlrun per node under mpirun or srun): the agents meet at MASTER_ADDR,
+ *    port MASTER_PORT+2 (AMLDIST_CONTROL_PORT), ordered by their rank,
+ *    unless --no-node-check.
+ * Either way the first failure anywhere stops every node, restarts are the
+ * whole job's, and every agent exits with the job's status.
+ */
+#ifndef AMLRUN_CONTROL_H
+#define AMLRUN_CONTROL_H
+
+#include "amldist.h"
+#include "mode.h"
+#include "options.h"
+
+struct control {
+    amldist_rdzv_t *rz; /* NULL: no control plane (one agent, or off) */
+    /* Workers are numbered by the rendezvous (one agent per node, any
+     * worker counts); else by amldist_derive_child(), which needs every
+     * agent to start the same count. */
+    int numbering;
+    char endpoint[300];
+};
+
+/* Join the job's control plane if it has one.  -1 to go on (c->rz may be
+ * NULL), or an exit status after a message. */
+int control_join(const struct amlrun_opts *o, const struct plan *p,
+                 struct control *c);
+/* One line on what the rendezvous gave this node (--verbose). */
+void control_describe(const struct control *c);
+void control_close(struct control *c);
+
+#endif /* AMLRUN_CONTROL_H */
