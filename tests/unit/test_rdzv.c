@@ -157,6 +157,11 @@ typedef struct {
     int next_rc;
     long long next_at;
     char next_err[256];
+    char why_at_start[64]; /* amldist_rdzv_stop_reason() as it began */
+    char stop_why[256];    /* ... once stopped */
+    int wait0_rc, wait100_rc; /* ACT_POLL: wait(0), wait(100) after done */
+    long long wait100_ms, fd_ready_at, done_at;
+    int final_rc;
 } round_t;
 
 typedef struct {
@@ -196,7 +201,11 @@ enum {
     ACT_FAIL, /* a worker fails: fail(), wait for the STOP, next(status) */
     ACT_WAIT, /* wait to be stopped, then next(stopped_status) */
     ACT_HANG, /* block forever (to be killed or stopped by the test) */
-    ACT_NEXT  /* workers ended with fail_status, no fail(): next(status) */
+    ACT_NEXT, /* workers ended with fail_status, no fail(): next(status) */
+    ACT_POLL, /* done(0) at once, then wait(0), wait(100), poll the fd for
+                 the answer, wait(0) */
+    ACT_WAIT_FINAL /* wait to be stopped, done(stopped_status), then a stop
+                      signal: fail(FINAL), then wait(-1) */
 };
 
 typedef struct {
@@ -212,6 +221,7 @@ typedef struct {
     int stopped_status; /* what a stopped node's workers ended with */
     int nofile;         /* > 0: RLIMIT_NOFILE of the agent's process */
     int one_cpu;        /* run the agent's threads on one CPU */
+    int done_delay_ms;  /* before next(): its workers take this to stop */
 } spec_t;
 
 static spec_t spec(int port, int nodes)
@@ -273,6 +283,9 @@ static void record(amldist_rdzv_t *r, round_t *rd)
     struct pollfd p = {amldist_rdzv_fd(r), POLLIN, 0};
     rd->ready_at_start = poll(&p, 1, 0) == 1;
     rd->state_at_start = amldist_rdzv_state(r);
+    const char *why = amldist_rdzv_stop_reason(r);
+    amldist__strlcpy(rd->why_at_start, why ? why : "(null)",
+                     sizeof rd->why_at_start);
 }
 
 /* Wait until the descriptor says STOP; 1 if it did. */
@@ -293,6 +306,9 @@ static int wait_stop(amldist_rdzv_t *r, round_t *rd, int ms)
         if (st == AMLDIST_RDZV_STOP) {
             rd->stop_at = now_ms();
             rd->stop_state = st;
+            const char *why = amldist_rdzv_stop_reason(r);
+            amldist__strlcpy(rd->stop_why, why ? why : "(null)",
+                             sizeof rd->stop_why);
             rd->still_readable = poll(&p, 1, 0) == 1;
             return 1;
         }
@@ -370,13 +386,44 @@ static void agent_main(const spec_t *s, slot_t *sl)
         case ACT_NEXT:
             status = my.fail_status[k];
             break;
+        case ACT_POLL: {
+            rd->done_at = now_ms();
+            amldist_rdzv_done(r, 0);
+            rd->wait0_rc = amldist_rdzv_wait(r, 0);
+            long long t = now_ms();
+            rd->wait100_rc = amldist_rdzv_wait(r, 100);
+            rd->wait100_ms = now_ms() - t;
+            struct pollfd p = {amldist_rdzv_fd(r), POLLIN, 0};
+            if (poll(&p, 1, my.wait_ms) == 1)
+                rd->fd_ready_at = now_ms();
+            rd->next_rc = amldist_rdzv_wait(r, 0);
+            rd->next_at = now_ms();
+            amldist__strlcpy(rd->next_err, amldist_last_error(),
+                             sizeof rd->next_err);
+            goto waited;
+        }
+        case ACT_WAIT_FINAL:
+            if (wait_stop(r, rd, my.wait_ms)) {
+                amldist_rdzv_done(r, my.stopped_status);
+                sleep_ms(50);
+                rd->final_rc = amldist_rdzv_fail(r, AMLDIST_RDZV_FINAL, -1,
+                                                 130, "a stop signal");
+            }
+            rd->next_rc = amldist_rdzv_wait(r, -1);
+            rd->next_at = now_ms();
+            amldist__strlcpy(rd->next_err, amldist_last_error(),
+                             sizeof rd->next_err);
+            goto waited;
         default:
             status = 0;
         }
+        if (my.done_delay_ms)
+            sleep_ms(my.done_delay_ms);
         rd->next_rc = amldist_rdzv_next(r, status);
         rd->next_at = now_ms();
         amldist__strlcpy(rd->next_err, amldist_last_error(),
                          sizeof rd->next_err);
+    waited:
         if (rd->next_rc != 1)
             break;
     }
@@ -776,6 +823,8 @@ static void test_failure_propagates(void)
                 printf("# agent %d heard the failure after %lld ms\n", i,
                        r->stop_at - fail_at);
         }
+        CHECK_STR_EQ(r->why_at_start, "");
+        CHECK_STR_HAS(r->stop_why, "exit status 7");
         CHECK_INT_EQ(r->next_rc, 0);
         CHECK_INT_EQ(a->exit_status, 7);
         CHECK_STR_HAS(a->failure, "rank 3");
@@ -953,6 +1002,81 @@ static void test_success(void)
         CHECK_INT_EQ(sh->a[i].exit_status, 0);
         CHECK_STR_EQ(sh->a[i].failure, "");
     }
+    CHECK_DUMP(N);
+}
+
+/* amldist_rdzv_done() and amldist_rdzv_wait(): a node whose workers are
+ * done waits with timeouts and on the descriptor; the answer (the job's
+ * end) wakes the descriptor once the last node is done, not before. */
+static void test_done_then_wait(void)
+{
+    enum { N = 3 };
+    setup();
+    int port = pick_port();
+    spec_t s[N];
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = spec(port, N);
+        s[i].act[0] = ACT_WAIT;
+        s[i].wait_ms = 600; /* its workers run 600 ms, then succeed */
+    }
+    s[0].act[0] = ACT_POLL;
+    s[0].wait_ms = 5000 * slow();
+    start_hosted(s, N, pids, port, 0);
+    reap_all(pids, N);
+    round_t *r = &sh->a[0].r[0];
+    CHECK_INT_EQ(r->wait0_rc, AMLDIST_ETIMEDOUT);
+    CHECK_INT_EQ(r->wait100_rc, AMLDIST_ETIMEDOUT);
+    CHECK(r->wait100_ms >= 95 && r->wait100_ms < 100 + 300 * slow());
+    CHECK(r->fd_ready_at > 0);
+    long long last = 0;
+    for (int i = 1; i < N; i++) {
+        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0);
+        if (sh->a[i].r[0].next_at > last)
+            last = sh->a[i].r[0].next_at;
+    }
+    /* readable once the others are done (their next() returns at about
+     * the same time), well after done() */
+    CHECK(r->fd_ready_at >= sh->a[1].r[0].began + 590);
+    CHECK(r->fd_ready_at - sh->a[1].r[0].began < 600 + 500 * slow());
+    CHECK_INT_EQ(r->next_rc, 0);
+    for (int i = 0; i < N; i++)
+        CHECK_INT_EQ(sh->a[i].exit_status, 0);
+    CHECK_DUMP(N);
+}
+
+/* A stop signal after this node's done(): the job ends with no restart,
+ * though restarts are left (the header: "With AMLDIST_RDZV_FINAL the job
+ * ends, even after amldist_rdzv_done()"). */
+static void test_final_after_done(void)
+{
+    enum { N = 3 };
+    setup();
+    int port = pick_port();
+    spec_t s[N];
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = spec(port, N);
+        s[i].o.max_restarts = 2;
+        s[i].fail_rank[0] = 1;
+        s[i].fail_status[0] = 7;
+        s[i].act[1] = ACT_DONE;
+    }
+    s[1].act[0] = ACT_FAIL;
+    s[0].act[0] = ACT_WAIT_FINAL;
+    s[2].act[0] = ACT_WAIT;
+    s[2].done_delay_ms = 500; /* node 2's workers take 500 ms to stop */
+    start_hosted(s, N, pids, port, 0);
+    reap_all(pids, N);
+    CHECK_INT_EQ(sh->a[0].r[0].final_rc, 0);
+    for (int i = 0; i < N; i++) {
+        CHECK_INT_EQ(sh->a[i].rounds, 1);
+        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
+        /* the first failure's status, or the signal's */
+        CHECK(sh->a[i].exit_status == 7 || sh->a[i].exit_status == 130);
+        CHECK_INT_EQ(sh->a[i].exit_status, sh->a[0].exit_status);
+    }
+    printf("# exit status %d\n", sh->a[0].exit_status);
     CHECK_DUMP(N);
 }
 
@@ -1485,6 +1609,9 @@ static void test_null_handle(void)
     CHECK(amldist_rdzv_worker_layout(NULL, 0, &h) < 0);
     CHECK(amldist_rdzv_fail(NULL, 0, 0, 1, "x") < 0);
     CHECK(amldist_rdzv_next(NULL, 0) < 0);
+    CHECK(amldist_rdzv_done(NULL, 0) < 0);
+    CHECK(amldist_rdzv_wait(NULL, 0) < 0);
+    CHECK_STR_EQ(amldist_rdzv_stop_reason(NULL), "");
     amldist_rdzv_close(NULL);
 }
 
@@ -2586,6 +2713,8 @@ int main(int argc, char **argv)
     RUNF(test_final_no_restart);
     RUNF(test_success);
     RUNF(test_next_nonzero_without_fail);
+    RUNF(test_done_then_wait);
+    RUNF(test_final_after_done);
     RUNF(test_agent_killed);
     RUNF(test_agent_frozen);
     RUNF(test_host_killed);
