@@ -387,6 +387,9 @@ static void agent_main(const spec_t *s, slot_t *sl)
             status = wait_stop(r, rd, my.wait_ms) ? my.stopped_status : 0;
             break;
         case ACT_NEXT:
+            /* after the others' joins returned (see test_failure_at_once
+             * for a failure at once) */
+            sleep_ms(my.fail_delay_ms);
             status = my.fail_status[k];
             break;
         case ACT_POLL: {
