@@ -93,7 +93,8 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         int port = amldist_master_port(l);
         if (!host || port <= 0) {
             msg("the job's %d amlruns cannot meet: %s (%s); give "
-                "--master-addr and --master-port, or --no-node-check", agents,
+                "--master-addr and --master-port, or --no-node-check; no "
+                "worker started", agents,
                 host ? "MASTER_PORT is not known" : "MASTER_ADDR is not known",
                 amldist_explain(l, host ? AMLDIST_FIELD_MASTER_PORT
                                         : AMLDIST_FIELD_MASTER_ADDR));
@@ -113,7 +114,10 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
             ro.max_nodes, p->nproc);
     int err = amldist_rdzv_join(&ro, &c->rz);
     if (err < 0) {
-        int usage = err != AMLDIST_ETIMEDOUT && err != AMLDIST_ESYS;
+        /* Refused, or told something impossible: the command line's
+         * fault; else amlrun could not do its job. */
+        int usage = err == AMLDIST_EDENIED || err == AMLDIST_EPROTO ||
+                    err == AMLDIST_ECONFLICT || err == AMLDIST_EINVAL;
         msg("cannot join the job's rendezvous: %s; no worker started",
             amldist_last_error());
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;

@@ -485,7 +485,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
-    c->token = amldist__rz_token(o->token, o->endpoint, run, c->token_source,
+    c->token = amldist__rz_token(o->token, o->endpoint, c->token_source,
                                  sizeof c->token_source);
     c->run = amldist__bs_hash(run, 0xcbf29ce484222325ull);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
@@ -496,13 +496,19 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
 }
 
 /* Host the endpoint when its address is this machine's and the port is
- * free; else another agent hosts it. */
+ * free; else another agent hosts it.  Node 0 by order (a static job's
+ * MASTER_ADDR may name it from outside: a NAT, a load balancer) hosts it
+ * on every address when none of the endpoint's is its own. */
 static int maybe_host(amldist_rdzv_t *r)
 {
     int fds[8], nfds = 0, err = 0;
     if (amldist__bs_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
-                                 &err) < 0 || nfds == 0)
-        return 0; /* not ours, or another agent's: join as a client */
+                                 &err) < 0)
+        return 0; /* another agent's: join as a client */
+    if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
+                      amldist__bs_listen(r->ep_host, r->ep_port, fds, 8,
+                                         &nfds) < 0))
+        return 0; /* not ours: join as a client */
     r->host = amldist__rz_host_new(&r->cfg, fds, nfds);
     if (!r->host) {
         for (int i = 0; i < nfds; i++)
@@ -626,7 +632,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         return rc;
     }
     r->join_deadline = now_ms() + r->cfg.join_timeout_ms;
-    r->backoff_ms = 10;
+    r->backoff_ms = 1;
     r->last_beat = now_ms();
     /* The thread takes no signal: the caller's signalfd must see them. */
     sigset_t all, old;

@@ -52,8 +52,8 @@ typedef struct {
      * their order and newcomers follow. */
     int order;
     int max_restarts;     /* restarts of the whole job after a failure */
-    /* NULL: AMLDIST_JOB_TOKEN, else one derived from the endpoint and the
-     * run id.  A peer with another token is refused. */
+    /* NULL: AMLDIST_JOB_TOKEN, else one derived from the endpoint.  A peer
+     * with another token is refused. */
     const char *token;
     /* <= 0: AMLDIST_BOOTSTRAP_TIMEOUT (seconds), else 300 s: how long
      * amldist_rdzv_join() waits for the host and for the round to form. */
