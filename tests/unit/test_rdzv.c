@@ -2070,6 +2070,62 @@ static void test_hostile_replayed_join(void)
     CHECK_DUMP(N);
 }
 
+/* An elastic job goes on without a lost node; that node's JOIN, replayed
+ * (the agent "coming back"), is refused as stale, and the job is not
+ * disturbed by it. */
+static void test_hostile_lost_agent_returns(void)
+{
+    enum { N = 3 };
+    setup();
+    int port = pick_port(), rport = pick_port();
+    while (rport == port)
+        rport = pick_port();
+    spec_t s[N];
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = spec(port, N);
+        s[i].o.min_nodes = 2;
+        s[i].o.max_nodes = 3;
+        s[i].o.last_call_ms = 3000;
+        s[i].o.keepalive_ms = 100;
+        s[i].o.keepalive_misses = 3 * slow();
+        s[i].act[0] = ACT_WAIT;
+        s[i].act[1] = ACT_WAIT;
+        s[i].wait_ms = 3000 * slow();
+    }
+    s[1].act[0] = ACT_HANG;
+    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
+    pids[0] = start(&s[0], 0);
+    CHECK(wait_listening(port, 10000));
+    pid_t rp = relay(rport, port);
+    pids[1] = start(&s[1], 1);
+    pids[2] = start(&s[2], 2);
+    CHECK(wait_joined(N, 20000));
+    CHECK(sh->join_captured);
+    /* node 1 is lost: its connection (the relay) goes away */
+    kill(rp, SIGKILL);
+    waitpid(rp, NULL, 0);
+    kill(pids[1], SIGKILL);
+    waitpid(pids[1], NULL, 0);
+    long long end = now_ms() + 10000LL * slow();
+    while ((sh->a[0].rounds < 2 || sh->a[2].rounds < 2) && now_ms() < end)
+        sleep_ms(5);
+    CHECK_INT_EQ(sh->a[0].r[1].nodes, 2);
+    int rc = answer_to(port, sh->join_frame, sizeof sh->join_frame,
+                       3000 * slow());
+    printf("# the lost agent's JOIN again: %d\n", rc);
+    CHECK_INT_EQ(rc, AMLDIST__RZ_R_STALE);
+    reap(pids[0], 0);
+    reap(pids[2], 2);
+    for (int i = 0; i < N; i += 2) {
+        CHECK_INT_EQ(sh->a[i].rounds, 2);
+        CHECK_INT_EQ(sh->a[i].r[1].restarts, 0);
+        CHECK_INT_EQ(sh->a[i].r[1].stop_at, 0); /* not disturbed */
+        CHECK_INT_EQ(sh->a[i].exit_status, 0);
+    }
+    CHECK_DUMP(N);
+}
+
 /* A JOIN with another run id hash and the right token: REFUSE(RUN). */
 static void test_hostile_run_and_options(void)
 {
@@ -2746,6 +2802,7 @@ int main(int argc, char **argv)
     RUNF(test_hostile_malformed);
     RUNF(test_hostile_wrong_token);
     RUNF(test_hostile_replayed_join);
+    RUNF(test_hostile_lost_agent_returns);
     RUNF(test_hostile_run_and_options);
     RUNF(test_hostile_slow_and_idle);
     RUNF(test_hostile_silent_dropped);
