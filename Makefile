@@ -213,6 +213,11 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
 	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(TEST_CFLAGS) $(NCCL_CFLAGS) \
 	    $(ALL_LDFLAGS) -o $@ $< $(TEST_HELPERS) $(TEST_LINK) $(STLIB) $(LIB_LIBS)
 
+# bench/rdzv.sh's driver (public API only), linked like the unit tests.
+$(BUILD)/bench/rdzv_bench: bench/rdzv_bench.c $(STLIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)
+
 # amlrun's objects but main.o, for the unit tests of its parts: they link
 # the same objects amlrun is made of, rebuilt when a launcher source changes.
 RUN_PARTS := $(BUILD)/lib/libamlrun-parts.a

@@ -114,7 +114,10 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
             ro.max_nodes, p->nproc);
     int err = amldist_rdzv_join(&ro, &c->rz);
     if (err < 0) {
-        int usage = err != AMLDIST_ETIMEDOUT && err != AMLDIST_ESYS;
+        /* Refused, or told something impossible: the command line's
+         * fault; else amlrun could not do its job. */
+        int usage = err == AMLDIST_EDENIED || err == AMLDIST_EPROTO ||
+                    err == AMLDIST_ECONFLICT || err == AMLDIST_EINVAL;
         msg("cannot join the job's rendezvous: %s; no worker started",
             amldist_last_error());
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;

@@ -610,6 +610,9 @@ static void resolve(struct amlrun_opts *o)
     }
 }
 
+/* The port of a c10d endpoint that names none, as in torchrun. */
+#define C10D_DEFAULT_PORT 29400
+
 static int check_combinations(struct amlrun_opts *o)
 {
     /* --run-path runs the file through runpy whatever else is said, as
@@ -628,11 +631,13 @@ static int check_combinations(struct amlrun_opts *o)
             o->nnodes);
         return AMLRUN_EXIT_USAGE;
     }
-    if (options_c10d(o) && (!o->owned_addr || o->endpoint_port <= 0)) {
-        msg("--rdzv-backend c10d: give --rdzv-endpoint HOST:PORT, where the "
-            "nodes meet (one of them listens there)");
+    if (options_c10d(o) && !o->owned_addr) {
+        msg("--rdzv-backend c10d: give --rdzv-endpoint HOST[:PORT], where "
+            "the nodes meet (one of them listens there)");
         return AMLRUN_EXIT_USAGE;
     }
+    if (options_c10d(o) && o->endpoint_port <= 0)
+        o->endpoint_port = C10D_DEFAULT_PORT; /* torchrun's */
     if (options_c10d(o) && o->node_rank >= 0) {
         msg("--rdzv-backend c10d assigns the node ranks: leave out "
             "--node-rank (or use --rdzv-backend static)");

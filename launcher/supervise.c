@@ -878,6 +878,8 @@ int supervise(const struct job_spec *s)
         }
         j.fail = -1;
         j.stopping = j.killed = j.restart_wanted = j.peer_stop = 0;
+        free(j.local_block); /* a failure of an earlier round */
+        j.local_block = NULL;
     }
     int status = 0;
     if (s->rz) {

@@ -183,6 +183,13 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
             memcpy(text, p + 4, len - 4);
             text[len - 4] = '\0';
         }
+        if (!r->sh.have_next && !r->sh.err) {
+            r->sh.err = AMLDIST_EDENIED;
+            snprintf(r->sh.errmsg, sizeof r->sh.errmsg, "rendezvous at %s: "
+                     "the job ended before this node got a round%s%s",
+                     r->endpoint, text && *text ? ": " : "",
+                     text ? text : "");
+        }
         set_over(r, (int)(amldist__bs_get_u32(p) & 0xff),
                  text ? text : "(out of memory)");
         free(text);
@@ -201,6 +208,9 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
             n = sizeof r->sh.errmsg - (size_t)k - 1;
         memcpy(r->sh.errmsg + k, p + 4, n);
         r->sh.errmsg[(size_t)k + n] = '\0';
+        if (reason == AMLDIST__RZ_R_TOKEN)
+            snprintf(r->sh.errmsg + k + n, sizeof r->sh.errmsg - (size_t)k - n,
+                     "; this node's comes from %s", r->cfg.token_source);
         set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
         break;
     }
@@ -485,7 +495,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
-    c->token = amldist__rz_token(o->token, o->endpoint, run, c->token_source,
+    c->token = amldist__rz_token(o->token, o->endpoint, c->token_source,
                                  sizeof c->token_source);
     c->run = amldist__bs_hash(run, 0xcbf29ce484222325ull);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
@@ -496,13 +506,19 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
 }
 
 /* Host the endpoint when its address is this machine's and the port is
- * free; else another agent hosts it. */
+ * free; else another agent hosts it.  Node 0 by order (a static job's
+ * MASTER_ADDR may name it from outside: a NAT, a load balancer) hosts it
+ * on every address when none of the endpoint's is its own. */
 static int maybe_host(amldist_rdzv_t *r)
 {
     int fds[8], nfds = 0, err = 0;
     if (amldist__bs_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
-                                 &err) < 0 || nfds == 0)
-        return 0; /* not ours, or another agent's: join as a client */
+                                 &err) < 0)
+        return 0; /* another agent's: join as a client */
+    if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
+                      amldist__bs_listen(r->ep_host, r->ep_port, fds, 8,
+                                         &nfds) < 0))
+        return 0; /* not ours: join as a client */
     r->host = amldist__rz_host_new(&r->cfg, fds, nfds);
     if (!r->host) {
         for (int i = 0; i < nfds; i++)
@@ -549,9 +565,12 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
         }
     }
     pthread_mutex_lock(&r->mu);
-    while (r->sh.state != C_OVER &&
-           !(r->sh.have_next && r->sh.next.round > after &&
-             r->sh.state == C_RUNNING)) {
+    /* A new round counts even when its STOP came right behind it: the
+     * caller then starts the round and sees the stop at once. */
+#define NEW_ROUND                                                              \
+    (r->sh.have_next && r->sh.next.round > after &&                           \
+     (r->sh.state == C_RUNNING || r->sh.state == C_STOP))
+    while (r->sh.state != C_OVER && !NEW_ROUND) {
         if (timeout_ms == 0 ||
             (timeout_ms > 0 &&
              pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)) {
@@ -561,7 +580,8 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
         if (timeout_ms < 0)
             pthread_cond_wait(&r->cv, &r->mu);
     }
-    int got = r->sh.state == C_RUNNING;
+    int got = NEW_ROUND;
+#undef NEW_ROUND
     if (got) {
         amldist__rz_round_t n = r->sh.next;
         int *copy = malloc((size_t)n.nnodes * sizeof *copy);

@@ -12,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -67,6 +68,7 @@ struct amldist__rz_host {
     char failure[AMLDIST__RZ_FINISH_MAX];
     uint64_t lost[LOST_MAX];
     int nlost;
+    int spare; /* a descriptor held back for make_room() */
 };
 
 static long long now_ms(void) { return amldist__bs_now_ms(); }
@@ -87,6 +89,7 @@ amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
         h->lfd[h->nlfd++] = lfds[i];
     h->started = h->last_beat = now_ms();
     h->phase = P_FORMING;
+    h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     return h;
 }
 
@@ -96,6 +99,8 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
         return;
     for (int i = 0; i < h->nlfd; i++)
         close(h->lfd[i]);
+    if (h->spare >= 0)
+        close(h->spare);
     for (int i = 0; i < h->nm; i++) {
         amldist__rz_conn_close(&h->m[i]->c);
         free(h->m[i]);
@@ -357,6 +362,19 @@ static int mixed_order(const amldist__rz_host_t *h, int order)
     return 0;
 }
 
+/* 1: a live member has this agent id (a replay); 2: a lost one had it. */
+static int known_agent(const amldist__rz_host_t *h, const struct member *self,
+                       uint64_t agent)
+{
+    for (int i = 0; i < h->nm; i++)
+        if (h->m[i] != self && in_job(h->m[i]) && h->m[i]->agent == agent)
+            return 1;
+    for (int i = 0; i < h->nlost && i < LOST_MAX; i++)
+        if (h->lost[i] == agent)
+            return 2;
+    return 0;
+}
+
 static void on_join(amldist__rz_host_t *h, struct member *m,
                     const unsigned char *p)
 {
@@ -383,6 +401,12 @@ static void on_join(amldist__rz_host_t *h, struct member *m,
     } else if (j.round != 0) {
         refuse(m, AMLDIST__RZ_R_STALE, "a stale agent (it asks for round "
                "%u)", j.round);
+    } else if (known_agent(h, m, j.agent) == 1) {
+        refuse(m, AMLDIST__RZ_R_STALE, "an agent with this id has joined "
+               "already (a replayed JOIN)");
+    } else if (known_agent(h, m, j.agent) == 2) {
+        refuse(m, AMLDIST__RZ_R_STALE, "a stale agent: this job declared it "
+               "lost");
     } else if (mixed_order(h, order)) {
         refuse(m, AMLDIST__RZ_R_ORDER, "%s", order < 0
                ? "the other nodes' ranks come from a launcher or "
@@ -393,18 +417,6 @@ static void on_join(amldist__rz_host_t *h, struct member *m,
         refuse(m, AMLDIST__RZ_R_ORDER, "node rank %d is already %s's", order,
                by);
     } else {
-        for (int i = 0; i < h->nm; i++)
-            if (h->m[i] != m && in_job(h->m[i]) && h->m[i]->agent == j.agent) {
-                refuse(m, AMLDIST__RZ_R_STALE, "an agent with this id has "
-                       "joined already (a replayed JOIN)");
-                return;
-            }
-        for (int i = 0; i < h->nlost && i < LOST_MAX; i++)
-            if (h->lost[i] == j.agent) {
-                refuse(m, AMLDIST__RZ_R_STALE, "a stale agent: this job "
-                       "declared it lost");
-                return;
-            }
         int room = count_in_job(h) < h->cfg.max;
         if (!room || (h->phase != P_FORMING && h->cfg.min == h->cfg.max)) {
             refuse(m, AMLDIST__RZ_R_FULL, "the job has its %d node%s "
@@ -472,7 +484,9 @@ static void on_done(amldist__rz_host_t *h, struct member *m,
     m->status = (int)(amldist__bs_get_u32(p + 4) & 0xff);
     m->port = (int)amldist__bs_get_u32(p + 8);
     m->state = M_DONE;
-    if (m->status != 0 && !h->failed) {
+    /* Workers the host had stopped did not fail: only a status given while
+     * the round still ran is one. */
+    if (m->status != 0 && !h->failed && h->phase == P_RUNNING) {
         char text[128];
         snprintf(text, sizeof text, "node %d (%s): exit status %d", m->node,
                  m->addr, m->status);
@@ -535,10 +549,38 @@ static struct member *oldest_pending(amldist__rz_host_t *h)
     return o;
 }
 
+/* Out of descriptors: a connection waiting in the backlog would keep the
+ * listener readable, and poll() would spin.  The oldest connection that
+ * has not joined makes room; without one, the spare descriptor does, for
+ * accepting the newcomer only to close it. */
+static int make_room(amldist__rz_host_t *h, int lfd)
+{
+    struct member *o = oldest_pending(h);
+    if (o) {
+        amldist__rz_conn_close(&o->c);
+        o->state = M_GONE;
+        return 0;
+    }
+    if (h->spare < 0)
+        return -1;
+    close(h->spare);
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd >= 0 ? 0 : -1;
+}
+
 static void accept_all(amldist__rz_host_t *h, int lfd)
 {
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE ||
+                       errno == ENOBUFS || errno == ENOMEM)) {
+            if (make_room(h, lfd) < 0)
+                return;
+            continue;
+        }
         if (fd < 0)
             return;
         if (h->nm == MAX_CONNS) {

@@ -149,8 +149,8 @@ int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
 
 /* The token both sides expect: the options', AMLDIST_JOB_TOKEN, or one
- * derived from the endpoint and the run id. */
+ * derived from the endpoint. */
 uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           const char *run_id, char *source, size_t size);
+                           char *source, size_t size);
 
 #endif /* AMLDIST_RDZV_INTERNAL_H */

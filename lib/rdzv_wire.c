@@ -232,7 +232,7 @@ int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
 #define HASH_START 0xcbf29ce484222325ull
 
 uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           const char *run_id, char *source, size_t size)
+                           char *source, size_t size)
 {
     const char *v = getenv("AMLDIST_JOB_TOKEN");
     if (explicit_token) {
@@ -243,13 +243,11 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
         amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
         return amldist__bs_hash(v, HASH_START);
     }
-    /* Same endpoint and run id, same job: what every node's command line
-     * says alike. */
-    uint64_t h = amldist__bs_hash("amldist-rdzv|", HASH_START);
-    h = amldist__bs_hash(endpoint, h);
-    h = amldist__bs_hash("|", h);
-    amldist__strlcpy(source, "the endpoint and run id", size);
-    return amldist__bs_hash(run_id, h);
+    /* Same endpoint, same job: what every node's command line says alike.
+     * The run id is not in it, so that another one is refused as such. */
+    amldist__strlcpy(source, "the endpoint", size);
+    return amldist__bs_hash(endpoint,
+                            amldist__bs_hash("amldist-rdzv|", HASH_START));
 }
 
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,

@@ -52,8 +52,8 @@ typedef struct {
      * their order and newcomers follow. */
     int order;
     int max_restarts;     /* restarts of the whole job after a failure */
-    /* NULL: AMLDIST_JOB_TOKEN, else one derived from the endpoint and the
-     * run id.  A peer with another token is refused. */
+    /* NULL: AMLDIST_JOB_TOKEN, else one derived from the endpoint.  A peer
+     * with another token is refused. */
     const char *token;
     /* <= 0: AMLDIST_BOOTSTRAP_TIMEOUT (seconds), else 300 s: how long
      * amldist_rdzv_join() waits for the host and for the round to form. */
@@ -149,8 +149,9 @@ AMLDIST_API int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
 
 /*
  * After this node's workers have all ended: amldist_rdzv_done() tells the
- * host (`status` 0: all succeeded, else this node's failure), without
- * waiting.  amldist_rdzv_wait() then waits up to `timeout_ms` (< 0: for
+ * host (`status` 0: all succeeded, else this node's failure, which counts
+ * as one even without amldist_rdzv_fail(); after a stop the host ordered,
+ * the status is not a failure), without waiting.  amldist_rdzv_wait() then waits up to `timeout_ms` (< 0: for
  * ever; 0: not at all) for the rest of the job, amldist_rdzv_fd() becoming
  * readable when there is an answer.  It returns 1 when a new round has
  * formed (a restart, or an elastic job re-forming: the handle now describes

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Control-plane rendezvous time against the number of agents, on loopback:
+# N agents call amldist_rdzv_join() on one endpoint at once (the first to
+# bind it hosts), REPS runs each.  Prints a table of the median and worst
+# time to the last join returning, and of failure propagation: one agent's
+# amldist_rdzv_fail() to the last other agent woken with STOP, and to the
+# last agent's amldist_rdzv_next() returning (the job over everywhere).
+# Agents are forked processes, timed from the first fork (the first
+# columns, and stop/over); "prefork": processes forked beforehand and
+# released at once; "threads": threads of one process (no process start or
+# scheduling: what the library itself costs, as with one agent a machine).
+#     bench/rdzv.sh [REPS] [N...]
+set -eu
+cd "$(dirname "$0")/.."
+reps=${1:-7}; shift $(($# > 0 ? 1 : 0))
+agents=${*:-2 4 8 16 32 64}
+build=${BUILD:-build}
+out=$build/bench
+mkdir -p "$out"
+make -s BUILD="$build" "$out/rdzv_bench" >/dev/null
+echo "# control-plane rendezvous on loopback, $reps runs each, $(nproc) CPUs; times in ms"
+printf '%6s  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' agents "join med" \
+    "join max" "prefork med" "threads med" "stop med" "stop max" "over med"
+# med FILE COLUMN: "median worst" of that column
+med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%s %s ", v[int((NR + 1) / 2)], v[NR] }'; }
+for n in $agents; do
+    for mode in fork prefork threads; do
+        arg=$mode; [ "$mode" = fork ] && arg=
+        "$out/rdzv_bench" "$n" "$reps" $arg >"$out/rdzv_$mode" ||
+            { echo "n=$n ($mode) failed" >&2; exit 1; }
+    done
+    read -r jm jx sm sx om _ pm _ tm _ <<<"$(med "$out/rdzv_fork" 1; med "$out/rdzv_fork" 2; med "$out/rdzv_fork" 3; med "$out/rdzv_prefork" 1; med "$out/rdzv_threads" 1)"
+    printf '%6d  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' "$n" "$jm" "$jx" "$pm" "$tm" "$sm" "$sx" "$om"
+done
