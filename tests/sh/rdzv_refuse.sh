@@ -108,8 +108,8 @@ waiting_stop() {
 waiting_stop "the host's agent waiting for the other node" n0 $((PORT + 30))
 waiting_stop "an agent waiting for the host" n1 $((PORT + 40))
 
-# No AMLDIST_JOB_TOKEN anywhere: the token comes from the endpoint and the
-# run id, so another --rdzv-id is refused as another job's token.
+# No AMLDIST_JOB_TOKEN anywhere: the token is derived (from the endpoint),
+# and another --rdzv-id is refused, naming the run id.
 rz_case runid
 export RZ_RUN=30 RZ_UNTIL=never
 rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 50))" --rdzv-id a --nnodes 2 \
@@ -120,7 +120,7 @@ rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 50))" --rdzv-id b
 rz_wait
 name="no token given, --rdzv-id a and b"
 rz_expect "$name: b is refused (2), a gives up at its join timeout (125)" "$(rz_rcs n0 n1)" "n0=125 n1=2"
-has "$name: b is told why" "$(cat "$RZ_DIR/n1.err")" 'token|run id'
+has "$name: b is told why (the run id)" "$(cat "$RZ_DIR/n1.err")" 'run id|rdzv-id'
 expect_eq "$name: no worker started" "$(rz_count rep.)" 0
 no_leftovers "$name"
 
