@@ -242,14 +242,18 @@ rz_wait_conn() {
 # rz_summary NAME RANK NODE HOST STATUS: node 0's agent printed one summary
 # of the job's failure naming the rank and its node, its host, the status
 # (KILL: killed by SIGKILL) and the worker's last line (as rdzv_worker.sh
-# words it); and its first line as the spec words it.
+# words it); its first two lines as amlrun(1) words them:
+#   amlrun: job failed (exit status 7): first failure: node 1 (10.0.0.5), rank 3: exit status 7
+#   amlrun:   rank 3 (local 1, pid 4711) on host n1: exited with status 7
 rz_summary() {
-    local name=$1 rank=$2 nrank=$3 fhost=$4 status=$5 err0 summary addr stre spec
+    local name=$1 rank=$2 nrank=$3 fhost=$4 status=$5 err0 summary addr stre st how
     err0=$(cat "$RZ_DIR/n0.err")
     summary=$(sed -n '/job failed/,$p' <<<"$err0")
     addr="10\\.231\\.0\\.1${fhost#n}"
-    stre="status $status"
-    [ "$status" = KILL ] && stre="status 137|signal 9"
+    stre="status $status" st=$status how="exited with status $status"
+    if [ "$status" = KILL ]; then
+        stre="status 137|signal 9" st=137 how="killed by signal 9 \\(SIGKILL\\)"
+    fi
     expect_eq "$name: node 0 prints one summary" "$(grep -c 'job failed' <<<"$err0")" 1
     has "$name: the summary names rank $rank and node $nrank" "$summary" \
         "rank $rank\\b.*node $nrank\\b|node $nrank\\b.*rank $rank\\b"
@@ -257,8 +261,7 @@ rz_summary() {
     has "$name: the summary names the status ($stre)" "$summary" "$stre"
     has "$name: the summary has the worker's last line" "$summary" \
         "rank $rank fails on $fhost with status $status \\(last words\\)"
-    spec="amlrun: job failed: first failure: rank $rank \\(node $nrank, host ($fhost|$addr)\\): "
-    if [ "$status" = KILL ]; then spec+="(exited with status 137|killed by signal 9)"
-    else spec+="exited with status $status"; fi
-    has "$name: the summary's first line as the spec words it" "$err0" "$spec"
+    has "$name: the summary's first lines as amlrun(1) words them" \
+        "$(sed -n '/job failed/{N;p}' <<<"$err0" | tr '\n' '~')" \
+        "^amlrun: job failed \\(exit status $st\\): first failure: node $nrank \\($addr\\), rank $rank: exit status $st~amlrun:   rank $rank \\(local [0-9]+, pid [0-9]+\\) on host $fhost: $how~\$"
 }

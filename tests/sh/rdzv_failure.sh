@@ -65,6 +65,14 @@ failure() {
             test -n "$t" -a $((${t:-0} - t_fail)) -lt 1000
     done
     rz_summary "$name" "$rank" "$nrank" "$fhost" "$status"
+    # The other nodes say why they stop their workers (amlrun(1)'s wording).
+    local st=$status
+    [ "$status" = KILL ] && st=137
+    for node in "${NODES[@]}"; do
+        [ "$node" = "$fhost" ] && continue
+        has "$name: $node says why it stops its workers" "$(cat "$RZ_DIR/$node.err")" \
+            "^amlrun: stopping the 2 workers of this node \\(SIGTERM, SIGKILL after [0-9]+ s\\): node $nrank \\(10\\.231\\.0\\.1${fhost#n}\\), a worker, failed with exit status $st\$"
+    done
     for node in "${NODES[@]:1}"; do
         diag "$name: $node's stderr: $(grep -c . "$RZ_DIR/$node.err") lines; $(grep -m1 'amlrun' "$RZ_DIR/$node.err")"
     done
