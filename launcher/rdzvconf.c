@@ -22,37 +22,39 @@ static int is_key(const char *k, size_t n, const char *name)
     return strlen(name) == n && memcmp(k, name, n) == 0;
 }
 
-/* torchrun reads its timeouts with int() and refuses those <= 0. */
-static int seconds(const char *v, size_t n, double *out)
+/* A value as a string of its own, for strtol()/strtod(); -1 if it cannot
+ * be one (empty, too long, or not starting with a digit). */
+static int value_str(const char *v, size_t n, char *buf, size_t size)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    if (n == 0 || n >= size || !isdigit((unsigned char)v[0]))
         return -1;
     memcpy(buf, v, n);
     buf[n] = '\0';
-    char *end;
     errno = 0;
+    return 0;
+}
+
+/* torchrun reads its timeouts with int() and refuses those <= 0. */
+static int seconds(const char *v, size_t n, double *out)
+{
+    char buf[32], *end;
+    if (value_str(v, n, buf, sizeof buf) < 0)
+        return -1;
     long s = strtol(buf, &end, 10);
-    if (!isdigit((unsigned char)buf[0]) || errno || *end || s <= 0 ||
-        s > 100000000)
+    if (errno || *end || s <= 0 || s > 100000000)
         return -1;
     *out = (double)s;
     return 0;
 }
 
-/* Seconds > 0 with a fraction. */
+/* Seconds > 0 with a fraction (amlrun's own keys). */
 static int fraction(const char *v, size_t n, double *out)
 {
-    char buf[32];
-    if (n == 0 || n >= sizeof buf)
+    char buf[32], *end;
+    if (value_str(v, n, buf, sizeof buf) < 0)
         return -1;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
     double s = strtod(buf, &end);
-    if (!isdigit((unsigned char)buf[0]) || errno || *end || s > 1e6 ||
-        !(s > 0))
+    if (errno || *end || !(s > 0) || s > 1e6)
         return -1;
     *out = s;
     return 0;

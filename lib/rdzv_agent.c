@@ -549,6 +549,16 @@ static void free_handle(amldist_rdzv_t *r)
     free(r);
 }
 
+/* Under mu: empty the caller's descriptor of what the caller has now seen
+ * in the state, unless it is a stop (readable until the next round). */
+static void take_wakeups(amldist_rdzv_t *r)
+{
+    uint64_t v;
+    if (r->sh.state != C_STOP)
+        while (read(r->efd, &v, sizeof v) > 0) {
+        }
+}
+
 /* Wait (up to timeout_ms, < 0: for ever) until the thread has a round
  * later than `after` for the caller (1) or the job is over (0); the round
  * becomes the caller's.  AMLDIST_ETIMEDOUT when neither came in time. */
@@ -574,6 +584,7 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
         if (timeout_ms == 0 ||
             (timeout_ms > 0 &&
              pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)) {
+            take_wakeups(r);
             pthread_mutex_unlock(&r->mu);
             return AMLDIST_ETIMEDOUT;
         }
@@ -582,6 +593,7 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
     }
     int got = NEW_ROUND;
 #undef NEW_ROUND
+    take_wakeups(r);
     if (got) {
         amldist__rz_round_t n = r->sh.next;
         int *copy = malloc((size_t)n.nnodes * sizeof *copy);
@@ -722,10 +734,8 @@ int amldist_rdzv_state(amldist_rdzv_t *r)
     /* A wake-up that was no stop (the round's own start) is taken, so
      * that a caller polling the descriptor does not spin; the thread
      * writes it under mu, so no stop is lost here. */
-    uint64_t v;
     if (s == AMLDIST_RDZV_RUNNING)
-        while (read(r->efd, &v, sizeof v) > 0) {
-        }
+        take_wakeups(r);
     pthread_mutex_unlock(&r->mu);
     return s;
 }
@@ -781,9 +791,6 @@ int amldist_rdzv_wait(amldist_rdzv_t *r, int timeout_ms)
     amldist__clear_error();
     if (!r)
         return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_wait: no handle");
-    uint64_t v;
-    while (read(r->efd, &v, sizeof v) > 0) {
-    }
     int rc = wait_round(r, r->cur.round, timeout_ms);
     if (rc == AMLDIST_ETIMEDOUT)
         return amldist__fail(rc, "the rest of the job has not answered yet");

@@ -745,9 +745,9 @@ int amldist__rz_host_drained(const amldist__rz_host_t *h)
         return 1;
     if (now_ms() - h->over_at > h->cfg.dead_ms)
         return 1;
+    /* Strangers that never joined are not waited for. */
     for (int i = 0; i < h->nm; i++)
-        if (h->m[i]->state != M_GONE && h->m[i]->c.fd >= 0 &&
-            h->m[i]->agent != h->cfg.self_agent)
+        if (in_job(h->m[i]) && h->m[i]->agent != h->cfg.self_agent)
             return 0;
     return 1;
 }
