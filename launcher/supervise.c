@@ -57,11 +57,9 @@ struct job {
     struct out_stream **pstream;
     struct rundir *rd; /* error files, and logs in torchrun's layout */
     int torch_layout;
-    /* The control plane: the host ordered this node's workers stopped
-     * (another node's failure), and the root cause block of this node's
-     * own first failure, printed at the end unless node 0 prints the
-     * job's summary. */
-    int peer_stop;
+    /* With the control plane: the root cause block of this node's own
+     * first failure in the round, printed at the end unless node 0 prints
+     * the job's summary. */
     char *local_block;
 };
 
@@ -592,7 +590,6 @@ static void on_peer_stop(struct job *j)
 {
     if (amldist_rdzv_state(j->s->rz) != AMLDIST_RDZV_STOP || j->stopping)
         return;
-    j->peer_stop = 1;
     j->restart_wanted = 0;
     if (!j->s->o->quiet)
         msg("stopping the %d worker%s of this node (SIGTERM, SIGKILL after "
@@ -877,7 +874,7 @@ int supervise(const struct job_spec *s)
                     s->o->max_restarts);
         }
         j.fail = -1;
-        j.stopping = j.killed = j.restart_wanted = j.peer_stop = 0;
+        j.stopping = j.killed = j.restart_wanted = 0;
         free(j.local_block); /* a failure of an earlier round */
         j.local_block = NULL;
     }
