@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -539,13 +540,27 @@ static void peer_addr(int fd, char *buf, size_t size)
 }
 
 /* The oldest connection that has not joined, to make room. */
+/* The connection to drop for room: one that has not joined, the oldest
+ * that has sent nothing yet before any other (an agent's JOIN may wait
+ * unread in its socket while the host accepts a flood of idle peers). */
 static struct member *oldest_pending(amldist__rz_host_t *h)
 {
     struct member *o = NULL;
-    for (int i = 0; i < h->nm; i++)
-        if ((h->m[i]->state == M_PENDING || h->m[i]->state == M_CLOSING) &&
-            (!o || h->m[i]->since < o->since))
-            o = h->m[i];
+    int o_quiet = 0;
+    for (int i = 0; i < h->nm; i++) {
+        struct member *m = h->m[i];
+        if (m->state != M_PENDING && m->state != M_CLOSING)
+            continue;
+        int waiting = 0;
+        int quiet = m->state == M_CLOSING ||
+                    (m->c.in_len == 0 &&
+                     ioctl(m->c.fd, FIONREAD, &waiting) == 0 && waiting == 0);
+        if (!o || quiet > o_quiet ||
+            (quiet == o_quiet && m->since < o->since)) {
+            o = m;
+            o_quiet = quiet;
+        }
+    }
     return o;
 }
 
