@@ -104,6 +104,15 @@ static int port_in_proc(int port, int listening_only)
     return found;
 }
 
+/* 127.0.0.1:port */
+static struct sockaddr_in loopback(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    return a;
+}
+
 /* A random port in [20000, 32000) that nothing uses and that binds. */
 static int pick_port(void)
 {
@@ -114,9 +123,7 @@ static int pick_port(void)
         if (port_in_proc(port, 0))
             continue;
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_in a = loopback(port);
         int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
         close(fd);
         if (ok)
@@ -524,6 +531,85 @@ static void dump(int n)
             dump(n);                                                           \
     } while (0)
 
+/* ------------------------------------------------------------------ */
+/* Jobs: what most tests share                                         */
+
+/* A fresh record and the specs of agents [0, n) of a job of `nodes` nodes
+ * on a free port (returned); the test then sets what is its own. */
+static int new_job(spec_t *s, int n, int nodes)
+{
+    setup();
+    int port = pick_port();
+    for (int i = 0; i < n; i++)
+        s[i] = spec(port, nodes);
+    return port;
+}
+
+/* A second free port, for a relay in front of the host on `port`. */
+static int other_port(int port)
+{
+    int p = pick_port();
+    while (p == port)
+        p = pick_port();
+    return p;
+}
+
+static void set_keepalive(spec_t *s, int n, int ms, int misses)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].o.keepalive_ms = ms;
+        s[i].o.keepalive_misses = misses;
+    }
+}
+
+/* Round 0: every agent's workers run until stopped, or `ms` at most (then
+ * succeed). */
+static void set_waiting(spec_t *s, int n, int ms)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].act[0] = ACT_WAIT;
+        s[i].wait_ms = ms;
+    }
+}
+
+/* MIN:MAX, the round waiting `last_call_ms` for more than MIN. */
+static void set_elastic(spec_t *s, int n, int min, int max, int last_call_ms)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].o.min_nodes = min;
+        s[i].o.max_nodes = max;
+        s[i].o.last_call_ms = last_call_ms;
+    }
+}
+
+/* Round 0 of most failure tests: agent `failer` reports worker `rank` with
+ * `status`, the others wait to be stopped.  With `after_go` the failure
+ * waits for the test's go() (once every agent has joined). */
+static void set_failer(spec_t *s, int n, int failer, int rank, int status,
+                       int after_go)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].act[0] = i == failer ? ACT_FAIL : ACT_WAIT;
+        s[i].fail_rank[0] = rank;
+        s[i].fail_status[0] = status;
+        s[i].fail_after_go = after_go;
+    }
+}
+
+/* Lets the FAIL actions of rounds below `rounds` go. */
+static void go(int rounds)
+{
+    __atomic_store_n(&sh->go, rounds, __ATOMIC_SEQ_CST);
+}
+
+/* End a helper process (a relay, a stand-in host, a hung agent) and reap
+ * it: what it did is not under test. */
+static void kill_wait(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 /* A job of n agents where agent 0 hosts: it starts first, the others once
  * it listens (with `gap_ms` between them). */
 static void start_hosted(spec_t *s, int n, pid_t *pids, int port, int gap_ms)
@@ -537,6 +623,122 @@ static void start_hosted(spec_t *s, int n, pid_t *pids, int port, int gap_ms)
     }
 }
 
+/* The same, to its end. */
+static void run_hosted(spec_t *s, int n, pid_t *pids, int port, int gap_ms)
+{
+    start_hosted(s, n, pids, port, gap_ms);
+    reap_all(pids, n);
+}
+
+/* The same, the failures of round 0 let go once every agent has joined. */
+static void run_failing(spec_t *s, int n, pid_t *pids, int port)
+{
+    start_hosted(s, n, pids, port, 0);
+    CHECK(wait_joined(n, 20000));
+    go(1);
+    reap_all(pids, n);
+}
+
+/* Only agent 0, until it listens (the test then plays a peer first). */
+static void start_host(const spec_t *s, pid_t *pids, int port)
+{
+    pids[0] = start(&s[0], 0);
+    CHECK(wait_listening(port, 10000));
+}
+
+/* Agents [from, to), at once. */
+static void start_range(const spec_t *s, pid_t *pids, int from, int to)
+{
+    for (int i = from; i < to; i++)
+        pids[i] = start(&s[i], i);
+}
+
+/* ------------------------------------------------------------------ */
+/* What the agents saw: checks over a set of them (bit i: agent i)      */
+
+static unsigned all(int n)
+{
+    return (1u << n) - 1;
+}
+
+static int in(unsigned who, int i)
+{
+    return (who >> i & 1u) != 0;
+}
+
+/* Round 0 formed with `nodes` nodes. */
+static void check_formed(unsigned who, int nodes)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i)) {
+            CHECK_INT_EQ(sh->a[i].join_rc, 0);
+            CHECK_INT_EQ(sh->a[i].r[0].nodes, nodes);
+        }
+}
+
+/* Round `k` was stopped (or ran undisturbed). */
+static void check_stopped(unsigned who, int k, int stopped)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i)) {
+            if (stopped)
+                CHECK(sh->a[i].r[k].stop_at > 0);
+            else
+                CHECK_INT_EQ(sh->a[i].r[k].stop_at, 0);
+        }
+}
+
+/* Round 0 was stopped less than `ms` after `since` (a failure). */
+static void check_heard(unsigned who, long long since, int ms)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i)) {
+            CHECK(sh->a[i].r[0].stop_at > 0);
+            CHECK(sh->a[i].r[0].stop_at - since < ms);
+        }
+}
+
+/* Round `k`'s next() returned `rc`. */
+static void check_next(unsigned who, int k, int rc)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i))
+            CHECK_INT_EQ(sh->a[i].r[k].next_rc, rc);
+}
+
+/* The job ended with `status`. */
+static void check_status(unsigned who, int status)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i))
+            CHECK_INT_EQ(sh->a[i].exit_status, status);
+}
+
+/* The job ended after `rounds` rounds with `status`. */
+static void check_ended(unsigned who, int rounds, int status)
+{
+    for (int i = 0; i < MAXA; i++)
+        if (in(who, i))
+            CHECK_INT_EQ(sh->a[i].rounds, rounds);
+    check_status(who, status);
+}
+
+/* Wait until every agent in `who` has begun round `rounds` - 1. */
+static void wait_rounds(unsigned who, int rounds, int ms)
+{
+    long long end = now_ms() + (long long)ms * slow();
+    for (;;) {
+        int behind = 0;
+        for (int i = 0; i < MAXA; i++)
+            behind += in(who, i) &&
+                      __atomic_load_n(&sh->a[i].rounds, __ATOMIC_SEQ_CST) <
+                          rounds;
+        if (!behind || now_ms() >= end)
+            return;
+        sleep_ms(5);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Joining                                                             */
 
@@ -544,14 +746,10 @@ static void start_hosted(spec_t *s, int n, pid_t *pids, int port, int gap_ms)
  * every round value agrees, the layouts are torchrun's. */
 static void join_n(int n)
 {
-    setup();
-    int port = pick_port();
     spec_t s[MAXA];
     pid_t pids[MAXA];
-    for (int i = 0; i < n; i++)
-        s[i] = spec(port, n);
-    start_hosted(s, n, pids, port, 0);
-    reap_all(pids, n);
+    int port = new_job(s, n, n);
+    run_hosted(s, n, pids, port, 0);
     int seen[MAXA] = {0};
     for (int i = 0; i < n; i++) {
         slot_t *a = &sh->a[i];
@@ -577,11 +775,11 @@ static void join_n(int n)
         CHECK_STR_EQ(r->maddr, "127.0.0.1");
         CHECK(r->mport > 0 && r->mport < 65536);
         CHECK_INT_EQ(r->mport, sh->a[0].r[0].mport);
-        CHECK_INT_EQ(r->next_rc, 0);
-        CHECK_INT_EQ(a->exit_status, 0);
         CHECK_STR_EQ(a->failure, "");
         CHECK(a->finished);
     }
+    check_next(all(n), 0, 0);
+    check_status(all(n), 0);
     CHECK_INT_EQ(sh->a[0].r[0].node, 0);
     for (int i = 0; i < n; i++)
         CHECK_INT_EQ(seen[i], 1);
@@ -593,21 +791,24 @@ static void test_join_3(void) { join_n(3); }
 static void test_join_8(void) { join_n(8); }
 static void test_join_16(void) { join_n(16); }
 
+/* Agent i's node rank in round 0 is node[i]. */
+static void check_nodes(const int *node, int n)
+{
+    for (int i = 0; i < n; i++)
+        CHECK_INT_EQ(sh->a[i].r[0].node, node[i]);
+}
+
 /* With no order, the others follow the host in the order they arrive. */
 static void test_join_arrival_order(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[4];
     pid_t pids[4];
+    int port = new_job(s, 4, 4);
+    run_hosted(s, 4, pids, port, 250 * slow());
+    const int node[] = {0, 1, 2, 3};
     for (int i = 0; i < 4; i++)
-        s[i] = spec(port, 4);
-    start_hosted(s, 4, pids, port, 250 * slow());
-    reap_all(pids, 4);
-    for (int i = 0; i < 4; i++) {
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].node, i);
-    }
+    check_nodes(node, 4);
     CHECK_DUMP(4);
 }
 
@@ -615,16 +816,12 @@ static void test_join_arrival_order(void)
  * host (first to arrive) is the last node, and MASTER_ADDR is node 0's. */
 static void join_ordered(int n)
 {
-    setup();
-    int port = pick_port();
     spec_t s[MAXA];
     pid_t pids[MAXA];
-    for (int i = 0; i < n; i++) {
-        s[i] = spec(port, n);
+    int port = new_job(s, n, n);
+    for (int i = 0; i < n; i++)
         s[i].o.order = n - 1 - i;
-    }
-    start_hosted(s, n, pids, port, 30);
-    reap_all(pids, n);
+    run_hosted(s, n, pids, port, 30);
     for (int i = 0; i < n; i++) {
         round_t *r = &sh->a[i].r[0];
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
@@ -646,17 +843,14 @@ static void test_join_ordered_8(void) { join_ordered(8); }
  * view of every node's count, one master. */
 static void uneven(const int *nproc, const int *order, int n)
 {
-    setup();
-    int port = pick_port();
     spec_t s[MAXA];
     pid_t pids[MAXA];
+    int port = new_job(s, n, n);
     for (int i = 0; i < n; i++) {
-        s[i] = spec(port, n);
         s[i].o.nproc = nproc[i];
         s[i].o.order = order ? order[i] : -1;
     }
-    start_hosted(s, n, pids, port, 0);
-    reap_all(pids, n);
+    run_hosted(s, n, pids, port, 0);
     int total = 0;
     for (int i = 0; i < n; i++)
         total += nproc[i];
@@ -708,45 +902,33 @@ static void test_uneven_nproc_ordered(void)
  * reported. */
 static void test_join_order_gaps(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
-    const int order[] = {7, 2, 40};
-    for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 3);
+    const int order[] = {7, 2, 40}, node[] = {1, 0, 2};
+    int port = new_job(s, 3, 3);
+    for (int i = 0; i < 3; i++)
         s[i].o.order = order[i];
-    }
-    start_hosted(s, 3, pids, port, 0);
-    reap_all(pids, 3);
+    run_hosted(s, 3, pids, port, 0);
     for (int i = 0; i < 3; i++)
         printf("# order %d: %s, node %d\n", order[i],
                amldist_err_name(sh->a[i].join_rc), sh->a[i].r[0].node);
-    if (sh->a[0].join_rc == 0) {
-        CHECK_INT_EQ(sh->a[0].r[0].node, 1);
-        CHECK_INT_EQ(sh->a[1].r[0].node, 0);
-        CHECK_INT_EQ(sh->a[2].r[0].node, 2);
-    }
+    if (sh->a[0].join_rc == 0)
+        check_nodes(node, 3);
 }
 
 /* master_port and master_addr given: every round uses them. */
 static void test_master_given(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[2];
     pid_t pids[2];
+    int port = new_job(s, 2, 2);
+    set_failer(s, 2, 1, 1, 3, 0);
     for (int i = 0; i < 2; i++) {
-        s[i] = spec(port, 2);
         s[i].o.master_port = 23456;
         s[i].o.master_addr = "10.9.8.7";
         s[i].o.max_restarts = 1;
-        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 1;
-        s[i].fail_status[0] = 3;
     }
-    start_hosted(s, 2, pids, port, 0);
-    reap_all(pids, 2);
+    run_hosted(s, 2, pids, port, 0);
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++) {
             CHECK_INT_EQ(sh->a[i].r[k].round, k);
@@ -768,16 +950,12 @@ static void test_ipv6(void)
         printf("# no IPv6 loopback: skipped\n");
         return;
     }
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
-    for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 3);
+    int port = new_job(s, 3, 3);
+    for (int i = 0; i < 3; i++)
         snprintf(s[i].ep, sizeof s[i].ep, "[::1]:%d", port);
-    }
-    start_hosted(s, 3, pids, port, 0);
-    reap_all(pids, 3);
+    run_hosted(s, 3, pids, port, 0);
     for (int i = 0; i < 3; i++) {
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
         CHECK_STR_EQ(sh->a[i].r[0].maddr, "::1");
@@ -794,48 +972,40 @@ static void test_ipv6(void)
 static void test_failure_propagates(void)
 {
     enum { N = 4 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_failer(s, N, 1, 3, 7, 1);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.nproc = 2;
         s[i].o.order = i;
         s[i].o.max_restarts = 0;
-        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 3;
-        s[i].fail_status[0] = 7;
-        s[i].fail_after_go = 1;
     }
-    start_hosted(s, N, pids, port, 0);
-    CHECK(wait_joined(N, 20000));
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
-    reap_all(pids, N);
+    run_failing(s, N, pids, port);
     long long fail_at = sh->a[1].r[0].fail_at;
     CHECK_INT_EQ(sh->a[1].r[0].fail_rc, 0);
+    check_heard(all(N) & ~2u, fail_at, 500 * slow());
+    check_stopped(all(N), 0, 1);
     for (int i = 0; i < N; i++) {
         slot_t *a = &sh->a[i];
         round_t *r = &a->r[0];
         CHECK_INT_EQ(a->join_rc, 0);
-        CHECK(r->stop_at > 0);
         CHECK_INT_EQ(r->stop_state, AMLDIST_RDZV_STOP);
         CHECK(r->still_readable);
         CHECK_INT_EQ(r->spurious, 0);
         if (i != 1) {
             CHECK(r->stop_at >= fail_at);
-            CHECK(r->stop_at - fail_at < 500 * slow());
             if (r->stop_at - fail_at >= 100)
                 printf("# agent %d heard the failure after %lld ms\n", i,
                        r->stop_at - fail_at);
         }
         CHECK_STR_EQ(r->why_at_start, "");
         CHECK_STR_HAS(r->stop_why, "exit status 7");
-        CHECK_INT_EQ(r->next_rc, 0);
-        CHECK_INT_EQ(a->exit_status, 7);
         CHECK_STR_HAS(a->failure, "rank 3");
         CHECK_STR_HAS(a->failure, "boom"); /* the failing node's summary */
     }
+    check_next(all(N), 0, 0);
+    check_status(all(N), 7);
     CHECK_DUMP(N);
 }
 
@@ -843,28 +1013,16 @@ static void test_failure_propagates(void)
 static void test_failure_on_host(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = i == 0 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 0;
-        s[i].fail_status[0] = 139;
-        s[i].fail_after_go = 1;
-    }
-    start_hosted(s, N, pids, port, 0);
-    CHECK(wait_joined(N, 20000));
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
-    reap_all(pids, N);
-    for (int i = 0; i < N; i++) {
-        CHECK(sh->a[i].r[0].stop_at > 0);
-        CHECK(sh->a[i].r[0].stop_at - sh->a[0].r[0].fail_at < 500 * slow());
-        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
-        CHECK_INT_EQ(sh->a[i].exit_status, 139);
+    int port = new_job(s, N, N);
+    set_failer(s, N, 0, 0, 139, 1);
+    run_failing(s, N, pids, port);
+    check_heard(all(N), sh->a[0].r[0].fail_at, 500 * slow());
+    check_next(all(N), 0, 0);
+    check_status(all(N), 139);
+    for (int i = 0; i < N; i++)
         CHECK_STR_HAS(sh->a[i].failure, "rank 0");
-    }
     CHECK_DUMP(N);
 }
 
@@ -873,28 +1031,22 @@ static void test_failure_on_host(void)
 static void test_two_failures_one_status(void)
 {
     enum { N = 4 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.order = i;
         s[i].act[0] = i == 1 || i == 2 ? ACT_FAIL : ACT_WAIT;
         s[i].fail_rank[0] = i;
         s[i].fail_status[0] = 10 + i;
         s[i].fail_after_go = 1;
     }
-    start_hosted(s, N, pids, port, 0);
-    CHECK(wait_joined(N, 20000));
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
-    reap_all(pids, N);
+    run_failing(s, N, pids, port);
     int st = sh->a[0].exit_status;
     CHECK(st == 11 || st == 12);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].exit_status, st);
+    check_status(all(N), st);
+    for (int i = 0; i < N; i++)
         CHECK_STR_EQ(sh->a[i].failure, sh->a[0].failure);
-    }
     CHECK_DUMP(N);
 }
 
@@ -903,29 +1055,26 @@ static void test_two_failures_one_status(void)
 static void restarts(int fail_twice)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_failer(s, N, 2, 5, 7, 0);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.max_restarts = 1;
         s[i].o.nproc = 2;
-        s[i].act[0] = i == 2 ? ACT_FAIL : ACT_WAIT;
         s[i].act[1] = fail_twice ? (i == 1 ? ACT_FAIL : ACT_WAIT) : ACT_DONE;
-        s[i].fail_rank[0] = 5;
-        s[i].fail_status[0] = 7;
         s[i].fail_rank[1] = 2;
         s[i].fail_status[1] = 9;
     }
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
+    run_hosted(s, N, pids, port, 0);
+    check_stopped(all(N), 0, 1);
+    check_next(all(N), 0, 1);
+    check_next(all(N), 1, 0);
+    check_stopped(all(N), 1, fail_twice);
+    check_ended(all(N), 2, fail_twice ? 9 : 0);
     for (int i = 0; i < N; i++) {
         slot_t *a = &sh->a[i];
         CHECK_INT_EQ(a->join_rc, 0);
-        CHECK_INT_EQ(a->rounds, 2);
-        CHECK(a->r[0].stop_at > 0);
-        CHECK_INT_EQ(a->r[0].next_rc, 1);
         CHECK_INT_EQ(a->r[1].round, 1);
         CHECK_INT_EQ(a->r[1].restarts, 1);
         CHECK_INT_EQ(a->r[1].nodes, N);
@@ -937,16 +1086,10 @@ static void restarts(int fail_twice)
         CHECK(a->r[1].mport > 0);
         CHECK(a->r[1].mport != a->r[0].mport);
         CHECK_INT_EQ(a->r[1].mport, sh->a[0].r[1].mport);
-        CHECK_INT_EQ(a->r[1].next_rc, 0);
-        if (fail_twice) {
-            CHECK(a->r[1].stop_at > 0);
-            CHECK_INT_EQ(a->exit_status, 9);
+        if (fail_twice)
             CHECK_STR_HAS(a->failure, "rank 2");
-        } else {
-            CHECK_INT_EQ(a->r[1].stop_at, 0);
-            CHECK_INT_EQ(a->exit_status, 0);
+        else
             CHECK_STR_EQ(a->failure, "");
-        }
     }
     CHECK_DUMP(N);
 }
@@ -958,26 +1101,18 @@ static void test_restart_then_fail(void) { restarts(1); }
 static void test_final_no_restart(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_failer(s, N, 1, -1, 130, 0);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.max_restarts = 3;
-        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
         s[i].fail_flags[0] = AMLDIST_RDZV_FINAL;
-        s[i].fail_rank[0] = -1;
-        s[i].fail_status[0] = 130;
     }
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].rounds, 1);
-        CHECK(sh->a[i].r[0].stop_at > 0);
-        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
-        CHECK_INT_EQ(sh->a[i].exit_status, 130);
-    }
+    run_hosted(s, N, pids, port, 0);
+    check_stopped(all(N), 0, 1);
+    check_next(all(N), 0, 0);
+    check_ended(all(N), 1, 130);
     CHECK_DUMP(N);
 }
 
@@ -986,26 +1121,20 @@ static void test_final_no_restart(void)
 static void test_success(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
+    int port = new_job(s, N, N);
+    for (int i = 0; i < N; i++)
         s[i].o.max_restarts = 2;
-        s[i].act[0] = ACT_DONE;
-    }
     s[1].act[0] = ACT_WAIT;
     s[1].wait_ms = 400; /* its workers run 400 ms; no STOP expected */
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
+    run_hosted(s, N, pids, port, 0);
     long long last = sh->a[1].r[0].began + 400;
+    check_stopped(all(N), 0, 0);
+    check_next(all(N), 0, 0);
+    check_ended(all(N), 1, 0);
     for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].rounds, 1);
-        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
         CHECK(sh->a[i].r[0].next_at >= last - 5);
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
         CHECK_STR_EQ(sh->a[i].failure, "");
     }
     CHECK_DUMP(N);
@@ -1017,37 +1146,25 @@ static void test_success(void)
 static void test_done_then_wait(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = ACT_WAIT;
-        s[i].wait_ms = 600; /* its workers run 600 ms, then succeed */
-    }
+    int port = new_job(s, N, N);
+    set_waiting(s, N, 600); /* its workers run 600 ms, then succeed */
     s[0].act[0] = ACT_POLL;
     s[0].wait_ms = 5000 * slow();
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
+    run_hosted(s, N, pids, port, 0);
     round_t *r = &sh->a[0].r[0];
     CHECK_INT_EQ(r->wait0_rc, AMLDIST_ETIMEDOUT);
     CHECK_INT_EQ(r->wait100_rc, AMLDIST_ETIMEDOUT);
     CHECK(r->wait100_ms >= 95 && r->wait100_ms < 100 + 300 * slow());
     CHECK(r->fd_ready_at > 0);
-    long long last = 0;
-    for (int i = 1; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0);
-        if (sh->a[i].r[0].next_at > last)
-            last = sh->a[i].r[0].next_at;
-    }
+    check_stopped(all(N) & ~1u, 0, 0);
     /* readable once the others are done (their next() returns at about
      * the same time), well after done() */
     CHECK(r->fd_ready_at >= sh->a[1].r[0].began + 590);
     CHECK(r->fd_ready_at - sh->a[1].r[0].began < 600 + 500 * slow());
     CHECK_INT_EQ(r->next_rc, 0);
-    for (int i = 0; i < N; i++)
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
+    check_status(all(N), 0);
     CHECK_DUMP(N);
 }
 
@@ -1057,12 +1174,10 @@ static void test_done_then_wait(void)
 static void test_final_after_done(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.max_restarts = 2;
         s[i].fail_rank[0] = 1;
         s[i].fail_status[0] = 7;
@@ -1072,16 +1187,12 @@ static void test_final_after_done(void)
     s[0].act[0] = ACT_WAIT_FINAL;
     s[2].act[0] = ACT_WAIT;
     s[2].done_delay_ms = 500; /* node 2's workers take 500 ms to stop */
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
+    run_hosted(s, N, pids, port, 0);
     CHECK_INT_EQ(sh->a[0].r[0].final_rc, 0);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].rounds, 1);
-        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
-        /* the first failure's status, or the signal's */
-        CHECK(sh->a[i].exit_status == 7 || sh->a[i].exit_status == 130);
-        CHECK_INT_EQ(sh->a[i].exit_status, sh->a[0].exit_status);
-    }
+    check_next(all(N), 0, 0);
+    /* the first failure's status, or the signal's */
+    check_ended(all(N), 1, sh->a[0].exit_status);
+    CHECK(sh->a[0].exit_status == 7 || sh->a[0].exit_status == 130);
     printf("# exit status %d\n", sh->a[0].exit_status);
     CHECK_DUMP(N);
 }
@@ -1092,28 +1203,16 @@ static void test_final_after_done(void)
 static void test_next_nonzero_without_fail(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = ACT_WAIT;
-        s[i].wait_ms = 5000 * slow();
-    }
+    int port = new_job(s, N, N);
+    set_waiting(s, N, 5000 * slow());
     s[2].act[0] = ACT_NEXT;
     s[2].fail_status[0] = 3;
-    start_hosted(s, N, pids, port, 0);
-    reap_all(pids, N);
-    for (int i = 0; i < N; i++) {
-        if (i != 2) {
-            CHECK(sh->a[i].r[0].stop_at > 0);
-            CHECK(sh->a[i].r[0].stop_at - sh->a[2].r[0].began <
-                  1000 * slow());
-        }
-        CHECK_INT_EQ(sh->a[i].r[0].next_rc, 0);
-        CHECK_INT_EQ(sh->a[i].exit_status, 3);
-    }
+    run_hosted(s, N, pids, port, 0);
+    check_heard(all(N) & ~4u, sh->a[2].r[0].began, 1000 * slow());
+    check_next(all(N), 0, 0);
+    check_status(all(N), 3);
     CHECK_DUMP(N);
 }
 
@@ -1122,14 +1221,11 @@ static void test_next_nonzero_without_fail(void)
 static void lost_agent(int victim, int sigstop)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_keepalive(s, N, 100, 3 * slow());
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].o.keepalive_ms = 100;
-        s[i].o.keepalive_misses = 3 * slow();
         s[i].o.max_restarts = 2; /* a lost node is no restart */
         s[i].act[0] = i == victim ? ACT_HANG : ACT_WAIT;
         s[i].wait_ms = 10000;
@@ -1146,31 +1242,29 @@ static void lost_agent(int victim, int sigstop)
     if (sigstop)
         kill(pids[victim], SIGKILL);
     waitpid(pids[victim], NULL, 0);
+    unsigned others = all(N) & ~(1u << victim);
+    /* a closed connection is seen at once; a silent one after `dead` */
+    check_heard(others, kill_at, (sigstop ? dead : 0) + 500 * slow());
     for (int i = 0; i < N; i++) {
         if (i == victim)
             continue;
         round_t *r = &sh->a[i].r[0];
-        CHECK(r->stop_at > 0);
-        /* a closed connection is seen at once; a silent one after `dead` */
         long long took = r->stop_at - kill_at;
-        CHECK(took < (sigstop ? dead : 0) + 500 * slow());
         if (sigstop)
             CHECK(took >= dead - 2 * s[0].o.keepalive_ms);
         printf("# agent %d saw the loss after %lld ms (dead time %d ms); "
                "next() %s: %s; failure: %s\n", i, took, dead,
                r->next_rc < 0 ? amldist_err_name(r->next_rc) : "0",
                r->next_rc < 0 ? r->next_err : "", sh->a[i].failure);
-        if (victim != 0) {
-            CHECK_INT_EQ(r->next_rc, 0);
-        } else {
-            /* the host itself is gone: the job is over too (0 or an
-             * error, per the header), exit status LOST */
+        /* the host itself is gone: the job is over too (0 or an error,
+         * per the header), exit status LOST */
+        if (victim == 0)
             CHECK(r->next_rc <= 0);
-        }
-        CHECK_INT_EQ(sh->a[i].rounds, 1);
-        CHECK_INT_EQ(sh->a[i].exit_status, AMLDIST_RDZV_STATUS_LOST);
         CHECK(sh->a[i].failure[0] != '\0');
     }
+    if (victim != 0)
+        check_next(others, 0, 0);
+    check_ended(others, 1, AMLDIST_RDZV_STATUS_LOST);
     CHECK_DUMP(N);
 }
 
@@ -1183,21 +1277,16 @@ static void test_host_frozen(void) { lost_agent(0, 1); }
  * form: they must fail, not hang until their join timeout. */
 static void test_host_killed_while_forming(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
-    for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 4); /* a fourth never comes */
-        s[i].o.keepalive_ms = 100;
-        s[i].o.keepalive_misses = 3;
+    int port = new_job(s, 3, 4); /* a fourth never comes */
+    set_keepalive(s, 3, 100, 3);
+    for (int i = 0; i < 3; i++)
         s[i].o.join_timeout_ms = 30000;
-    }
     start_hosted(s, 3, pids, port, 0);
     sleep_ms(500 * slow());
     long long kill_at = now_ms();
-    kill(pids[0], SIGKILL);
-    waitpid(pids[0], NULL, 0);
+    kill_wait(pids[0]);
     reap(pids[1], 1);
     reap(pids[2], 2);
     for (int i = 1; i < 3; i++) {
@@ -1214,18 +1303,11 @@ static void test_host_killed_while_forming(void)
 /* MIN:MAX. */
 static void elastic(int third_delay_ms, int expect_nodes)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
-    for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 2);
-        s[i].o.min_nodes = 2;
-        s[i].o.max_nodes = 3;
-        s[i].o.last_call_ms = 300 * slow();
-    }
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
+    int port = new_job(s, 3, 2);
+    set_elastic(s, 3, 2, 3, 300 * slow());
+    start_host(s, pids, port);
     long long t0 = now_ms();
     pids[1] = start(&s[1], 1);
     int n = 2;
@@ -1237,14 +1319,13 @@ static void elastic(int third_delay_ms, int expect_nodes)
     reap_all(pids, n);
     for (int i = 0; i < n; i++) {
         round_t *r = &sh->a[i].r[0];
-        CHECK_INT_EQ(sh->a[i].join_rc, 0);
         CHECK_INT_EQ(r->round, 0);
-        CHECK_INT_EQ(r->nodes, expect_nodes);
         /* by arrival, where the arrival order is known */
         if (third_delay_ms != 0 || i == 0)
             CHECK_INT_EQ(r->node, i);
         CHECK_INT_EQ(r->world[0], expect_nodes);
     }
+    check_formed(all(n), expect_nodes);
     if (third_delay_ms < 0) {
         /* two joined: the round waited for the last call */
         long long took = sh->a[1].t_join - t0;
@@ -1262,22 +1343,33 @@ static void test_elastic_third_in_last_call(void) { elastic(100, 3); }
 static void test_elastic_max_at_once(void) { elastic(0, 3); }
 static void test_elastic_min_only(void) { elastic(-1, 2); }
 
+/* Round 1 of agent `i` of a re-formed elastic job: `nodes` nodes, agent i
+ * is node `node`, no restart counted (round 0 was stopped, next() said a
+ * new round). */
+static void check_reformed(int i, int nodes, int node)
+{
+    slot_t *a = &sh->a[i];
+    CHECK(a->r[0].stop_at > 0);
+    CHECK_INT_EQ(a->r[0].next_rc, 1);
+    CHECK_INT_EQ(a->r[1].round, 1);
+    CHECK_INT_EQ(a->r[1].restarts, 0);
+    CHECK_INT_EQ(a->r[1].nodes, nodes);
+    CHECK_INT_EQ(a->r[1].node, node);
+    CHECK_INT_EQ(a->exit_status, 0);
+}
+
 /* MIN:MAX, the job running with MIN nodes: a newcomer re-forms it (the
  * others are stopped, next() returns 1 with 3 nodes, restart count 0).
  * `stopped_status`: what the stopped nodes' workers ended with (143: they
  * were SIGTERMed, as amlrun's are; that is no failure of theirs). */
 static void late_node(int stopped_status)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
+    int port = new_job(s, 3, 2);
+    set_elastic(s, 3, 2, 3, 100);
     for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 2);
-        s[i].o.min_nodes = 2;
-        s[i].o.max_nodes = 3;
         s[i].o.max_restarts = 0;
-        s[i].o.last_call_ms = 100;
         s[i].act[0] = ACT_WAIT;
         s[i].act[1] = ACT_DONE;
         s[i].stopped_status = stopped_status;
@@ -1289,15 +1381,8 @@ static void late_node(int stopped_status)
     pids[2] = start(&s[2], 2);
     reap_all(pids, 3);
     for (int i = 0; i < 2; i++) {
-        slot_t *a = &sh->a[i];
-        CHECK_INT_EQ(a->r[0].nodes, 2);
-        CHECK(a->r[0].stop_at > 0);
-        CHECK_INT_EQ(a->r[0].next_rc, 1);
-        CHECK_INT_EQ(a->r[1].round, 1);
-        CHECK_INT_EQ(a->r[1].restarts, 0);
-        CHECK_INT_EQ(a->r[1].nodes, 3);
-        CHECK_INT_EQ(a->r[1].node, i);
-        CHECK_INT_EQ(a->exit_status, 0);
+        CHECK_INT_EQ(sh->a[i].r[0].nodes, 2);
+        check_reformed(i, 3, i);
     }
     CHECK_INT_EQ(sh->a[2].join_rc, 0);
     CHECK_INT_EQ(sh->a[2].r[0].round, 1);
@@ -1314,37 +1399,24 @@ static void test_elastic_late_node_reforms_status0(void) { late_node(0); }
  * new round, no restart counted), the survivors keep their order. */
 static void test_elastic_lost_node_reforms(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
+    int port = new_job(s, 3, 3);
+    set_elastic(s, 3, 2, 3, 2000);
+    set_keepalive(s, 3, 100, 3 * slow());
     for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 3);
-        s[i].o.min_nodes = 2;
-        s[i].o.max_nodes = 3;
-        s[i].o.last_call_ms = 2000;
-        s[i].o.keepalive_ms = 100;
-        s[i].o.keepalive_misses = 3 * slow();
         s[i].act[0] = ACT_WAIT;
         s[i].act[1] = ACT_DONE;
     }
     s[1].act[0] = ACT_HANG;
     start_hosted(s, 3, pids, port, 0);
     CHECK(wait_joined(3, 20000));
-    kill(pids[1], SIGKILL);
-    waitpid(pids[1], NULL, 0);
+    kill_wait(pids[1]);
     reap(pids[0], 0);
     reap(pids[2], 2);
     for (int i = 0; i < 3; i += 2) {
-        slot_t *a = &sh->a[i];
-        CHECK(a->r[0].stop_at > 0);
-        CHECK_INT_EQ(a->r[0].next_rc, 1);
-        CHECK_INT_EQ(a->r[1].round, 1);
-        CHECK_INT_EQ(a->r[1].restarts, 0);
-        CHECK_INT_EQ(a->r[1].nodes, 2);
-        CHECK_INT_EQ(a->r[1].node, i / 2);
-        CHECK_INT_EQ(a->r[1].world[0], 2);
-        CHECK_INT_EQ(a->exit_status, 0);
+        check_reformed(i, 2, i / 2);
+        CHECK_INT_EQ(sh->a[i].r[1].world[0], 2);
     }
     CHECK_DUMP(3);
 }
@@ -1352,17 +1424,13 @@ static void test_elastic_lost_node_reforms(void)
 /* Too few nodes: ETIMEDOUT after the join timeout, on every agent. */
 static void test_join_timeout(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[2];
     pid_t pids[2];
-    for (int i = 0; i < 2; i++) {
-        s[i] = spec(port, 3);
+    int port = new_job(s, 2, 3);
+    for (int i = 0; i < 2; i++)
         s[i].o.join_timeout_ms = 800;
-    }
     long long t0 = now_ms();
-    start_hosted(s, 2, pids, port, 0);
-    reap_all(pids, 2);
+    run_hosted(s, 2, pids, port, 0);
     for (int i = 0; i < 2; i++) {
         CHECK_INT_EQ(sh->a[i].join_rc, AMLDIST_ETIMEDOUT);
         long long took = sh->a[i].t_join - t0;
@@ -1377,14 +1445,11 @@ static void test_join_timeout(void)
  * ETIMEDOUT, naming the endpoint. */
 static void test_no_host(void)
 {
-    setup();
-    int port = pick_port();
+    spec_t s;
+    int port = new_job(&s, 1, 2);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = loopback(port);
     CHECK_INT_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    spec_t s = spec(port, 2);
     s.o.join_timeout_ms = 700;
     long long t0 = now_ms();
     pid_t pid = start(&s, 0);
@@ -1399,25 +1464,84 @@ static void test_no_host(void)
     close(fd);
 }
 
-/* An agent that is refused fails at once with `code`, naming `what`; the
- * job still forms with the right agents. */
-static void refused(spec_t bad, int code, const char *what)
+/* The agents that the refusal tests send against a job of two fixed
+ * nodes, each differing from the job in one thing. */
+typedef enum {
+    BAD_TOKEN,
+    BAD_TOKEN_ENV,
+    BAD_RUN_ID,
+    BAD_MIN_MAX,
+    BAD_MAX_NODES,
+    BAD_MAX_RESTARTS,
+    BAD_ORDER
+} bad_agent_t;
+
+/* What the bad agent must get: its error code (0: any sane refusal) and
+ * a word its message names (NULL: any message). */
+static const struct {
+    int code;
+    const char *names;
+} refusal[] = {
+    [BAD_TOKEN] = {AMLDIST_EDENIED, "token"},
+    /* The message is the host's: it names where the host's token comes
+     * from ("the options"), not this agent's (AMLDIST_JOB_TOKEN). */
+    [BAD_TOKEN_ENV] = {AMLDIST_EDENIED, "token"},
+    [BAD_RUN_ID] = {AMLDIST_EDENIED, "run"},
+    [BAD_MIN_MAX] = {AMLDIST_EPROTO, NULL},
+    [BAD_MAX_NODES] = {AMLDIST_EPROTO, "3"},
+    [BAD_MAX_RESTARTS] = {AMLDIST_EPROTO, "4"},
+    /* Some agents give an order and some do not: which code is not said
+     * (ECONFLICT, EPROTO or EDENIED are all sane). */
+    [BAD_ORDER] = {0, NULL},
+};
+
+static spec_t bad_agent(bad_agent_t what, int port)
 {
-    setup();
-    int port = pick_port();
+    spec_t b = spec(port, what == BAD_MAX_NODES ? 3 : 2);
+    b.o.join_timeout_ms = 10000;
+    switch (what) {
+    case BAD_TOKEN:
+        b.o.token = "another-job";
+        break;
+    case BAD_TOKEN_ENV:
+        /* no explicit token: AMLDIST_JOB_TOKEN of this agent differs */
+        setenv("AMLDIST_JOB_TOKEN", "from-the-environment", 1);
+        b.o.token = NULL;
+        break;
+    case BAD_RUN_ID:
+        b.o.run_id = "another-run";
+        break;
+    case BAD_MIN_MAX:
+        b.o.min_nodes = 1;
+        b.o.max_nodes = 2;
+        break;
+    case BAD_MAX_NODES:
+        break;
+    case BAD_MAX_RESTARTS:
+        b.o.max_restarts = 4;
+        break;
+    case BAD_ORDER:
+        b.o.order = 1;
+        break;
+    }
+    return b;
+}
+
+/* An agent that is refused fails at once with its code, naming what
+ * differs; the job still forms with the right agents. */
+static void refused(bad_agent_t what)
+{
     spec_t s[3];
     pid_t pids[3];
-    for (int i = 0; i < 2; i++)
-        s[i] = spec(port, 2);
-    snprintf(bad.ep, sizeof bad.ep, "127.0.0.1:%d", port);
-    bad.o.join_timeout_ms = 10000;
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    pids[2] = start(&bad, 2);
+    int port = new_job(s, 2, 2);
+    s[2] = bad_agent(what, port);
+    start_host(s, pids, port);
+    pids[2] = start(&s[2], 2);
     reap(pids[2], 2);
     pids[1] = start(&s[1], 1);
     reap(pids[0], 0);
     reap(pids[1], 1);
+    int code = refusal[what].code;
     if (code)
         CHECK_INT_EQ(sh->a[2].join_rc, code);
     else
@@ -1425,79 +1549,35 @@ static void refused(spec_t bad, int code, const char *what)
               sh->a[2].join_rc == AMLDIST_EPROTO ||
               sh->a[2].join_rc == AMLDIST_EDENIED);
     CHECK(sh->a[2].t_join - sh->a[2].t_start < 2000 * slow());
-    if (what)
-        CHECK_STR_HAS(sh->a[2].join_err, what);
+    if (refusal[what].names)
+        CHECK_STR_HAS(sh->a[2].join_err, refusal[what].names);
     printf("# refused (%s): %s\n", amldist_err_name(sh->a[2].join_rc),
            sh->a[2].join_err);
-    for (int i = 0; i < 2; i++) {
-        CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].nodes, 2);
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
-    }
+    check_formed(all(2), 2);
+    check_status(all(2), 0);
     CHECK_DUMP(3);
 }
 
-static void test_refuse_token(void)
-{
-    spec_t b = spec(0, 2);
-    b.o.token = "another-job";
-    refused(b, AMLDIST_EDENIED, "token");
-}
-
-static void test_refuse_token_env(void)
-{
-    /* no explicit token: AMLDIST_JOB_TOKEN of this agent differs */
-    setenv("AMLDIST_JOB_TOKEN", "from-the-environment", 1);
-    spec_t b = spec(0, 2);
-    b.o.token = NULL;
-    /* The message is the host's: it names where the host's token comes
-     * from ("the options"), not this agent's (AMLDIST_JOB_TOKEN). */
-    refused(b, AMLDIST_EDENIED, "token");
-}
-
-static void test_refuse_run_id(void)
-{
-    spec_t b = spec(0, 2);
-    b.o.run_id = "another-run";
-    refused(b, AMLDIST_EDENIED, "run");
-}
-
-static void test_refuse_min_max(void)
-{
-    spec_t b = spec(0, 2);
-    b.o.min_nodes = 1;
-    b.o.max_nodes = 2;
-    refused(b, AMLDIST_EPROTO, NULL);
-}
-
-static void test_refuse_max_nodes(void)
-{
-    spec_t b = spec(0, 3);
-    refused(b, AMLDIST_EPROTO, "3");
-}
-
-static void test_refuse_max_restarts(void)
-{
-    spec_t b = spec(0, 2);
-    b.o.max_restarts = 4;
-    refused(b, AMLDIST_EPROTO, "4");
-}
+static void test_refuse_token(void) { refused(BAD_TOKEN); }
+static void test_refuse_token_env(void) { refused(BAD_TOKEN_ENV); }
+static void test_refuse_run_id(void) { refused(BAD_RUN_ID); }
+static void test_refuse_min_max(void) { refused(BAD_MIN_MAX); }
+static void test_refuse_max_nodes(void) { refused(BAD_MAX_NODES); }
+static void test_refuse_max_restarts(void) { refused(BAD_MAX_RESTARTS); }
+static void test_refuse_mixed_order(void) { refused(BAD_ORDER); }
 
 /* Two agents give the same order: the second is refused with ECONFLICT,
  * the job forms with the right third one. */
 static void test_refuse_duplicate_order(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[4];
     pid_t pids[4];
-    for (int i = 0; i < 4; i++) {
-        s[i] = spec(port, 3);
+    const int node[] = {0, 1, -1, 2};
+    int port = new_job(s, 4, 3);
+    for (int i = 0; i < 4; i++)
         s[i].o.order = i;
-    }
     s[2].o.order = 1; /* the duplicate */
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
+    start_host(s, pids, port);
     pids[1] = start(&s[1], 1);
     sleep_ms(300 * slow());
     pids[2] = start(&s[2], 2);
@@ -1510,33 +1590,19 @@ static void test_refuse_duplicate_order(void)
     CHECK_INT_EQ(sh->a[2].join_rc, AMLDIST_ECONFLICT);
     CHECK(sh->a[2].t_join - sh->a[2].t_start < 2000 * slow());
     printf("# refused: %s\n", sh->a[2].join_err);
-    CHECK_INT_EQ(sh->a[0].r[0].node, 0);
-    CHECK_INT_EQ(sh->a[1].r[0].node, 1);
-    CHECK_INT_EQ(sh->a[3].r[0].node, 2);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            CHECK_INT_EQ(sh->a[i].r[0].node, node[i]);
     CHECK_DUMP(4);
-}
-
-/* Some agents give an order and some do not: refused, at once (which
- * code is not said: ECONFLICT, EPROTO or EDENIED are all sane). */
-static void test_refuse_mixed_order(void)
-{
-    spec_t b = spec(0, 2);
-    b.o.order = 1;
-    refused(b, 0, NULL);
 }
 
 /* A third agent of a full fixed-size job, while it runs: EDENIED. */
 static void test_refuse_full(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[3];
     pid_t pids[3];
-    for (int i = 0; i < 3; i++) {
-        s[i] = spec(port, 2);
-        s[i].act[0] = ACT_WAIT;
-        s[i].wait_ms = 1500 * slow(); /* the job runs that long */
-    }
+    int port = new_job(s, 3, 2);
+    set_waiting(s, 3, 1500 * slow()); /* the job runs that long */
     start_hosted(s, 2, pids, port, 0);
     CHECK(wait_joined(2, 20000));
     pids[2] = start(&s[2], 2);
@@ -1544,16 +1610,60 @@ static void test_refuse_full(void)
     CHECK_INT_EQ(sh->a[2].join_rc, AMLDIST_EDENIED);
     CHECK(sh->a[2].t_join - sh->a[2].t_start < 1000 * slow());
     printf("# refused: %s\n", sh->a[2].join_err);
-    for (int i = 0; i < 2; i++) {
-        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0); /* not disturbed */
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
-    }
+    check_stopped(all(2), 0, 0); /* not disturbed */
+    check_status(all(2), 0);
     CHECK_DUMP(3);
+}
+
+/* One set of invalid options: EINVAL at once, no handle, a message (that
+ * names `names`, where given). */
+static void check_invalid(const amldist_rdzv_options_t *o, const char *what,
+                          const char *names)
+{
+    amldist_rdzv_t *r = NULL;
+    amldist__clear_error();
+    CHECK_INT_EQ(amldist_rdzv_join(o, &r), AMLDIST_EINVAL);
+    CHECK(r == NULL);
+    if (amldist_last_error()[0] == '\0')
+        TEST__FAIL("no message for %s", what);
+    if (names)
+        CHECK_STR_HAS(amldist_last_error(), names);
 }
 
 /* Invalid options: EINVAL at once, with a message, no network. */
 static void test_options_invalid(void)
 {
+    enum { ENDPOINT, VERSION, MIN_NODES, MAX_NODES, NPROC, RESTARTS, MPORT };
+    static const char *const field[] = {
+        "endpoint", "version", "min_nodes", "max_nodes", "nproc",
+        "max_restarts", "master_port"};
+    /* Each changes one field of `ok`; `endpoint` is the string for
+     * ENDPOINT, `value` the number for the others. */
+    static const struct {
+        int field;
+        const char *endpoint;
+        long long value;
+    } bad[] = {
+        {ENDPOINT, NULL, 0},
+        {ENDPOINT, "", 0},
+        {ENDPOINT, "127.0.0.1", 0},
+        {ENDPOINT, "127.0.0.1:", 0},
+        {ENDPOINT, "127.0.0.1:0", 0},
+        {ENDPOINT, "127.0.0.1:65536", 0},
+        {ENDPOINT, "127.0.0.1:12x", 0},
+        {ENDPOINT, ":29400", 0},
+        {ENDPOINT, "[::1:29400", 0},
+        {VERSION, NULL, 0},
+        {VERSION, NULL, AMLDIST_RDZV_OPTIONS_VERSION + 1},
+        {MIN_NODES, NULL, 0},
+        {MIN_NODES, NULL, -1},
+        {MIN_NODES, NULL, 2}, /* > max_nodes 1 */
+        {MAX_NODES, NULL, AMLDIST_RDZV_MAX_NODES + 1},
+        {NPROC, NULL, 0},
+        {NPROC, NULL, -3},
+        {RESTARTS, NULL, -1},
+        {MPORT, NULL, 65536},
+    };
     amldist_rdzv_t *r = NULL;
     amldist_rdzv_options_t ok = AMLDIST_RDZV_OPTIONS_INIT, o;
     ok.endpoint = "127.0.0.1:1";
@@ -1561,47 +1671,36 @@ static void test_options_invalid(void)
     long long t0 = now_ms();
     CHECK_INT_EQ(amldist_rdzv_join(NULL, &r), AMLDIST_EINVAL);
     CHECK_INT_EQ(amldist_rdzv_join(&ok, NULL), AMLDIST_EINVAL);
-#define BAD(field, value)                                                      \
-    do {                                                                       \
-        o = ok;                                                                \
-        o.field = value;                                                       \
-        amldist__clear_error();                                                \
-        r = NULL;                                                              \
-        CHECK_INT_EQ(amldist_rdzv_join(&o, &r), AMLDIST_EINVAL);               \
-        CHECK(r == NULL);                                                      \
-        if (amldist_last_error()[0] == '\0')                                   \
-            TEST__FAIL("no message for %s = %s", #field, #value);             \
-    } while (0)
-    BAD(endpoint, NULL);
-    BAD(endpoint, "");
-    BAD(endpoint, "127.0.0.1");
-    BAD(endpoint, "127.0.0.1:");
-    BAD(endpoint, "127.0.0.1:0");
-    BAD(endpoint, "127.0.0.1:65536");
-    BAD(endpoint, "127.0.0.1:12x");
-    BAD(endpoint, ":29400");
-    BAD(endpoint, "[::1:29400");
-    BAD(version, 0);
-    BAD(version, AMLDIST_RDZV_OPTIONS_VERSION + 1);
-    BAD(min_nodes, 0);
-    BAD(min_nodes, -1);
-    BAD(min_nodes, 2); /* > max_nodes 1 */
-    BAD(max_nodes, AMLDIST_RDZV_MAX_NODES + 1);
-    BAD(nproc, 0);
-    BAD(nproc, -3);
-    BAD(max_restarts, -1);
-    BAD(master_port, 65536);
+    for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+        o = ok;
+        int v = (int)bad[c].value;
+        switch (bad[c].field) {
+        case ENDPOINT: o.endpoint = bad[c].endpoint; break;
+        case VERSION: o.version = (unsigned)v; break;
+        case MIN_NODES: o.min_nodes = v; break;
+        case MAX_NODES: o.max_nodes = v; break;
+        case NPROC: o.nproc = v; break;
+        case RESTARTS: o.max_restarts = v; break;
+        case MPORT: o.master_port = v; break;
+        }
+        char what[96];
+        if (bad[c].field == ENDPOINT)
+            snprintf(what, sizeof what, "endpoint = %s%s%s",
+                     bad[c].endpoint ? "\"" : "",
+                     bad[c].endpoint ? bad[c].endpoint : "NULL",
+                     bad[c].endpoint ? "\"" : "");
+        else
+            snprintf(what, sizeof what, "%s = %d", field[bad[c].field], v);
+        check_invalid(&o, what, NULL);
+    }
     o = ok;
     o.min_nodes = 3;
     o.max_nodes = 2;
-    CHECK_INT_EQ(amldist_rdzv_join(&o, &r), AMLDIST_EINVAL);
-    CHECK_STR_HAS(amldist_last_error(), "3");
+    check_invalid(&o, "min_nodes 3 > max_nodes 2", "3");
     o = ok;
     o.nproc = 0;
-    CHECK_INT_EQ(amldist_rdzv_join(&o, &r), AMLDIST_EINVAL);
-    CHECK_STR_HAS(amldist_last_error(), "0 workers");
+    check_invalid(&o, "nproc = 0", "0 workers");
     CHECK(now_ms() - t0 < 1000);
-#undef BAD
 }
 
 /* NULL handles: safe. */
@@ -1624,9 +1723,8 @@ static void test_null_handle(void)
 /* A job of one node: join returns at once, is its own host. */
 static void test_single_node(void)
 {
-    setup();
-    int port = pick_port();
-    spec_t s = spec(port, 1);
+    spec_t s;
+    new_job(&s, 1, 1);
     s.o.nproc = 4;
     s.act[0] = ACT_DONE;
     long long t0 = now_ms();
@@ -1646,11 +1744,33 @@ static void test_single_node(void)
 /* ------------------------------------------------------------------ */
 /* Hostile peers                                                       */
 
+/* A stand-in peer's socket, listening on 127.0.0.1:port. */
+static int listen_on(int port, int backlog)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = loopback(port);
+    CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_INT_EQ(listen(lfd, backlog), 0);
+    return lfd;
+}
+
+/* fork() for a stand-in peer serving `lfd`: the parent, which gets the
+ * child's pid, lets the socket go; the child (0) serves it. */
+static pid_t fork_peer(int lfd)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid != 0)
+        close(lfd);
+    return pid;
+}
+
 static int raw_connect(int port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = loopback(port);
     for (int i = 0; i < 500; i++) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
@@ -1769,21 +1889,10 @@ static size_t join_frame(unsigned char *f, const amldist__rz_join_t *j)
  */
 static pid_t relay(int listen_port, int host_port)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)listen_port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_INT_EQ(listen(lfd, 8), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid != 0) {
-        close(lfd);
+    int lfd = listen_on(listen_port, 8), one = 1;
+    pid_t pid = fork_peer(lfd);
+    if (pid != 0)
         return pid;
-    }
     int c = accept(lfd, NULL, NULL);
     int h = raw_connect(host_port);
     if (c < 0 || h < 0)
@@ -1828,73 +1937,108 @@ static void fd_limit(int want)
     }
 }
 
+/* What the host answers to `bytes` as a first frame (see answer_to()),
+ * reported as "# what: answer". */
+static int answer(int port, const void *bytes, size_t len, const char *what)
+{
+    int rc = answer_to(port, bytes, len, 3000 * slow());
+    printf("# %s: %d\n", what, rc);
+    return rc;
+}
+
+/* A first frame the host must not keep: it closes the connection (a
+ * REFUSE first is fine). */
+static void check_dropped(int port, const void *bytes, size_t len,
+                          const char *what)
+{
+    CHECK(answer(port, bytes, len, what) >= 0);
+}
+
+/* Wait (10 s at most) until a relay holds the JOIN it passed on. */
+static int wait_captured(void)
+{
+    long long end = now_ms() + 10000;
+    while (!__atomic_load_n(&sh->join_captured, __ATOMIC_SEQ_CST) &&
+           now_ms() < end)
+        sleep_ms(2);
+    return sh->join_captured;
+}
+
+/* The JOIN the relay captured, decoded. */
+static amldist__rz_join_t captured_join(void)
+{
+    amldist__rz_join_t j;
+    amldist__rz_get_join(sh->join_frame + AMLDIST__BS_HEADER_LEN, &j);
+    return j;
+}
+
+/* Agent 0 hosts on `port`; agent 1 reaches it through a relay on `rport`
+ * that captures its JOIN.  Returns the relay's pid. */
+static pid_t start_relayed(spec_t *s, pid_t *pids, int port, int rport)
+{
+    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
+    start_host(s, pids, port);
+    pid_t rp = relay(rport, port);
+    pids[1] = start(&s[1], 1);
+    return rp;
+}
+
+/* `n` connections to `port` that never send a byte; returns how many
+ * opened (the others are -1). */
+static int open_idle(int port, int *fds, int n)
+{
+    int opened = 0;
+    for (int i = 0; i < n; i++)
+        if ((fds[i] = raw_connect(port)) >= 0)
+            opened++;
+    return opened;
+}
+
+static void close_idle(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
 /* Malformed first frames: each connection is closed (a REFUSE first is
  * fine), none counts as an agent, none stops the job; the real agents then
  * form the round at once and hear a failure at once. */
 static void test_hostile_malformed(void)
 {
-    enum { N = 3 };
-    setup();
-    int port = pick_port();
+    enum { N = 3, JOIN = AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN };
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = i == 2 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 2;
-        s[i].fail_status[0] = 5;
-        s[i].fail_after_go = 1;
-    }
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
+    int port = new_job(s, N, N);
+    set_failer(s, N, 2, 2, 5, 1);
+    start_host(s, pids, port);
     unsigned char f[256];
-    int ms = 3000 * slow(), rc;
     amldist__rz_join_t j = join_fields(0, N);
 
-    /* plain garbage */
-    rc = answer_to(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, ms);
-    printf("# garbage: %d\n", rc);
-    CHECK(rc >= 0);
-    /* bad magic, otherwise a JOIN */
+    check_dropped(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, "garbage");
     join_frame(f, &j);
     f[0] = 'X';
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN, ms);
-    printf("# bad magic: %d\n", rc);
-    CHECK(rc >= 0);
-    /* another protocol version */
+    check_dropped(port, f, JOIN, "bad magic"); /* otherwise a JOIN */
     join_frame(f, &j);
     f[5] = 9;
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN, ms);
-    printf("# bad protocol: %d\n", rc);
-    CHECK(rc >= 0);
+    check_dropped(port, f, JOIN, "bad protocol");
     /* unknown type, and the bootstrap's HELLO on this port */
     amldist__bs_put_header(f, 99, 8);
     memset(f + AMLDIST__BS_HEADER_LEN, 0, 8);
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + 8, ms);
-    printf("# unknown type: %d\n", rc);
-    CHECK(rc >= 0);
+    check_dropped(port, f, AMLDIST__BS_HEADER_LEN + 8, "unknown type");
     amldist__bs_hello_t hello = {1, 3, 1, 128, 42};
     amldist__bs_put_header(f, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
     amldist__bs_put_hello(f + AMLDIST__BS_HEADER_LEN, &hello);
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, ms);
-    printf("# bootstrap HELLO: %d\n", rc);
-    CHECK(rc >= 0);
+    check_dropped(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN,
+                  "bootstrap HELLO");
     /* oversized lengths: a JOIN and a FAIL announcing 4 GiB */
     amldist__bs_put_header(f, AMLDIST__RZ_JOIN, 0xfffffff0u);
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN, ms);
-    printf("# oversized JOIN: %d\n", rc);
-    CHECK(rc >= 0);
+    check_dropped(port, f, AMLDIST__BS_HEADER_LEN, "oversized JOIN");
     amldist__bs_put_header(f, AMLDIST__RZ_FAIL, 0xffffffffu);
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN, ms);
-    printf("# oversized FAIL: %d\n", rc);
-    CHECK(rc >= 0);
-    /* a short JOIN */
+    check_dropped(port, f, AMLDIST__BS_HEADER_LEN, "oversized FAIL");
     join_frame(f, &j);
     amldist__bs_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
-    rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN - 4,
-                   ms);
-    printf("# short JOIN: %d\n", rc);
-    CHECK(rc >= 0);
+    check_dropped(port, f, JOIN - 4, "short JOIN");
     /* frames that only a member may send, as a first frame: FAIL, DONE,
      * BEAT, and the host's own frames */
     unsigned char pay[32] = {0};
@@ -1908,40 +2052,36 @@ static void test_hostile_malformed(void)
         amldist__bs_put_header(f, types[t], lens[t]);
         memset(f + AMLDIST__BS_HEADER_LEN, 0, 28);
         memcpy(f + AMLDIST__BS_HEADER_LEN, pay, lens[t] < 16 ? lens[t] : 16);
-        rc = answer_to(port, f, AMLDIST__BS_HEADER_LEN + lens[t], ms);
-        printf("# type %u as the first frame: %d\n", types[t], rc);
-        CHECK(rc >= 0);
+        char what[64];
+        snprintf(what, sizeof what, "type %u as the first frame", types[t]);
+        check_dropped(port, f, AMLDIST__BS_HEADER_LEN + lens[t], what);
     }
     /* The real agents: the round forms at once, nobody was stopped by the
      * strangers' FAIL, and the real failure is heard at once. */
     long long t0 = now_ms();
-    pids[1] = start(&s[1], 1);
-    pids[2] = start(&s[2], 2);
+    start_range(s, pids, 1, N);
     CHECK(wait_joined(N, 20000));
     for (int i = 0; i < N; i++)
         CHECK(sh->a[i].t_join - t0 < 2000 * slow());
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    go(1);
     reap_all(pids, N);
+    long long fail_at = sh->a[2].r[0].fail_at;
+    check_heard(all(N), fail_at, 500 * slow());
     for (int i = 0; i < N; i++) {
         CHECK_INT_EQ(sh->a[i].r[0].nodes, N);
-        CHECK(sh->a[i].r[0].stop_at >= sh->a[2].r[0].fail_at);
-        CHECK(sh->a[i].r[0].stop_at - sh->a[2].r[0].fail_at < 500 * slow());
-        CHECK_INT_EQ(sh->a[i].exit_status, 5);
+        CHECK(sh->a[i].r[0].stop_at >= fail_at);
     }
+    check_status(all(N), 5);
     CHECK_DUMP(N);
 }
 
 /* A JOIN with another token, from a raw client: REFUSE(TOKEN), closed. */
 static void test_hostile_wrong_token(void)
 {
-    setup();
-    int port = pick_port();
     spec_t s[2];
     pid_t pids[2];
-    for (int i = 0; i < 2; i++)
-        s[i] = spec(port, 2);
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
+    int port = new_job(s, 2, 2);
+    start_host(s, pids, port);
     unsigned char f[128];
     amldist__rz_join_t j = join_fields(0, 2);
     j.token ^= 1;
@@ -1950,11 +2090,19 @@ static void test_hostile_wrong_token(void)
     CHECK_INT_EQ(rc, AMLDIST__RZ_R_TOKEN);
     pids[1] = start(&s[1], 1);
     reap_all(pids, 2);
-    for (int i = 0; i < 2; i++) {
-        CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].nodes, 2);
-    }
+    check_formed(all(2), 2);
     CHECK_DUMP(2);
+}
+
+/* The captured JOIN changed: another agent id (`agent` xored in) and
+ * round `round`. */
+static size_t join_as(unsigned char *f, const amldist__rz_join_t *j,
+                      uint64_t agent, uint32_t round)
+{
+    amldist__rz_join_t k = *j;
+    k.agent ^= agent;
+    k.round = round;
+    return join_frame(f, &k);
 }
 
 /* A live member's JOIN replayed from a second connection, while the round
@@ -1963,110 +2111,65 @@ static void test_hostile_wrong_token(void)
 static void test_hostile_replayed_join(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port(), rport = pick_port();
-    while (rport == port)
-        rport = pick_port();
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    int rport = other_port(port);
+    set_failer(s, N, 2, 2, 4, 1);
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
         s[i].o.max_restarts = 1;
-        s[i].act[0] = i == 2 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 2;
-        s[i].fail_status[0] = 4;
-        s[i].fail_after_go = 1;
         s[i].act[1] = ACT_WAIT;
         s[i].wait_ms = 15000;
     }
     s[1].act[1] = ACT_FAIL;
     s[1].fail_rank[1] = 1;
     s[1].fail_status[1] = 6;
-    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    pid_t rp = relay(rport, port);
-    pids[1] = start(&s[1], 1);
-    long long end = now_ms() + 10000;
-    while (!__atomic_load_n(&sh->join_captured, __ATOMIC_SEQ_CST) &&
-           now_ms() < end)
-        sleep_ms(2);
-    CHECK(sh->join_captured);
+    pid_t rp = start_relayed(s, pids, port, rport);
+    CHECK(wait_captured());
     sleep_ms(200); /* the host has taken the JOIN */
+    const unsigned char *replay = sh->join_frame;
     size_t len = sizeof sh->join_frame;
-    amldist__rz_join_t j;
-    amldist__rz_get_join(sh->join_frame + AMLDIST__BS_HEADER_LEN, &j);
+    amldist__rz_join_t j = captured_join();
     CHECK_INT_EQ(j.round, 0);
     CHECK_INT_EQ(j.nproc, 1);
     CHECK_INT_EQ(j.min, N);
 
     /* 1. replayed while the round forms */
-    int rc = answer_to(port, sh->join_frame, len, 3000 * slow());
-    printf("# replay while forming: %d\n", rc);
-    CHECK_INT_EQ(rc, AMLDIST__RZ_R_STALE);
+    CHECK_INT_EQ(answer(port, replay, len, "replay while forming"),
+                 AMLDIST__RZ_R_STALE);
     pids[2] = start(&s[2], 2);
     CHECK(wait_joined(N, 20000));
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].nodes, N);
-    }
+    check_formed(all(N), N);
     /* 2. replayed while the job runs */
-    rc = answer_to(port, sh->join_frame, len, 3000 * slow());
-    printf("# replay while running: %d\n", rc);
+    int rc = answer(port, replay, len, "replay while running");
     CHECK(rc == AMLDIST__RZ_R_STALE || rc == AMLDIST__RZ_R_FULL);
     /* a new agent id with the member's run hash: the job is full */
     unsigned char f[128];
-    amldist__rz_join_t k = j;
-    k.agent ^= 0x5555;
-    join_frame(f, &k);
-    rc = answer_to(port, f, len, 3000 * slow());
-    printf("# newcomer while running: %d\n", rc);
-    CHECK_INT_EQ(rc, AMLDIST__RZ_R_FULL);
+    join_as(f, &j, 0x5555, j.round);
+    CHECK_INT_EQ(answer(port, f, len, "newcomer while running"),
+                 AMLDIST__RZ_R_FULL);
     sleep_ms(100);
-    for (int i = 0; i < N; i++)
-        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0); /* nobody disturbed */
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
-    /* wait for round 1 */
-    end = now_ms() + 20000LL * slow();
-    while (now_ms() < end) {
-        int k2 = 0;
-        for (int i = 0; i < N; i++)
-            k2 += __atomic_load_n(&sh->a[i].rounds, __ATOMIC_SEQ_CST) >= 2;
-        if (k2 == N)
-            break;
-        sleep_ms(5);
-    }
+    check_stopped(all(N), 0, 0); /* nobody disturbed */
+    go(1);
+    wait_rounds(all(N), 2, 20000);
     /* 3. the round-0 JOIN again in round 1 (a stale round), and one that
      * claims round 1 */
-    rc = answer_to(port, sh->join_frame, len, 3000 * slow());
-    printf("# stale round: %d\n", rc);
-    CHECK_INT_EQ(rc, AMLDIST__RZ_R_STALE);
-    k = j;
-    k.round = 1;
-    join_frame(f, &k);
-    rc = answer_to(port, f, len, 3000 * slow());
-    printf("# replay claiming round 1: %d\n", rc);
+    CHECK_INT_EQ(answer(port, replay, len, "stale round"),
+                 AMLDIST__RZ_R_STALE);
+    join_as(f, &j, 0, 1);
+    rc = answer(port, f, len, "replay claiming round 1");
     CHECK(rc == AMLDIST__RZ_R_STALE || rc == AMLDIST__RZ_R_FULL);
-    k = j;
-    k.round = 7;
-    k.agent ^= 0x7777;
-    join_frame(f, &k);
-    rc = answer_to(port, f, len, 3000 * slow());
-    printf("# newcomer from a future round: %d\n", rc);
-    CHECK(rc > 0);
+    join_as(f, &j, 0x7777, 7);
+    CHECK(answer(port, f, len, "newcomer from a future round") > 0);
     sleep_ms(100);
-    for (int i = 0; i < N; i++)
-        CHECK_INT_EQ(sh->a[i].r[1].stop_at, 0);
-    __atomic_store_n(&sh->go, 2, __ATOMIC_SEQ_CST);
+    check_stopped(all(N), 1, 0);
+    go(2);
     reap_all(pids, N);
-    kill(rp, SIGKILL);
-    waitpid(rp, NULL, 0);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].rounds, 2);
+    kill_wait(rp);
+    for (int i = 0; i < N; i++)
         CHECK_INT_EQ(sh->a[i].r[1].round, 1);
-        CHECK(sh->a[i].r[1].stop_at > 0);
-        CHECK_INT_EQ(sh->a[i].exit_status, 6);
-    }
+    check_stopped(all(N), 1, 1);
+    check_ended(all(N), 2, 6);
     CHECK_DUMP(N);
 }
 
@@ -2076,53 +2179,37 @@ static void test_hostile_replayed_join(void)
 static void test_hostile_lost_agent_returns(void)
 {
     enum { N = 3 };
-    setup();
-    int port = pick_port(), rport = pick_port();
-    while (rport == port)
-        rport = pick_port();
+    const unsigned survivors = 1u | 4u;
     spec_t s[N];
     pid_t pids[N];
+    int port = new_job(s, N, N);
+    int rport = other_port(port);
+    set_elastic(s, N, 2, 3, 3000);
+    set_keepalive(s, N, 100, 3 * slow());
     for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].o.min_nodes = 2;
-        s[i].o.max_nodes = 3;
-        s[i].o.last_call_ms = 3000;
-        s[i].o.keepalive_ms = 100;
-        s[i].o.keepalive_misses = 3 * slow();
         s[i].act[0] = ACT_WAIT;
         s[i].act[1] = ACT_WAIT;
         s[i].wait_ms = 3000 * slow();
     }
     s[1].act[0] = ACT_HANG;
-    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    pid_t rp = relay(rport, port);
-    pids[1] = start(&s[1], 1);
+    pid_t rp = start_relayed(s, pids, port, rport);
     pids[2] = start(&s[2], 2);
     CHECK(wait_joined(N, 20000));
     CHECK(sh->join_captured);
     /* node 1 is lost: its connection (the relay) goes away */
-    kill(rp, SIGKILL);
-    waitpid(rp, NULL, 0);
-    kill(pids[1], SIGKILL);
-    waitpid(pids[1], NULL, 0);
-    long long end = now_ms() + 10000LL * slow();
-    while ((sh->a[0].rounds < 2 || sh->a[2].rounds < 2) && now_ms() < end)
-        sleep_ms(5);
+    kill_wait(rp);
+    kill_wait(pids[1]);
+    wait_rounds(survivors, 2, 10000);
     CHECK_INT_EQ(sh->a[0].r[1].nodes, 2);
-    int rc = answer_to(port, sh->join_frame, sizeof sh->join_frame,
-                       3000 * slow());
-    printf("# the lost agent's JOIN again: %d\n", rc);
-    CHECK_INT_EQ(rc, AMLDIST__RZ_R_STALE);
+    CHECK_INT_EQ(answer(port, sh->join_frame, sizeof sh->join_frame,
+                        "the lost agent's JOIN again"),
+                 AMLDIST__RZ_R_STALE);
     reap(pids[0], 0);
     reap(pids[2], 2);
-    for (int i = 0; i < N; i += 2) {
-        CHECK_INT_EQ(sh->a[i].rounds, 2);
+    for (int i = 0; i < N; i += 2)
         CHECK_INT_EQ(sh->a[i].r[1].restarts, 0);
-        CHECK_INT_EQ(sh->a[i].r[1].stop_at, 0); /* not disturbed */
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
-    }
+    check_stopped(survivors, 1, 0); /* not disturbed */
+    check_ended(survivors, 2, 0);
     CHECK_DUMP(N);
 }
 
@@ -2130,34 +2217,15 @@ static void test_hostile_lost_agent_returns(void)
 static void test_hostile_run_and_options(void)
 {
     enum { N = 2 };
-    setup();
-    int port = pick_port(), rport = pick_port();
-    while (rport == port)
-        rport = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = ACT_WAIT;
-        s[i].wait_ms = 2000 * slow();
-    }
-    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
-    s[0].o.min_nodes = 2;
-    s[0].o.max_nodes = 3;
-    s[0].o.last_call_ms = 3000;
-    s[1].o.min_nodes = 2;
-    s[1].o.max_nodes = 3;
-    s[1].o.last_call_ms = 3000;
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    pid_t rp = relay(rport, port);
-    pids[1] = start(&s[1], 1);
-    long long end = now_ms() + 10000;
-    while (!__atomic_load_n(&sh->join_captured, __ATOMIC_SEQ_CST) &&
-           now_ms() < end)
-        sleep_ms(2);
-    amldist__rz_join_t j, k;
-    amldist__rz_get_join(sh->join_frame + AMLDIST__BS_HEADER_LEN, &j);
+    int port = new_job(s, N, N);
+    int rport = other_port(port);
+    set_elastic(s, N, 2, 3, 3000);
+    set_waiting(s, N, 2000 * slow());
+    pid_t rp = start_relayed(s, pids, port, rport);
+    wait_captured();
+    amldist__rz_join_t j = captured_join(), k;
     unsigned char f[128];
     int rc;
     struct {
@@ -2190,14 +2258,10 @@ static void test_hostile_run_and_options(void)
             CHECK_INT_EQ(rc, cases[c].want);
     }
     reap_all(pids, N);
-    kill(rp, SIGKILL);
-    waitpid(rp, NULL, 0);
-    for (int i = 0; i < N; i++) {
-        CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK_INT_EQ(sh->a[i].r[0].nodes, 2);
-        CHECK_INT_EQ(sh->a[i].r[0].stop_at, 0);
-        CHECK_INT_EQ(sh->a[i].exit_status, 0);
-    }
+    kill_wait(rp);
+    check_formed(all(N), 2);
+    check_stopped(all(N), 0, 0);
+    check_status(all(N), 0);
     CHECK_DUMP(N);
 }
 
@@ -2210,19 +2274,11 @@ static void test_hostile_slow_and_idle(void)
     enum { N = 3, IDLE = 400 };
     static int idle[IDLE];
     fd_limit(4096);
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 1;
-        s[i].fail_status[0] = 3;
-        s[i].fail_after_go = 1;
-    }
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
+    int port = new_job(s, N, N);
+    set_failer(s, N, 1, 1, 3, 1);
+    start_host(s, pids, port);
     int silent = raw_connect(port), half = raw_connect(port),
         halfjoin = raw_connect(port);
     CHECK(silent >= 0 && half >= 0 && halfjoin >= 0);
@@ -2231,15 +2287,11 @@ static void test_hostile_slow_and_idle(void)
     amldist__rz_join_t j = join_fields(0, N);
     join_frame(f, &j);
     CHECK_INT_EQ(send_all(halfjoin, f, AMLDIST__BS_HEADER_LEN + 10), 0);
-    int opened = 0;
-    for (int i = 0; i < IDLE; i++)
-        if ((idle[i] = raw_connect(port)) >= 0)
-            opened++;
+    int opened = open_idle(port, idle, IDLE);
     CHECK(opened > 300);
     printf("# %d idle connections\n", opened);
     long long t0 = now_ms();
-    pids[1] = start(&s[1], 1);
-    pids[2] = start(&s[2], 2);
+    start_range(s, pids, 1, N);
     CHECK(wait_joined(N, 30000));
     long long formed = 0;
     for (int i = 0; i < N; i++)
@@ -2247,17 +2299,16 @@ static void test_hostile_slow_and_idle(void)
             formed = sh->a[i].t_join;
     printf("# round formed %lld ms after the agents started\n", formed - t0);
     CHECK(formed - t0 < 2000 * slow());
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    go(1);
     reap_all(pids, N);
     long long fail_at = sh->a[1].r[0].fail_at, ended = 0;
+    check_heard(all(N), fail_at, 500 * slow());
     for (int i = 0; i < N; i++) {
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
-        CHECK(sh->a[i].r[0].stop_at > 0);
-        CHECK(sh->a[i].r[0].stop_at - fail_at < 500 * slow());
-        CHECK_INT_EQ(sh->a[i].exit_status, 3);
         if (sh->a[i].r[0].next_at > ended)
             ended = sh->a[i].r[0].next_at;
     }
+    check_status(all(N), 3);
     printf("# job over %lld ms after the failure\n", ended - fail_at);
     CHECK(ended - fail_at < 2000 * slow());
     /* Sane, not specified: the host closed them all when it went away. */
@@ -2268,9 +2319,7 @@ static void test_hostile_slow_and_idle(void)
     close(silent);
     close(half);
     close(halfjoin);
-    for (int i = 0; i < IDLE; i++)
-        if (idle[i] >= 0)
-            close(idle[i]);
+    close_idle(idle, IDLE);
     CHECK_DUMP(N);
 }
 
@@ -2301,35 +2350,23 @@ static void test_hostile_fd_exhaustion(void)
 {
     enum { N = 3, IDLE = 200 };
     static int idle[IDLE];
-    setup();
-    int port = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++) {
-        s[i] = spec(port, N);
-        s[i].o.keepalive_ms = 200;
-        s[i].o.keepalive_misses = 5; /* 1 s dead time */
-        s[i].act[0] = i == 1 ? ACT_FAIL : ACT_WAIT;
-        s[i].fail_rank[0] = 1;
-        s[i].fail_status[0] = 3;
-        s[i].fail_after_go = 1;
+    int port = new_job(s, N, N);
+    set_keepalive(s, N, 200, 5); /* 1 s dead time */
+    set_failer(s, N, 1, 1, 3, 1);
+    for (int i = 0; i < N; i++)
         s[i].o.join_timeout_ms = 4000 * slow();
-    }
     s[0].nofile = 128;
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    int opened = 0;
-    for (int i = 0; i < IDLE; i++)
-        if ((idle[i] = raw_connect(port)) >= 0)
-            opened++;
+    start_host(s, pids, port);
+    int opened = open_idle(port, idle, IDLE);
     long long c0 = cpu_ms(pids[0]), t0 = now_ms();
     sleep_ms(500);
     long long spent = cpu_ms(pids[0]) - c0;
     printf("# %d idle connections; the host used %lld ms of CPU in 500 ms\n",
            opened, spent);
     CHECK(spent < 250); /* not a busy loop on EMFILE */
-    pids[1] = start(&s[1], 1);
-    pids[2] = start(&s[2], 2);
+    start_range(s, pids, 1, N);
     CHECK(wait_joined(N, 6000));
     for (int i = 0; i < N; i++) {
         printf("# agent %d: join %s after %lld ms: %s\n", i,
@@ -2337,12 +2374,10 @@ static void test_hostile_fd_exhaustion(void)
                sh->a[i].t_join - t0, sh->a[i].join_err);
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
     }
-    __atomic_store_n(&sh->go, 1, __ATOMIC_SEQ_CST);
+    go(1);
     reap_ms = 6000;
     reap_all(pids, N);
-    for (int i = 0; i < IDLE; i++)
-        if (idle[i] >= 0)
-            close(idle[i]);
+    close_idle(idle, IDLE);
     for (int i = 0; i < N; i++)
         if (sh->a[i].join_rc == 0)
             CHECK_INT_EQ(sh->a[i].exit_status, 3);
@@ -2352,14 +2387,12 @@ static void test_hostile_fd_exhaustion(void)
 /* A silent connection is dropped eventually (not held forever). */
 static void test_hostile_silent_dropped(void)
 {
-    setup();
-    int port = pick_port();
-    spec_t s = spec(port, 2);
-    s.o.keepalive_ms = 100;
-    s.o.keepalive_misses = 3;
+    spec_t s;
+    pid_t pid;
+    int port = new_job(&s, 1, 2);
+    set_keepalive(&s, 1, 100, 3);
     s.o.join_timeout_ms = 8000;
-    pid_t pid = start(&s, 0);
-    CHECK(wait_listening(port, 10000));
+    start_host(&s, &pid, port);
     int silent = raw_connect(port), half = raw_connect(port);
     CHECK_INT_EQ(send_all(half, "AMLB\0\2", 6), 0);
     unsigned char buf[64];
@@ -2382,33 +2415,21 @@ static void test_hostile_silent_dropped(void)
 static void test_hostile_member_garbage(void)
 {
     enum { N = 2 };
-    setup();
-    int port = pick_port(), rport = pick_port();
-    while (rport == port)
-        rport = pick_port();
     spec_t s[N];
     pid_t pids[N];
-    for (int i = 0; i < N; i++)
-        s[i] = spec(port, N);
-    snprintf(s[1].ep, sizeof s[1].ep, "127.0.0.1:%d", rport);
-    s[0].o.min_nodes = s[1].o.min_nodes = 2;
-    s[0].o.max_nodes = s[1].o.max_nodes = 3;
-    s[0].o.last_call_ms = s[1].o.last_call_ms = 100;
+    int port = new_job(s, N, N);
+    int rport = other_port(port);
+    set_elastic(s, N, 2, 3, 100);
     for (int i = 0; i < N; i++) {
         s[i].act[0] = s[i].act[1] = s[i].act[2] = ACT_WAIT;
         s[i].wait_ms = 4000 * slow();
     }
-    pids[0] = start(&s[0], 0);
-    CHECK(wait_listening(port, 10000));
-    pid_t rp = relay(rport, port);
-    pids[1] = start(&s[1], 1);
+    pid_t rp = start_relayed(s, pids, port, rport);
     CHECK(wait_joined(2, 20000));
     /* a third, raw member with the real run hash */
-    amldist__rz_join_t j;
-    amldist__rz_get_join(sh->join_frame + AMLDIST__BS_HEADER_LEN, &j);
-    j.agent ^= 0xabcdef;
     unsigned char f[128];
-    size_t len = join_frame(f, &j);
+    amldist__rz_join_t j = captured_join();
+    size_t len = join_as(f, &j, 0xabcdef, j.round);
     int fd = raw_connect(port);
     CHECK_INT_EQ(send_all(fd, f, len), 0);
     /* it is part of the job now (the others are stopped to re-form): wait
@@ -2427,8 +2448,7 @@ static void test_hostile_member_garbage(void)
     CHECK(d >= 0); /* the host dropped it */
     close(fd);
     reap_all(pids, N);
-    kill(rp, SIGKILL);
-    waitpid(rp, NULL, 0);
+    kill_wait(rp);
     for (int i = 0; i < N; i++) {
         CHECK(sh->a[i].finished); /* no crash, no hang */
         printf("# agent %d: rounds %d exit %d\n", i, sh->a[i].rounds,
@@ -2446,24 +2466,18 @@ static void test_failure_at_once(void)
     enum { N = 12, TRIES = 6 };
     reap_ms = 15000;
     for (int t = 0; t < TRIES && !test__failures_here; t++) {
-        setup();
-        int port = pick_port();
         spec_t s[N];
         pid_t pids[N];
+        int port = new_job(s, N, N);
+        set_failer(s, N, 0, 0, 9, 0);
         for (int i = 0; i < N; i++) {
-            s[i] = spec(port, N);
-            s[i].act[0] = i == 0 ? ACT_FAIL : ACT_WAIT;
-            s[i].fail_rank[0] = 0;
-            s[i].fail_status[0] = 9;
             s[i].fail_delay_ms = 0;
             s[i].wait_ms = 5000;
         }
-        start_hosted(s, N, pids, port, 0);
-        reap_all(pids, N);
-        for (int i = 0; i < N; i++) {
-            CHECK_INT_EQ(sh->a[i].exit_status, 9);
+        run_hosted(s, N, pids, port, 0);
+        check_status(all(N), 9);
+        for (int i = 0; i < N; i++)
             CHECK(sh->a[i].finished);
-        }
         if (test__failures_here) {
             printf("# try %d: an agent hung\n", t);
             for (int i = 0; i < N; i++)
@@ -2490,21 +2504,10 @@ static size_t done_reply_len;         /* 0: FINISH(7) */
 static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                        int *got_done)
 {
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK_INT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_INT_EQ(listen(lfd, 4), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid != 0) {
-        close(lfd);
+    int lfd = listen_on(port, 4);
+    pid_t pid = fork_peer(lfd);
+    if (pid != 0)
         return pid;
-    }
     int c = accept(lfd, NULL, NULL);
     unsigned char in[4096];
     size_t have = 0;
@@ -2578,6 +2581,44 @@ static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
     return AMLDIST__BS_HEADER_LEN + len;
 }
 
+/* A STOP of round `round` at `f`; returns its length. */
+static size_t stop_frame(unsigned char *f, uint32_t round)
+{
+    amldist__bs_put_header(f, AMLDIST__RZ_STOP, 8);
+    amldist__bs_put_u32(f + AMLDIST__BS_HEADER_LEN, round);
+    memcpy(f + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
+    return AMLDIST__BS_HEADER_LEN + 8;
+}
+
+/* An int that the stand-in host's process writes and the test reads. */
+static int *shared_int(void)
+{
+    int *p = mmap(NULL, sizeof *p, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    return p;
+}
+
+/* The one agent of a stand-in host's job: it gives up quickly. */
+static spec_t fake_spec(int port, int join_timeout_ms)
+{
+    spec_t s = spec(port, 1);
+    s.o.join_timeout_ms = join_timeout_ms;
+    set_keepalive(&s, 1, 100, 3);
+    return s;
+}
+
+/* The agent of the races below: its threads share one CPU (a woken
+ * thread waits until the running one blocks), and it waits 2 s at most
+ * for a STOP. */
+static spec_t race_spec(int port)
+{
+    spec_t s = fake_spec(port, 3000);
+    s.wait_ms = 2000;
+    s.one_cpu = 1;
+    return s;
+}
+
 /* The direct form of test_failure_at_once: the host's ASSIGN and STOP
  * arrive in one segment, and the agent's threads share one CPU, so that
  * its network thread often takes both frames before the caller wakes up in
@@ -2585,35 +2626,24 @@ static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
  * returns). */
 static void test_fake_host_assign_then_stop(void)
 {
-    static int *got_done;
-    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int *got_done = shared_int();
     for (int t = 0; t < 30 && !test__failures_here; t++) {
         setup();
         int port = pick_port();
         *got_done = 0;
         unsigned char f[256];
         size_t len = assign_frame(f, 0, 1, 0, 0);
-        amldist__bs_put_header(f + len, AMLDIST__RZ_STOP, 8);
-        amldist__bs_put_u32(f + len + AMLDIST__BS_HEADER_LEN, 0);
-        memcpy(f + len + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
-        len += AMLDIST__BS_HEADER_LEN + 8;
+        len += stop_frame(f + len, 0);
         pid_t fh = fake_host(port, f, len, got_done);
-        spec_t s = spec(port, 1);
-        s.o.join_timeout_ms = 3000;
-        s.o.keepalive_ms = 100;
-        s.o.keepalive_misses = 3;
+        spec_t s = race_spec(port);
         s.act[0] = ACT_WAIT;
-        s.wait_ms = 2000;
-        s.one_cpu = 1;
         pid_t pid = start(&s, 0);
         /* the stand-in keeps the connection and its heartbeats for 20 s:
          * join must return long before */
         if (!wait_joined(1, 2000)) {
             TEST__FAIL("try %d: the agent is still in amldist_rdzv_join() "
                        "2 s after its round was assigned and stopped", t);
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
+            kill_wait(pid);
         } else {
             reap_ms = 5000;
             reap(pid, 0);
@@ -2625,8 +2655,7 @@ static void test_fake_host_assign_then_stop(void)
                 CHECK_INT_EQ(a->exit_status, 7);
             }
         }
-        kill(fh, SIGKILL);
-        waitpid(fh, NULL, 0);
+        kill_wait(fh);
     }
 }
 
@@ -2634,9 +2663,7 @@ static void test_fake_host_assign_then_stop(void)
  * together while the caller waits in amldist_rdzv_next(). */
 static void test_fake_host_next_assign_then_stop(void)
 {
-    static int *got_done;
-    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int *got_done = shared_int();
     for (int t = 0; t < 30 && !test__failures_here; t++) {
         setup();
         int port = pick_port();
@@ -2645,21 +2672,12 @@ static void test_fake_host_next_assign_then_stop(void)
         size_t len = assign_frame(f, 0, 1, 0, 0);
         done_reply_len = assign_frame(done_reply, 1, 1, 0, 0);
         amldist__bs_put_u32(done_reply + AMLDIST__BS_HEADER_LEN + 4, 1);
-        unsigned char *st = done_reply + done_reply_len;
-        amldist__bs_put_header(st, AMLDIST__RZ_STOP, 8);
-        amldist__bs_put_u32(st + AMLDIST__BS_HEADER_LEN, 1);
-        memcpy(st + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
-        done_reply_len += AMLDIST__BS_HEADER_LEN + 8;
+        done_reply_len += stop_frame(done_reply + done_reply_len, 1);
         pid_t fh = fake_host(port, f, len, got_done);
-        spec_t s = spec(port, 1);
-        s.o.join_timeout_ms = 3000;
-        s.o.keepalive_ms = 100;
-        s.o.keepalive_misses = 3;
+        spec_t s = race_spec(port);
         s.o.max_restarts = 1;
         s.act[0] = ACT_DONE;
         s.act[1] = ACT_WAIT;
-        s.wait_ms = 2000;
-        s.one_cpu = 1;
         pid_t pid = start(&s, 0);
         CHECK(wait_joined(1, 2000));
         long long end = now_ms() + 2000LL * slow();
@@ -2669,8 +2687,7 @@ static void test_fake_host_next_assign_then_stop(void)
         if (sh->a[0].rounds < 2 && !sh->a[0].finished) {
             TEST__FAIL("try %d: the agent is still in amldist_rdzv_next() "
                        "2 s after round 1 was assigned and stopped", t);
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
+            kill_wait(pid);
         } else {
             reap_ms = 5000;
             reap(pid, 0);
@@ -2678,8 +2695,7 @@ static void test_fake_host_next_assign_then_stop(void)
             CHECK_INT_EQ(sh->a[0].r[1].round, 1);
             CHECK(sh->a[0].r[1].stop_at > 0);
         }
-        kill(fh, SIGKILL);
-        waitpid(fh, NULL, 0);
+        kill_wait(fh);
     }
     done_reply_len = 0;
 }
@@ -2691,19 +2707,12 @@ static void fake_reply(const unsigned char *reply, size_t len,
 {
     setup();
     int port = pick_port();
-    static int *got_done;
-    got_done = mmap(NULL, sizeof *got_done, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    pid_t fh = fake_host(port, reply, len, got_done);
-    spec_t s = spec(port, 1);
-    s.o.join_timeout_ms = 1500;
-    s.o.keepalive_ms = 100;
-    s.o.keepalive_misses = 3;
+    pid_t fh = fake_host(port, reply, len, shared_int());
+    spec_t s = fake_spec(port, 1500);
     reap_ms = 8000;
     pid_t pid = start(&s, 0);
     reap(pid, 0);
-    kill(fh, SIGKILL);
-    waitpid(fh, NULL, 0);
+    kill_wait(fh);
     slot_t *a = &sh->a[0];
     long long took = a->t_join - a->t_start;
     printf("# %s: %s after %lld ms: %s\n", what, amldist_err_name(a->join_rc),
