@@ -116,13 +116,20 @@ static void set_over(amldist_rdzv_t *r, int status, const char *failure)
     signal_caller(r);
 }
 
-/* The connection to the host is gone: before the first round that is a
- * join error, after it the job is over on this node. */
-static void host_lost(amldist_rdzv_t *r, const char *why)
+/* The connection to the host is gone: after the first round the job is
+ * over on this node.  Before it, a connection that merely closed is tried
+ * again until the join deadline (a host that was out of descriptors, or
+ * one that died while the round formed: an agent on its machine then
+ * takes over); anything else is a join error. */
+static void host_lost(amldist_rdzv_t *r, const char *why, int closed)
 {
     amldist__rz_conn_close(&r->c);
     pthread_mutex_lock(&r->mu);
-    if (r->sh.state < C_RUNNING && !r->sh.err) {
+    if (r->sh.state < C_RUNNING && !r->sh.err && closed &&
+        now_ms() < r->join_deadline) {
+        r->sh.state = C_CONNECTING;
+        r->next_try = now_ms() + r->backoff_ms;
+    } else if (r->sh.state < C_RUNNING && !r->sh.err) {
         r->sh.err = AMLDIST_ESYS;
         snprintf(r->sh.errmsg, sizeof r->sh.errmsg, "rendezvous at %s: %s",
                  r->endpoint, why);
@@ -219,7 +226,7 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
     }
     pthread_mutex_unlock(&r->mu);
     if (why)
-        host_lost(r, why);
+        host_lost(r, why, 0);
 }
 
 static void send_join(amldist_rdzv_t *r)
@@ -235,8 +242,10 @@ static void send_join(amldist_rdzv_t *r)
     };
     amldist__rz_put_join(buf, &j);
     if (amldist__rz_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
-        host_lost(r, "cannot send");
+        host_lost(r, "cannot send", 1);
 }
+
+static int maybe_host(amldist_rdzv_t *r);
 
 /* Connect (the host may not listen yet: retry with backoff until the join
  * deadline).  Blocks at most a short while: an agent that hosts connects to
@@ -246,6 +255,10 @@ static void try_connect(amldist_rdzv_t *r)
     long long now = now_ms();
     if (now < r->next_try)
         return;
+    /* The host may have gone before the round formed: the port is free
+     * again, and an agent on the endpoint's machine takes it over. */
+    if (!r->host)
+        maybe_host(r);
     int last = ECONNREFUSED;
     for (const struct addrinfo *ai = r->ai; ai; ai = ai->ai_next) {
         long long dl = now + 2000 < r->join_deadline ? now + 2000
@@ -310,13 +323,13 @@ static void send_queued(amldist_rdzv_t *r)
     if (!bad && have_done)
         bad = amldist__rz_send(&r->c, AMLDIST__RZ_DONE, done, sizeof done) < 0;
     if (bad)
-        host_lost(r, "cannot send to it");
+        host_lost(r, "cannot send to it", 1);
 }
 
 static void client_io(amldist_rdzv_t *r, short revents)
 {
     if ((revents & POLLOUT) && amldist__rz_flush(&r->c) < 0) {
-        host_lost(r, "the connection failed");
+        host_lost(r, "the connection failed", 1);
         return;
     }
     if (!(revents & (POLLIN | POLLHUP | POLLERR)))
@@ -330,7 +343,7 @@ static void client_io(amldist_rdzv_t *r, short revents)
         if (rc == 0)
             return;
         if (rc < 0) {
-            host_lost(r, why);
+            host_lost(r, why, rc == -2);
             return;
         }
         on_frame(r, type, p, len);
@@ -346,7 +359,7 @@ static void client_timers(amldist_rdzv_t *r)
         char why[96];
         snprintf(why, sizeof why, "no heartbeat for %.1f s",
                  r->cfg.dead_ms / 1000.0);
-        host_lost(r, why);
+        host_lost(r, why, 0);
         return;
     }
     pthread_mutex_lock(&r->mu);
@@ -368,7 +381,7 @@ static void client_timers(amldist_rdzv_t *r)
     if (now - r->last_beat >= r->cfg.keepalive_ms) {
         r->last_beat = now;
         if (amldist__rz_send(&r->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
-            host_lost(r, "it stopped reading");
+            host_lost(r, "it stopped reading", 0);
     }
 }
 
@@ -394,7 +407,7 @@ static void *run(void *arg)
     enum { MAXFD = AMLDIST_RDZV_MAX_NODES + 1024 + 16 };
     struct pollfd *pfd = malloc(MAXFD * sizeof *pfd);
     if (!pfd) {
-        host_lost(r, "out of memory");
+        host_lost(r, "out of memory", 0);
         return NULL;
     }
     for (;;) {

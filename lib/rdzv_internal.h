@@ -99,9 +99,10 @@ int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
                      size_t len);
 /* Send what the socket takes now; -1 on a write error. */
 int amldist__rz_flush(amldist__rz_conn_t *c);
-/* Read what the socket has: 1 with a whole frame in *type, *payload and *len
- * (valid until the next call), 0 when none is complete yet, -1 at end of
- * file, on an error, or on a malformed or oversized frame (*why says). */
+/* Read what the socket has: 1 with a whole frame in *type, *payload and
+ * *len (valid until the next call), 0 when none is complete yet, -1 on a
+ * malformed or oversized frame, -2 at end of file or on a socket error
+ * (*why says which). */
 int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
                      const unsigned char **payload, uint32_t *len,
                      const char **why);

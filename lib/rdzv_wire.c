@@ -225,7 +225,7 @@ int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         *why = n == 0 ? "connection closed" : strerror(errno);
-        return -1;
+        return -2;
     }
 }
 

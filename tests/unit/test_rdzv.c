@@ -1282,7 +1282,7 @@ static void test_host_killed_while_forming(void)
     int port = new_job(s, 3, 4); /* a fourth never comes */
     set_keepalive(s, 3, 100, 3);
     for (int i = 0; i < 3; i++)
-        s[i].o.join_timeout_ms = 30000;
+        s[i].o.join_timeout_ms = 5000 * slow();
     start_hosted(s, 3, pids, port, 0);
     sleep_ms(500 * slow());
     long long kill_at = now_ms();
@@ -1290,9 +1290,8 @@ static void test_host_killed_while_forming(void)
     reap(pids[1], 1);
     reap(pids[2], 2);
     for (int i = 1; i < 3; i++) {
-        /* Either they fail at once, or one of them takes over as host and
-         * keeps waiting for the round (then: the join timeout).  Not
-         * hanging past the join timeout is the minimum. */
+        /* One of them takes over as host and both wait for the round
+         * until the join timeout (or they fail at once); never past it. */
         CHECK(sh->a[i].join_rc != 0);
         printf("# agent %d: %s after %lld ms: %s\n", i,
                amldist_err_name(sh->a[i].join_rc), sh->a[i].t_join - kill_at,
