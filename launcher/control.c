@@ -123,8 +123,16 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
     }
     if (!c->numbering && !same_counts(c, p->nproc)) {
+        /* Every amlrun sees the counts and ends the job so; through the
+         * host, so that all exit together with one status. */
+        amldist_rdzv_fail(c->rz, AMLDIST_RDZV_FINAL, -1, AMLRUN_EXIT_USAGE,
+                          "amlrun:   the amlruns sharing a node start "
+                          "different numbers of workers\n");
+        int status = amldist_rdzv_next(c->rz, AMLRUN_EXIT_USAGE) == 0
+                         ? amldist_rdzv_exit_status(c->rz)
+                         : AMLRUN_EXIT_USAGE;
         control_close(c);
-        return AMLRUN_EXIT_USAGE;
+        return status;
     }
     return -1;
 }
