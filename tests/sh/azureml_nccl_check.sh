@@ -49,9 +49,18 @@ expect_eq "2 x 8: one unique id for all" \
 unset FAKE_NCCL_LOG
 # (mpirun copies it to its console too, which may be all there is when it
 # aborts the job before writing rank 0's file)
-check "2 x 8: rank 0 says why" \
+# mpirun drops the output of ranks it aborts now and then (see the README's
+# benchmarks: it loses lines), under a loaded machine even this line: one
+# more run is allowed for it, and said.
+says_why() {
     grep -q "^amldist-nccl-check: -b 33554432 needs 2 x 33554432 bytes per GPU; the least free memory of any rank is 5[0-9]* bytes, of which [0-9]* may be used ([0-9]* kept for NCCL); --baseline needs sizes of 32 MiB or more$" \
-    <(rank0 "$TEST_TMP/small" stderr; cat "$TEST_TMP/small.console") ||
+        <(rank0 "$TEST_TMP/small" stderr; cat "$TEST_TMP/small.console")
+}
+if ! says_why; then
+    diag "mpirun lost rank 0's line: running the job once more"
+    aml_run "$TEST_TMP" "$TEST_TMP/small" "${STANDIN_VARS[@]}"
+fi
+check "2 x 8: rank 0 says why" says_why ||
     aml_lines "$TEST_TMP/small" | grep -v 'usable cores' | sort | uniq -c | sed 's/^/#   /' | head -n 20
 
 # --- 2 x 2, a baseline out of reach: the verdict --------------------------------
