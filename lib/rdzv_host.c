@@ -470,10 +470,28 @@ static void on_fail(amldist__rz_host_t *h, struct member *m,
     memcpy(text + n, p + 16, sl < room ? sl : room);
     text[n + (int)(sl < room ? sl : room)] = '\0';
     first_failure(h, status, final, 1, text);
-    if (h->phase == P_RUNNING)
-        stop_all(h, "node %d (%s)%s failed with exit status %d", m->node,
-                 m->addr, rank != AMLDIST__RZ_NONE ? ", a worker," : "",
-                 status);
+    if (h->phase != P_RUNNING)
+        return;
+    if (rank != AMLDIST__RZ_NONE) {
+        stop_all(h, "node %d (%s), a worker, failed with exit status %d",
+                 m->node, m->addr, status);
+        return;
+    }
+    /* Not a worker (a stop signal, a worker that could not start): the
+     * summary's first line says what, without its "amlrun:" margin. */
+    const unsigned char *s = p + 16, *end = p + len;
+    if (end - s >= 7 && memcmp(s, "amlrun:", 7) == 0)
+        s += 7;
+    while (s < end && *s == ' ')
+        s++;
+    const unsigned char *nl = memchr(s, '\n', (size_t)(end - s));
+    int n1 = (int)((nl ? nl : end) - s);
+    if (n1 > 0)
+        stop_all(h, "node %d (%s): %.*s", m->node, m->addr,
+                 n1 > 300 ? 300 : n1, (const char *)s);
+    else
+        stop_all(h, "node %d (%s) stopped with exit status %d", m->node,
+                 m->addr, status);
 }
 
 static void on_done(amldist__rz_host_t *h, struct member *m,

@@ -126,13 +126,16 @@ cancel() {
         sleep 0.1
     done
 }
-# Both nodes' amlruns get the SIGTERM and pass it on (one of them may hear
-# of the stop from the control plane first: it says so too).  Not every
-# worker's trap may run: the step's second SIGTERM and srun's forced
-# termination race it.  The workers of at least one node record it.
+# Both nodes' amlruns stop their workers for the SIGTERM: each for its
+# own, or, when the other node's came first, told by the control plane
+# (its stop then names the other node's SIGTERM, and the job may be over
+# before its own arrives).  Not every worker's trap may run: the step's
+# second SIGTERM and srun's forced termination race it.  The workers of
+# at least one node record it.
 cancel "scancel"
-expect_eq "scancel: both nodes' amlruns pass SIGTERM on" \
-    "$(grep -c '^amlrun: SIGTERM received' "$TEST_TMP/cancel.out")" 2
+check "scancel: both nodes' amlruns stop for the SIGTERM, at least one for its own" \
+    sh -c 'grep -q "^amlrun: SIGTERM received" "$0" &&
+           [ "$(grep -c "SIGTERM received" "$0")" -ge 2 ]' "$TEST_TMP/cancel.out"
 got=$(cat "$TEST_TMP"/sig/[0-9] 2>/dev/null | sort -k2n | tr '\n' ';')
 check "scancel: the workers of at least one node got SIGTERM ($got)" \
     sh -c 'case "$0" in *"n0 0 TERM;n0 1 TERM;"* | *"n1 2 TERM;n1 3 TERM;"*) exit 0 ;; esac; exit 1' "$got"
