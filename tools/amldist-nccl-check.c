@@ -603,6 +603,15 @@ static int run(ctx_t *x, const opts_t *o)
     return status;
 }
 
+/* Every rank fails alike, and only rank 0 says why: a barrier after its
+ * message, so that no rank exits first and has mpirun abort the job (and
+ * drop rank 0's output) before the message is out. */
+static void said_why(ctx_t *x)
+{
+    double none = 0;
+    (void)allreduce_double(x, &none, ncclMin);
+}
+
 /* The largest size of the run that fits twice (send and receive) in the
  * smallest free memory of any rank, keeping some for NCCL's own buffers. */
 static int fit_memory(ctx_t *x, opts_t *o)
@@ -634,6 +643,7 @@ static int fit_memory(ctx_t *x, opts_t *o)
                     o->minbytes, o->minbytes, least, usable > 0 ? usable : 0,
                     keep, o->base ? "; --baseline needs sizes of 32 MiB or "
                                     "more" : "");
+        said_why(x);
         return EXIT_ERROR;
     }
     if (fits < o->maxbytes) {
@@ -648,6 +658,7 @@ static int fit_memory(ctx_t *x, opts_t *o)
                 fprintf(stderr, "%s: --baseline %s needs sizes of %zu bytes "
                         "or more, and the GPUs hold no more than %zu\n", prog,
                         o->base->name, BASE_MIN, fits);
+            said_why(x);
             return EXIT_ERROR;
         }
     }
