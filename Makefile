@@ -83,21 +83,28 @@ CFLAGS   ?=
 CPPFLAGS ?=
 LDFLAGS  ?=
 ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(HARDEN) -Iinclude $(HWLOC_CFLAGS) $(CPPFLAGS) $(CFLAGS)
-LIB_CFLAGS  = $(ALL_CFLAGS) -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_CFLAGS)
+LIB_CFLAGS  = $(ALL_CFLAGS) -Ilib -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_CFLAGS)
 ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
 # The library reaches NCCL and the CUDA runtime through dlopen, so that
 # linking it (and starting amlrun) never loads them.
 LIB_LIBS    = $(HWLOC_LIBS) -ldl -lpthread
 
-# Sources: every lib/*.c is part of the library; launcher/*.c make amlrun;
-# each tools/*.c, examples/*.c and tests/unit/*.c is one program.
-LIB_SRCS   := $(wildcard lib/*.c)
-LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h lib/*.h)
-PIC_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
-STATIC_OBJS:= $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-RUN_SRCS   := $(wildcard launcher/*.c)
-RUN_HDRS   := $(wildcard launcher/*.h)
-RUN_OBJS   := $(RUN_SRCS:%.c=$(BUILD)/obj/%.o)
+# Sources: one flat list per component folder.  Every lib/<component>/*.c is
+# part of the library; launcher/<component>/*.c make amlrun; each tools/*.c,
+# examples/*.c and tests/unit/<component>/test_*.c is one program.
+LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl
+RUN_PARTS_DIRS := cli head run contain output
+LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
+LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
+              $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.h))
+RUN_SRCS   := $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.c))
+RUN_HDRS   := $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.h))
+# Object names are the source's path with '/' as '-' (lib-topo-query.o),
+# so that topo/query.c and plan/query.c stay two members of libamldist.a.
+objname     = $(subst /,-,$(1:%.c=%.o))
+PIC_OBJS   := $(foreach f,$(LIB_SRCS),$(BUILD)/pic/$(call objname,$(f)))
+STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
+RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
 TOOL_SRCS  := $(foreach f,$(TOOL_SRCS),$(if $(findstring nccl,$(notdir $(f))),,$(f)))
@@ -110,8 +117,8 @@ HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
 ifeq ($(HAVE_MPICC),1)
 MPI_EX_SRCS := $(wildcard examples/mpi_*.c)
 endif
-TEST_SRCS  := $(wildcard tests/unit/test_*.c)
-TEST_HELPERS := $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c))
+TEST_SRCS  := $(wildcard tests/unit/*/test_*.c)
+TEST_HDRS  := $(wildcard tests/unit/*.h tests/unit/*/*.h)
 
 SHLIB   := $(BUILD)/lib/$(SONAME)
 SHLINK  := $(BUILD)/lib/libamldist.so
@@ -120,7 +127,7 @@ PCFILE  := $(BUILD)/lib/pkgconfig/amldist.pc
 AMLRUN  := $(BUILD)/bin/amlrun
 TOOLS   := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 EXAMPLES:= $(EX_SRCS:%.c=$(BUILD)/%) $(MPI_EX_SRCS:%.c=$(BUILD)/%)
-TESTS   := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TESTS   := $(addprefix $(BUILD)/tests/,$(notdir $(TEST_SRCS:%.c=%)))
 MANPAGES:= $(wildcard man/*.[1-8])
 
 # Programs find the library next to them, both in $(BUILD) and installed.
@@ -131,17 +138,22 @@ all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
 tests: lib $(TESTS)
 
-$(BUILD)/pic/%.o: %.c $(LIB_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -fPIC -c $< -o $@
-
-$(BUILD)/obj/lib/%.o: lib/%.c $(LIB_HDRS)
-	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
-
-$(BUILD)/obj/launcher/%.o: launcher/%.c $(RUN_HDRS) include/amldist.h include/amldist/*.h
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+# One rule per source, for the flattened object names.
+define lib_object
+$(BUILD)/pic/$(call objname,$(1)): $(1) $$(LIB_HDRS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LIB_CFLAGS) -fPIC -c $$< -o $$@
+$(BUILD)/obj/$(call objname,$(1)): $(1) $$(LIB_HDRS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LIB_CFLAGS) -c $$< -o $$@
+endef
+define run_object
+$(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -Ilauncher -c $$< -o $$@
+endef
+$(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
+$(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
 
 $(SHLIB): $(PIC_OBJS)
 	@mkdir -p $(@D)
@@ -208,10 +220,13 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB) $(SHLINK)
 
 # Unit tests link the static library so they can reach internal functions.
 # TEST_CFLAGS and TEST_LINK: what one test adds to its command line.
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/test.h $(TEST_HELPERS) $(STLIB)
-	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Ilib -Itests/unit $(TEST_CFLAGS) $(NCCL_CFLAGS) \
-	    $(ALL_LDFLAGS) -o $@ $< $(TEST_HELPERS) $(TEST_LINK) $(STLIB) $(LIB_LIBS)
+define unit_test
+$(BUILD)/tests/$(notdir $(1:%.c=%)): $(1) $$(TEST_HDRS) $$(STLIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -Ilib -Itests/unit -I$(dir $(1)) $$(TEST_CFLAGS) $$(NCCL_CFLAGS) \
+	    $$(ALL_LDFLAGS) -o $$@ $$< $$(TEST_LINK) $$(STLIB) $$(LIB_LIBS)
+endef
+$(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 
 # bench/rdzv.sh's driver (public API only), linked like the unit tests.
 $(BUILD)/bench/rdzv_bench: bench/rdzv_bench.c $(STLIB)
@@ -221,7 +236,7 @@ $(BUILD)/bench/rdzv_bench: bench/rdzv_bench.c $(STLIB)
 # amlrun's objects but main.o, for the unit tests of its parts: they link
 # the same objects amlrun is made of, rebuilt when a launcher source changes.
 RUN_PARTS := $(BUILD)/lib/libamlrun-parts.a
-RUN_PART_OBJS := $(filter-out $(BUILD)/obj/launcher/main.o,$(RUN_OBJS))
+RUN_PART_OBJS := $(filter-out $(BUILD)/obj/launcher-cli-main.o,$(RUN_OBJS))
 $(RUN_PARTS): $(RUN_PART_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@

@@ -11,8 +11,8 @@ reps=${1:-7}; len=${2:-129}; shift $(($# > 2 ? 2 : $#))
 ranks=${*:-2 4 8 16 32 64 128 256}
 out=${BUILD:-build}/bench
 mkdir -p "$out"
-cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Ilib -o "$out/bootstrap_bench" \
-    bench/bootstrap_bench.c lib/bootstrap_*.c lib/error.c
+cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Ilib $(pkg-config --cflags hwloc) -o "$out/bootstrap_bench" \
+    bench/bootstrap_bench.c lib/*/*.c $(pkg-config --libs hwloc) -ldl -lpthread
 echo "# bootstrap exchange of $len bytes on loopback, $reps runs each, $(nproc) CPUs"
 printf '%6s  %14s  %13s  %16s  %15s\n' ranks "wall med (ms)" "wall max (ms)" \
     "rank 0 med (ms)" "rank 0 max (ms)"

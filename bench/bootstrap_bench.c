@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 static int free_port(void)
 {

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034,SC2086,SC2016
-# Shared setup of the Azure ML tests (tests/sh/azureml_*.sh): sourced after
+# Shared setup of the Azure ML tests (tests/sh/azureml/*.sh): sourced after
 # lib.sh.  Runs a command job of examples/azureml/*.yml on the namespace
 # cluster as Azure ML runs it on its nodes, with the YAML's `command:` taken
 # from the file and run unchanged through a shell, in the job's code directory:

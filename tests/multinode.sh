@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034
-# Shared setup of the multi-node shell tests (tests/sh/multinode_*.sh):
+# Shared setup of the multi-node shell tests (tests/sh/multinode/*.sh):
 # sourced after lib.sh.  Makes a namespace cluster (scripts/netns-cluster.sh)
 # torn down however the test ends, or skips the whole test where network
 # namespaces cannot be made.

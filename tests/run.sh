@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole suite and ends with one line "N passed, N failed".
 #   unit tests (build/tests/test_*): plain, then ASan+UBSan, then valgrind;
-#   shell tests (tests/sh/*.sh): real mpirun, PyTorch, namespaces, man pages;
+#   shell tests (tests/sh/<component>/*.sh): real mpirun, PyTorch, namespaces, man pages;
 #   fuzz targets (tests/fuzz/*.c): libFuzzer for AMLDIST_FUZZ_SECONDS each.
 # Every program runs under a timeout; one that dies without reporting counts
 # as a failed case.  Environment: BUILD (default build), AMLDIST_QUICK=1 skips
@@ -71,7 +71,7 @@ if [ "$QUICK" != 1 ]; then
 fi
 
 echo "== shell tests"
-for t in tests/sh/*.sh; do
+for t in tests/sh/*/*.sh; do
     [ -f "$t" ] || continue
     case "$(basename "$t")" in ${TESTS:-*}) ;; *) continue ;; esac
     run_case "$(basename "$t" .sh)" 900 env BUILD="$TOP/$BUILD" bash "$t"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034
-# Shared setup of the Slurm shell tests (tests/sh/slurm_*.sh): sourced after
+# Shared setup of the Slurm shell tests (tests/sh/slurm/*.sh): sourced after
 # lib.sh.  A real two-node Slurm 22.05 (Debian's slurmctld, slurmd,
 # slurm-client) on the namespace cluster of scripts/netns-cluster.sh:
 # slurmctld and slurmd n0 on node n0, slurmd n1 on node n1, no munge

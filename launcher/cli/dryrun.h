@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "workerenv.h"
+#include "run/workerenv.h"
 
 /* One line: "rank R (local L, node N): NAME=value ... -- argv..." with the
  * variables that differ from `base` (all of them when `all`), quoted for a

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostfile.h"
+#include "cli/hostfile.h"
 
 long hostfile_max_bytes = 64L << 20;
 

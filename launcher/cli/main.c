@@ -15,18 +15,18 @@
 #include <unistd.h>
 
 #include "amldist.h"
-#include "command.h"
-#include "control.h"
-#include "dryrun.h"
-#include "guard.h"
-#include "inplace.h"
-#include "jobtoken.h"
-#include "mode.h"
-#include "msg.h"
-#include "options.h"
-#include "output.h"
-#include "supervise.h"
-#include "workerenv.h"
+#include "run/command.h"
+#include "run/control.h"
+#include "cli/dryrun.h"
+#include "contain/guard.h"
+#include "run/inplace.h"
+#include "run/jobtoken.h"
+#include "cli/mode.h"
+#include "output/msg.h"
+#include "cli/options.h"
+#include "output/output.h"
+#include "run/supervise.h"
+#include "run/workerenv.h"
 
 extern char **environ;
 

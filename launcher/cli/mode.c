@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "mode.h"
-#include "msg.h"
+#include "cli/mode.h"
+#include "output/msg.h"
 
 /* --standalone: a port nobody listens on now, from the kernel (bind to 0);
  * rank 0 binds it a moment later, as torchrun does. */

@@ -12,7 +12,7 @@
 #define AMLRUN_MODE_H
 
 #include "amldist.h"
-#include "options.h"
+#include "cli/options.h"
 
 struct plan {
     enum run_mode mode;  /* MODE_NODE or MODE_PROCESS */

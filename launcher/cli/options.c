@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "msg.h"
-#include "options.h"
-#include "usage.h"
+#include "output/msg.h"
+#include "cli/options.h"
+#include "cli/usage.h"
 
 enum opt_id {
     O_NPROC, O_NNODES, O_NODE_RANK, O_MASTER_ADDR, O_MASTER_PORT,

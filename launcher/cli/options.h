@@ -9,10 +9,10 @@
 #ifndef AMLRUN_OPTIONS_H
 #define AMLRUN_OPTIONS_H
 
-#include "bind.h"
-#include "headnode.h"
-#include "rdzvconf.h"
-#include "torchlogs.h"
+#include "run/bind.h"
+#include "head/headnode.h"
+#include "cli/rdzvconf.h"
+#include "output/torchlogs.h"
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "rdzvconf.h"
+#include "cli/rdzvconf.h"
 
 /* [*s, *e) without the blanks around it, as Python's str.strip(). */
 static void strip(const char **s, const char **e)

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "amldist.h"
-#include "usage.h"
+#include "cli/usage.h"
 
 static const char usage_text[] =
 "usage: amlrun [options] [--] command [args...]\n"

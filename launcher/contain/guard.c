@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guard.h"
-#include "msg.h"
+#include "contain/guard.h"
+#include "output/msg.h"
 
 enum mode { MODE_PGROUPS, MODE_CGROUP, MODE_PIDNS };
 

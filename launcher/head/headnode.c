@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "headnode.h"
-#include "hostfile.h"
-#include "msg.h"
-#include "options.h"
+#include "head/headnode.h"
+#include "cli/hostfile.h"
+#include "output/msg.h"
+#include "cli/options.h"
 
 extern char **environ;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errorfile.h"
+#include "output/errorfile.h"
 
 /* Deep enough for any error file, shallow enough for the stack. */
 #define DEPTH_MAX 64

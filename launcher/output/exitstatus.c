@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "exitstatus.h"
+#include "output/exitstatus.h"
 
 int status_exit_code(int wstatus)
 {

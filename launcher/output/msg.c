@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "msg.h"
+#include "output/msg.h"
 
 AMLRUN_PRINTF(2, 0)
 static void vmsg(int err, const char *fmt, va_list ap)

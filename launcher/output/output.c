@@ -9,8 +9,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "msg.h"
-#include "output.h"
+#include "output/msg.h"
+#include "output/output.h"
 
 #define IOV_BATCH 512 /* well under IOV_MAX (1024) */
 

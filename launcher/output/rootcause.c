@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "errorfile.h"
-#include "exitstatus.h"
-#include "msg.h"
-#include "rootcause.h"
+#include "output/errorfile.h"
+#include "output/exitstatus.h"
+#include "output/msg.h"
+#include "output/rootcause.h"
 
 /* Read a worker's error file: at most ERRORFILE_MAX + 1 bytes (more is
  * refused by the parser), only from a regular file (a worker could leave a

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "msg.h"
-#include "output.h"
-#include "torchlogs.h"
+#include "output/msg.h"
+#include "output/output.h"
+#include "output/torchlogs.h"
 
 /* A digit string in [0, max]; -1 otherwise. */
 static int small_num(const char *s, size_t len, int max)

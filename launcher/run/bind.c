@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "amldist.h"
-#include "bind.h"
+#include "run/bind.h"
 
 struct amlrun_binding {
     amldist_topo_t *topo; /* loaded here; NULL when borrowed */

@@ -10,8 +10,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "command.h"
-#include "msg.h"
+#include "run/command.h"
+#include "output/msg.h"
 
 char *command_which(const char *name, const char *path_env)
 {

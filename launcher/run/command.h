@@ -8,7 +8,7 @@
 #ifndef AMLRUN_COMMAND_H
 #define AMLRUN_COMMAND_H
 
-#include "options.h"
+#include "cli/options.h"
 
 struct command {
     char **argv;        /* NULL-terminated; argv[local_rank_at] per worker */

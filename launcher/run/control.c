@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "msg.h"
+#include "run/control.h"
+#include "output/msg.h"
 
 static int ms(double seconds)
 {

@@ -14,8 +14,8 @@
 #define AMLRUN_CONTROL_H
 
 #include "amldist.h"
-#include "mode.h"
-#include "options.h"
+#include "cli/mode.h"
+#include "cli/options.h"
 
 struct control {
     amldist_rdzv_t *rz; /* NULL: no control plane (one agent, or off) */

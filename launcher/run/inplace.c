@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "dryrun.h"
-#include "inplace.h"
-#include "msg.h"
-#include "workerenv.h"
+#include "cli/dryrun.h"
+#include "run/inplace.h"
+#include "output/msg.h"
+#include "run/workerenv.h"
 
 extern char **environ;
 

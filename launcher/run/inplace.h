@@ -7,9 +7,9 @@
 #ifndef AMLRUN_INPLACE_H
 #define AMLRUN_INPLACE_H
 
-#include "command.h"
-#include "mode.h"
-#include "options.h"
+#include "run/command.h"
+#include "cli/mode.h"
+#include "cli/options.h"
 
 /* Returns only on failure or --dry-run: amlrun's exit status. */
 int inplace_run(const struct amlrun_opts *o, const struct plan *p,

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "jobtoken.h"
+#include "run/jobtoken.h"
 
 int job_token_export(void)
 {

@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "guard.h"
-#include "spawn.h"
+#include "contain/guard.h"
+#include "run/spawn.h"
 
 /* In the child: tell the parent what failed and leave.  The statuses match
  * a shell's: 127 not found, 126 could not run. */

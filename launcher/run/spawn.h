@@ -11,7 +11,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include "bind.h"
+#include "run/bind.h"
 
 /* Where in the child a failure happened. */
 enum spawn_stage { SPAWN_OK, SPAWN_SETUP, SPAWN_BIND, SPAWN_EXEC };

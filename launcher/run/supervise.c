@@ -12,14 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exitstatus.h"
-#include "guard.h"
-#include "msg.h"
-#include "output.h"
-#include "rootcause.h"
-#include "spawn.h"
-#include "supervise.h"
-#include "torchlogs.h"
+#include "output/exitstatus.h"
+#include "contain/guard.h"
+#include "output/msg.h"
+#include "output/output.h"
+#include "output/rootcause.h"
+#include "run/spawn.h"
+#include "run/supervise.h"
+#include "output/torchlogs.h"
 
 #define READ_BUF (64u << 10)
 

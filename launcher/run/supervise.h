@@ -9,10 +9,10 @@
 
 #include <signal.h>
 
-#include "bind.h"
-#include "command.h"
-#include "options.h"
-#include "workerenv.h"
+#include "run/bind.h"
+#include "run/command.h"
+#include "cli/options.h"
+#include "run/workerenv.h"
 
 struct job_spec {
     const struct amlrun_opts *o;

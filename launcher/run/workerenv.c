@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "msg.h"
-#include "workerenv.h"
+#include "output/msg.h"
+#include "run/workerenv.h"
 
 const char *worker_id_str(int v, char *buf)
 {

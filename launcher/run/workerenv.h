@@ -8,9 +8,9 @@
 #define AMLRUN_WORKERENV_H
 
 #include "amldist.h"
-#include "bind.h"
-#include "control.h"
-#include "options.h"
+#include "run/bind.h"
+#include "run/control.h"
+#include "cli/options.h"
 
 struct env_spec {
     const struct amlrun_opts *o;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 int amldist_bootstrap_agree(const amldist_t *layout, int value,
                             const char *what,

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 /* Calls are numbered so that a rank already at its next call, reaching the
  * server of the previous one, is told to come back instead of taking the

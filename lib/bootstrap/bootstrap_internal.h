@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 #define AMLDIST__BS_MAGIC 0x414d4c42u /* "AMLB" */
 #define AMLDIST__BS_PROTOCOL 2u

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 /* One connection attempt may take this long before the next one. */
 #define ATTEMPT_MS 10000

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 /* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
  * attacker (the exchange is as open as PyTorch's TCPStore). */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 /* A peer gets this long to send its HELLO and take its reply. */
 #define CONN_MS 5000

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
+#include "layout/layout.h"
 
 /* parent value * nproc + offset, or unknown when the parent's is. */
 static int scaled(struct amldist *c, const amldist_t *p, amldist_field_t f,

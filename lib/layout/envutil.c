@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
-#include "parse.h"
+#include "layout/layout.h"
+#include "util/parse.h"
 
 const char *amldist__env_get(const amldist__env_t *env, const char *name)
 {

@@ -1,6 +1,6 @@
 /* Reading a layout.  Handles are immutable, so no locking; the message for
  * an unknown value goes to the calling thread's last error. */
-#include "layout.h"
+#include "layout/layout.h"
 
 static int get(const amldist_t *h, amldist_field_t f)
 {

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "parse.h"
+#include "layout/layout.h"
+#include "util/parse.h"
 
 extern char **environ;
 

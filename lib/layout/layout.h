@@ -8,8 +8,8 @@
 #ifndef AMLDIST_LAYOUT_H
 #define AMLDIST_LAYOUT_H
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 
 #define AMLDIST__WHY_MAX 224
 

@@ -8,7 +8,7 @@
  * the build found them (AMLDIST_HAVE_NCCL); without them the function still
  * exists and says why it cannot work.
  */
-#include "internal.h"
+#include "util/internal.h"
 
 #ifndef AMLDIST_HAVE_NCCL
 
@@ -39,7 +39,7 @@ int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
 #include <nccl.h>
 #pragma GCC diagnostic pop
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 /* The functions used, resolved once. */
 static struct {

@@ -1,6 +1,6 @@
 /* Encoding and strict decoding of the bootstrap frames (see
  * bootstrap_internal.h for the layout). */
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 void amldist__bs_put_u32(unsigned char *p, uint32_t v)
 {

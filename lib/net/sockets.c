@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 long long amldist__bs_now_ms(void)
 {

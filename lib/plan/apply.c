@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 int amldist_plan_apply(const amldist_plan_t *p, int lrank)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 #define MAX_LOCAL_RANKS 4096
 

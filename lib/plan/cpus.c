@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 struct pool {
     hwloc_obj_t numa;

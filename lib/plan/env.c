@@ -1,7 +1,7 @@
 /* The variables each rank gets, added to a heap environment array. */
 #include <stdio.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 static int nic_vars(const amldist_plan_t *p, const struct amldist__rank *r,
                     char ***envp)

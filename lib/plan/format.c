@@ -2,7 +2,7 @@
 #include <linux/mempolicy.h>
 #include <stdio.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 /* What the child will really do, which --mem-bind may not have achieved
  * (a guessed NUMA node gets no memory policy). */

@@ -2,7 +2,7 @@
  * launcher). */
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 /* Bytes of amldist_plan_options_t in each version (optversion.c).  A
  * version that adds field F makes the last entry

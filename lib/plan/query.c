@@ -1,5 +1,5 @@
 /* Read-only accessors of a plan. */
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 static const struct amldist__rank *rank_at(const amldist_plan_t *p, int r)
 {

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rdzv_internal.h"
+#include "rdzv/rdzv_internal.h"
 
 enum { C_CONNECTING, C_JOINING, C_RUNNING, C_STOP, C_WAITING, C_OVER };
 

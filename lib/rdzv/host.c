@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rdzv_internal.h"
+#include "rdzv/rdzv_internal.h"
 
 enum { P_FORMING, P_RUNNING, P_STOPPING, P_OVER };
 

@@ -5,8 +5,8 @@
  */
 #include <stdlib.h>
 
-#include "layout.h"
-#include "rdzv_internal.h"
+#include "layout/layout.h"
+#include "rdzv/rdzv_internal.h"
 
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out)

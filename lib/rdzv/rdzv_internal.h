@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap_internal.h"
-#include "parse.h"
+#include "bootstrap/bootstrap_internal.h"
+#include "util/parse.h"
 
 struct pollfd;
 

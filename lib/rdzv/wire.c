@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rdzv_internal.h"
+#include "rdzv/rdzv_internal.h"
 
 static void put_u64(unsigned char *p, uint64_t v)
 {

@@ -8,7 +8,7 @@
  * MASTER_ADDR when set (layout.c reads those first); each variable stands in
  * for the other when only one is set.
  */
-#include "layout.h"
+#include "layout/layout.h"
 
 static int host_of(const char *name, const char *value, char *host,
                    size_t hostsz)

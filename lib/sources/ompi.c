@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
+#include "layout/layout.h"
 
 #define DAEMON_URI "OMPI_MCA_orte_local_daemon_uri"
 #define HNP_URI "OMPI_MCA_orte_hnp_uri"

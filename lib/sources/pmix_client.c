@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
+#include "layout/layout.h"
 
 #define PMIX_MAX_NSLEN 255
 #define PMIX_SUCCESS 0

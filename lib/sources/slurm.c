@@ -11,7 +11,7 @@
  * SLURM_STEP_ID only in steps, so without it (and with SLURM_JOB_ID) the
  * Slurm variables describe the allocation, not this process.
  */
-#include "layout.h"
+#include "layout/layout.h"
 
 /* The first variable of `names` that is set. */
 static const char *first_set(const amldist__env_t *env,

@@ -4,7 +4,7 @@
  * hwloc_get_common_ancestor_obj() compares depths, and I/O objects at
  * different bridge depths all share one virtual depth in hwloc 2.9.
  */
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 #define MAX_CHAIN 64
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 /* hwloc components that would open a GPU driver or runtime in the launcher:
  * loading them costs seconds and can create contexts on every GPU.  "pci"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 static const char *const legend[] = {
     "  X    = Self",

@@ -1,5 +1,5 @@
 /* Read-only accessors of a loaded topology. */
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 static const char *const dist_names[] = {"X", "PIX", "PXB", "PHB", "NODE",
                                          "SYS"};

@@ -14,7 +14,7 @@
 #include <hwloc.h>
 #include <sched.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 #define AMLDIST__BUSID_MAX 16   /* "0000:10:1c.0" */
 #define AMLDIST__DEVNAME_MAX 64

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 #define PROC_GPUS "/proc/driver/nvidia/gpus"
 

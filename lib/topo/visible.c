@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_internal.h"
+#include "topo/topo_internal.h"
 
 /* The GPU a UUID prefix names: its index, -1 when none or several match. */
 static int by_uuid(const amldist_topo_t *t, const char *tok, size_t len)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 const char *amldist__env_value(const char *entry, const char *name)
 {

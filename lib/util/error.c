@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 /* Per-thread, so that concurrent callers never read each other's message. */
 static _Thread_local char last_error[1024];

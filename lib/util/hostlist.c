@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 
 #define LABEL_MAX 63
 #define NAME_MAX_LEN 253

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "util/internal.h"
 
 int amldist__opts_version(const amldist__opts_kind_t *k, const char *fn,
                           unsigned version)

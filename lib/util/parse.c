@@ -4,8 +4,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 
 #define LABEL_MAX 63
 #define NAME_MAX_LEN 253

@@ -1,5 +1,5 @@
 /* Runtime version, so a program can check the library it actually loaded. */
-#include "internal.h"
+#include "util/internal.h"
 
 #define AMLDIST__STR2(x) #x
 #define AMLDIST__STR(x) AMLDIST__STR2(x)

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034
-# Shared by the control-plane tests (tests/sh/rdzv_*.sh), sourced after
+# Shared by the control-plane tests (tests/sh/rdzv/*.sh), sourced after
 # tests/lib.sh and tests/multinode.sh: one amlrun per namespace node, the
 # same command line on each, meeting at --rdzv-endpoint n0:PORT.  The
 # workers (tests/amlrun/rdzv_worker.sh) leave record files in $RZ_DIR,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The worker of the control-plane tests (tests/sh/rdzv_*.sh).  Every start
+# The worker of the control-plane tests (tests/sh/rdzv/*.sh).  Every start
 # leaves a record file in $RZ_DIR (shared by all the namespace nodes):
 #   rep.<host>.<rank>.<id>    one line of key=value: what torchrun's variables
 #                             said (written whole, then renamed into place)

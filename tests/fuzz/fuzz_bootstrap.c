@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launcher/errorfile.c"
+#include "../../launcher/output/errorfile.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

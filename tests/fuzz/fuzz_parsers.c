@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 # run (126/127, reported once), Python wrapping, the legacy --local_rank,
 # --dry-run, --nproc-per-node gpu/auto/cpu, torchrun's options and PET_*
 # variables, the torchrun defaults in every worker's environment.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/cli
 mkdir -p "$d"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real PyTorch DDP job (CPU, gloo, env://) under amlrun in its three
 # modes; every replica must end with the same parameters and report it.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     skip "PyTorch DDP" "$TORCH_PY cannot import torch"; exit 0

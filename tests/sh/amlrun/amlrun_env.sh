@@ -3,7 +3,7 @@
 # standalone (one and two "nodes"), per-process under mpirun (exec in place:
 # the same pid), per-node under mpirun.  Plus: no descriptor of amlrun
 # leaks into a worker.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/env
 mkdir -p "$d"

@@ -7,7 +7,7 @@
 # FIFO error file are summarised without a crash or a hang; amlrun's own
 # TORCHELASTIC_ERROR_FILE gets the root cause with errorCode; the private
 # directory is removed, unless the summary names an error file in it.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP
 export TMPDIR=$d/tmp

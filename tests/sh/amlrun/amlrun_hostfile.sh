@@ -3,7 +3,7 @@
 # error (2) naming file, line and what is wrong, at once and in bounded
 # memory; a large cluster's file read in linear time.  (The parser's cases
 # are in tests/unit/test_hostfile.c.)
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/hostfile
 mkdir -p "$d"

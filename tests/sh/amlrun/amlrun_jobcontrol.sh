@@ -6,7 +6,7 @@
 # group) is reported once instead of waited on silently.  No real terminal
 # is needed: signals are sent directly and states read from /proc/PID/stat;
 # the SIGTTIN case runs under script(1), which gives a pty.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 
 fresh() { rm -rf "$TEST_TMP/$1"; mkdir -p "$TEST_TMP/$1"; echo "$TEST_TMP/$1"; }

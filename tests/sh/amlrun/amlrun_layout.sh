@@ -3,7 +3,7 @@
 # give is never passed on or shown as a number (the library's -993), an
 # option may fill in or repeat what the launcher says but not contradict it,
 # and layouts too large are usage errors (2) that name the option.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/layout
 mkdir -p "$d"

@@ -7,7 +7,7 @@
 # command that cannot run is named with the real reason (a directory, a
 # missing #! interpreter, an empty command), with status 126 or 127.
 # Processes are found by a unique marker in their environment.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/lifetime
 mkdir -p "$d"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # amlrun(1) passes mandoc's lint, renders, and lists exactly the options
 # that --help lists.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 page=$TOP/man/amlrun.1
 lint=$(mandoc -T lint -W warning "$page" 2>&1)
 expect_eq "amlrun.1: mandoc -T lint -W warning is clean" "$lint" ""

@@ -3,7 +3,7 @@
 # children behind, and when a worker's child escaped into its own session,
 # no process of the job survives.  Processes are found by a unique marker
 # in their environment, which every descendant of amlrun inherits.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 
 marker="AMLRUN_TEST_MARKER=orphans-$$-$RANDOM$RANDOM"

@@ -6,7 +6,7 @@
 # every byte; the console filter hides ranks but logs keep them; a line cut
 # by SIGKILL and a last line without newline still arrive; --log-dir never
 # follows a planted symbolic link.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 N=50000
 d=$TEST_TMP/out

@@ -3,7 +3,7 @@
 # --log-dir, a non-blocking stdout/stderr (O_NONBLOCK set by a parent on a
 # shared file description) with a slow reader, a console that goes away
 # (`amlrun ... yes | head -1`), and a --log-dir that is a symbolic link.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/faults
 mkdir -p "$d"

@@ -4,7 +4,7 @@
 # failing job with a restart, a job stopped by SIGTERM, a dry run, a
 # usage error, a missing command, a console that goes away and a log file
 # over `ulimit -f`.  Any error or definite leak fails.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/san
 mkdir -p "$d"

@@ -2,7 +2,7 @@
 # amlrun's supervision: failing ranks end the job with their status, stop
 # signals are forwarded and followed by SIGKILL after --term-timeout, other
 # signals pass through, restarts happen the configured number of times.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 W="$HELPERS/sigworker.py"
 

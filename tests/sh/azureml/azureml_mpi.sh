@@ -5,7 +5,7 @@
 # full layout of every rank at the files' own size (2 nodes x 8), then a real
 # PyTorch DDP (gloo) of 2 nodes x 2 (16 torch processes would take minutes on
 # this machine).
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90
 aml_setup

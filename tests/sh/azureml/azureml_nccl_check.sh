@@ -7,7 +7,7 @@
 # verdict and the exit status of the job), not NCCL.  Each node's stand-in
 # GPUs get their own bus ids, as GPUs of another host (the stand-in compares
 # bus ids only, where NCCL compares host and bus id).
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 CHECK=$BUILD/bin/amldist-nccl-check
 STANDIN=$BUILD/tests/standin
 if [ ! -x "$CHECK" ] || [ ! -e "$STANDIN/libnccl.so.2" ]; then

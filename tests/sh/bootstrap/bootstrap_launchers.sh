@@ -3,7 +3,7 @@
 # gets rank 0's line; a rank with another job token is refused at once; a rank
 # 0 that never serves makes the others fail with the timeout error naming the
 # address, within the configured time.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 HELLO=$BUILD/examples/bootstrap_hello
 if [ ! -x "$HELLO" ]; then fail "bootstrap_hello is built"; exit 0; fi
 

@@ -3,7 +3,7 @@
 # GPU: the options, the baselines, and the documented "needs a GPU" message
 # and exit status (3), alone and under mpirun.  On a machine with a GPU the
 # GPU cases are skipped here (run them by hand, see amldist-nccl-check(1)).
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 CHECK=$BUILD/bin/amldist-nccl-check
 EX=$BUILD/examples/nccl_allreduce
 if [ ! -x "$CHECK" ]; then

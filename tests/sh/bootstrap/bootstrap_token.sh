@@ -5,7 +5,7 @@
 # (the refusal itself is test_bootstrap_exchange's test_wrong_token).  A
 # user's token is kept; several nodes' own amlruns cannot share a secret and
 # export none.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 show() { "$AMLRUN" "$@" --cpu-bind none --no-python sh -c 'echo "$RANK ${AMLDIST_JOB_TOKEN:-none}"' 2>/dev/null | sort; }
 
 a=$(show --nproc-per-node 2)

@@ -2,7 +2,7 @@
 # The Makefile's search for NCCL: NCCL_HOME in pip's layout (include/, lib/
 # with only libnccl.so.2), a wrong NCCL_HOME, no CUDA at all; and the build
 # always says whether NCCL support is in.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 status() { make -s -n -C "$TOP" BUILD="$TEST_TMP/b" "$@" lib 2>&1 | grep -m1 "NCCL support"; }
 
 cuda=/usr/local/cuda

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The public header compiles alone, pedantic, as C and as C++, with gcc and clang.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 src=$TEST_TMP/h.c
 printf '#include <amldist.h>\nint main(void) { return amldist_version() == 0; }\n' >"$src"
 cp "$src" "$TEST_TMP/h.cc"

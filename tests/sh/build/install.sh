@@ -2,7 +2,7 @@
 # make install PREFIX= DESTDIR= after a plain make: the .pc names the install
 # prefix (it used to keep the old one), the versioned library and its links,
 # the headers, and a program built with pkg-config against the installed tree.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 d=$TEST_TMP/dest
 make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
 make -s -C "$TOP" BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1

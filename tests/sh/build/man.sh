@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every man page lints clean (mandoc -T lint -W warning) and renders with
 # man -l; the library pages name every public function of the header.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 pages=("$TOP"/man/*.[1-8])
 if [ ! -e "${pages[0]}" ]; then fail "man pages: none under man/"; exit 0; fi
 for p in "${pages[@]}"; do

@@ -5,7 +5,7 @@
 # from the Hydra proxy) and per node.  Hydra names no host of rank 0, so the
 # multi-node runs give MASTER_ADDR with -genv, as a user must.  All replicas
 # must end with equal parameters that moved from the start.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if ! have mpiexec.hydra; then
     skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0

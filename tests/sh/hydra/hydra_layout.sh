@@ -6,7 +6,7 @@
 # program that amlrun execs (examples/mpi_hello built with MPICH's mpicc)
 # must still MPI_Init.  Without a proxy in sight, the node rank is left out
 # and amlrun says so.  Open MPI stays the default mpirun.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if ! have mpiexec.hydra; then
     skip "hydra" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0

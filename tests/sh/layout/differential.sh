@@ -5,7 +5,7 @@
 # The seed's logic is re-expressed below (not copied); the cases where we
 # differ on purpose are listed in amldist-env(7) and checked to differ in
 # exactly the documented way.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 HELLO=$BUILD/examples/hello
 if [ ! -x "$HELLO" ]; then fail "differential: $HELLO not built"; exit 0; fi
 exec /usr/bin/python3 - "$HELLO" <<'PY'

@@ -3,7 +3,7 @@
 # ranks 0..N-1, the world size, local ranks and node 0 on this one host,
 # mapped by slot and round robin by node, from the OMPI_* variables and from
 # the PMIx server alone.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 HELLO=$BUILD/examples/hello
 MPI_HELLO=$BUILD/examples/mpi_hello
 if ! have mpirun; then skip "mpirun hello" "mpirun not installed"; exit 0; fi

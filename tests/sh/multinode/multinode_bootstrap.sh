@@ -3,7 +3,7 @@
 # examples/bootstrap_hello) across two nodes: rank 0 on n0 hands its blob
 # to the ranks on n1 over the bridge, in the standalone, mpirun and
 # head-node modes; a node with another job token is refused.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 HELLO=$BUILD/examples/bootstrap_hello
 if [ ! -x "$HELLO" ]; then

@@ -3,7 +3,7 @@
 # mpirun and srun commands it builds, the hostfile errors it reports (with
 # FILE:LINE), its exit statuses, and that it knows every amlrun option that
 # takes a value (it must, to find where the worker's command starts).
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 
 # dry ARGS...: amlrun's dry run with a small, known environment.
 dry() { env -i PATH=/usr/bin:/bin "$@"; }

@@ -4,7 +4,7 @@
 # addresses, TCP between them, mpirun daemons and ranks on both nodes, an
 # ssh-like environment on the remote node, and nothing left after teardown,
 # also when the test that owns a cluster is interrupted or killed.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/scripts/netns-cluster.sh"
 if ! cluster_up 2; then
     skip "multi-node cluster" "$NETNS_SKIP"

@@ -4,7 +4,7 @@
 # process (ranks by node) and per node.  Each replica trains a few steps on
 # its own data, then all replicas compare their parameters: they must be
 # equal everywhere and differ from the start.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     skip "multi-node DDP" "$TORCH_PY cannot import torch"

@@ -5,7 +5,7 @@
 # mode (--hosts, --hostfile), and Azure ML style with AZ_BATCH_MASTER_NODE.
 # Every worker reports RANK, LOCAL_RANK, NODE_RANK, WORLD_SIZE, ... and the
 # test compares the whole set.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 

@@ -5,7 +5,7 @@
 # the verdict, memory fitting, and what happens when a rank fails, dies,
 # hangs or reports an asynchronous error.  They say nothing about NCCL or
 # CUDA themselves; scripts/gpu-run.sh runs the same programs on a GPU.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 CHECK=$BUILD/bin/amldist-nccl-check
 EX=$BUILD/examples/nccl_allreduce
 STANDIN=$BUILD/tests/standin

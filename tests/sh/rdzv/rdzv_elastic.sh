@@ -11,7 +11,7 @@
 #  - a node arriving when the job has MAX nodes is refused (exit 2) and the
 #    job goes on;
 #  - a node declared dead (frozen) is not let back in when it thaws.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
 rz_setup 3

@@ -8,7 +8,7 @@
 # worker's last lines, and nothing is left on any node.  A stop signal to
 # one node's agent stops the whole job (no restart, whatever
 # --max-restarts says), every agent exiting 128+signal.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
 rz_setup 3

@@ -6,7 +6,7 @@
 # plane) is node 0, the others follow; the workers get torchrun's variables
 # for that order, node 0's address and one MASTER_PORT.  2, 3 and 4 nodes,
 # the host's agent starting last, the endpoint by name.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
 rz_setup 4

@@ -6,7 +6,7 @@
 # refused: it exits 2 with a message naming why and starts no worker, and
 # the job goes on unaffected.  Agents that find no host, or too few nodes,
 # within the join timeout give up (125) instead of hanging.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
 rz_setup 3

@@ -6,7 +6,7 @@
 # side with real torchrun on the same nodes, a real PyTorch DDP job (gloo,
 # CPU) with 1 and 2 workers whose replicas agree, and the static rendezvous
 # (--node-rank, --master-addr/--master-port), which refused such jobs before.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
 MULTINODE_TIMEOUT=120

@@ -5,7 +5,7 @@
 # fail) and head-node mode (`salloc -N2 amlrun --launcher slurm
 # --nproc-per-node 2`).  Each replica trains a few steps on its own data;
 # then all compare their parameters: equal everywhere, moved from the start.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/slurm.sh"
 if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
     skip "Slurm DDP" "$TORCH_PY cannot import torch"

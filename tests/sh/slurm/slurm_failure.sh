@@ -6,7 +6,7 @@
 # srun exits with its tasks' highest status, and the amlrun on n0, stopped
 # by the step's SIGTERM, exits 1 rather than 143.  Then scancel: every
 # worker gets the signal, and nothing is left on any node.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/slurm.sh"
 slurm_setup
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Differential test of lib/hostlist.c, the Slurm hostlist parser behind
+# Differential test of lib/util/hostlist.c, the Slurm hostlist parser behind
 # SLURM_STEP_NODELIST / SLURM_JOB_NODELIST, against Slurm's own:
 # `scontrol show hostnames LIST` (issue 11, item 4).  No daemon: scontrol
 # only needs a slurm.conf to read.  Every list must expand to the same
 # hosts in the same order, or be refused by both, except the differences
 # listed below with their reasons, which must stay exactly that.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if ! have scontrol; then
     skip "hostlist against scontrol" "no scontrol (slurm-client: scripts/install-deps.sh)"
     exit 0

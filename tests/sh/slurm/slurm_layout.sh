@@ -6,7 +6,7 @@
 # builds the srun command itself.  Every worker reports RANK, LOCAL_RANK,
 # NODE_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT; the
 # test compares the whole set with the layout Slurm was asked for.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/slurm.sh"
 slurm_setup
 
@@ -25,7 +25,7 @@ for mpi in none pmi2 pmix; do
 done
 
 # What the MPI plugins add is the same step: PMI_JOBID and PMIX_NAMESPACE
-# name it (this is what lib/layout.c merges on).
+# name it (this is what lib/layout/layout.c merges on).
 got=$(slurm_on n0 $T srun --mpi=pmi2 -N2 -n2 sh -c \
       'echo "$PMI_RANK/$PMI_SIZE $PMI_JOBID $SLURM_JOB_ID.$SLURM_STEP_ID"' |
       awk '{print $1, ($2 == $3) ? "same" : $2 " vs " $3}' | sort | tr '\n' ';')

@@ -4,7 +4,7 @@
 # the kernel says must be what the plan said.  The expected cpus follow from
 # this test's own cpuset: N ranks on N single-thread cores get one core
 # each, in order.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "binding: $AMLRUN not built"; exit 0; fi
 unset OMP_NUM_THREADS CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
 

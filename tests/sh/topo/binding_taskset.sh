@@ -3,7 +3,7 @@
 # (as mpirun's default --bind-to core or a Slurm step would) keeps every
 # worker inside C, warns when C is too small for its ranks and says how to
 # fix it, and widens to the allowed cpus only when asked (",widen").
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "taskset binding: $AMLRUN not built"; exit 0; fi
 if ! have taskset; then skip "taskset binding" "taskset not installed"; exit 0; fi
 unset OMP_NUM_THREADS CUDA_VISIBLE_DEVICES HWLOC_XMLFILE

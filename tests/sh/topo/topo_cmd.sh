@@ -3,7 +3,7 @@
 # (written by hand from hwloc-ls --input FILE), an NCCL topology file
 # refused with a clear message, and --topo on this machine, which has no
 # NVIDIA driver.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "--topo: $AMLRUN not built"; exit 0; fi
 unset CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
 dir=${AMLDIST_TOPOLOGIES:-$TOP/tests/topologies/real}

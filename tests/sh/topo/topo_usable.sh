@@ -3,7 +3,7 @@
 # export) lists all 8, the driver's /proc/driver/nvidia/gpus only the two
 # (faked through the test-only AMLDIST_TEST_NVIDIA_GPUS_DIR).  Workers are
 # counted, bound and numbered over those two only.
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "usable GPUs: $AMLRUN not built"; exit 0; fi
 unset CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES HWLOC_XMLFILE AMLDIST_TEST_DEV_DIR
 dir=${AMLDIST_TOPOLOGIES:-$TOP/tests/topologies/real}

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 #include "test.h"
 
 #define MAX_RANKS 256

@@ -4,7 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hostfile.h"
+#include "cli/hostfile.h"
 #include "test.h"
 
 static char path[64];

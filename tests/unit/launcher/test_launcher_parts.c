@@ -14,10 +14,10 @@
 
 #include "test.h"
 
-#include "exitstatus.h"
-#include "msg.h"
-#include "options.h"
-#include "output.h"
+#include "output/exitstatus.h"
+#include "output/msg.h"
+#include "cli/options.h"
+#include "output/output.h"
 
 static void test_rankset(void)
 {

@@ -2,7 +2,7 @@
  * token, the port and the timeout from the environment. */
 #include <stdint.h>
 
-#include "bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h"
 #include "test.h"
 
 static void test_header_roundtrip(void)

@@ -32,7 +32,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "rdzv_internal.h"
+#include "rdzv/rdzv_internal.h"
 #include "test.h"
 
 #define MAXA 16  /* agents of one test */

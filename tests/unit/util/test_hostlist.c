@@ -1,8 +1,8 @@
 /* Slurm hostlists and SLURM_TASKS_PER_NODE (lib/hostlist.c). */
 #include <stdio.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 #include "test.h"
 
 /* Expands `list` with nth() and checks it is exactly the `want` hosts, joined

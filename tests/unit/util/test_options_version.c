@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "amldist.h"
-#include "internal.h"
+#include "util/internal.h"
 #include "plan_golden.h"
 #include "test.h"
 

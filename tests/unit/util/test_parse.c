@@ -2,8 +2,8 @@
 #include <limits.h>
 #include <stdio.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 #include "test.h"
 
 /* Table cases name their input when they fail. */
