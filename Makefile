@@ -105,6 +105,10 @@ objname     = $(subst /,-,$(1:%.c=%.o))
 PIC_OBJS   := $(foreach f,$(LIB_SRCS),$(BUILD)/pic/$(call objname,$(f)))
 STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
+# Library sources that amlrun also links as its own objects: the library
+# hides their symbols, and amlrun is their client too (one poll loop).
+RUN_LIB_SRCS := lib/net/loop.c
+RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
 TOOL_SRCS  := $(foreach f,$(TOOL_SRCS),$(if $(findstring nccl,$(notdir $(f))),,$(f)))
@@ -150,10 +154,16 @@ endef
 define run_object
 $(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_CFLAGS) -Ilauncher -c $$< -o $$@
+	$$(CC) $$(ALL_CFLAGS) -Ilauncher -Ilib -c $$< -o $$@
 endef
 $(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
 $(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
+define run_lib_object
+$(BUILD)/obj/launcher-$(call objname,$(1)): $(1) $$(LIB_HDRS)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_CFLAGS) -Ilib -c $$< -o $$@
+endef
+$(foreach f,$(RUN_LIB_SRCS),$(eval $(call run_lib_object,$(f))))
 
 $(SHLIB): $(PIC_OBJS)
 	@mkdir -p $(@D)

@@ -1,5 +1,4 @@
 /* Discovery: load the hwloc topology once and list its GPUs and NICs. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +11,6 @@
  * faster, and libpciaccess leaks what it allocates. */
 static const char *const skipped_components[] = {
     "cuda", "nvml", "opencl", "gl", "rsmi", "levelzero", "pci"};
-
-void amldist__warn(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t len = strlen(buf);
-    if (len + 2 >= size)
-        return;
-    if (len > 0)
-        buf[len++] = '\n';
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, size - len, fmt, ap);
-    va_end(ap);
-}
 
 static int is_nvidia_gpu(hwloc_obj_t pci)
 {

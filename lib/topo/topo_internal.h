@@ -94,10 +94,6 @@ struct amldist_plan {
     char warnings[AMLDIST__WARN_MAX];
 };
 
-/* Append one sentence to a warnings buffer (newline-separated). */
-void amldist__warn(char *buf, size_t size, const char *fmt, ...)
-    AMLDIST__PRINTF(3, 4);
-
 /*
  * Drop from t->all the GPUs this process cannot use (topo_usable.c): on a
  * live topology where /proc/driver/nvidia/gpus exists, those without a

@@ -47,4 +47,9 @@ int amldist__opts_version(const amldist__opts_kind_t *k, const char *fn,
 int amldist__opts_copy(const amldist__opts_kind_t *k, const char *fn,
                        void *dst, const void *src);
 
+/* Append one sentence to a warnings buffer (newline-separated); a full
+ * buffer keeps what it has. */
+void amldist__warn(char *buf, size_t size, const char *fmt, ...)
+    AMLDIST__PRINTF(3, 4);
+
 #endif /* AMLDIST_INTERNAL_H */
