@@ -322,10 +322,16 @@ install: all
 	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 
+# Every program and page install can put there, whether or not this build
+# made it (amldist-nccl-check is built only where NCCL is found).
+ALL_TOOL_NAMES := $(notdir $(basename $(wildcard tools/*.c)))
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libamldist.so \
 	    $(DESTDIR)$(LIBDIR)/libamldist.a $(DESTDIR)$(PKGDIR)/amldist.pc \
-	    $(DESTDIR)$(INCDIR)/amldist.h $(DESTDIR)$(BINDIR)/amlrun
+	    $(DESTDIR)$(INCDIR)/amldist.h $(DESTDIR)$(BINDIR)/amlrun \
+	    $(addprefix $(DESTDIR)$(BINDIR)/,$(ALL_TOOL_NAMES))
+	for m in $(MANPAGES); do \
+	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist
 
 clean:

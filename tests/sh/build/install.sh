@@ -24,6 +24,13 @@ cc -o "$TEST_TMP/hello" "$TOP/examples/hello.c" $(PKG_CONFIG_PATH=$TEST_TMP pkg-
 expect_eq "a program builds with pkg-config against the installed tree" "$?" 0
 out=$(RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$TEST_TMP/hello" 2>&1)
 check "and runs with the installed library" sh -c 'echo "$0" | grep -qx "RANK=1"' "$out"
+# make uninstall takes away everything make install put there: no file is
+# left, whatever was built (amldist-nccl-check only with NCCL), and the
+# directories that install made for us alone go too.
+make -s -C "$TOP" BUILD="$BUILD" uninstall PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+expect_eq "make uninstall: exit 0" "$?" 0
+left=$(cd "$d" && find . -type f -o -type l | sort | tr '\n' ' ')
+expect_eq "make uninstall leaves no file behind" "$left" ""
 make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
 check "a plain make puts the build's .pc back to its own prefix" \
     grep -qx "prefix=/usr/local" "$BUILD/lib/pkgconfig/amldist.pc"
