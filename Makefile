@@ -165,9 +165,11 @@ $(BUILD)/obj/launcher-$(call objname,$(1)): $(1) $$(LIB_HDRS)
 endef
 $(foreach f,$(RUN_LIB_SRCS),$(eval $(call run_lib_object,$(f))))
 
-$(SHLIB): $(PIC_OBJS)
+# lib/amldist.map versions every exported symbol (AMLDIST_1.0, ...).
+$(SHLIB): $(PIC_OBJS) lib/amldist.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(ALL_LDFLAGS) \
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined \
+	    -Wl,--version-script=lib/amldist.map $(ALL_LDFLAGS) \
 	    -o $@ $(PIC_OBJS) $(LIB_LIBS)
 
 $(SHLINK): $(SHLIB)

@@ -14,9 +14,17 @@ for cxx in g++ clang++; do
     check "header alone: $cxx -std=c++11 -pedantic" \
         $cxx -std=c++11 -pedantic -Wall -Wextra -Werror -I"$TOP/include" -c "$TEST_TMP/h.cc" -o "$TEST_TMP/o.o"
 done
-# Only amldist_* symbols are exported by the shared library.
-bad=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '{print $3}' | grep -v '^amldist_' || true)
+# Only amldist_* symbols are exported by the shared library, each at a
+# version of lib/amldist.map (the version nodes are the absolute symbols).
+syms=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 != "A" {print $3}')
+bad=$(echo "$syms" | grep -v '^amldist_' || true)
 expect_eq "shared library exports only amldist_*" "$bad" ""
+unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.0$' || true)
+expect_eq "every exported symbol is versioned AMLDIST_1.0" "$unversioned" ""
+nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {print $3}' | tr '\n' ' ')
+expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 "
+check "a program linked against it needs AMLDIST_1.0" \
+    sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')
 major=$(sed -n 's/^#define AMLDIST_VERSION_MAJOR //p' "$TOP/include/amldist.h")
 expect_eq "soname carries the major version" "$soname" "libamldist.so.$major"
