@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The include arrows of docs/ARCHITECTURE.md: a component folder includes
+# only its own files and the folders below it, so that the arrows go one
+# way; and no two files include each other, however far round.
+. "$(dirname "$0")/../../lib.sh"
+
+# Levels, lowest first; a folder may include folders of a lower level.
+declare -A level=(
+    [lib/util]=0
+    [lib/layout]=1 [lib/topo]=1
+    [lib/sources]=2 [lib/plan]=2
+    [lib/net]=3
+    [lib/bootstrap]=4
+    [lib/rdzv]=5 [lib/nccl]=5
+    [launcher/output]=10 [launcher/contain]=10
+    [launcher/cli]=11
+    [launcher/head]=12 [launcher/run]=12
+    [launcher]=13
+)
+
+cd "$TOP" || exit 1
+edges=$TEST_TMP/edges
+: >"$edges"
+bad=()
+unknown=()
+for f in lib/*/*.[ch] launcher/*.[ch] launcher/*/*.[ch]; do
+    [ -f "$f" ] || continue
+    from=$(dirname "$f")
+    [ -n "${level[$from]+x}" ] || { unknown+=("$from"); continue; }
+    while IFS=: read -r line target; do
+        case $f in lib/*) root=lib ;; *) root=launcher ;; esac
+        if [ -f "$root/$target" ]; then
+            path=$root/$target
+        elif [ -f "$from/$target" ]; then
+            path=$from/$target
+        elif [ "$root" = launcher ] && [ -f "lib/$target" ]; then
+            path=lib/$target # the launcher's one use of a library source
+        else
+            continue # a public header (include/) or a system one
+        fi
+        echo "$f $path" >>"$edges"
+        to=$(dirname "$path")
+        [ "$to" = "$from" ] && continue
+        if [ -z "${level[$to]+x}" ]; then
+            unknown+=("$to")
+        elif [ "${level[$to]}" -ge "${level[$from]}" ] && ! {
+            # amlrun links lib/net/loop.c: launcher code may use its header.
+            [ "$path" = lib/net/loop.h ] && [ "$root" = launcher ]; }; then
+            bad+=("$f:$line includes $path ($from may not include $to)")
+        fi
+    done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
+done
+expect_eq "every component folder has a level in this test and docs/ARCHITECTURE.md" \
+    "$(printf '%s\n' "${unknown[@]}" | sort -u | sed '/^$/d')" ""
+expect_eq "includes go one way only (down the levels)" "$(printf '%s\n' "${bad[@]}" | sed '/^$/d')" ""
+loops=$(tsort "$edges" 2>&1 >/dev/null | grep -v '^tsort: -: input contains a loop:' || true)
+expect_eq "no include circles between files" "$loops" ""
+check "docs/ARCHITECTURE.md names every component folder" \
+    sh -c 'for d in lib/*/ launcher/*/; do grep -q "${d%/}" docs/ARCHITECTURE.md || { echo "missing: $d"; exit 1; }; done'
