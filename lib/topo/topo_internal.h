@@ -95,7 +95,7 @@ struct amldist_plan {
 };
 
 /*
- * Drop from t->all the GPUs this process cannot use (topo_usable.c): on a
+ * Drop from t->all the GPUs this process cannot use (topo/usable.c): on a
  * live topology where /proc/driver/nvidia/gpus exists, those without a
  * directory there, those the driver excludes, those whose /dev/nvidia<minor>
  * is missing (checked only where /dev/nvidiactl exists), and all of them
@@ -106,18 +106,18 @@ struct amldist_plan {
  */
 int amldist__usable_gpus(amldist_topo_t *t);
 
-/* Distance class between two PCI devices (topo_dist.c). */
+/* Distance class between two PCI devices (topo/dist.c). */
 int amldist__pci_dist(hwloc_topology_t h, hwloc_obj_t a, hwloc_obj_t b);
 /* The NUMA node local to an I/O object, or NULL when it is not exactly one
  * node of a machine that has several. */
 hwloc_obj_t amldist__io_numa(hwloc_topology_t h, hwloc_obj_t io);
 
 /* Fill every rank's cpus and NUMA node from the `allowed` cpus
- * (plan_cpus.c); the GPUs are already chosen. */
+ * (plan/cpus.c); the GPUs are already chosen. */
 int amldist__plan_cpus_in(amldist_plan_t *p, const amldist_topo_t *t,
                           hwloc_const_bitmap_t allowed);
 
-/* amldist_plan_options_t's versions (plan_options.c). */
+/* amldist_plan_options_t's versions (plan/options.c). */
 extern const amldist__opts_kind_t amldist__plan_options_kind;
 
 #endif /* AMLDIST_TOPO_INTERNAL_H */
