@@ -26,11 +26,11 @@
 typedef struct {
     int fd;
     long long deadline;
-    unsigned char in[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
+    unsigned char in[AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
     size_t got, need;
     const unsigned char *out; /* the reply, once the HELLO is complete */
     size_t out_len, sent;
-    unsigned char refuse[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_REFUSE_LEN];
+    unsigned char refuse[AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_REFUSE_LEN];
     unsigned type; /* of the request */
     int rank; /* >0: the rank is done with once the reply is sent */
 } conn_t;
@@ -44,7 +44,7 @@ typedef struct {
     unsigned char *checked; /* barrier: checked[r]: rank r has come */
     int nchecked;
     int failed; /* barrier: the first rank that failed, or -1 */
-    unsigned char peer[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_PEER_LEN];
+    unsigned char peer[AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_PEER_LEN];
     conn_t *conns;
     int nconns, max_conns;
 } server_t;
@@ -57,10 +57,10 @@ static void drop(server_t *s, int i)
 
 static void refuse(conn_t *c, uint32_t reason, uint32_t value)
 {
-    amldist__bs_put_header(c->refuse, AMLDIST__BS_REFUSE,
+    amldist__frame_put_header(c->refuse, AMLDIST__BS_REFUSE,
                            AMLDIST__BS_REFUSE_LEN);
-    amldist__bs_put_u32(c->refuse + AMLDIST__BS_HEADER_LEN, reason);
-    amldist__bs_put_u32(c->refuse + AMLDIST__BS_HEADER_LEN + 4, value);
+    amldist__net_put_u32(c->refuse + AMLDIST__FRAME_HEADER_LEN, reason);
+    amldist__net_put_u32(c->refuse + AMLDIST__FRAME_HEADER_LEN + 4, value);
     c->out = c->refuse;
     c->out_len = sizeof c->refuse;
 }
@@ -70,9 +70,9 @@ static void refuse(conn_t *c, uint32_t reason, uint32_t value)
 /* The answer, once rank r has failed with `why`, to every later request. */
 static void failed(server_t *s, int r, const unsigned char *why)
 {
-    amldist__bs_put_header(s->peer, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN);
-    amldist__bs_put_u32(s->peer + AMLDIST__BS_HEADER_LEN, (uint32_t)r);
-    memcpy(s->peer + AMLDIST__BS_HEADER_LEN + 4, why, AMLDIST__BS_WHY_LEN);
+    amldist__frame_put_header(s->peer, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN);
+    amldist__net_put_u32(s->peer + AMLDIST__FRAME_HEADER_LEN, (uint32_t)r);
+    memcpy(s->peer + AMLDIST__FRAME_HEADER_LEN + 4, why, AMLDIST__BS_WHY_LEN);
     s->peer[sizeof s->peer - 1] = '\0';
     s->failed = r;
 }
@@ -80,7 +80,7 @@ static void failed(server_t *s, int r, const unsigned char *why)
 static void admit(server_t *s, conn_t *c, int r)
 {
     if (c->type == AMLDIST__BS_FAIL && s->failed < 0)
-        failed(s, r, c->in + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN);
+        failed(s, r, c->in + AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN);
     if (s->checked && !s->checked[r]) {
         s->checked[r] = 1;
         s->nchecked++;
@@ -104,7 +104,7 @@ static void answer(server_t *s, conn_t *c)
 {
     const amldist__bs_params_t *p = s->p;
     amldist__bs_hello_t h;
-    amldist__bs_get_hello(c->in + AMLDIST__BS_HEADER_LEN, &h);
+    amldist__bs_get_hello(c->in + AMLDIST__FRAME_HEADER_LEN, &h);
     if (h.token != p->token)
         refuse(c, AMLDIST__BS_R_TOKEN, 0);
     /* The call number before the rest: a rank already at its next call may
@@ -117,9 +117,9 @@ static void answer(server_t *s, conn_t *c)
         refuse(c, AMLDIST__BS_R_WORLD, (uint32_t)p->world);
     else if (h.rank == 0 || h.rank >= (uint32_t)p->world)
         refuse(c, AMLDIST__BS_R_RANK, (uint32_t)p->world);
-    else if (h.length != s->reply_len - AMLDIST__BS_HEADER_LEN)
+    else if (h.length != s->reply_len - AMLDIST__FRAME_HEADER_LEN)
         refuse(c, AMLDIST__BS_R_LENGTH,
-               (uint32_t)(s->reply_len - AMLDIST__BS_HEADER_LEN));
+               (uint32_t)(s->reply_len - AMLDIST__FRAME_HEADER_LEN));
     else
         admit(s, c, (int)h.rank);
 }
@@ -166,7 +166,7 @@ static int step(server_t *s, conn_t *c)
                 return 1; /* a refusal: nothing more to hear */
             /* The answer is out; the rank is done once it says it has it. */
             c->got = 0;
-            c->need = AMLDIST__BS_HEADER_LEN;
+            c->need = AMLDIST__FRAME_HEADER_LEN;
             continue;
         }
         c->got += (size_t)n;
@@ -176,7 +176,7 @@ static int step(server_t *s, conn_t *c)
             acked(s, c);
             return 1;
         }
-        if (c->need == AMLDIST__BS_HEADER_LEN) {
+        if (c->need == AMLDIST__FRAME_HEADER_LEN) {
             unsigned type;
             uint32_t len;
             const char *why;
@@ -226,7 +226,7 @@ static void accept_all(server_t *s, int lfd, long long now)
         conn_t *c = &s->conns[s->nconns++];
         memset(c, 0, sizeof *c);
         c->fd = fd;
-        c->need = AMLDIST__BS_HEADER_LEN;
+        c->need = AMLDIST__FRAME_HEADER_LEN;
         c->deadline = now + CONN_MS;
     }
 }
@@ -245,7 +245,7 @@ static int timed_out(const server_t *s)
     }
     if (s->p->world - 1 - s->nserved > shown)
         snprintf(missing + used, sizeof missing - used, ", ...");
-    amldist__bs_format_addr(s->p->host, s->p->port, addr, sizeof addr);
+    amldist__net_format_addr(s->p->host, s->p->port, addr, sizeof addr);
     if (s->failed >= 0)
         return amldist__fail(AMLDIST_EPEER,
                              "rank 0: rank %d failed, and %d of %d ranks did "
@@ -269,7 +269,7 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
                                              "of memory");
     int rc = 0;
     while (s->nserved < s->p->world - 1) {
-        long long now = amldist__bs_now_ms(), wake = deadline;
+        long long now = amldist__loop_now_ms(), wake = deadline;
         if (now >= deadline) {
             rc = timed_out(s);
             break;
@@ -304,7 +304,7 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
                                              "%s", strerror(errno));
             break;
         }
-        now = amldist__bs_now_ms();
+        now = amldist__loop_now_ms();
         /* Connections first, from the end, so drop() never moves an entry
          * that is still to be visited; pfds[] after the listeners mirrors
          * conns[] as it was when poll() started. */
@@ -321,14 +321,36 @@ static int loop(server_t *s, const int *lfds, int nl, long long deadline)
     if (rc == 0 && s->failed > 0)
         rc = amldist__fail(AMLDIST_EPEER, "rank 0: rank %d failed: %s",
                            s->failed,
-                           (const char *)s->peer + AMLDIST__BS_HEADER_LEN + 4);
+                           (const char *)s->peer + AMLDIST__FRAME_HEADER_LEN + 4);
     return rc;
+}
+
+/* Rank 0's listening sockets, with the bootstrap's words for a failure. */
+static int listen_all(const amldist__bs_params_t *p, int *lfds, int *nl)
+{
+    char addr[300], why[256];
+    int rc = amldist__net_listen(p->host, p->port, lfds, MAX_LISTEN, nl, why,
+                                 sizeof why);
+    if (rc == AMLDIST__NET_UNRESOLVED)
+        return amldist__fail(AMLDIST_ESYS,
+                             "rank 0: cannot resolve MASTER_ADDR=%s: %s",
+                             p->host, why);
+    if (rc < 0) {
+        int e = errno;
+        amldist__net_format_addr(p->host, p->port, addr, sizeof addr);
+        return amldist__fail(AMLDIST_ESYS, "rank 0: cannot listen on %s: %s%s",
+                             addr, strerror(e),
+                             e == EADDRINUSE ? " (set AMLDIST_BOOTSTRAP_PORT "
+                                               "to a free port)"
+                                             : "");
+    }
+    return 0;
 }
 
 int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
                       size_t len)
 {
-    long long deadline = amldist__bs_now_ms() + p->timeout_ms;
+    long long deadline = amldist__loop_now_ms() + p->timeout_ms;
     int lfds[MAX_LISTEN], nl, rc;
     server_t s;
     memset(&s, 0, sizeof s);
@@ -338,7 +360,7 @@ int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
     if (len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
         return amldist__fail(AMLDIST_EINVAL, "bootstrap blob of %zu bytes: "
                              "must be 1 .. %d", len, AMLDIST_BOOTSTRAP_MAX_LEN);
-    s.reply_len = AMLDIST__BS_HEADER_LEN + len;
+    s.reply_len = AMLDIST__FRAME_HEADER_LEN + len;
     s.max_conns = p->world + 64 < MAX_CONNS ? p->world + 64 : MAX_CONNS;
     s.reply = malloc(s.reply_len);
     s.served = calloc((size_t)p->world, 1);
@@ -357,9 +379,9 @@ int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
                                            "memory for %d ranks", p->world);
         goto out;
     }
-    amldist__bs_put_header(s.reply, AMLDIST__BS_BLOB, (uint32_t)len);
-    memcpy(s.reply + AMLDIST__BS_HEADER_LEN, blob, len);
-    if ((rc = amldist__bs_listen(p->host, p->port, lfds, MAX_LISTEN, &nl)) < 0)
+    amldist__frame_put_header(s.reply, AMLDIST__BS_BLOB, (uint32_t)len);
+    memcpy(s.reply + AMLDIST__FRAME_HEADER_LEN, blob, len);
+    if ((rc = listen_all(p, lfds, &nl)) < 0)
         goto out;
     rc = loop(&s, lfds, nl, deadline);
     /* Closed as soon as every rank is served: a later job, or the next call,

@@ -1,8 +1,9 @@
 /*
  * The control plane below amldist_rdzv_*(): its frames, its connections and
- * the host's state machine.  Frames use the bootstrap's header (magic
- * "AMLB", protocol, type, payload length; bootstrap_internal.h) with types
- * of their own, on one long-lived TCP connection per agent.  All integers
+ * the host's state machine.  Frames use net/frames.h's header (magic
+ * "AMLB", protocol, type, payload length), shared with the bootstrap, with
+ * types of their own, on one long-lived TCP connection per agent
+ * (net/conn.h).  All integers
  * are big-endian; "text" is the rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
@@ -29,7 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap/bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h" /* its hash and timeout parsing */
+#include "net/frames.h"
+#include "net/sockets.h"
 #include "util/parse.h"
 
 struct pollfd;
@@ -85,7 +88,7 @@ typedef struct {
     size_t in_len, in_cap;
     unsigned char *out;  /* frames waiting to be sent */
     size_t out_off, out_len, out_cap;
-    long long last_rx;   /* ms of amldist__bs_now_ms(): last frame in */
+    long long last_rx;   /* ms of amldist__loop_now_ms(): last frame in */
 } amldist__rz_conn_t;
 
 /* Frames a connection may queue unsent before its peer counts as stuck. */

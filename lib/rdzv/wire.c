@@ -12,13 +12,13 @@
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
-    amldist__bs_put_u32(p, (uint32_t)(v >> 32));
-    amldist__bs_put_u32(p + 4, (uint32_t)v);
+    amldist__net_put_u32(p, (uint32_t)(v >> 32));
+    amldist__net_put_u32(p + 4, (uint32_t)v);
 }
 
 static uint64_t get_u64(const unsigned char *p)
 {
-    return (uint64_t)amldist__bs_get_u32(p) << 32 | amldist__bs_get_u32(p + 4);
+    return (uint64_t)amldist__net_get_u32(p) << 32 | amldist__net_get_u32(p + 4);
 }
 
 void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
@@ -29,7 +29,7 @@ void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
     const uint32_t v[] = {j->round, j->nproc, j->order, j->min,
                           j->max,   j->max_restarts, j->port};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        amldist__bs_put_u32(p + 24 + 4 * i, v[i]);
+        amldist__net_put_u32(p + 24 + 4 * i, v[i]);
 }
 
 void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j)
@@ -40,7 +40,7 @@ void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j)
     uint32_t *v[] = {&j->round, &j->nproc, &j->order, &j->min,
                      &j->max,   &j->max_restarts, &j->port};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        *v[i] = amldist__bs_get_u32(p + 24 + 4 * i);
+        *v[i] = amldist__net_get_u32(p + 24 + 4 * i);
 }
 
 uint32_t amldist__rz_max_payload(unsigned type)
@@ -96,7 +96,7 @@ void amldist__rz_conn_init(amldist__rz_conn_t *c, int fd)
 {
     memset(c, 0, sizeof *c);
     c->fd = fd;
-    c->last_rx = amldist__bs_now_ms();
+    c->last_rx = amldist__loop_now_ms();
 }
 
 void amldist__rz_conn_close(amldist__rz_conn_t *c)
@@ -112,7 +112,7 @@ void amldist__rz_conn_close(amldist__rz_conn_t *c)
 int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
                      size_t len)
 {
-    size_t need = c->out_len - c->out_off + AMLDIST__BS_HEADER_LEN + len;
+    size_t need = c->out_len - c->out_off + AMLDIST__FRAME_HEADER_LEN + len;
     if (need > AMLDIST__RZ_OUT_MAX)
         return -1;
     if (c->out_off > 0) { /* move the unsent rest to the front */
@@ -130,10 +130,10 @@ int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
         c->out = n;
         c->out_cap = cap;
     }
-    amldist__bs_put_header(c->out + c->out_len, type, (uint32_t)len);
+    amldist__frame_put_header(c->out + c->out_len, type, (uint32_t)len);
     if (len)
-        memcpy(c->out + c->out_len + AMLDIST__BS_HEADER_LEN, p, len);
-    c->out_len += AMLDIST__BS_HEADER_LEN + len;
+        memcpy(c->out + c->out_len + AMLDIST__FRAME_HEADER_LEN, p, len);
+    c->out_len += AMLDIST__FRAME_HEADER_LEN + len;
     return amldist__rz_flush(c);
 }
 
@@ -182,19 +182,19 @@ int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
 {
     *why = NULL;
     /* The last call's frame was handed out: start the next one. */
-    if (c->in_len >= AMLDIST__BS_HEADER_LEN &&
-        c->in_len == AMLDIST__BS_HEADER_LEN +
-                         (size_t)amldist__bs_get_u32(c->in + 8))
+    if (c->in_len >= AMLDIST__FRAME_HEADER_LEN &&
+        c->in_len == AMLDIST__FRAME_HEADER_LEN +
+                         (size_t)amldist__net_get_u32(c->in + 8))
         c->in_len = 0;
     for (;;) {
-        size_t want = AMLDIST__BS_HEADER_LEN;
-        if (c->in_len >= AMLDIST__BS_HEADER_LEN) {
+        size_t want = AMLDIST__FRAME_HEADER_LEN;
+        if (c->in_len >= AMLDIST__FRAME_HEADER_LEN) {
             unsigned proto = (unsigned)c->in[4] << 8 | c->in[5];
             *type = (unsigned)c->in[6] << 8 | c->in[7];
-            *len = amldist__bs_get_u32(c->in + 8);
-            if (amldist__bs_get_u32(c->in) != AMLDIST__BS_MAGIC)
+            *len = amldist__net_get_u32(c->in + 8);
+            if (amldist__net_get_u32(c->in) != AMLDIST__FRAME_MAGIC)
                 *why = "not a control-plane frame (bad magic)";
-            else if (proto != AMLDIST__BS_PROTOCOL)
+            else if (proto != AMLDIST__FRAME_PROTOCOL)
                 *why = "unsupported protocol version";
             else if (!known_type(*type))
                 *why = "unknown frame type";
@@ -205,8 +205,8 @@ int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
                 return -1;
             want += *len;
             if (c->in_len == want) {
-                *payload = c->in + AMLDIST__BS_HEADER_LEN;
-                c->last_rx = amldist__bs_now_ms();
+                *payload = c->in + AMLDIST__FRAME_HEADER_LEN;
+                c->last_rx = amldist__loop_now_ms();
                 return 1;
             }
         }
@@ -255,7 +255,7 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
 {
     uint32_t v[6];
     for (int i = 0; i < 6; i++)
-        v[i] = amldist__bs_get_u32(p + 4 * i);
+        v[i] = amldist__net_get_u32(p + 4 * i);
     uint32_t nodes = v[3], alen = v[5];
     if (alen == 0 || alen > AMLDIST__RZ_ADDR_MAX || nodes == 0 ||
         nodes > AMLDIST_RDZV_MAX_NODES || v[2] >= nodes ||
@@ -271,7 +271,7 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
     }
     long long world = 0;
     for (uint32_t i = 0; i < nodes; i++) {
-        uint32_t k = amldist__bs_get_u32(p + 24 + alen + 4 * i);
+        uint32_t k = amldist__net_get_u32(p + 24 + alen + 4 * i);
         nproc[i] = (int)k;
         world += k;
         if (k == 0 || k > (1u << 20) || world > INT32_MAX) {

@@ -1,8 +1,8 @@
 /*
  * libFuzzer target for the bootstrap's untrusted inputs: frame headers and
- * requests as a foreign peer could send them (lib/bootstrap_frame.c), and
+ * requests as a foreign peer could send them (lib/bootstrap/frames.c), and
  * AMLDIST_BOOTSTRAP_PORT / AMLDIST_BOOTSTRAP_TIMEOUT values
- * (lib/bootstrap_config.c).  An accepted header must re-encode to the same
+ * (lib/bootstrap/config.c).  An accepted header must re-encode to the same
  * bytes and respect its type's limit; an accepted value must lie in range.
  */
 #include <stdint.h>
@@ -25,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void frames(const uint8_t *data, size_t size)
 {
-    unsigned char hdr[AMLDIST__BS_HEADER_LEN], again[AMLDIST__BS_HEADER_LEN];
+    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], again[AMLDIST__FRAME_HEADER_LEN];
     unsigned type = 0;
     uint32_t len = 0;
     const char *why = NULL;
-    if (size < AMLDIST__BS_HEADER_LEN)
+    if (size < AMLDIST__FRAME_HEADER_LEN)
         return;
     memcpy(hdr, data, sizeof hdr);
     if (amldist__bs_get_header(hdr, &type, &len, &why) < 0) {
@@ -38,15 +38,15 @@ static void frames(const uint8_t *data, size_t size)
     }
     REQUIRE(len <= amldist__bs_max_payload(type));
     REQUIRE(type == AMLDIST__BS_BLOB || len == amldist__bs_max_payload(type));
-    amldist__bs_put_header(again, type, len);
+    amldist__frame_put_header(again, type, len);
     REQUIRE(!memcmp(hdr, again, sizeof hdr));
     if (type == AMLDIST__BS_HELLO &&
-        size >= AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN) {
+        size >= AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN) {
         amldist__bs_hello_t h;
         unsigned char b[AMLDIST__BS_HELLO_LEN];
-        amldist__bs_get_hello(data + AMLDIST__BS_HEADER_LEN, &h);
+        amldist__bs_get_hello(data + AMLDIST__FRAME_HEADER_LEN, &h);
         amldist__bs_put_hello(b, &h);
-        REQUIRE(!memcmp(b, data + AMLDIST__BS_HEADER_LEN, sizeof b));
+        REQUIRE(!memcmp(b, data + AMLDIST__FRAME_HEADER_LEN, sizeof b));
     }
 }
 
