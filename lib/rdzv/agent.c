@@ -43,7 +43,7 @@ struct amldist_rdzv {
 
     /* Thread-owned. */
     amldist__rz_host_t *host;
-    amldist__rz_conn_t c;
+    amldist__conn_t c;
     struct addrinfo *ai;
     long long join_deadline, next_try, last_beat;
     int backoff_ms;
@@ -123,7 +123,7 @@ static void set_over(amldist_rdzv_t *r, int status, const char *failure)
  * takes over); anything else is a join error. */
 static void host_lost(amldist_rdzv_t *r, const char *why, int closed)
 {
-    amldist__rz_conn_close(&r->c);
+    amldist__conn_close(&r->c);
     pthread_mutex_lock(&r->mu);
     if (r->sh.state < C_RUNNING && !r->sh.err && closed &&
         now_ms() < r->join_deadline) {
@@ -241,7 +241,7 @@ static void send_join(amldist_rdzv_t *r)
         .port = (uint32_t)free_port(),
     };
     amldist__rz_put_join(buf, &j);
-    if (amldist__rz_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
+    if (amldist__conn_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
         host_lost(r, "cannot send", 1);
 }
 
@@ -317,37 +317,35 @@ static void send_queued(amldist_rdzv_t *r)
         free(fail);
         return;
     }
-    int bad = fail && amldist__rz_send(&r->c, AMLDIST__RZ_FAIL, fail,
+    int bad = fail && amldist__conn_send(&r->c, AMLDIST__RZ_FAIL, fail,
                                        fail_len) < 0;
     free(fail);
     if (!bad && have_done)
-        bad = amldist__rz_send(&r->c, AMLDIST__RZ_DONE, done, sizeof done) < 0;
+        bad = amldist__conn_send(&r->c, AMLDIST__RZ_DONE, done, sizeof done) < 0;
     if (bad)
         host_lost(r, "cannot send to it", 1);
 }
 
+/* amldist__conn_read() stops by itself once on_frame() closed r->c. */
+static int client_frame(void *r, unsigned type, const unsigned char *p,
+                        uint32_t len)
+{
+    on_frame(r, type, p, len);
+    return 0;
+}
+
 static void client_io(amldist_rdzv_t *r, short revents)
 {
-    if ((revents & POLLOUT) && amldist__rz_flush(&r->c) < 0) {
+    if ((revents & POLLOUT) && amldist__conn_flush(&r->c) < 0) {
         host_lost(r, "the connection failed", 1);
         return;
     }
     if (!(revents & (POLLIN | POLLHUP | POLLERR)))
         return;
-    for (int k = 0; k < 64 && r->c.fd >= 0; k++) {
-        unsigned type;
-        const unsigned char *p;
-        uint32_t len;
-        const char *why;
-        int rc = amldist__rz_recv(&r->c, &type, &p, &len, &why);
-        if (rc == 0)
-            return;
-        if (rc < 0) {
-            host_lost(r, why, rc == -2);
-            return;
-        }
-        on_frame(r, type, p, len);
-    }
+    const char *why;
+    int rc = amldist__conn_read(&r->c, client_frame, r, &why);
+    if (rc < 0)
+        host_lost(r, why, rc == -2);
 }
 
 static void client_timers(amldist_rdzv_t *r)
@@ -375,12 +373,12 @@ static void client_timers(amldist_rdzv_t *r)
                  r->cfg.join_timeout_ms / 1000.0);
         set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
         pthread_mutex_unlock(&r->mu);
-        amldist__rz_conn_close(&r->c);
+        amldist__conn_close(&r->c);
         return;
     }
     if (now - r->last_beat >= r->cfg.keepalive_ms) {
         r->last_beat = now;
-        if (amldist__rz_send(&r->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
+        if (amldist__conn_send(&r->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
             host_lost(r, "it stopped reading", 0);
     }
 }
@@ -415,7 +413,7 @@ static void *run(void *arg)
         int state = r->sh.state, closing = r->sh.closing;
         pthread_mutex_unlock(&r->mu);
         if (closing) {
-            amldist__rz_conn_close(&r->c);
+            amldist__conn_close(&r->c);
             if (!r->host || amldist__rz_host_drained(r->host))
                 break;
         }
@@ -549,7 +547,7 @@ static void free_handle(amldist_rdzv_t *r)
         close(r->wake[1]);
     if (r->efd >= 0)
         close(r->efd);
-    amldist__rz_conn_close(&r->c);
+    amldist__conn_close(&r->c);
     amldist__rz_host_free(r->host);
     if (r->ai)
         freeaddrinfo(r->ai);

@@ -44,7 +44,7 @@ enum {
 #define LOST_MAX 1024
 
 struct member {
-    amldist__rz_conn_t c;
+    amldist__conn_t c;
     int state;
     uint64_t agent;
     int order;     /* -1: none */
@@ -103,7 +103,7 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
     if (h->spare >= 0)
         close(h->spare);
     for (int i = 0; i < h->nm; i++) {
-        amldist__rz_conn_close(&h->m[i]->c);
+        amldist__conn_close(&h->m[i]->c);
         free(h->m[i]);
     }
     free(h->m);
@@ -137,7 +137,7 @@ static int count_in_job(const amldist__rz_host_t *h)
 static void send_to(struct member *m, unsigned type, const void *p,
                     size_t len)
 {
-    if (m->c.fd >= 0 && amldist__rz_send(&m->c, type, p, len) < 0)
+    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0)
         m->c.last_rx = 0; /* silent since forever: lost at the next tick */
 }
 
@@ -590,7 +590,7 @@ static int make_room(amldist__rz_host_t *h, int lfd)
 {
     struct member *o = oldest_pending(h);
     if (o) {
-        amldist__rz_conn_close(&o->c);
+        amldist__conn_close(&o->c);
         o->state = M_GONE;
         return 0;
     }
@@ -622,7 +622,7 @@ static void accept_all(amldist__rz_host_t *h, int lfd)
                 close(fd);
                 continue;
             }
-            amldist__rz_conn_close(&o->c);
+            amldist__conn_close(&o->c);
             *o = (struct member){0};
             o->c.fd = fd;
             amldist__rz_conn_init(&o->c, fd);
@@ -659,24 +659,25 @@ void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
     }
 }
 
+struct reading {
+    amldist__rz_host_t *h;
+    struct member *m;
+};
+
+static int member_frame(void *arg, unsigned type, const unsigned char *p,
+                        uint32_t len)
+{
+    struct reading *rd = arg;
+    on_frame(rd->h, rd->m, type, p, len);
+    return rd->m->state == M_GONE;
+}
+
 static void read_member(amldist__rz_host_t *h, struct member *m)
 {
-    /* A bounded number of frames per wakeup, so that one chatty peer
-     * cannot starve the others. */
-    for (int k = 0; k < 64 && m->state != M_GONE; k++) {
-        unsigned type;
-        const unsigned char *p;
-        uint32_t len;
-        const char *why;
-        int rc = amldist__rz_recv(&m->c, &type, &p, &len, &why);
-        if (rc == 0)
-            return;
-        if (rc < 0) {
-            lose(h, m, why);
-            return;
-        }
-        on_frame(h, m, type, p, len);
-    }
+    struct reading rd = {h, m};
+    const char *why;
+    if (amldist__conn_read(&m->c, member_frame, &rd, &why) < 0)
+        lose(h, m, why);
 }
 
 static void tick(amldist__rz_host_t *h)
@@ -726,7 +727,7 @@ static void sweep(amldist__rz_host_t *h)
     int k = 0;
     for (int i = 0; i < h->nm; i++) {
         if (h->m[i]->state == M_GONE) {
-            amldist__rz_conn_close(&h->m[i]->c);
+            amldist__conn_close(&h->m[i]->c);
             free(h->m[i]);
         } else {
             h->m[k++] = h->m[i];
@@ -747,7 +748,7 @@ void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
         struct member *m = h->m[k];
         if (m->state == M_GONE || m->c.fd != pfd[i].fd || !pfd[i].revents)
             continue;
-        if ((pfd[i].revents & POLLOUT) && amldist__rz_flush(&m->c) < 0) {
+        if ((pfd[i].revents & POLLOUT) && amldist__conn_flush(&m->c) < 0) {
             lose(h, m, "the connection failed");
             continue;
         }
