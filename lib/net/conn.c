@@ -32,6 +32,22 @@ int amldist__conn_pending(const amldist__conn_t *c)
     return c->out_off < c->out_len;
 }
 
+/* Grow a buffer of *cap bytes to hold `need`. */
+static int grow(unsigned char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    unsigned char *b = realloc(*buf, n);
+    if (!b)
+        return -1;
+    *buf = b;
+    *cap = n;
+    return 0;
+}
+
 /* Room for `more` bytes behind what is queued, all of it in buf from its
  * start on (a caller's frame still unsent is copied there). */
 static int reserve_out(amldist__conn_t *c, size_t more)
@@ -39,18 +55,11 @@ static int reserve_out(amldist__conn_t *c, size_t more)
     size_t queued = c->out_len - c->out_off, need = queued + more;
     if (need > AMLDIST__CONN_OUT_MAX)
         return -1;
-    if (need > c->buf_cap) {
-        size_t cap = c->buf_cap ? c->buf_cap : 256;
-        while (cap < need)
-            cap *= 2;
-        unsigned char *n = realloc(c->buf, cap);
-        if (!n)
-            return -1;
-        if (c->out == c->buf)
-            c->out = n;
-        c->buf = n;
-        c->buf_cap = cap;
-    }
+    int in_buf = c->out == c->buf; /* not a caller's frame */
+    if (grow(&c->buf, &c->buf_cap, need) < 0)
+        return -1;
+    if (in_buf)
+        c->out = c->buf; /* realloc may have moved it */
     if (queued > 0 && (c->out != c->buf || c->out_off > 0))
         memmove(c->buf, c->out + c->out_off, queued);
     c->out = c->buf;
@@ -109,22 +118,6 @@ int amldist__conn_flush(amldist__conn_t *c)
     return 0;
 }
 
-/* Grow the input buffer to hold `need` bytes. */
-static int reserve_in(amldist__conn_t *c, size_t need)
-{
-    if (need <= c->in_cap)
-        return 0;
-    size_t cap = c->in_cap ? c->in_cap : 256;
-    while (cap < need)
-        cap *= 2;
-    unsigned char *n = realloc(c->in, cap);
-    if (!n)
-        return -1;
-    c->in = n;
-    c->in_cap = cap;
-    return 0;
-}
-
 int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                        const unsigned char **payload, uint32_t *len,
                        const char **why)
@@ -148,7 +141,7 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                 return 1;
             }
         }
-        if (reserve_in(c, want) < 0) {
+        if (grow(&c->in, &c->in_cap, want) < 0) {
             *why = "out of memory";
             return -1;
         }

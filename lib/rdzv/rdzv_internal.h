@@ -79,8 +79,6 @@ typedef struct {
 
 void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
 void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
-/* The largest payload a frame of `type` may carry (JOIN: exactly). */
-uint32_t amldist__rz_max_payload(unsigned type);
 
 /* The frames of the control plane with their payload limits, and a
  * connection (net/conn.h) whose peer sends them. */

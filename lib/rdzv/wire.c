@@ -53,13 +53,6 @@ const amldist__frame_limit_t amldist__rz_frames[] = {
     {0, 0, 0},
 };
 
-uint32_t amldist__rz_max_payload(unsigned type)
-{
-    const amldist__frame_limit_t *lim =
-        amldist__frame_limit(amldist__rz_frames, type);
-    return lim ? lim->max : 0;
-}
-
 void amldist__rz_conn_init(amldist__conn_t *c, int fd)
 {
     amldist__conn_init(c, fd, amldist__rz_frames);

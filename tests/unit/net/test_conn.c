@@ -52,32 +52,42 @@ static int unread(int fd)
     return n;
 }
 
+/* One amldist__conn_recv()'s results. */
+struct got {
+    unsigned type;
+    const unsigned char *p;
+    uint32_t len;
+    const char *why;
+};
+
+static int get(amldist__conn_t *c, struct got *g)
+{
+    return amldist__conn_recv(c, &g->type, &g->p, &g->len, &g->why);
+}
+
 static void test_whole_frames(void)
 {
     amldist__conn_t c;
     int peer;
     pair(&c, &peer);
     unsigned char b[256];
-    unsigned type;
-    const unsigned char *p;
-    uint32_t len;
-    const char *why;
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 0); /* nothing yet */
+    struct got g;
+    CHECK_INT_EQ(get(&c, &g), 0); /* nothing yet */
     /* Two frames in one write: one at a time, the second not taken early. */
     size_t n = frame(b, T_TEXT, "hello", 5);
     n += frame(b + n, T_EMPTY, "", 0);
     put(peer, b, n);
     c.last_rx = 0;
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 1);
-    CHECK_INT_EQ(type, T_TEXT);
-    CHECK_INT_EQ(len, 5);
-    CHECK(!memcmp(p, "hello", 5));
+    CHECK_INT_EQ(get(&c, &g), 1);
+    CHECK_INT_EQ(g.type, T_TEXT);
+    CHECK_INT_EQ(g.len, 5);
+    CHECK(!memcmp(g.p, "hello", 5));
     CHECK(c.last_rx > 0);
     CHECK_INT_EQ(unread(c.fd), HDR);
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 1);
-    CHECK_INT_EQ(type, T_EMPTY);
-    CHECK_INT_EQ(len, 0);
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 0);
+    CHECK_INT_EQ(get(&c, &g), 1);
+    CHECK_INT_EQ(g.type, T_EMPTY);
+    CHECK_INT_EQ(g.len, 0);
+    CHECK_INT_EQ(get(&c, &g), 0);
     amldist__conn_close(&c);
     CHECK_INT_EQ(c.fd, -1);
     amldist__conn_close(&c); /* twice: nothing left to close */
@@ -91,27 +101,24 @@ static void test_split_over_reads(void)
     int peer;
     pair(&c, &peer);
     unsigned char b[64];
-    unsigned type;
-    const unsigned char *p;
-    uint32_t len;
-    const char *why;
+    struct got g;
     size_t n = frame(b, T_RANGE, "abcdefgh", 8);
     for (size_t i = 0; i + 1 < n; i++) {
         put(peer, b + i, 1);
-        CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 0);
-        CHECK(why == NULL);
+        CHECK_INT_EQ(get(&c, &g), 0);
+        CHECK(g.why == NULL);
     }
     put(peer, b + n - 1, 1);
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 1);
-    CHECK_INT_EQ(type, T_RANGE);
-    CHECK_INT_EQ(len, 8);
-    CHECK(!memcmp(p, "abcdefgh", 8));
+    CHECK_INT_EQ(get(&c, &g), 1);
+    CHECK_INT_EQ(g.type, T_RANGE);
+    CHECK_INT_EQ(g.len, 8);
+    CHECK(!memcmp(g.p, "abcdefgh", 8));
     /* The header whole, the payload in two pieces. */
     put(peer, b, HDR + 3);
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 0);
+    CHECK_INT_EQ(get(&c, &g), 0);
     put(peer, b + HDR + 3, 5);
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), 1);
-    CHECK(!memcmp(p, "abcdefgh", 8));
+    CHECK_INT_EQ(get(&c, &g), 1);
+    CHECK(!memcmp(g.p, "abcdefgh", 8));
     amldist__conn_close(&c);
     close(peer);
 }
@@ -127,12 +134,9 @@ static void expect_refused(const unsigned char *hdr, size_t payload,
     memcpy(b, hdr, HDR);
     memset(b + HDR, 'x', payload);
     put(peer, b, HDR + payload);
-    unsigned type;
-    const unsigned char *p;
-    uint32_t len;
-    const char *why = NULL;
-    CHECK_INT_EQ(amldist__conn_recv(&c, &type, &p, &len, &why), -1);
-    CHECK_STR_HAS(why, what);
+    struct got g;
+    CHECK_INT_EQ(get(&c, &g), -1);
+    CHECK_STR_HAS(g.why, what);
     CHECK_INT_EQ(unread(c.fd), (long long)payload);
     amldist__conn_close(&c);
     close(peer);
@@ -176,17 +180,14 @@ static void closed_after(size_t bytes)
     size_t n = frame(b, T_TEXT, "0123456789", 10);
     put(peer, b, bytes < n ? bytes : n);
     close(peer);
-    unsigned type;
-    const unsigned char *p;
-    uint32_t len;
-    const char *why = NULL;
-    int rc = amldist__conn_recv(&c, &type, &p, &len, &why);
+    struct got g;
+    int rc = get(&c, &g);
     if (bytes >= n) {
         CHECK_INT_EQ(rc, 1);
-        rc = amldist__conn_recv(&c, &type, &p, &len, &why);
+        rc = get(&c, &g);
     }
     CHECK_INT_EQ(rc, -2);
-    CHECK_STR_HAS(why, "connection closed");
+    CHECK_STR_HAS(g.why, "connection closed");
     amldist__conn_close(&c);
 }
 
@@ -199,27 +200,33 @@ static void test_peer_closes(void)
     closed_after(HDR + 10);    /* after a whole frame */
 }
 
-/* Reads everything the peer end has, up to `max` bytes. */
-static size_t drain(int fd, unsigned char *b, size_t max)
+/* A pair whose socket buffers are small, to fill them quickly. */
+static void small_pair(amldist__conn_t *c, int *peer)
 {
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = recv(fd, b + got, max - got, MSG_DONTWAIT);
-        if (n <= 0)
-            return got;
-        got += (size_t)n;
-    }
+    int small = 4096;
+    pair(c, peer);
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    setsockopt(*peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
 }
 
-/* A socket that takes nothing more: frames wait in the queue, in order,
- * up to AMLDIST__CONN_OUT_MAX; then the peer counts as stuck. */
+/* The peer reads (and drops) while c sends what it queued. */
+static void empty_queue(amldist__conn_t *c, int peer)
+{
+    unsigned char scratch[1 << 16];
+    do {
+        CHECK_INT_EQ(amldist__conn_flush(c), 0);
+        while (recv(peer, scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
+        }
+    } while (amldist__conn_pending(c));
+}
+
+/* A socket that takes nothing more: frames wait in the queue, and go out
+ * whole and in order once the peer reads. */
 static void test_full_socket(void)
 {
     amldist__conn_t c;
-    int peer, small = 4096;
-    pair(&c, &peer);
-    setsockopt(c.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-    setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    int peer;
+    small_pair(&c, &peer);
     char payload[100];
     int sent = 0;
     while (!amldist__conn_pending(&c) && sent < 100000) {
@@ -242,16 +249,13 @@ static void test_full_socket(void)
     int got = 0;
     for (int round = 0; round < 100000 && got < sent; round++) {
         CHECK_INT_EQ(amldist__conn_flush(&c), 0);
-        unsigned type;
-        const unsigned char *p;
-        uint32_t len;
-        const char *why;
+        struct got g;
         int rc;
-        while ((rc = amldist__conn_recv(&r, &type, &p, &len, &why)) == 1) {
-            CHECK_INT_EQ(type, T_TEXT);
-            CHECK_INT_EQ(len, sizeof payload);
-            CHECK_INT_EQ(p[0], 'a' + got % 26);
-            CHECK_INT_EQ(p[len - 1], 'a' + got % 26);
+        while ((rc = get(&r, &g)) == 1) {
+            CHECK_INT_EQ(g.type, T_TEXT);
+            CHECK_INT_EQ(g.len, sizeof payload);
+            CHECK_INT_EQ(g.p[0], 'a' + got % 26);
+            CHECK_INT_EQ(g.p[g.len - 1], 'a' + got % 26);
             got++;
         }
         CHECK_INT_EQ(rc, 0);
@@ -262,6 +266,7 @@ static void test_full_socket(void)
     amldist__conn_close(&c);
 }
 
+/* A peer that never reads: the queue stops at AMLDIST__CONN_OUT_MAX. */
 static void test_stuck_peer(void)
 {
     amldist__conn_t c;
@@ -297,32 +302,18 @@ static void test_write_error(void)
 static void test_send_ref(void)
 {
     amldist__conn_t c;
-    int peer, small = 4096;
-    pair(&c, &peer);
-    setsockopt(c.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
-    setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    static unsigned char shared[HDR + 100], big[HDR + 100];
+    int peer;
+    small_pair(&c, &peer);
+    static unsigned char shared[HDR + 100], filler[100];
     amldist__frame_put_header(shared, T_TEXT, 100);
     memset(shared + HDR, 's', 100);
-    /* Fill the socket, then hand the shared frame over: it waits as is. */
+    /* Fill the socket, then hand the shared frame over: it is copied. */
     while (!amldist__conn_pending(&c))
-        CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, big + HDR, 100), 0);
+        CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, filler, 100), 0);
     CHECK_INT_EQ(amldist__conn_send_ref(&c, shared, sizeof shared), 0);
-    CHECK(c.out == c.buf); /* copied behind the queue */
-    unsigned char scratch[1 << 16];
-    drain(peer, scratch, sizeof scratch);
-    while (amldist__conn_pending(&c)) {
-        CHECK_INT_EQ(amldist__conn_flush(&c), 0);
-        drain(peer, scratch, sizeof scratch);
-    }
+    CHECK(c.out == c.buf);
+    empty_queue(&c, peer);
     /* Nothing queued: the frame itself is referred to until sent. */
-    while (!amldist__conn_pending(&c))
-        CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, big + HDR, 100), 0);
-    drain(peer, scratch, sizeof scratch);
-    while (amldist__conn_pending(&c)) {
-        CHECK_INT_EQ(amldist__conn_flush(&c), 0);
-        drain(peer, scratch, sizeof scratch);
-    }
     int refs = 0, waiting = 0;
     while (refs < 1000 && !waiting) {
         CHECK_INT_EQ(amldist__conn_send_ref(&c, shared, sizeof shared), 0);
@@ -336,23 +327,20 @@ static void test_send_ref(void)
     memset(shared + HDR, 'z', 100); /* the caller's buffer is free again */
     amldist__conn_t r;
     amldist__conn_init(&r, peer, limits);
-    unsigned type;
-    const unsigned char *p;
-    uint32_t len;
-    const char *why;
+    struct got g;
     int empties = 0, shared_seen = 0;
     for (int round = 0; round < 100000 && !empties; round++) {
         CHECK_INT_EQ(amldist__conn_flush(&c), 0);
-        while (amldist__conn_recv(&r, &type, &p, &len, &why) == 1) {
-            if (type == T_EMPTY) {
+        while (get(&r, &g) == 1) {
+            if (g.type == T_EMPTY) {
                 empties++;
                 continue;
             }
             /* Either a filler of zeros or the shared frame, whole. */
-            CHECK_INT_EQ(len, 100);
-            shared_seen += p[0] == 's';
-            CHECK(p[0] == 's' || p[0] == 0);
-            CHECK(!memcmp(p, p + 1, len - 1));
+            CHECK_INT_EQ(g.len, 100);
+            shared_seen += g.p[0] == 's';
+            CHECK(g.p[0] == 's' || g.p[0] == 0);
+            CHECK(!memcmp(g.p, g.p + 1, g.len - 1));
         }
     }
     CHECK_INT_EQ(empties, 1);
