@@ -14,9 +14,7 @@ const amldist__frame_limit_t amldist__bs_frames[] = {
 
 uint32_t amldist__bs_max_payload(unsigned type)
 {
-    const amldist__frame_limit_t *lim =
-        amldist__frame_limit(amldist__bs_frames, type);
-    return lim ? lim->max : 0;
+    return amldist__frame_max_payload(amldist__bs_frames, type);
 }
 
 int amldist__bs_get_header(const unsigned char *p, unsigned *type,

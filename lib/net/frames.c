@@ -36,6 +36,13 @@ amldist__frame_limit(const amldist__frame_limit_t *limits, unsigned type)
     return NULL;
 }
 
+uint32_t amldist__frame_max_payload(const amldist__frame_limit_t *limits,
+                                    unsigned type)
+{
+    const amldist__frame_limit_t *lim = amldist__frame_limit(limits, type);
+    return lim ? lim->max : 0;
+}
+
 int amldist__frame_get_header(const unsigned char *p,
                               const amldist__frame_limit_t *limits,
                               unsigned *type, uint32_t *len, const char **why)

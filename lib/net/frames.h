@@ -18,13 +18,13 @@
 #define AMLDIST__FRAME_PROTOCOL 2u
 #define AMLDIST__FRAME_HEADER_LEN 12
 
-/* One type of a protocol and the least and most payload it may carry. */
+/* One type of a protocol and the least and most payload it may carry.  A
+ * protocol's table of them has one entry a type and ends with an entry of
+ * type 0, which no protocol uses; types not in it are unknown. */
 typedef struct {
     unsigned type;
     uint32_t min, max;
 } amldist__frame_limit_t;
-/* A protocol's frames: one entry a type, ended by one of type 0 (which no
- * protocol uses).  Types not in it are unknown. */
 
 void amldist__net_put_u32(unsigned char *p, uint32_t v);
 uint32_t amldist__net_get_u32(const unsigned char *p);
@@ -39,5 +39,8 @@ int amldist__frame_get_header(const unsigned char *p,
 /* The limits of `type`, or NULL when the table does not know it. */
 const amldist__frame_limit_t *
 amldist__frame_limit(const amldist__frame_limit_t *limits, unsigned type);
+/* The most payload `type` may carry; 0 when the table does not know it. */
+uint32_t amldist__frame_max_payload(const amldist__frame_limit_t *limits,
+                                    unsigned type);
 
 #endif /* AMLDIST_NET_FRAMES_H */

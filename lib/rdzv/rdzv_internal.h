@@ -83,6 +83,8 @@ void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
 /* The frames of the control plane with their payload limits, and a
  * connection (net/conn.h) whose peer sends them. */
 extern const amldist__frame_limit_t amldist__rz_frames[];
+/* The largest payload a frame of `type` may carry (JOIN: exactly). */
+uint32_t amldist__rz_max_payload(unsigned type);
 void amldist__rz_conn_init(amldist__conn_t *c, int fd);
 
 /* What every agent of a job shares, and the host enforces. */

@@ -53,6 +53,11 @@ const amldist__frame_limit_t amldist__rz_frames[] = {
     {0, 0, 0},
 };
 
+uint32_t amldist__rz_max_payload(unsigned type)
+{
+    return amldist__frame_max_payload(amldist__rz_frames, type);
+}
+
 void amldist__rz_conn_init(amldist__conn_t *c, int fd)
 {
     amldist__conn_init(c, fd, amldist__rz_frames);
