@@ -7,7 +7,7 @@
  * what amldist_rdzv_next() said, the job's exit status and failure.
  *
  * The second half drives a live host with a raw TCP client built from the
- * frame helpers (lib/bootstrap_internal.h, lib/rdzv_internal.h): garbage,
+ * frame helpers (lib/net/frames.h, lib/rdzv/rdzv_internal.h): garbage,
  * malformed frames, foreign and replayed JOINs, silent and half-sent
  * frames, hundreds of idle connections.  The real agents must still form
  * their rounds and hear failures at once, and the host must never crash.
