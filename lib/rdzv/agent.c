@@ -43,7 +43,7 @@ struct amldist_rdzv {
 
     /* Thread-owned. */
     amldist__rz_host_t *host;
-    amldist__rz_conn_t c;
+    amldist__conn_t c;
     struct addrinfo *ai;
     long long join_deadline, next_try, last_beat;
     int backoff_ms;
@@ -65,7 +65,7 @@ struct amldist_rdzv {
     } sh;
 };
 
-static long long now_ms(void) { return amldist__bs_now_ms(); }
+static long long now_ms(void) { return amldist__loop_now_ms(); }
 
 static void wake_thread(amldist_rdzv_t *r)
 {
@@ -123,7 +123,7 @@ static void set_over(amldist_rdzv_t *r, int status, const char *failure)
  * takes over); anything else is a join error. */
 static void host_lost(amldist_rdzv_t *r, const char *why, int closed)
 {
-    amldist__rz_conn_close(&r->c);
+    amldist__conn_close(&r->c);
     pthread_mutex_lock(&r->mu);
     if (r->sh.state < C_RUNNING && !r->sh.err && closed &&
         now_ms() < r->join_deadline) {
@@ -176,7 +176,7 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
         break;
     case AMLDIST__RZ_STOP:
         if (r->sh.state == C_RUNNING &&
-            (int)amldist__bs_get_u32(p) == r->sh.next.round) {
+            (int)amldist__net_get_u32(p) == r->sh.next.round) {
             size_t n = len - 4;
             memcpy(r->sh.stop_why, p + 4, n);
             r->sh.stop_why[n] = '\0';
@@ -197,14 +197,14 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
                      r->endpoint, text && *text ? ": " : "",
                      text ? text : "");
         }
-        set_over(r, (int)(amldist__bs_get_u32(p) & 0xff),
+        set_over(r, (int)(amldist__net_get_u32(p) & 0xff),
                  text ? text : "(out of memory)");
         free(text);
         break;
     }
     case AMLDIST__RZ_REFUSE: {
         size_t n = len - 4;
-        uint32_t reason = amldist__bs_get_u32(p);
+        uint32_t reason = amldist__net_get_u32(p);
         r->sh.err = refusal_code(reason);
         int k = snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
                          reason == AMLDIST__RZ_R_TIMEOUT
@@ -241,7 +241,7 @@ static void send_join(amldist_rdzv_t *r)
         .port = (uint32_t)free_port(),
     };
     amldist__rz_put_join(buf, &j);
-    if (amldist__rz_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
+    if (amldist__conn_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
         host_lost(r, "cannot send", 1);
 }
 
@@ -263,7 +263,7 @@ static void try_connect(amldist_rdzv_t *r)
     for (const struct addrinfo *ai = r->ai; ai; ai = ai->ai_next) {
         long long dl = now + 2000 < r->join_deadline ? now + 2000
                                                      : r->join_deadline;
-        int fd = amldist__bs_connect(ai, dl);
+        int fd = amldist__net_connect(ai, dl);
         if (fd >= 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -308,46 +308,44 @@ static void send_queued(amldist_rdzv_t *r)
     if (r->sh.done) {
         r->sh.done = 0;
         have_done = 1;
-        amldist__bs_put_u32(done, (uint32_t)r->sh.next.round);
-        amldist__bs_put_u32(done + 4, (uint32_t)r->sh.done_status);
-        amldist__bs_put_u32(done + 8, (uint32_t)r->sh.done_port);
+        amldist__net_put_u32(done, (uint32_t)r->sh.next.round);
+        amldist__net_put_u32(done + 4, (uint32_t)r->sh.done_status);
+        amldist__net_put_u32(done + 8, (uint32_t)r->sh.done_port);
     }
     pthread_mutex_unlock(&r->mu);
     if (r->c.fd < 0) {
         free(fail);
         return;
     }
-    int bad = fail && amldist__rz_send(&r->c, AMLDIST__RZ_FAIL, fail,
+    int bad = fail && amldist__conn_send(&r->c, AMLDIST__RZ_FAIL, fail,
                                        fail_len) < 0;
     free(fail);
     if (!bad && have_done)
-        bad = amldist__rz_send(&r->c, AMLDIST__RZ_DONE, done, sizeof done) < 0;
+        bad = amldist__conn_send(&r->c, AMLDIST__RZ_DONE, done, sizeof done) < 0;
     if (bad)
         host_lost(r, "cannot send to it", 1);
 }
 
+/* amldist__conn_read() stops by itself once on_frame() closed r->c. */
+static int client_frame(void *r, unsigned type, const unsigned char *p,
+                        uint32_t len)
+{
+    on_frame(r, type, p, len);
+    return 0;
+}
+
 static void client_io(amldist_rdzv_t *r, short revents)
 {
-    if ((revents & POLLOUT) && amldist__rz_flush(&r->c) < 0) {
+    if ((revents & POLLOUT) && amldist__conn_flush(&r->c) < 0) {
         host_lost(r, "the connection failed", 1);
         return;
     }
     if (!(revents & (POLLIN | POLLHUP | POLLERR)))
         return;
-    for (int k = 0; k < 64 && r->c.fd >= 0; k++) {
-        unsigned type;
-        const unsigned char *p;
-        uint32_t len;
-        const char *why;
-        int rc = amldist__rz_recv(&r->c, &type, &p, &len, &why);
-        if (rc == 0)
-            return;
-        if (rc < 0) {
-            host_lost(r, why, rc == -2);
-            return;
-        }
-        on_frame(r, type, p, len);
-    }
+    const char *why;
+    int rc = amldist__conn_read(&r->c, client_frame, r, &why);
+    if (rc < 0)
+        host_lost(r, why, rc == -2);
 }
 
 static void client_timers(amldist_rdzv_t *r)
@@ -375,12 +373,12 @@ static void client_timers(amldist_rdzv_t *r)
                  r->cfg.join_timeout_ms / 1000.0);
         set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
         pthread_mutex_unlock(&r->mu);
-        amldist__rz_conn_close(&r->c);
+        amldist__conn_close(&r->c);
         return;
     }
     if (now - r->last_beat >= r->cfg.keepalive_ms) {
         r->last_beat = now;
-        if (amldist__rz_send(&r->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
+        if (amldist__conn_send(&r->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
             host_lost(r, "it stopped reading", 0);
     }
 }
@@ -415,7 +413,7 @@ static void *run(void *arg)
         int state = r->sh.state, closing = r->sh.closing;
         pthread_mutex_unlock(&r->mu);
         if (closing) {
-            amldist__rz_conn_close(&r->c);
+            amldist__conn_close(&r->c);
             if (!r->host || amldist__rz_host_drained(r->host))
                 break;
         }
@@ -525,12 +523,12 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
 static int maybe_host(amldist_rdzv_t *r)
 {
     int fds[8], nfds = 0, err = 0;
-    if (amldist__bs_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
+    if (amldist__net_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
                                  &err) < 0)
         return 0; /* another agent's: join as a client */
     if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
-                      amldist__bs_listen(r->ep_host, r->ep_port, fds, 8,
-                                         &nfds) < 0))
+                      amldist__net_listen(r->ep_host, r->ep_port, fds, 8,
+                                          &nfds, NULL, 0) < 0))
         return 0; /* not ours: join as a client */
     r->host = amldist__rz_host_new(&r->cfg, fds, nfds);
     if (!r->host) {
@@ -549,7 +547,7 @@ static void free_handle(amldist_rdzv_t *r)
         close(r->wake[1]);
     if (r->efd >= 0)
         close(r->efd);
-    amldist__rz_conn_close(&r->c);
+    amldist__conn_close(&r->c);
     amldist__rz_host_free(r->host);
     if (r->ai)
         freeaddrinfo(r->ai);
@@ -656,7 +654,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
                            "HOST:PORT", o.endpoint);
     } else if ((rc = fill_cfg(r, &o)) < 0) {
         /* message set */
-    } else if (amldist__bs_resolve(r->ep_host, r->ep_port, &r->ai, err,
+    } else if (amldist__net_resolve(r->ep_host, r->ep_port, &r->ai, err,
                                    sizeof err) < 0) {
         rc = amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: %s",
                            o.endpoint, err);
@@ -767,10 +765,10 @@ int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
     if (!f)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
     pthread_mutex_lock(&r->mu);
-    amldist__bs_put_u32(f, (uint32_t)r->sh.next.round);
-    amldist__bs_put_u32(f + 4, flags & AMLDIST_RDZV_FINAL);
-    amldist__bs_put_u32(f + 8, rank < 0 ? AMLDIST__RZ_NONE : (uint32_t)rank);
-    amldist__bs_put_u32(f + 12, (uint32_t)status);
+    amldist__net_put_u32(f, (uint32_t)r->sh.next.round);
+    amldist__net_put_u32(f + 4, flags & AMLDIST_RDZV_FINAL);
+    amldist__net_put_u32(f + 8, rank < 0 ? AMLDIST__RZ_NONE : (uint32_t)rank);
+    amldist__net_put_u32(f + 12, (uint32_t)status);
     if (n)
         memcpy(f + 16, summary, n);
     free(r->sh.fail); /* one failure per round is the host's to hear */

@@ -44,7 +44,7 @@ enum {
 #define LOST_MAX 1024
 
 struct member {
-    amldist__rz_conn_t c;
+    amldist__conn_t c;
     int state;
     uint64_t agent;
     int order;     /* -1: none */
@@ -72,7 +72,7 @@ struct amldist__rz_host {
     int spare; /* a descriptor held back for make_room() */
 };
 
-static long long now_ms(void) { return amldist__bs_now_ms(); }
+static long long now_ms(void) { return amldist__loop_now_ms(); }
 
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
                                          const int *lfds, int nlfds)
@@ -103,7 +103,7 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
     if (h->spare >= 0)
         close(h->spare);
     for (int i = 0; i < h->nm; i++) {
-        amldist__rz_conn_close(&h->m[i]->c);
+        amldist__conn_close(&h->m[i]->c);
         free(h->m[i]);
     }
     free(h->m);
@@ -137,7 +137,7 @@ static int count_in_job(const amldist__rz_host_t *h)
 static void send_to(struct member *m, unsigned type, const void *p,
                     size_t len)
 {
-    if (m->c.fd >= 0 && amldist__rz_send(&m->c, type, p, len) < 0)
+    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0)
         m->c.last_rx = 0; /* silent since forever: lost at the next tick */
 }
 
@@ -148,7 +148,7 @@ static void send_text(struct member *m, unsigned type, uint32_t head,
     size_t n = strlen(text);
     if (n > AMLDIST__RZ_TEXT_MAX)
         n = AMLDIST__RZ_TEXT_MAX;
-    amldist__bs_put_u32(buf, head);
+    amldist__net_put_u32(buf, head);
     memcpy(buf + 4, text, n);
     send_to(m, type, buf, 4 + n);
 }
@@ -194,7 +194,7 @@ static void end_job(amldist__rz_host_t *h, int status)
     h->over_at = now_ms();
     if (!buf) /* the agents then see the connection close: the host lost */
         return;
-    amldist__bs_put_u32(buf, (uint32_t)status);
+    amldist__net_put_u32(buf, (uint32_t)status);
     memcpy(buf + 4, h->failure, n);
     for (int i = 0; i < h->nm; i++)
         if (in_job(h->m[i]))
@@ -255,17 +255,17 @@ static void form_round(amldist__rz_host_t *h)
         end_job(h, AMLDIST_RDZV_STATUS_LOST);
         return;
     }
-    amldist__bs_put_u32(buf, (uint32_t)h->round);
-    amldist__bs_put_u32(buf + 4, (uint32_t)h->restarts);
-    amldist__bs_put_u32(buf + 12, (uint32_t)n);
-    amldist__bs_put_u32(buf + 16, (uint32_t)port);
-    amldist__bs_put_u32(buf + 20, (uint32_t)alen);
+    amldist__net_put_u32(buf, (uint32_t)h->round);
+    amldist__net_put_u32(buf + 4, (uint32_t)h->restarts);
+    amldist__net_put_u32(buf + 12, (uint32_t)n);
+    amldist__net_put_u32(buf + 16, (uint32_t)port);
+    amldist__net_put_u32(buf + 20, (uint32_t)alen);
     memcpy(buf + 24, addr, alen);
     for (int i = 0; i < n; i++)
-        amldist__bs_put_u32(buf + 24 + alen + 4 * (size_t)i,
+        amldist__net_put_u32(buf + 24 + alen + 4 * (size_t)i,
                             (uint32_t)nodes[i]->nproc);
     for (int i = 0; i < n; i++) {
-        amldist__bs_put_u32(buf + 8, (uint32_t)i);
+        amldist__net_put_u32(buf + 8, (uint32_t)i);
         nodes[i]->node = nodes[i]->prev_node = i;
         nodes[i]->state = M_RUNNING;
         nodes[i]->status = 0;
@@ -449,10 +449,10 @@ static void on_join(amldist__rz_host_t *h, struct member *m,
 static void on_fail(amldist__rz_host_t *h, struct member *m,
                     const unsigned char *p, uint32_t len)
 {
-    uint32_t round = amldist__bs_get_u32(p);
-    uint32_t flags = amldist__bs_get_u32(p + 4);
-    uint32_t rank = amldist__bs_get_u32(p + 8);
-    int status = (int)(amldist__bs_get_u32(p + 12) & 0xff);
+    uint32_t round = amldist__net_get_u32(p);
+    uint32_t flags = amldist__net_get_u32(p + 4);
+    uint32_t rank = amldist__net_get_u32(p + 8);
+    int status = (int)(amldist__net_get_u32(p + 12) & 0xff);
     if ((int)round != h->round || (m->state != M_RUNNING && m->state != M_DONE))
         return; /* a late word about an older round */
     int final = (flags & AMLDIST_RDZV_FINAL) != 0;
@@ -497,11 +497,11 @@ static void on_fail(amldist__rz_host_t *h, struct member *m,
 static void on_done(amldist__rz_host_t *h, struct member *m,
                     const unsigned char *p)
 {
-    uint32_t round = amldist__bs_get_u32(p);
+    uint32_t round = amldist__net_get_u32(p);
     if ((int)round != h->round || m->state != M_RUNNING)
         return;
-    m->status = (int)(amldist__bs_get_u32(p + 4) & 0xff);
-    m->port = (int)amldist__bs_get_u32(p + 8);
+    m->status = (int)(amldist__net_get_u32(p + 4) & 0xff);
+    m->port = (int)amldist__net_get_u32(p + 8);
     m->state = M_DONE;
     /* Workers the host had stopped did not fail: only a status given while
      * the round still ran is one. */
@@ -590,7 +590,7 @@ static int make_room(amldist__rz_host_t *h, int lfd)
 {
     struct member *o = oldest_pending(h);
     if (o) {
-        amldist__rz_conn_close(&o->c);
+        amldist__conn_close(&o->c);
         o->state = M_GONE;
         return 0;
     }
@@ -622,7 +622,7 @@ static void accept_all(amldist__rz_host_t *h, int lfd)
                 close(fd);
                 continue;
             }
-            amldist__rz_conn_close(&o->c);
+            amldist__conn_close(&o->c);
             *o = (struct member){0};
             o->c.fd = fd;
             amldist__rz_conn_init(&o->c, fd);
@@ -659,24 +659,25 @@ void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
     }
 }
 
+struct reading {
+    amldist__rz_host_t *h;
+    struct member *m;
+};
+
+static int member_frame(void *arg, unsigned type, const unsigned char *p,
+                        uint32_t len)
+{
+    struct reading *rd = arg;
+    on_frame(rd->h, rd->m, type, p, len);
+    return rd->m->state == M_GONE;
+}
+
 static void read_member(amldist__rz_host_t *h, struct member *m)
 {
-    /* A bounded number of frames per wakeup, so that one chatty peer
-     * cannot starve the others. */
-    for (int k = 0; k < 64 && m->state != M_GONE; k++) {
-        unsigned type;
-        const unsigned char *p;
-        uint32_t len;
-        const char *why;
-        int rc = amldist__rz_recv(&m->c, &type, &p, &len, &why);
-        if (rc == 0)
-            return;
-        if (rc < 0) {
-            lose(h, m, why);
-            return;
-        }
-        on_frame(h, m, type, p, len);
-    }
+    struct reading rd = {h, m};
+    const char *why;
+    if (amldist__conn_read(&m->c, member_frame, &rd, &why) < 0)
+        lose(h, m, why);
 }
 
 static void tick(amldist__rz_host_t *h)
@@ -726,7 +727,7 @@ static void sweep(amldist__rz_host_t *h)
     int k = 0;
     for (int i = 0; i < h->nm; i++) {
         if (h->m[i]->state == M_GONE) {
-            amldist__rz_conn_close(&h->m[i]->c);
+            amldist__conn_close(&h->m[i]->c);
             free(h->m[i]);
         } else {
             h->m[k++] = h->m[i];
@@ -747,7 +748,7 @@ void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
         struct member *m = h->m[k];
         if (m->state == M_GONE || m->c.fd != pfd[i].fd || !pfd[i].revents)
             continue;
-        if ((pfd[i].revents & POLLOUT) && amldist__rz_flush(&m->c) < 0) {
+        if ((pfd[i].revents & POLLOUT) && amldist__conn_flush(&m->c) < 0) {
             lose(h, m, "the connection failed");
             continue;
         }

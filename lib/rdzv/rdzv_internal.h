@@ -1,8 +1,9 @@
 /*
  * The control plane below amldist_rdzv_*(): its frames, its connections and
- * the host's state machine.  Frames use the bootstrap's header (magic
- * "AMLB", protocol, type, payload length; bootstrap_internal.h) with types
- * of their own, on one long-lived TCP connection per agent.  All integers
+ * the host's state machine.  Frames use net/frames.h's header (magic
+ * "AMLB", protocol, type, payload length), shared with the bootstrap, with
+ * types of their own, on one long-lived TCP connection per agent
+ * (net/conn.h).  All integers
  * are big-endian; "text" is the rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
@@ -29,7 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap/bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h" /* its hash and timeout parsing */
+#include "net/conn.h"
+#include "net/frames.h"
+#include "net/sockets.h"
 #include "util/parse.h"
 
 struct pollfd;
@@ -75,37 +79,13 @@ typedef struct {
 
 void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
 void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
+
+/* The frames of the control plane with their payload limits, and a
+ * connection (net/conn.h) whose peer sends them. */
+extern const amldist__frame_limit_t amldist__rz_frames[];
 /* The largest payload a frame of `type` may carry (JOIN: exactly). */
 uint32_t amldist__rz_max_payload(unsigned type);
-
-/* One long-lived, non-blocking connection with its buffers. */
-typedef struct {
-    int fd;
-    unsigned char *in;   /* the frame being received */
-    size_t in_len, in_cap;
-    unsigned char *out;  /* frames waiting to be sent */
-    size_t out_off, out_len, out_cap;
-    long long last_rx;   /* ms of amldist__bs_now_ms(): last frame in */
-} amldist__rz_conn_t;
-
-/* Frames a connection may queue unsent before its peer counts as stuck. */
-#define AMLDIST__RZ_OUT_MAX (1u << 20)
-
-void amldist__rz_conn_init(amldist__rz_conn_t *c, int fd);
-void amldist__rz_conn_close(amldist__rz_conn_t *c);
-/* Queue a frame (header added); -1 when the peer is stuck (queue full) or
- * out of memory. */
-int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
-                     size_t len);
-/* Send what the socket takes now; -1 on a write error. */
-int amldist__rz_flush(amldist__rz_conn_t *c);
-/* Read what the socket has: 1 with a whole frame in *type, *payload and
- * *len (valid until the next call), 0 when none is complete yet, -1 on a
- * malformed or oversized frame, -2 at end of file or on a socket error
- * (*why says which). */
-int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
-                     const unsigned char **payload, uint32_t *len,
-                     const char **why);
+void amldist__rz_conn_init(amldist__conn_t *c, int fd);
 
 /* What every agent of a job shares, and the host enforces. */
 typedef struct {
