@@ -9,13 +9,14 @@
  * costs.
  *
  * A copy is used only where it is exactly what discovery would give now.
- * Its name carries the boot id and hwloc's API version, and its header the
- * fingerprint of everything the discovered topology depends on that can
- * change while the machine is up (cache_fingerprint()): the CPUs and NUMA
- * nodes online, the cgroup's cpuset (what hwloc keeps of the machine), the
- * PCI devices (a GPU or NIC hidden, added, passed through), the network and
- * RDMA devices and port states, hwloc's own variables, and the identity of
- * the hwloc and libamldist libraries.  The process's own affinity
+ * Its name carries the host, the boot id and hwloc's API version, and its
+ * header the fingerprint of everything the discovered topology depends on
+ * that can change while the machine is up (amldist__cache_fingerprint()):
+ * the CPUs and NUMA nodes online, the cgroup's cpuset (what hwloc keeps of
+ * the machine), the PCI devices (a GPU or NIC hidden, added, passed
+ * through), the network and RDMA devices and port states, hwloc's own
+ * variables, and the identity of the hwloc and libamldist libraries.  It
+ * is compared whole.  The process's own affinity
  * (taskset, mpirun's binding) is not in it: the topology does not depend
  * on it, and the plan reads it live.  A copy whose fingerprint differs,
  * from another boot or machine, truncated, corrupt (length and hash of the

@@ -108,23 +108,24 @@ struct amldist_plan {
 int amldist__usable_gpus(amldist_topo_t *t);
 
 /* A new hwloc topology set up as every load wants it: PCI devices kept,
- * GPU-driver components and unused plugins off; not loaded yet (topo/load.c). */
+ * GPU-driver components and unused plugins off; not loaded yet
+ * (topo/load.c). */
 int amldist__hwloc_new(hwloc_topology_t *h);
 /* amldist__hwloc_new() and hwloc's live discovery of this machine. */
 int amldist__hwloc_discover(hwloc_topology_t *h);
 
 /*
- * This machine's topology through the per-node cache (topo/cache.c): a valid
- * copy when there is one, else discovery, whose export is then stored for
- * the next process.  *h is a loaded topology, or NULL after an error.
+ * This machine's topology through the per-node cache (topo/cache.c): a
+ * valid copy when there is one, else discovery, whose export is then stored
+ * for the next process.  *h is a loaded topology, or NULL after an error.
  * The cache is hwloc's XML export in a directory private to the user
  * (AMLDIST_TOPOLOGY_CACHE: 0 off, or the directory; else
  * $XDG_RUNTIME_DIR/amldist, /run/user/UID/amldist, /tmp/amldist-UID),
- * named by the boot id, the hwloc API version and a hash of its
- * fingerprint, and used only when its fingerprint is this process's:
- * see cache_fingerprint().  For tests only, AMLDIST_TEST_TOPOLOGY_CACHE_LOG
- * names a file that gets one line per decision ("hit NAME", "miss NAME:
- * WHY", "store NAME", "off: WHY" ...).
+ * named by the host, the boot id, the hwloc API version and a hash of its
+ * fingerprint, and used only when its fingerprint is this process's (see
+ * amldist__cache_fingerprint()).  For tests only,
+ * AMLDIST_TEST_TOPOLOGY_CACHE_LOG names a file that gets one line per
+ * decision ("hit NAME", "miss NAME: WHY", "store NAME", "off: WHY" ...).
  */
 int amldist__topo_live(hwloc_topology_t *h);
 
