@@ -156,6 +156,7 @@ if [ "$(id -u)" = 0 ] && [ "$ncpu" -ge 2 ]; then
     done
 fi
 if [ -n "$cg" ]; then
+    trap 'rmdir "$cg" 2>/dev/null; rm -rf "$TEST_TMP"' EXIT
     incg=$TEST_TMP/incg # runs its command inside the cgroup
     printf '#!/bin/sh\necho $$ >"%s/cgroup.procs" && exec "$@"\n' "$cg" >"$incg"
     chmod +x "$incg"
