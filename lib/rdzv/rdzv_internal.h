@@ -128,11 +128,11 @@ typedef struct {
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why);
 
-/* The layout of worker `index` of this node in round *rd (rdzv_layout.c). */
+/* The layout of worker `index` of this node in round *rd (layout.c). */
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out);
 
-/* The host's side (rdzv_host.c), run on the handle's thread beside the
+/* The host's side (host.c), run on the handle's thread beside the
  * agent's own connection.  It owns the listening sockets it is given. */
 typedef struct amldist__rz_host amldist__rz_host_t;
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
