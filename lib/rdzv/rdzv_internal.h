@@ -124,6 +124,9 @@ typedef struct {
     int *nproc; /* nnodes entries, malloc'd */
 } amldist__rz_round_t;
 
+/* Encode round *rd as an ASSIGN for its node rd->node at p (room for
+ * AMLDIST__RZ_ASSIGN_MAX); its length. */
+size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p);
 /* Decode an ASSIGN into *out (its nproc array replaced); 0 or -1 with *why. */
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why);

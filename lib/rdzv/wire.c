@@ -250,6 +250,21 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
                             amldist__bs_hash("amldist-rdzv|", HASH_START));
 }
 
+size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p)
+{
+    size_t alen = strlen(rd->master_addr);
+    const uint32_t v[] = {(uint32_t)rd->round, (uint32_t)rd->restarts,
+                          (uint32_t)rd->node, (uint32_t)rd->nnodes,
+                          (uint32_t)rd->master_port, (uint32_t)alen};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        amldist__bs_put_u32(p + 4 * i, v[i]);
+    memcpy(p + 24, rd->master_addr, alen);
+    for (int i = 0; i < rd->nnodes; i++)
+        amldist__bs_put_u32(p + 24 + alen + 4 * (size_t)i,
+                            (uint32_t)rd->nproc[i]);
+    return 24 + alen + 4 * (size_t)rd->nnodes;
+}
+
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why)
 {
