@@ -317,6 +317,16 @@ static int mixed_order(const amldist__rz_sm_t *sm, int order)
     return 0;
 }
 
+/* The workers of the job's members: of every later round at most. */
+static long long workers(const amldist__rz_sm_t *sm)
+{
+    long long n = 0;
+    for (int i = 0; i < sm->nm; i++)
+        if (in_job(&sm->m[i]))
+            n += sm->m[i].nproc;
+    return n;
+}
+
 /* 1: a member has this agent id (a replay); 2: a lost one had it. */
 static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
 {
@@ -371,7 +381,7 @@ static void on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
                "--max-restarts %u differ from the job's %d:%d and %d",
                j->min, j->max, j->max_restarts, sm->cfg.min, sm->cfg.max,
                sm->cfg.max_restarts);
-    } else if (j->nproc < 1 || j->nproc > (1u << 20) ||
+    } else if (j->nproc < 1 || j->nproc > AMLDIST__RZ_NPROC_MAX ||
                (order >= 0 && j->order > (1u << 30))) {
         refuse(sm, who, NULL, AMLDIST__RZ_R_PROTO, "worker count %u or "
                "order %u out of range", j->nproc, j->order);
@@ -401,6 +411,12 @@ static void on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
         refuse(sm, who, NULL, AMLDIST__RZ_R_FULL, "the job has its %d "
                "node%s (round %d)", sm->cfg.max, sm->cfg.max == 1 ? "" : "s",
                sm->round);
+    } else if (workers(sm) + j->nproc > AMLDIST__RZ_WORLD_MAX) {
+        /* Every agent would reject the round's ASSIGN as malformed. */
+        refuse(sm, who, NULL, AMLDIST__RZ_R_FULL, "this node's %u workers "
+               "would make the job's %lld, more than the %d that its agents "
+               "can number", j->nproc, workers(sm) + j->nproc,
+               AMLDIST__RZ_WORLD_MAX);
     } else {
         admit(sm, ev, order);
     }

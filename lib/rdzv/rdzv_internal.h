@@ -53,6 +53,10 @@ enum {
 #define AMLDIST__RZ_ASSIGN_MAX                                                 \
     (24 + AMLDIST__RZ_ADDR_MAX + 4 * AMLDIST_RDZV_MAX_NODES)
 #define AMLDIST__RZ_NONE 0xffffffffu
+/* Workers: of one node, and of the whole job (the sum over its nodes),
+ * that an agent accepts in an ASSIGN: it numbers them in an int. */
+#define AMLDIST__RZ_NPROC_MAX (1u << 20)
+#define AMLDIST__RZ_WORLD_MAX INT32_MAX
 
 /* REFUSE reasons. */
 enum {

@@ -289,7 +289,7 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
         uint32_t k = amldist__bs_get_u32(p + 24 + alen + 4 * i);
         nproc[i] = (int)k;
         world += k;
-        if (k == 0 || k > (1u << 20) || world > INT32_MAX) {
+        if (k == 0 || k > AMLDIST__RZ_NPROC_MAX || world > AMLDIST__RZ_WORLD_MAX) {
             free(nproc);
             *why = "ASSIGN with an impossible worker count";
             return -1;

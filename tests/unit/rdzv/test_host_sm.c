@@ -427,6 +427,42 @@ static void test_refuse_lost_agent(void)
     amldist__rz_sm_free(sm);
 }
 
+/* Every agent numbers the job's workers in an int: a JOIN that would make
+ * them more is refused, and the largest job admitted decodes. */
+static void test_refuse_too_many_workers(void)
+{
+    enum { N = 2048, PER = 1 << 20 };
+    static int many[N];
+    job(1, 4096, 0);
+    for (int i = 0; i < N; i++) {
+        amldist__rz_join_t j = job_join(0, -1, PER, 1, 4096, 0);
+        j.agent = SELF + 1000 + (uint64_t)i;
+        step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN,
+                                   .who = &many[i], .join = j,
+                                   .addr = "10.1.0.1"});
+        if (i < N - 1)
+            CHECK_INT_EQ(act[0].type, AMLDIST__RZ_A_ADMIT);
+    }
+    CHECK_INT_EQ(nact, 1);
+    CHECK_INT_EQ(act[0].type, AMLDIST__RZ_A_REFUSE);
+    CHECK_INT_EQ(act[0].value, AMLDIST__RZ_R_FULL);
+    CHECK_STR_HAS(act[0].text, "1048576 workers would make the job's "
+                  "2147483648, more than the 2147483647 that its agents can "
+                  "number");
+    now += 1000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), N - 1);
+    static unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    size_t len = amldist__rz_put_assign(amldist__rz_sm_round(sm), buf);
+    amldist__rz_round_t back = {0};
+    const char *why = "";
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_STR_EQ(why, "");
+    CHECK_INT_EQ(back.nnodes, N - 1);
+    free(back.nproc);
+    amldist__rz_sm_free(sm);
+}
+
 /* ---- failures, stops and the end ---- */
 
 static void test_success_finishes(void)
@@ -659,6 +695,7 @@ int main(void)
     RUN(test_refuse_rank_taken_and_mixed);
     RUN(test_refuse_full_and_fixed_running);
     RUN(test_refuse_lost_agent);
+    RUN(test_refuse_too_many_workers);
     RUN(test_success_finishes);
     RUN(test_drained_after_dead_time);
     RUN(test_first_failure_stops_all);
