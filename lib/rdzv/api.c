@@ -129,8 +129,10 @@ static void take_wakeups(amldist_rdzv_t *r)
  * becomes the caller's.  AMLDIST_ETIMEDOUT when neither came in time. */
 static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
 {
+    /* On the clock the condition variable waits on (amldist_rdzv_join()):
+     * a duration, which no step of the wall clock moves. */
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until);
     if (timeout_ms > 0) {
         until.tv_sec += timeout_ms / 1000;
         until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
@@ -197,7 +199,13 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     r->cur.round = -1;
     r->sh.next.round = -1;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
+    /* The caller's waits are durations: on the monotonic clock, as
+     * libuv's uv_cond_timedwait() waits. */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
     amldist__strlcpy(r->endpoint, o.endpoint, sizeof r->endpoint);
     r->nproc = o.nproc;
     r->order = o.order;
