@@ -381,11 +381,9 @@ const char *amldist_rdzv_stop_reason(amldist_rdzv_t *r)
     if (!r)
         return "";
     pthread_mutex_lock(&r->mu);
-    /* Written by the thread only on a STOP, a new round or the end, none
-     * of which comes while the caller reads it between two waits. */
-    const char *why = r->sh.stop_why;
+    amldist__strlcpy(r->why, r->sh.stop_why, sizeof r->why);
     pthread_mutex_unlock(&r->mu);
-    return why;
+    return r->why;
 }
 
 int amldist_rdzv_exit_status(const amldist_rdzv_t *r)

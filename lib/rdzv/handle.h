@@ -27,6 +27,9 @@ struct amldist_rdzv {
     uint64_t agent;
     int nproc, order;
     amldist__rz_round_t cur; /* the caller's view of the round */
+    /* The caller's copy of the stop's reason, which the thread rewrites in
+     * sh at every ASSIGN, STOP and FINISH. */
+    char why[AMLDIST__RZ_TEXT_MAX + 1];
 
     pthread_t thread;
     pthread_mutex_t mu;

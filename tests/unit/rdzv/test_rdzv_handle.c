@@ -99,9 +99,45 @@ static void wait_through_step(long long step_ms)
 static void test_wait_clock_set_back(void) { wait_through_step(-3600000); }
 static void test_wait_clock_set_forward(void) { wait_through_step(5000); }
 
+/* Wait until the handle's state is a stop (its descriptor readable). */
+static int wait_stop(amldist_rdzv_t *r, int ms)
+{
+    struct pollfd p = {amldist_rdzv_fd(r), POLLIN, 0};
+    long long end = mono_ms() + ms;
+    while (mono_ms() < end) {
+        if (amldist_rdzv_state(r) == AMLDIST_RDZV_STOP)
+            return 1;
+        poll(&p, 1, 50);
+    }
+    return 0;
+}
+
+/* The reason a caller holds stays as it read it while the thread takes in
+ * the next round (whose ASSIGN empties the handle's own). */
+static void test_stop_reason_is_the_callers(void)
+{
+    amldist_rdzv_t *r = join_alone(1);
+    if (!r)
+        return;
+    CHECK_STR_EQ(amldist_rdzv_stop_reason(r), "");
+    CHECK_INT_EQ(amldist_rdzv_fail(r, 0, 0, 3, "boom"), 0);
+    CHECK(wait_stop(r, 10000));
+    const char *why = amldist_rdzv_stop_reason(r);
+    char seen[256];
+    snprintf(seen, sizeof seen, "%s", why);
+    CHECK_STR_HAS(seen, "a worker, failed with exit status 3");
+    CHECK_INT_EQ(amldist_rdzv_done(r, 3), 0);
+    CHECK_INT_EQ(amldist_rdzv_wait(r, 10000), 1); /* the restart */
+    CHECK_INT_EQ(amldist_rdzv_restart_count(r), 1);
+    CHECK_STR_EQ(why, seen);
+    CHECK_STR_EQ(amldist_rdzv_stop_reason(r), ""); /* read anew: running */
+    amldist_rdzv_close(r);
+}
+
 int main(void)
 {
     RUN(test_wait_clock_set_back);
     RUN(test_wait_clock_set_forward);
+    RUN(test_stop_reason_is_the_callers);
     return test_summary();
 }
