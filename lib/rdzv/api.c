@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/loop.h"
 #include "rdzv/handle.h"
 
 static long long now_ms(void) { return amldist__bs_now_ms(); }
@@ -103,6 +104,7 @@ static void free_handle(amldist_rdzv_t *r)
         close(r->efd);
     amldist__rz_conn_close(&r->c);
     amldist__rz_host_free(r->host);
+    amldist__loop_free(r->loop);
     if (r->ai)
         freeaddrinfo(r->ai);
     free(r->cur.nproc);
@@ -223,6 +225,8 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     } else if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) < 0 ||
                (r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
+    } else if (!(r->loop = amldist__loop_new())) {
+        rc = amldist__fail(AMLDIST_ENOMEM, "out of memory");
     } else {
         rc = amldist__rz_maybe_host(r);
     }

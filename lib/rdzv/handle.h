@@ -37,7 +37,8 @@ struct amldist_rdzv {
     int wake[2]; /* caller -> thread */
     int efd;     /* thread -> caller: stop now */
 
-    /* Thread-owned. */
+    /* Thread-owned (the loop made by the caller before the thread). */
+    struct amldist__loop *loop;
     amldist__rz_host_t *host;
     amldist__rz_conn_t c;
     struct addrinfo *ai;

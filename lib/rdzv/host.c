@@ -3,8 +3,9 @@
  * their frames, keeps the heartbeats, and hands what happens to the host's
  * state machine (host_sm.c, where every decision about the job is made),
  * then carries out the actions it answers with.  Runs on the handle's
- * thread, never blocking: every socket is non-blocking and every wait is a
- * deadline that amldist__rz_host_next_wake() reports.
+ * thread, its sockets watched by the thread's poll loop (net/loop.h), never
+ * blocking: every socket is non-blocking and every wait is a deadline that
+ * amldist__rz_host_next_wake() reports.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/loop.h"
 #include "rdzv/host_sm.h"
 
 enum {
@@ -34,6 +36,7 @@ enum {
 
 struct member {
     amldist__rz_conn_t c;
+    amldist__rz_host_t *h;
     int state;
     char addr[INET6_ADDRSTRLEN];
     long long since;
@@ -45,13 +48,17 @@ struct amldist__rz_host {
     struct member **m;
     int nm;
     amldist__rz_sm_t *sm;
+    amldist__loop_t *loop;
     long long last_beat;
     int spare; /* a descriptor held back for make_room() */
 };
 
 static long long now_ms(void) { return amldist__bs_now_ms(); }
 
+static void on_listener(void *arg, int fd, short revents);
+
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
+                                         amldist__loop_t *loop,
                                          const int *lfds, int nlfds)
 {
     amldist__rz_host_t *h = calloc(1, sizeof *h);
@@ -67,22 +74,42 @@ amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
         return NULL;
     }
     h->cfg = *cfg;
+    h->loop = loop;
+    h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < nlfds && i < 8; i++)
         h->lfd[h->nlfd++] = lfds[i];
-    h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    for (int i = 0; i < h->nlfd; i++)
+        if (amldist__loop_watch(loop, h->lfd[i], POLLIN, on_listener, h) < 0) {
+            for (int k = 0; k < h->nlfd; k++)
+                amldist__loop_unwatch(loop, h->lfd[k]);
+            h->nlfd = 0; /* not ours: the caller closes them */
+            amldist__rz_host_free(h);
+            return NULL;
+        }
     return h;
+}
+
+/* Every connection closes through here: its descriptor leaves the loop
+ * first, since the next accept may reuse its number. */
+static void close_member(amldist__rz_host_t *h, struct member *m)
+{
+    if (m->c.fd >= 0)
+        amldist__loop_unwatch(h->loop, m->c.fd);
+    amldist__rz_conn_close(&m->c);
 }
 
 void amldist__rz_host_free(amldist__rz_host_t *h)
 {
     if (!h)
         return;
-    for (int i = 0; i < h->nlfd; i++)
+    for (int i = 0; i < h->nlfd; i++) {
+        amldist__loop_unwatch(h->loop, h->lfd[i]);
         close(h->lfd[i]);
+    }
     if (h->spare >= 0)
         close(h->spare);
     for (int i = 0; i < h->nm; i++) {
-        amldist__rz_conn_close(&h->m[i]->c);
+        close_member(h, h->m[i]);
         free(h->m[i]);
     }
     free(h->m);
@@ -262,7 +289,7 @@ static int make_room(amldist__rz_host_t *h, int lfd)
 {
     struct member *o = oldest_pending(h);
     if (o) {
-        amldist__rz_conn_close(&o->c);
+        close_member(h, o);
         o->state = M_GONE;
         return 0;
     }
@@ -274,6 +301,23 @@ static int make_room(amldist__rz_host_t *h, int lfd)
         close(fd);
     h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     return fd >= 0 ? 0 : -1;
+}
+
+static void on_member(void *arg, int fd, short revents);
+
+/* A new connection in *m, watched; -1 (fd closed) when the loop has no
+ * room for it. */
+static int open_member(amldist__rz_host_t *h, struct member *m, int fd)
+{
+    *m = (struct member){.h = h, .state = M_PENDING, .since = now_ms()};
+    amldist__rz_conn_init(&m->c, fd);
+    peer_addr(fd, m->addr, sizeof m->addr);
+    if (amldist__loop_watch(h->loop, fd, POLLIN, on_member, m) < 0) {
+        amldist__rz_conn_close(&m->c);
+        m->state = M_GONE;
+        return -1;
+    }
+    return 0;
 }
 
 static void accept_all(amldist__rz_host_t *h, int lfd)
@@ -294,38 +338,34 @@ static void accept_all(amldist__rz_host_t *h, int lfd)
                 close(fd);
                 continue;
             }
-            amldist__rz_conn_close(&o->c);
-            *o = (struct member){0};
-            o->c.fd = fd;
-            amldist__rz_conn_init(&o->c, fd);
-            o->since = now_ms();
-            peer_addr(fd, o->addr, sizeof o->addr);
+            close_member(h, o);
+            open_member(h, o, fd);
             continue;
         }
-        struct member *m = calloc(1, sizeof *m);
+        struct member *m = malloc(sizeof *m);
         if (!m) {
             close(fd);
             return;
         }
-        amldist__rz_conn_init(&m->c, fd);
-        m->state = M_PENDING;
-        m->since = now_ms();
-        peer_addr(fd, m->addr, sizeof m->addr);
         h->m[h->nm++] = m;
+        if (open_member(h, m, fd) < 0)
+            return;
     }
 }
 
-void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
-                          int max)
+static void on_listener(void *arg, int fd, short revents)
 {
-    for (int i = 0; i < h->nlfd && *n < max; i++)
-        pfd[(*n)++] = (struct pollfd){h->lfd[i], POLLIN, 0};
-    for (int i = 0; i < h->nm && *n < max; i++) {
+    if (revents & POLLIN)
+        accept_all(arg, fd);
+}
+
+void amldist__rz_host_arm(amldist__rz_host_t *h)
+{
+    for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
-        short ev = POLLIN;
-        if (m->c.out_off < m->c.out_len)
-            ev |= POLLOUT;
-        pfd[(*n)++] = (struct pollfd){m->c.fd, ev, 0};
+        if (m->c.fd >= 0)
+            amldist__loop_events(h->loop, m->c.fd, (short)(POLLIN |
+                                 (m->c.out_off < m->c.out_len ? POLLOUT : 0)));
     }
 }
 
@@ -382,7 +422,7 @@ static void sweep(amldist__rz_host_t *h)
     int k = 0;
     for (int i = 0; i < h->nm; i++) {
         if (h->m[i]->state == M_GONE) {
-            amldist__rz_conn_close(&h->m[i]->c);
+            close_member(h, h->m[i]);
             free(h->m[i]);
         } else {
             h->m[k++] = h->m[i];
@@ -391,25 +431,22 @@ static void sweep(amldist__rz_host_t *h)
     h->nm = k;
 }
 
-void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
-                            int n)
+static void on_member(void *arg, int fd, short revents)
 {
-    int i = 0;
-    int nm = h->nm; /* accept_all appends: those were not polled */
-    for (; i < h->nlfd && i < n; i++)
-        if (pfd[i].revents & POLLIN)
-            accept_all(h, pfd[i].fd);
-    for (int k = 0; k < nm && i < n; k++, i++) {
-        struct member *m = h->m[k];
-        if (m->state == M_GONE || m->c.fd != pfd[i].fd || !pfd[i].revents)
-            continue;
-        if ((pfd[i].revents & POLLOUT) && amldist__rz_flush(&m->c) < 0) {
-            lose(h, m, "the connection failed");
-            continue;
-        }
-        if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-            read_member(h, m);
+    struct member *m = arg;
+    (void)fd;
+    if (m->state == M_GONE)
+        return;
+    if ((revents & POLLOUT) && amldist__rz_flush(&m->c) < 0) {
+        lose(m->h, m, "the connection failed");
+        return;
     }
+    if (revents & (POLLIN | POLLHUP | POLLERR))
+        read_member(m->h, m);
+}
+
+void amldist__rz_host_tick(amldist__rz_host_t *h)
+{
     tick(h);
     sweep(h);
 }

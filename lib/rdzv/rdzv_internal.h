@@ -32,8 +32,6 @@
 #include "bootstrap/bootstrap_internal.h"
 #include "util/parse.h"
 
-struct pollfd;
-
 enum {
     AMLDIST__RZ_JOIN = 16,
     AMLDIST__RZ_REFUSE = 17,
@@ -139,17 +137,18 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out);
 
-/* The host's side (host.c), run on the handle's thread beside the
- * agent's own connection.  It owns the listening sockets it is given. */
+/* The host's side (host.c), run on the handle's thread beside the agent's
+ * own connection, its sockets watched by the thread's loop.  It owns the
+ * listening sockets it is given (unless it returns NULL). */
 typedef struct amldist__rz_host amldist__rz_host_t;
+struct amldist__loop;
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
+                                         struct amldist__loop *loop,
                                          const int *lfds, int nlfds);
-/* The descriptors to poll, appended at pfd[*n..] (at most max). */
-void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
-                          int max);
-/* Handle what poll() said about those descriptors, then the timers. */
-void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
-                            int n);
+/* Before each round of the loop: which connections have output queued. */
+void amldist__rz_host_arm(amldist__rz_host_t *h);
+/* After each round of the loop: the timers, and closed connections freed. */
+void amldist__rz_host_tick(amldist__rz_host_t *h);
 /* When the host next needs to run without a descriptor event (ms). */
 long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 /* The job is over and every agent has left (or the deadline passed). */

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/loop.h"
 #include "rdzv/handle.h"
 
 static long long now_ms(void) { return amldist__bs_now_ms(); }
@@ -62,13 +63,34 @@ int amldist__rz_maybe_host(amldist_rdzv_t *r)
                       amldist__bs_listen(r->ep_host, r->ep_port, fds, 8,
                                          &nfds) < 0))
         return 0; /* not ours: join as a client */
-    r->host = amldist__rz_host_new(&r->cfg, fds, nfds);
+    r->host = amldist__rz_host_new(&r->cfg, r->loop, fds, nfds);
     if (!r->host) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
     }
     return 0;
+}
+
+static void on_client(void *arg, int fd, short revents);
+
+/* The connection to the host opens and closes through these two: its
+ * descriptor is in the loop exactly while it is open. */
+static int client_open(amldist_rdzv_t *r, int fd)
+{
+    amldist__rz_conn_init(&r->c, fd);
+    if (amldist__loop_watch(r->loop, fd, POLLIN, on_client, r) < 0) {
+        amldist__rz_conn_close(&r->c);
+        return -1;
+    }
+    return 0;
+}
+
+static void client_close(amldist_rdzv_t *r)
+{
+    if (r->c.fd >= 0)
+        amldist__loop_unwatch(r->loop, r->c.fd);
+    amldist__rz_conn_close(&r->c);
 }
 
 /* The job is over for this agent (FINISH, a refusal, or the host lost). */
@@ -91,7 +113,7 @@ static void set_over(amldist_rdzv_t *r, int status, const char *failure)
  * takes over); anything else is a join error. */
 static void host_lost(amldist_rdzv_t *r, const char *why, int closed)
 {
-    amldist__rz_conn_close(&r->c);
+    client_close(r);
     pthread_mutex_lock(&r->mu);
     if (r->sh.state < C_RUNNING && !r->sh.err && closed &&
         now_ms() < r->join_deadline) {
@@ -233,7 +255,10 @@ static void try_connect(amldist_rdzv_t *r)
         if (fd >= 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            amldist__rz_conn_init(&r->c, fd);
+            if (client_open(r, fd) < 0) {
+                host_lost(r, "out of memory", 0);
+                return;
+            }
             pthread_mutex_lock(&r->mu);
             r->sh.state = C_JOINING;
             pthread_mutex_unlock(&r->mu);
@@ -341,7 +366,7 @@ static void client_timers(amldist_rdzv_t *r)
                  r->cfg.join_timeout_ms / 1000.0);
         set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
         pthread_mutex_unlock(&r->mu);
-        amldist__rz_conn_close(&r->c);
+        client_close(r);
         return;
     }
     if (now - r->last_beat >= r->cfg.keepalive_ms) {
@@ -367,12 +392,37 @@ static int poll_timeout(const amldist_rdzv_t *r, int connecting)
     return t - now > 60000 ? 60000 : (int)(t - now);
 }
 
+static void on_client(void *arg, int fd, short revents)
+{
+    (void)fd;
+    client_io(arg, revents);
+}
+
+static void on_wake(void *arg, int fd, short revents)
+{
+    char b[64];
+    (void)arg;
+    (void)revents;
+    while (read(fd, b, sizeof b) > 0) {
+    }
+}
+
+/* Whether the loop's last poll() failed (EINTR aside): the round it ends
+ * is no round, and the timers wait for one that polled. */
+static __thread int poll_failed;
+
+static int noting_poll(struct pollfd *pfd, unsigned long n, int timeout_ms)
+{
+    int rc = poll(pfd, (nfds_t)n, timeout_ms);
+    poll_failed = rc < 0 && errno != EINTR;
+    return rc;
+}
+
 void *amldist__rz_thread_main(void *arg)
 {
     amldist_rdzv_t *r = arg;
-    enum { MAXFD = AMLDIST_RDZV_MAX_NODES + 1024 + 16 };
-    struct pollfd *pfd = malloc(MAXFD * sizeof *pfd);
-    if (!pfd) {
+    amldist__loop_set_poll(r->loop, noting_poll);
+    if (amldist__loop_watch(r->loop, r->wake[0], POLLIN, on_wake, r) < 0) {
         host_lost(r, "out of memory", 0);
         return NULL;
     }
@@ -381,39 +431,37 @@ void *amldist__rz_thread_main(void *arg)
         int state = r->sh.state, closing = r->sh.closing;
         pthread_mutex_unlock(&r->mu);
         if (closing) {
-            amldist__rz_conn_close(&r->c);
+            client_close(r);
             if (!r->host || amldist__rz_host_drained(r->host))
                 break;
         }
         if (state == C_CONNECTING && !closing)
             try_connect(r);
         send_queued(r);
-        int n = 0;
-        pfd[n++] = (struct pollfd){r->wake[0], POLLIN, 0};
-        int cfd = r->c.fd;
-        if (cfd >= 0)
-            pfd[n++] = (struct pollfd){cfd, (short)(POLLIN |
-                       (r->c.out_off < r->c.out_len ? POLLOUT : 0)), 0};
-        int hbase = n;
+        if (r->c.fd >= 0)
+            amldist__loop_events(r->loop, r->c.fd, (short)(POLLIN |
+                                 (r->c.out_off < r->c.out_len ? POLLOUT : 0)));
         if (r->host)
-            amldist__rz_host_fds(r->host, pfd, &n, MAXFD);
+            amldist__rz_host_arm(r->host);
         pthread_mutex_lock(&r->mu);
         int connecting = r->sh.state == C_CONNECTING;
         pthread_mutex_unlock(&r->mu);
-        if (poll(pfd, (nfds_t)n, poll_timeout(r, connecting)) < 0 &&
-            errno != EINTR)
-            continue;
-        if (pfd[0].revents) {
-            char b[64];
-            while (read(r->wake[0], b, sizeof b) > 0) {
-            }
+        if (amldist__loop_once(r->loop, poll_timeout(r, connecting)) < 0) {
+            /* The loop backed off between its tries: a poll() that keeps
+             * failing ends this agent's part, said as such, rather than
+             * spinning with no heartbeat. */
+            char why[200];
+            snprintf(why, sizeof why, "this agent's thread stopped: poll() "
+                     "failed %d times in a row: %s", AMLDIST__LOOP_MAX_FAILS,
+                     strerror(errno));
+            host_lost(r, why, 0);
+            break;
         }
-        if (cfd >= 0 && r->c.fd == cfd)
-            client_io(r, pfd[1].revents);
+        if (poll_failed)
+            continue;
         client_timers(r);
         if (r->host)
-            amldist__rz_host_serve(r->host, pfd + hbase, n - hbase);
+            amldist__rz_host_tick(r->host);
     }
-    free(pfd);
     return NULL;
 }

@@ -34,6 +34,21 @@ int clock_gettime(clockid_t id, struct timespec *ts)
     return rc;
 }
 
+/* Set: poll() fails with ENOMEM (read by the handle's thread). */
+static int poll_fails;
+
+int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    static int (*real)(struct pollfd *, nfds_t, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "poll");
+    if (__atomic_load_n(&poll_fails, __ATOMIC_RELAXED)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return real(fds, n, timeout_ms);
+}
+
 /* ---- helpers ---- */
 
 static long long mono_ms(void)
@@ -134,10 +149,28 @@ static void test_stop_reason_is_the_callers(void)
     amldist_rdzv_close(r);
 }
 
+/* A thread whose poll() keeps failing neither spins nor goes on in
+ * silence: after the loop's retries the handle fails, saying why. */
+static void test_poll_failing_fails_the_handle(void)
+{
+    amldist_rdzv_t *r = join_alone(0);
+    if (!r)
+        return;
+    __atomic_store_n(&poll_fails, 1, __ATOMIC_RELAXED);
+    CHECK_INT_EQ(amldist_rdzv_wait(r, 8000), 0); /* the job is over here */
+    __atomic_store_n(&poll_fails, 0, __ATOMIC_RELAXED);
+    CHECK_INT_EQ(amldist_rdzv_state(r), AMLDIST_RDZV_STOP);
+    CHECK_INT_EQ(amldist_rdzv_exit_status(r), AMLDIST_RDZV_STATUS_LOST);
+    CHECK_STR_HAS(amldist_rdzv_failure(r), "poll() failed");
+    CHECK_STR_HAS(amldist_rdzv_failure(r), strerror(ENOMEM));
+    amldist_rdzv_close(r);
+}
+
 int main(void)
 {
     RUN(test_wait_clock_set_back);
     RUN(test_wait_clock_set_forward);
     RUN(test_stop_reason_is_the_callers);
+    RUN(test_poll_failing_fails_the_handle);
     return test_summary();
 }
