@@ -102,6 +102,8 @@ static void free_handle(amldist_rdzv_t *r)
         close(r->wake[1]);
     if (r->efd >= 0)
         close(r->efd);
+    if (r->try_fd >= 0)
+        close(r->try_fd);
     amldist__rz_conn_close(&r->c);
     amldist__rz_host_free(r->host);
     amldist__loop_free(r->loop);
@@ -196,7 +198,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     amldist_rdzv_t *r = calloc(1, sizeof *r);
     if (!r)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    r->wake[0] = r->wake[1] = r->efd = -1;
+    r->wake[0] = r->wake[1] = r->efd = r->try_fd = -1;
     r->c.fd = -1;
     r->cur.round = -1;
     r->sh.next.round = -1;

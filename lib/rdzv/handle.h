@@ -44,6 +44,11 @@ struct amldist_rdzv {
     struct addrinfo *ai;
     long long join_deadline, next_try, last_beat;
     int backoff_ms;
+    /* The connect in progress (try_fd >= 0): to try_ai, until
+     * try_deadline; try_err: why the last address failed. */
+    int try_fd, try_err;
+    const struct addrinfo *try_ai;
+    long long try_deadline;
 
     /* Shared, under mu. */
     struct {

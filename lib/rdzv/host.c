@@ -38,6 +38,7 @@ struct member {
     amldist__rz_conn_t c;
     amldist__rz_host_t *h;
     int state;
+    int own; /* the host's own agent's connection */
     char addr[INET6_ADDRSTRLEN];
     long long since;
 };
@@ -49,6 +50,8 @@ struct amldist__rz_host {
     int nm;
     amldist__rz_sm_t *sm;
     amldist__loop_t *loop;
+    struct sockaddr_storage own; /* where the own agent connects from */
+    socklen_t own_len;
     long long last_beat;
     int spare; /* a descriptor held back for make_room() */
 };
@@ -241,32 +244,45 @@ static void on_frame(amldist__rz_host_t *h, struct member *m, unsigned type,
     step(h, &ev);
 }
 
-static void peer_addr(int fd, char *buf, size_t size)
+/* The peer's address in words, and whether it is the own agent. */
+static void peer_addr(amldist__rz_host_t *h, struct member *m)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    buf[0] = '\0';
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+    m->addr[0] = '\0';
+    if (getpeername(m->c.fd, (struct sockaddr *)&ss, &sl) < 0)
         return;
+    m->own = h->own_len && sl == h->own_len && !memcmp(&ss, &h->own, sl);
     if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, buf,
-                  (socklen_t)size);
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, m->addr,
+                  sizeof m->addr);
     else if (ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, buf,
-                  (socklen_t)size);
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+                  m->addr, sizeof m->addr);
 }
 
-/* The oldest connection that has not joined, to make room. */
+void amldist__rz_host_own(amldist__rz_host_t *h, const struct sockaddr *local,
+                          unsigned len)
+{
+    h->own_len = len <= sizeof h->own ? len : 0;
+    memset(&h->own, 0, sizeof h->own);
+    if (h->own_len)
+        memcpy(&h->own, local, len);
+}
+
 /* The connection to drop for room: one that has not joined, the oldest
  * that has sent nothing yet before any other (an agent's JOIN may wait
- * unread in its socket while the host accepts a flood of idle peers). */
+ * unread in its socket while the host accepts a flood of idle peers), and
+ * never the own agent's (accepted in the round that connects it, before
+ * its JOIN is sent). */
 static struct member *oldest_pending(amldist__rz_host_t *h)
 {
     struct member *o = NULL;
     int o_quiet = 0;
     for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
-        if (m->state != M_PENDING && m->state != M_CLOSING)
+        if ((m->state != M_PENDING && m->state != M_CLOSING) ||
+            (m->state == M_PENDING && m->own))
             continue;
         int waiting = 0;
         int quiet = m->state == M_CLOSING ||
@@ -311,7 +327,7 @@ static int open_member(amldist__rz_host_t *h, struct member *m, int fd)
 {
     *m = (struct member){.h = h, .state = M_PENDING, .since = now_ms()};
     amldist__rz_conn_init(&m->c, fd);
-    peer_addr(fd, m->addr, sizeof m->addr);
+    peer_addr(h, m);
     if (amldist__loop_watch(h->loop, fd, POLLIN, on_member, m) < 0) {
         amldist__rz_conn_close(&m->c);
         m->state = M_GONE;

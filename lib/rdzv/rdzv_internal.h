@@ -1,9 +1,10 @@
 /*
  * The control plane below amldist_rdzv_*(): its frames, its connections and
- * the host's state machine.  Frames use the bootstrap's header (magic
- * "AMLB", protocol, type, payload length; bootstrap_internal.h) with types
- * of their own, on one long-lived TCP connection per agent.  All integers
- * are big-endian; "text" is the rest of the payload, not NUL-terminated.
+ * the host's I/O (its decisions: host_sm.h; the agent's handle: handle.h).
+ * Frames use the bootstrap's header (magic "AMLB", protocol, type, payload
+ * length; bootstrap_internal.h) with types of their own, on one long-lived
+ * TCP connection per agent.  All integers are big-endian; "text" is the
+ * rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
  *           DONE is answered with the next round's ASSIGN (not needed: the
@@ -145,6 +146,11 @@ struct amldist__loop;
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
                                          struct amldist__loop *loop,
                                          const int *lfds, int nlfds);
+/* The host's own agent connects from `local` (its end of the connection):
+ * that connection is never the one dropped to make room. */
+struct sockaddr;
+void amldist__rz_host_own(amldist__rz_host_t *h, const struct sockaddr *local,
+                          unsigned len);
 /* Before each round of the loop: which connections have output queued. */
 void amldist__rz_host_arm(amldist__rz_host_t *h);
 /* After each round of the loop: the timers, and closed connections freed. */

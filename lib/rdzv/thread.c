@@ -20,6 +20,9 @@
 #include "net/loop.h"
 #include "rdzv/handle.h"
 
+/* How long one address may take to accept a connection. */
+#define CONNECT_MS 2000
+
 static long long now_ms(void) { return amldist__bs_now_ms(); }
 
 /* Something for the caller: a stop, a new round, the end (under mu). */
@@ -235,42 +238,28 @@ static void send_join(amldist_rdzv_t *r)
         host_lost(r, "cannot send", 1);
 }
 
-/* Connect (the host may not listen yet: retry with backoff until the join
- * deadline).  Blocks at most a short while: an agent that hosts connects to
- * itself at once. */
-static void try_connect(amldist_rdzv_t *r)
+/* Connected to the host: the connection is the client's, JOIN first. */
+static void connected(amldist_rdzv_t *r, int fd)
 {
-    long long now = now_ms();
-    if (now < r->next_try)
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (client_open(r, fd) < 0) {
+        host_lost(r, "out of memory", 0);
         return;
-    /* The host may have gone before the round formed: the port is free
-     * again, and an agent on the endpoint's machine takes it over. */
-    if (!r->host)
-        amldist__rz_maybe_host(r);
-    int last = ECONNREFUSED;
-    for (const struct addrinfo *ai = r->ai; ai; ai = ai->ai_next) {
-        long long dl = now + 2000 < r->join_deadline ? now + 2000
-                                                     : r->join_deadline;
-        int fd = amldist__bs_connect(ai, dl);
-        if (fd >= 0) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            if (client_open(r, fd) < 0) {
-                host_lost(r, "out of memory", 0);
-                return;
-            }
-            pthread_mutex_lock(&r->mu);
-            r->sh.state = C_JOINING;
-            pthread_mutex_unlock(&r->mu);
-            send_join(r);
-            return;
-        }
-        last = errno;
     }
+    pthread_mutex_lock(&r->mu);
+    r->sh.state = C_JOINING;
+    pthread_mutex_unlock(&r->mu);
+    send_join(r);
+}
+
+/* No address answered: try again after a pause, until the join deadline. */
+static void no_answer(amldist_rdzv_t *r)
+{
     if (now_ms() >= r->join_deadline) {
         char why[200];
         snprintf(why, sizeof why, "no host answered within %.0f s (last: %s)",
-                 r->cfg.join_timeout_ms / 1000.0, strerror(last));
+                 r->cfg.join_timeout_ms / 1000.0, strerror(r->try_err));
         pthread_mutex_lock(&r->mu);
         r->sh.err = AMLDIST_ETIMEDOUT;
         snprintf(r->sh.errmsg, sizeof r->sh.errmsg, "rendezvous at %s: %s",
@@ -282,6 +271,104 @@ static void try_connect(amldist_rdzv_t *r)
     r->next_try = now_ms() + r->backoff_ms;
     if (r->backoff_ms < 200)
         r->backoff_ms *= 2;
+}
+
+static void on_connecting(void *arg, int fd, short revents);
+
+/* Connect to `ai` or the addresses after it, without waiting: a connect in
+ * progress is watched (POLLOUT) under its own deadline, so that the host
+ * this thread may also run keeps serving meanwhile. */
+static void connect_from(amldist_rdzv_t *r, const struct addrinfo *ai)
+{
+    for (; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+                                           SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            r->try_err = errno;
+            continue;
+        }
+        int e = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+        if (r->host && (e == 0 || e == EINPROGRESS)) {
+            /* Its own host may accept it before its JOIN is sent. */
+            struct sockaddr_storage local;
+            socklen_t len = sizeof local;
+            if (getsockname(fd, (struct sockaddr *)&local, &len) == 0)
+                amldist__rz_host_own(r->host, (struct sockaddr *)&local, len);
+        }
+        if (e == 0) {
+            connected(r, fd);
+            return;
+        }
+        if (e == EINPROGRESS &&
+            amldist__loop_watch(r->loop, fd, POLLOUT, on_connecting, r) == 0) {
+            long long dl = now_ms() + CONNECT_MS;
+            r->try_fd = fd;
+            r->try_ai = ai;
+            r->try_deadline = dl < r->join_deadline ? dl : r->join_deadline;
+            return;
+        }
+        r->try_err = e == EINPROGRESS ? errno : e;
+        close(fd);
+    }
+    no_answer(r);
+}
+
+/* The address being tried failed (err): on to the next. */
+static void connect_failed(amldist_rdzv_t *r, int err)
+{
+    amldist__loop_unwatch(r->loop, r->try_fd);
+    close(r->try_fd);
+    r->try_fd = -1;
+    r->try_err = err;
+    connect_from(r, r->try_ai->ai_next);
+}
+
+static void on_connecting(void *arg, int fd, short revents)
+{
+    amldist_rdzv_t *r = arg;
+    int err = 0;
+    socklen_t len = sizeof err;
+    (void)revents;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (err) {
+        connect_failed(r, err);
+        return;
+    }
+    amldist__loop_unwatch(r->loop, fd);
+    r->try_fd = -1;
+    connected(r, fd);
+}
+
+/* Connect (the host may not listen yet: retry with backoff until the join
+ * deadline), each address in turn, each for at most CONNECT_MS: an agent
+ * that hosts connects to itself at once. */
+static void try_connect(amldist_rdzv_t *r)
+{
+    long long now = now_ms();
+    if (r->try_fd >= 0) {
+        if (now >= r->try_deadline)
+            connect_failed(r, ETIMEDOUT);
+        return;
+    }
+    if (now < r->next_try)
+        return;
+    /* The host may have gone before the round formed: the port is free
+     * again, and an agent on the endpoint's machine takes it over. */
+    if (!r->host)
+        amldist__rz_maybe_host(r);
+    r->try_err = ECONNREFUSED;
+    connect_from(r, r->ai);
+}
+
+/* The connect in progress, if any, is given up (the handle closes). */
+static void connect_abort(amldist_rdzv_t *r)
+{
+    if (r->try_fd < 0)
+        return;
+    amldist__loop_unwatch(r->loop, r->try_fd);
+    close(r->try_fd);
+    r->try_fd = -1;
 }
 
 /* What the caller queued: a FAIL, a DONE. */
@@ -379,9 +466,14 @@ static void client_timers(amldist_rdzv_t *r)
 static int poll_timeout(const amldist_rdzv_t *r, int connecting)
 {
     long long now = now_ms();
-    long long t = r->last_beat + r->cfg.keepalive_ms;
-    if (connecting && r->next_try < t)
+    /* Heartbeats are due only on a connection: without one, their time
+     * long past would make every poll return at once. */
+    long long t = r->c.fd >= 0 ? r->last_beat + r->cfg.keepalive_ms
+                               : now + 60000;
+    if (connecting && r->try_fd < 0 && r->next_try < t)
         t = r->next_try;
+    if (r->try_fd >= 0 && r->try_deadline < t)
+        t = r->try_deadline;
     if (r->host) {
         long long h = amldist__rz_host_next_wake(r->host);
         if (h < t)
@@ -431,6 +523,7 @@ void *amldist__rz_thread_main(void *arg)
         int state = r->sh.state, closing = r->sh.closing;
         pthread_mutex_unlock(&r->mu);
         if (closing) {
+            connect_abort(r);
             client_close(r);
             if (!r->host || amldist__rz_host_drained(r->host))
                 break;

@@ -2,13 +2,17 @@
  * An agent's handle between its caller and its network thread (lib/rdzv/
  * api.c, thread.c), on loopback, with the system calls that the library
  * makes interposed by this program (its definitions come before libc's):
- * a wall clock that steps, and a poll(2) that fails.  Each case is one
+ * a wall clock that steps, a poll(2) that fails, a connect(2) sent to an
+ * address that never answers.  Each case is one
  * process (test.h), so the interposers' switches never leak.
  */
 #undef _FORTIFY_SOURCE /* this file defines poll() itself */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "rdzv/handle.h"
@@ -47,6 +51,26 @@ int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
         return -1;
     }
     return real(fds, n, timeout_ms);
+}
+
+/* Set: the next divert_left connects to port divert_port go to divert_to
+ * instead (read by the handle's thread). */
+static int divert_port, divert_left;
+static struct sockaddr_in divert_to;
+
+int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
+{
+    static int (*real)(int, __CONST_SOCKADDR_ARG, socklen_t);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "connect");
+    const struct sockaddr_in *in =
+        (const struct sockaddr_in *)addr.__sockaddr__;
+    if (in->sin_family == AF_INET && divert_port &&
+        ntohs(in->sin_port) == divert_port &&
+        __atomic_fetch_sub(&divert_left, 1, __ATOMIC_RELAXED) > 0)
+        return real(fd, (const struct sockaddr *)&divert_to,
+                    sizeof divert_to);
+    return real(fd, addr, len);
 }
 
 /* ---- helpers ---- */
@@ -166,11 +190,131 @@ static void test_poll_failing_fails_the_handle(void)
     amldist_rdzv_close(r);
 }
 
+/* A listener on loopback that answers no SYN: its one-place backlog is
+ * full.  Its address in *to; 0, or -1 when the kernel answers anyway. */
+static int silent_listener(struct sockaddr_in *to, int *fds, int nfds)
+{
+    socklen_t len = sizeof *to;
+    *to = (struct sockaddr_in){.sin_family = AF_INET,
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (bind(fds[0], (struct sockaddr *)to, sizeof *to) < 0 ||
+        listen(fds[0], 0) < 0 ||
+        getsockname(fds[0], (struct sockaddr *)to, &len) < 0)
+        return -1;
+    for (int i = 1; i < nfds; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        0);
+        connect(fds[i], (struct sockaddr *)to, sizeof *to);
+        struct pollfd p = {fds[i], POLLOUT, 0};
+        if (poll(&p, 1, 200) == 0)
+            return 0; /* this one hangs: so will the next */
+    }
+    return -1;
+}
+
+/* Wait until something accepts connections on 127.0.0.1:port. */
+static int wait_accepting(int port, int ms)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (long long end = mono_ms() + ms; mono_ms() < end;) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return 1;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* This process hosts a two-node job, and its own agent's first connect
+ * to the endpoint hangs (2 s, its bound).  The host serves meanwhile: the
+ * other agent, whose dead time is 0.5 s, hears its heartbeats and stays,
+ * and the round forms once this agent's second try connects. */
+static void test_host_serves_while_its_agent_connects(void)
+{
+    int held[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    if (silent_listener(&divert_to, held, 8) < 0) {
+        printf("ok - test_host_serves_while_its_agent_connects # SKIP "
+               "loopback answers every SYN\n");
+        return;
+    }
+    amldist_rdzv_options_t o = options(2, 0);
+    o.join_timeout_ms = 6000;
+    int port = atoi(strrchr(endpoint, ':') + 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        amldist_rdzv_t *r = NULL;
+        if (!wait_accepting(port, 10000))
+            _exit(2);
+        int rc = amldist_rdzv_join(&o, &r);
+        if (rc < 0) {
+            fprintf(stderr, "# the other agent: %s\n", amldist_last_error());
+            _exit(1);
+        }
+        amldist_rdzv_done(r, 0);
+        rc = amldist_rdzv_wait(r, 10000);
+        amldist_rdzv_close(r);
+        _exit(rc == 0 ? 0 : 3);
+    }
+    divert_port = port;
+    divert_left = 1;
+    amldist_rdzv_t *r = NULL;
+    int rc = amldist_rdzv_join(&o, &r);
+    if (rc < 0)
+        fprintf(stderr, "# join: %s\n", amldist_last_error());
+    CHECK_INT_EQ(rc, 0);
+    if (r) {
+        CHECK_INT_EQ(amldist_rdzv_is_host(r), 1);
+        CHECK_INT_EQ(amldist_rdzv_num_nodes(r), 2);
+        CHECK_INT_EQ(amldist_rdzv_done(r, 0), 0);
+        CHECK_INT_EQ(amldist_rdzv_wait(r, 10000), 0);
+        amldist_rdzv_close(r);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 8 && held[i] >= 0; i++)
+        close(held[i]);
+}
+
+/* An agent whose host is not there yet waits between its tries: bound but
+ * not listening, the endpoint refuses every connect, and the join times
+ * out having cost little CPU. */
+static void test_waiting_for_a_host_does_not_spin(void)
+{
+    amldist_rdzv_options_t o = options(1, 0);
+    int port = atoi(strrchr(endpoint, ':') + 1);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_INT_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    o.join_timeout_ms = 1500;
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    amldist_rdzv_t *r = NULL;
+    CHECK_INT_EQ(amldist_rdzv_join(&o, &r), AMLDIST_ETIMEDOUT);
+    CHECK_STR_HAS(amldist_last_error(), "no host answered");
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    long long cpu = (c1.tv_sec - c0.tv_sec) * 1000LL +
+                    (c1.tv_nsec - c0.tv_nsec) / 1000000;
+    if (cpu > 500)
+        TEST__FAIL("a join of 1.5 s took %lld ms of CPU", cpu);
+    close(fd);
+}
+
 int main(void)
 {
     RUN(test_wait_clock_set_back);
     RUN(test_wait_clock_set_forward);
     RUN(test_stop_reason_is_the_callers);
     RUN(test_poll_failing_fails_the_handle);
+    RUN(test_host_serves_while_its_agent_connects);
+    RUN(test_waiting_for_a_host_does_not_spin);
     return test_summary();
 }
