@@ -84,6 +84,21 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
                             amldist__bs_hash("amldist-rdzv|", HASH_START));
 }
 
+size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p)
+{
+    size_t alen = strlen(rd->master_addr);
+    const uint32_t v[] = {(uint32_t)rd->round, (uint32_t)rd->restarts,
+                          (uint32_t)rd->node, (uint32_t)rd->nnodes,
+                          (uint32_t)rd->master_port, (uint32_t)alen};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        amldist__net_put_u32(p + 4 * i, v[i]);
+    memcpy(p + 24, rd->master_addr, alen);
+    for (int i = 0; i < rd->nnodes; i++)
+        amldist__net_put_u32(p + 24 + alen + 4 * (size_t)i,
+                            (uint32_t)rd->nproc[i]);
+    return 24 + alen + 4 * (size_t)rd->nnodes;
+}
+
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why)
 {
@@ -108,7 +123,7 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
         uint32_t k = amldist__net_get_u32(p + 24 + alen + 4 * i);
         nproc[i] = (int)k;
         world += k;
-        if (k == 0 || k > (1u << 20) || world > INT32_MAX) {
+        if (k == 0 || k > AMLDIST__RZ_NPROC_MAX || world > AMLDIST__RZ_WORLD_MAX) {
             free(nproc);
             *why = "ASSIGN with an impossible worker count";
             return -1;
