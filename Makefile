@@ -252,7 +252,8 @@ $(RUN_PARTS): $(RUN_PART_OBJS)
 	rm -f $@
 	ar rcs $@ $(RUN_PART_OBJS)
 
-LAUNCHER_TESTS := $(BUILD)/tests/test_launcher_parts $(BUILD)/tests/test_hostfile
+LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
+                  $(basename $(wildcard tests/unit/launcher/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
 $(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS)
