@@ -24,6 +24,7 @@
 #include "cli/mode.h"
 #include "output/msg.h"
 #include "cli/options.h"
+#include "cli/optparse.h"
 #include "output/output.h"
 #include "run/supervise.h"
 #include "run/workerenv.h"
