@@ -99,7 +99,7 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     *pipe_was_ignored = old.sa_handler == SIG_IGN;
     if (sigprocmask(SIG_BLOCK, &set, orig) < 0)
         return -1;
-    return signalfd(-1, &set, SFD_CLOEXEC);
+    return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 static int node_run(const struct amlrun_opts *o, const struct plan *p,
