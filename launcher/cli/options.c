@@ -27,6 +27,11 @@ void options_init(struct amlrun_opts *o, const char *argv0)
         o->legacy = 1;
 }
 
+int headnode_wanted(const struct headnode_opts *o)
+{
+    return o->hostfile != NULL || o->hosts != NULL || o->launcher != NULL;
+}
+
 int options_c10d(const struct amlrun_opts *o)
 {
     return !o->standalone && strcmp(o->rdzv_backend, "c10d") == 0;

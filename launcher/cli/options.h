@@ -5,11 +5,32 @@
 #ifndef AMLRUN_OPTIONS_H
 #define AMLRUN_OPTIONS_H
 
-#include "run/bind.h"
-#include "head/headnode.h"
 #include "cli/rankset.h"
 #include "cli/rdzvconf.h"
 #include "output/torchlogs.h"
+
+/* Binding (run/bind.h applies them). */
+struct amlrun_bind_opts {
+    const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
+    const char *mem_bind;  /* --mem-bind: local|none */
+    const char *nic_bind;  /* --nic-bind: none|ucx|nccl */
+    const char *gpu_bind;  /* --gpu-bind: none|single */
+    const char *topology;  /* --topology FILE (hwloc XML) */
+    int report_bindings;   /* --report-bindings */
+    int json;              /* --report-bindings=json */
+    /* Per-process mode: each process plans the whole node, so its own
+     * affinity (set by mpirun/srun for that one process) is not the
+     * launcher's cpuset; plan over the node's allowed cpus instead. */
+    int per_process;
+};
+
+/* Head-node mode (head/headnode.h runs it). */
+struct headnode_opts {
+    const char *hostfile; /* --hostfile FILE (Open MPI / DeepSpeed format) */
+    const char *hosts;    /* --hosts a,b,c */
+    const char *launcher; /* --launcher mpirun|slurm; NULL: detect */
+    int dry_run;          /* --dry-run: print the command, run nothing */
+};
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 
@@ -75,6 +96,10 @@ struct amlrun_opts {
  * launch or launch.py, it behaves as torch.distributed.launch). */
 void options_init(struct amlrun_opts *o, const char *argv0);
 void options_free(struct amlrun_opts *o);
+
+/* True when these options (or the environment: SLURM_JOB_ID with
+ * --launcher slurm) ask for head-node mode. */
+int headnode_wanted(const struct headnode_opts *o);
 
 /* Whether the nodes meet at a c10d rendezvous (control.h). */
 int options_c10d(const struct amlrun_opts *o);

@@ -11,7 +11,6 @@
 #include "cli/options.h"
 #include "cli/optparse.h"
 #include "cli/opttable.h"
-#include "head/headnode.h"
 #include "output/msg.h"
 
 /* --long[=value] at argv[*i]; advances *i past a separate value and marks

@@ -281,11 +281,6 @@ static int parse_nnodes(const char *s)
     return (int)n;
 }
 
-int headnode_wanted(const struct headnode_opts *o)
-{
-    return o->hostfile != NULL || o->hosts != NULL || o->launcher != NULL;
-}
-
 /* Everything headnode_run decides before it builds the command. */
 /* "a<suffix>,b<suffix>,...": srun's --nodelist, mpirun's --host. */
 static char *join_hosts(const struct hostlist *hl, const char *suffix)
