@@ -90,14 +90,16 @@ ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
 LIB_LIBS    = $(HWLOC_LIBS) -ldl -lpthread
 
 # Sources: one flat list per component folder.  Every lib/<component>/*.c is
-# part of the library; launcher/<component>/*.c make amlrun; each tools/*.c,
-# examples/*.c and tests/unit/<component>/test_*.c is one program.
+# part of the library; launcher/main.c and launcher/<component>/*.c make
+# amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
+# is one program.
 LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl
 RUN_PARTS_DIRS := cli head run contain output
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
               $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.h))
-RUN_SRCS   := $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.c))
+RUN_SRCS   := launcher/main.c \
+              $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.c))
 RUN_HDRS   := $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.h))
 # Object names are the source's path with '/' as '-' (lib-topo-query.o),
 # so that topo/query.c and plan/query.c stay two members of libamldist.a.
@@ -248,13 +250,14 @@ $(BUILD)/bench/rdzv_bench: bench/rdzv_bench.c $(STLIB)
 # amlrun's objects but main.o, for the unit tests of its parts: they link
 # the same objects amlrun is made of, rebuilt when a launcher source changes.
 RUN_PARTS := $(BUILD)/lib/libamlrun-parts.a
-RUN_PART_OBJS := $(filter-out $(BUILD)/obj/launcher-cli-main.o,$(RUN_OBJS))
+RUN_PART_OBJS := $(filter-out $(BUILD)/obj/launcher-main.o,$(RUN_OBJS))
 $(RUN_PARTS): $(RUN_PART_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@
 	ar rcs $@ $(RUN_PART_OBJS)
 
-LAUNCHER_TESTS := $(BUILD)/tests/test_launcher_parts $(BUILD)/tests/test_hostfile
+LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
+                  $(basename $(wildcard tests/unit/launcher/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
 $(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS)

@@ -1,18 +1,36 @@
 /*
- * amlrun's command line.  Options come first; the first argument that is
- * not an option (or the one after "--") starts the worker's command.  Every
- * option is also accepted with underscores (--nproc_per_node), the spelling
- * of torchrun, torch.distributed.launch and the seed's launch.py.  Options
- * torchrun has may also come from PET_<NAME> variables (PET_NPROC_PER_NODE),
- * as torchrun reads them: the command line wins.
+ * amlrun's options, as parsed (optparse.h) from its command line and
+ * torchrun's PET_<NAME> variables; every part of amlrun reads them here.
  */
 #ifndef AMLRUN_OPTIONS_H
 #define AMLRUN_OPTIONS_H
 
-#include "run/bind.h"
-#include "head/headnode.h"
+#include "cli/rankset.h"
 #include "cli/rdzvconf.h"
 #include "output/torchlogs.h"
+
+/* Binding (run/bind.h applies them). */
+struct amlrun_bind_opts {
+    const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
+    const char *mem_bind;  /* --mem-bind: local|none */
+    const char *nic_bind;  /* --nic-bind: none|ucx|nccl */
+    const char *gpu_bind;  /* --gpu-bind: none|single */
+    const char *topology;  /* --topology FILE (hwloc XML) */
+    int report_bindings;   /* --report-bindings */
+    int json;              /* --report-bindings=json */
+    /* Per-process mode: each process plans the whole node, so its own
+     * affinity (set by mpirun/srun for that one process) is not the
+     * launcher's cpuset; plan over the node's allowed cpus instead. */
+    int per_process;
+};
+
+/* Head-node mode (head/headnode.h runs it). */
+struct headnode_opts {
+    const char *hostfile; /* --hostfile FILE (Open MPI / DeepSpeed format) */
+    const char *hosts;    /* --hosts a,b,c */
+    const char *launcher; /* --launcher mpirun|slurm; NULL: detect */
+    int dry_run;          /* --dry-run: print the command, run nothing */
+};
 
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 
@@ -26,12 +44,6 @@ enum run_mode { MODE_AUTO, MODE_NODE, MODE_PROCESS };
 enum log_layout { LOG_LAYOUT_AUTO, LOG_LAYOUT_AMLRUN, LOG_LAYOUT_TORCHRUN };
 /* prefix_streams: per local rank, from a --tee mapping. */
 #define PREFIX_BY_TEE 4
-
-/* A list like "0,2,4-7"; empty means every rank. */
-struct rankset {
-    int n;
-    struct { int lo, hi; } *r;
-};
 
 struct amlrun_opts {
     /* layout */
@@ -80,23 +92,17 @@ struct amlrun_opts {
     int endpoint_port;       /* and its port (0: none) */
 };
 
-/* Parse argv into *o.  Returns -1 to go on, or an exit status: 0 after
- * --help / --version, AMLRUN_EXIT_USAGE after a message. */
-int options_parse(int argc, char **argv, struct amlrun_opts *o);
+/* The defaults, before any option: `argv0` is amlrun's argv[0] (named
+ * launch or launch.py, it behaves as torch.distributed.launch). */
+void options_init(struct amlrun_opts *o, const char *argv0);
 void options_free(struct amlrun_opts *o);
+
+/* True when these options (or the environment: SLURM_JOB_ID with
+ * --launcher slurm) ask for head-node mode. */
+int headnode_wanted(const struct headnode_opts *o);
 
 /* Whether the nodes meet at a c10d rendezvous (control.h). */
 int options_c10d(const struct amlrun_opts *o);
 /* Whether log files follow torchrun's layout. */
 int options_torchrun_layout(const struct amlrun_opts *o);
-/* True when long option `name` (without "--"; '_' or '-'; read up to an
- * '=') takes its value as the next argument: head-node mode asks, to find
- * where the worker's command starts. */
-int options_takes_value(const char *name);
-
-/* Parse "0,2,4-7" (ranks >= 0); 0 or -1. */
-int rankset_parse(const char *s, struct rankset *out);
-/* True when r is in the set, or the set is empty. */
-int rankset_has(const struct rankset *s, int r);
-
 #endif /* AMLRUN_OPTIONS_H */

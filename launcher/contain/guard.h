@@ -13,7 +13,8 @@
  *   cgroup   a cgroup v2 of its own under amlrun's (root, or a delegated
  *            subtree), which the workers are cloned into
  *            (CLONE_INTO_CGROUP); ending the job is a write to cgroup.kill,
- *            and the guard removes the directory, whichever way amlrun ends;
+ *            and the guard removes the directory, whichever way amlrun ends
+ *            (cgroup.h);
  *   pidns    a PID namespace whose init is the guard: when it exits, the
  *            kernel kills everything in the namespace;
  *   pgroups  the process groups alone (the documented limit).

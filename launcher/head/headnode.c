@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "head/headnode.h"
 #include "cli/hostfile.h"
+#include "cli/opttable.h"
+#include "head/headnode.h"
 #include "output/msg.h"
-#include "cli/options.h"
 
 extern char **environ;
 
@@ -117,10 +117,10 @@ static int opt_is(const char *arg, const char *name)
     return *a == '\0' || *a == '=';
 }
 
-/* "--name value": options.c's table says which options take one. */
+/* "--name value": the option table says which options take one. */
 static int takes_value(const char *arg)
 {
-    return strchr(arg, '=') == NULL && options_takes_value(arg + 2);
+    return strchr(arg, '=') == NULL && opttable_takes_value(arg + 2);
 }
 
 /* What the scan of amlrun's own options found. */
@@ -279,11 +279,6 @@ static int parse_nnodes(const char *s)
     if (errno || *end || n < 1 || n > 1000000)
         return -1;
     return (int)n;
-}
-
-int headnode_wanted(const struct headnode_opts *o)
-{
-    return o->hostfile != NULL || o->hosts != NULL || o->launcher != NULL;
 }
 
 /* Everything headnode_run decides before it builds the command. */

@@ -6,16 +6,7 @@
 #ifndef AMLRUN_HEADNODE_H
 #define AMLRUN_HEADNODE_H
 
-struct headnode_opts {
-    const char *hostfile; /* --hostfile FILE (Open MPI / DeepSpeed format) */
-    const char *hosts;    /* --hosts a,b,c */
-    const char *launcher; /* --launcher mpirun|slurm; NULL: detect */
-    int dry_run;          /* --dry-run: print the command, run nothing */
-};
-
-/* True when these options (or the environment: SLURM_JOB_ID with
- * --launcher slurm) ask for head-node mode. */
-int headnode_wanted(const struct headnode_opts *o);
+#include "cli/options.h"
 
 /* Build the mpirun/srun command that runs `self` (amlrun's own path) once per
  * host with amlrun's original argv minus the head-node options, then exec it

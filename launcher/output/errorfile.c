@@ -45,13 +45,12 @@ static int expect(struct jp *j, char c)
     return 0;
 }
 
-static int hex4(struct jp *j, unsigned *out)
+/* The four hex digits at p (which has at least four bytes); 0 or -1. */
+static int hex_digits(const char *p, unsigned *out)
 {
-    if (j->end - j->p < 4)
-        return fail(j, "a \\u escape cut short");
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        char c = j->p[i];
+        char c = p[i];
         v <<= 4;
         if (c >= '0' && c <= '9')
             v |= (unsigned)(c - '0');
@@ -60,11 +59,31 @@ static int hex4(struct jp *j, unsigned *out)
         else if (c >= 'A' && c <= 'F')
             v |= (unsigned)(c - 'A' + 10);
         else
-            return fail(j, "a bad \\u escape");
+            return -1;
     }
-    j->p += 4;
     *out = v;
     return 0;
+}
+
+static int hex4(struct jp *j, unsigned *out)
+{
+    if (j->end - j->p < 4)
+        return fail(j, "a \\u escape cut short");
+    if (hex_digits(j->p, out) < 0)
+        return fail(j, "a bad \\u escape");
+    j->p += 4;
+    return 0;
+}
+
+/* Whether a \uDC00..\uDFFF escape (a low surrogate) comes next; taken
+ * if so.  Anything else is left to be read on its own. */
+static int take_low_surrogate(struct jp *j, unsigned *lo)
+{
+    if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
+        hex_digits(j->p + 2, lo) < 0 || *lo < 0xdc00 || *lo >= 0xe000)
+        return 0;
+    j->p += 6;
+    return 1;
 }
 
 static size_t put_utf8(char *o, unsigned cp)
@@ -148,20 +167,14 @@ static int string(struct jp *j, char **out)
             return -1;
         }
         if (cp >= 0xd800 && cp < 0xdc00) {
-            /* A high surrogate takes the low one that must follow. */
+            /* A high surrogate pairs with a low one that follows.  Alone,
+             * it is U+FFFD (UTF-8 cannot hold it; Python's json keeps it
+             * as is), and whatever follows, another escape included, is
+             * read on its own: "\ud800\u0041" is U+FFFD "A". */
             unsigned lo;
-            if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u') {
-                cp = 0xfffd;
-            } else {
-                j->p += 2;
-                if (hex4(j, &lo) < 0) {
-                    free(o);
-                    return -1;
-                }
-                cp = lo >= 0xdc00 && lo < 0xe000
-                         ? 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00)
-                         : 0xfffd;
-            }
+            cp = take_low_surrogate(j, &lo)
+                     ? 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00)
+                     : 0xfffd;
         } else if ((cp >= 0xdc00 && cp < 0xe000) || cp == 0) {
             cp = 0xfffd;
         }

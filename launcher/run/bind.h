@@ -1,6 +1,6 @@
 /*
  * The launcher's side of topology and binding.  amlrun parses the options
- * into struct amlrun_bind_opts; everything else (discovery, the plan, the
+ * into struct amlrun_bind_opts (options.h); everything else (discovery, the plan, the
  * environment each rank gets, applying it) is computed by libamldist and
  * composed here.  The plan is made in the parent before any fork;
  * bind_apply_child() is the only part that runs between fork and exec and
@@ -12,20 +12,7 @@
 #include <stdio.h>
 
 #include "amldist.h"
-
-struct amlrun_bind_opts {
-    const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
-    const char *mem_bind;  /* --mem-bind: local|none */
-    const char *nic_bind;  /* --nic-bind: none|ucx|nccl */
-    const char *gpu_bind;  /* --gpu-bind: none|single */
-    const char *topology;  /* --topology FILE (hwloc XML) */
-    int report_bindings;   /* --report-bindings */
-    int json;              /* --report-bindings=json */
-    /* Per-process mode: each process plans the whole node, so its own
-     * affinity (set by mpirun/srun for that one process) is not the
-     * launcher's cpuset; plan over the node's allowed cpus instead. */
-    int per_process;
-};
+#include "cli/options.h"
 
 struct amlrun_binding; /* the plan for the ranks of this node */
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cli/dryrun.h"
+#include "run/dryrun.h"
 #include "run/inplace.h"
 #include "output/msg.h"
 #include "run/workerenv.h"

@@ -1,32 +1,14 @@
 /*
  * The per-node supervisor: starts the workers, then runs the one event
- * loop over a signalfd (signals and child exits), a timerfd (the SIGKILL
- * deadline) and the workers' output pipes, until every worker has ended
- * and every pipe is drained.  No polling interval anywhere.
+ * loop (net/loop.h) over a signalfd (signals and child exits), the control
+ * plane's descriptor, the workers' output pipes and a timer (the SIGKILL
+ * deadline), until every worker has ended and every pipe is drained.  No
+ * polling interval anywhere.
  */
 #ifndef AMLRUN_SUPERVISE_H
 #define AMLRUN_SUPERVISE_H
 
-#include <signal.h>
-
-#include "run/bind.h"
-#include "run/command.h"
-#include "cli/options.h"
-#include "run/workerenv.h"
-
-struct job_spec {
-    const struct amlrun_opts *o;
-    const struct command *cmd;
-    struct env_spec *env;
-    int nproc;
-    const char *host;
-    const sigset_t *worker_mask;   /* the mask amlrun was started with */
-    int pipe_was_ignored;
-    int sfd;                       /* signalfd of the handled signals */
-    int log_dir_fd;                /* -1: no --log-dir */
-    const struct amlrun_binding *binding;
-    amldist_rdzv_t *rz;            /* the control plane, or NULL */
-};
+#include "run/jobspec.h"
 
 /* Run the job; returns amlrun's exit status. */
 int supervise(const struct job_spec *s);

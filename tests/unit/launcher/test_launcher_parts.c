@@ -17,6 +17,8 @@
 #include "output/exitstatus.h"
 #include "output/msg.h"
 #include "cli/options.h"
+#include "cli/optparse.h"
+#include "cli/opttable.h"
 #include "output/output.h"
 
 static void test_rankset(void)
@@ -94,16 +96,16 @@ static void test_options(void)
 /* Head-node mode's question to the one option table. */
 static void test_takes_value(void)
 {
-    CHECK_INT_EQ(options_takes_value("nproc-per-node"), 1);
-    CHECK_INT_EQ(options_takes_value("nproc_per_node"), 1);
-    CHECK_INT_EQ(options_takes_value("local_ranks-filter=0"), 1);
-    CHECK_INT_EQ(options_takes_value("rdzv_id"), 1); /* an alias */
-    CHECK_INT_EQ(options_takes_value("standalone"), 0);
-    CHECK_INT_EQ(options_takes_value("prefix"), 0); /* only --prefix=FMT */
-    CHECK_INT_EQ(options_takes_value("nproc"), 0);  /* no prefixes */
-    CHECK_INT_EQ(options_takes_value("nproc-per-node-x"), 0);
-    CHECK_INT_EQ(options_takes_value("no-such"), 0);
-    CHECK_INT_EQ(options_takes_value(""), 0);
+    CHECK_INT_EQ(opttable_takes_value("nproc-per-node"), 1);
+    CHECK_INT_EQ(opttable_takes_value("nproc_per_node"), 1);
+    CHECK_INT_EQ(opttable_takes_value("local_ranks-filter=0"), 1);
+    CHECK_INT_EQ(opttable_takes_value("rdzv_id"), 1); /* an alias */
+    CHECK_INT_EQ(opttable_takes_value("standalone"), 0);
+    CHECK_INT_EQ(opttable_takes_value("prefix"), 0); /* only --prefix=FMT */
+    CHECK_INT_EQ(opttable_takes_value("nproc"), 0);  /* no prefixes */
+    CHECK_INT_EQ(opttable_takes_value("nproc-per-node-x"), 0);
+    CHECK_INT_EQ(opttable_takes_value("no-such"), 0);
+    CHECK_INT_EQ(opttable_takes_value(""), 0);
 }
 
 static void test_status(void)

@@ -1,7 +1,7 @@
 /* --dry-run output (see dryrun.h). */
 #include <string.h>
 
-#include "cli/dryrun.h"
+#include "run/dryrun.h"
 
 static void put_quoted(FILE *f, const char *s)
 {

@@ -15,16 +15,18 @@
 #include <unistd.h>
 
 #include "amldist.h"
+#include "cli/mode.h"
+#include "cli/options.h"
+#include "cli/optparse.h"
+#include "contain/guard.h"
+#include "head/headnode.h"
+#include "output/msg.h"
+#include "output/output.h"
 #include "run/command.h"
 #include "run/control.h"
-#include "cli/dryrun.h"
-#include "contain/guard.h"
+#include "run/dryrun.h"
 #include "run/inplace.h"
 #include "run/jobtoken.h"
-#include "cli/mode.h"
-#include "output/msg.h"
-#include "cli/options.h"
-#include "output/output.h"
 #include "run/supervise.h"
 #include "run/workerenv.h"
 
@@ -98,7 +100,7 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     *pipe_was_ignored = old.sa_handler == SIG_IGN;
     if (sigprocmask(SIG_BLOCK, &set, orig) < 0)
         return -1;
-    return signalfd(-1, &set, SFD_CLOEXEC);
+    return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 static int node_run(const struct amlrun_opts *o, const struct plan *p,

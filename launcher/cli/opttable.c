@@ -1,0 +1,95 @@
+/* amlrun's option table (see opttable.h). */
+#include <stddef.h>
+#include <string.h>
+
+#include "cli/opttable.h"
+
+const struct option_def opttable[] = {
+    {"nproc-per-node", ARG_REQUIRED | PET, O_NPROC},
+    {"nnodes", ARG_REQUIRED | PET, O_NNODES},
+    {"node-rank", ARG_REQUIRED | PET, O_NODE_RANK},
+    {"master-addr", ARG_REQUIRED | PET, O_MASTER_ADDR},
+    {"master-port", ARG_REQUIRED | PET, O_MASTER_PORT},
+    {"standalone", ARG_NONE | PET, O_STANDALONE},
+    {"no-node-check", ARG_NONE, O_NO_NODE_CHECK},
+    {"mode", ARG_REQUIRED, O_MODE},
+    {"run-id", ARG_REQUIRED, O_RUN_ID},
+    {"rdzv-id", ARG_REQUIRED | PET, O_RUN_ID},
+    {"rdzv-endpoint", ARG_REQUIRED | PET, O_RDZV_ENDPOINT},
+    {"rdzv-backend", ARG_REQUIRED | PET, O_RDZV_BACKEND},
+    {"max-restarts", ARG_REQUIRED | PET, O_MAX_RESTARTS},
+    {"term-timeout", ARG_REQUIRED, O_TERM_TIMEOUT},
+    {"ignore-sighup", ARG_NONE, O_IGNORE_SIGHUP},
+    {"module", ARG_NONE | PET, O_MODULE},
+    {"no-python", ARG_NONE | PET, O_NO_PYTHON},
+    {"use-env", ARG_NONE, O_USE_ENV},
+    {"legacy-launch", ARG_NONE, O_LEGACY},
+    {"python", ARG_REQUIRED, O_PYTHON},
+    {"prefix", ARG_OPTIONAL, O_PREFIX},
+    {"tee", ARG_REQUIRED | PET, O_TEE},
+    {"log-dir", ARG_REQUIRED | PET, O_LOG_DIR},
+    {"ranks", ARG_REQUIRED, O_RANKS},
+    {"local-ranks-filter", ARG_REQUIRED, O_LOCAL_RANKS},
+    {"redirects", ARG_REQUIRED | PET, O_REDIRECTS},
+    {"log-layout", ARG_REQUIRED, O_LOG_LAYOUT},
+    {"dry-run", ARG_NONE, O_DRY_RUN},
+    {"verbose", ARG_NONE, O_VERBOSE},
+    {"quiet", ARG_NONE, O_QUIET},
+    {"cpu-bind", ARG_REQUIRED, O_CPU_BIND},
+    {"mem-bind", ARG_REQUIRED, O_MEM_BIND},
+    {"nic-bind", ARG_REQUIRED, O_NIC_BIND},
+    {"gpu-bind", ARG_REQUIRED, O_GPU_BIND},
+    {"topology", ARG_REQUIRED, O_TOPOLOGY},
+    {"report-bindings", ARG_OPTIONAL, O_REPORT_BINDINGS},
+    {"topo", ARG_NONE, O_TOPO},
+    {"hostfile", ARG_REQUIRED, O_HOSTFILE},
+    {"hosts", ARG_REQUIRED, O_HOSTS},
+    {"launcher", ARG_REQUIRED, O_LAUNCHER},
+    {"help", ARG_NONE, O_HELP},
+    {"version", ARG_NONE, O_VERSION},
+    /* torchrun's, accepted for its command lines (see amlrun(1)) */
+    {"monitor-interval", ARG_REQUIRED | PET, O_MONITOR_INTERVAL},
+    {"start-method", ARG_REQUIRED | PET, O_START_METHOD},
+    {"rdzv-conf", ARG_REQUIRED | PET, O_RDZV_CONF},
+    {"role", ARG_REQUIRED | PET, O_ROLE},
+    {"run-path", ARG_NONE | PET, O_RUN_PATH},
+    {NULL, ARG_NONE, O_COUNT},
+};
+
+static const struct { char c; enum opt_id id; } short_options[] = {
+    {'m', O_MODULE}, {'v', O_VERBOSE}, {'q', O_QUIET},
+    {'h', O_HELP},   {'V', O_VERSION},
+    /* torchrun's, with a value: -r 3, -r3, -t 0:1,1:2 */
+    {'r', O_REDIRECTS}, {'t', O_TEE},
+};
+
+const struct option_def *opttable_find(const char *name)
+{
+    size_t n = strcspn(name, "=");
+    for (const struct option_def *d = opttable; d->name; d++) {
+        size_t j = 0;
+        while (j < n && d->name[j] == (name[j] == '_' ? '-' : name[j]))
+            j++;
+        if (j == n && d->name[j] == '\0')
+            return d;
+    }
+    return NULL;
+}
+
+const struct option_def *opttable_short(char c)
+{
+    for (size_t k = 0; k < sizeof short_options / sizeof short_options[0]; k++) {
+        if (short_options[k].c != c)
+            continue;
+        for (const struct option_def *d = opttable; d->name; d++)
+            if (d->id == short_options[k].id)
+                return d;
+    }
+    return NULL;
+}
+
+int opttable_takes_value(const char *name)
+{
+    const struct option_def *d = opttable_find(name);
+    return d != NULL && (d->arg & ARG_MASK) == ARG_REQUIRED;
+}

@@ -1,0 +1,51 @@
+/*
+ * amlrun's option table, the launcher's ground floor: each long option's
+ * one spelling, whether it takes a value, whether torchrun's PET_<NAME>
+ * variable may give it, and the short options.  The parser (options.c,
+ * optapply.c) and head-node mode (headnode.c, which must know where the
+ * worker's command starts) both read it; it includes nothing of amlrun's.
+ */
+#ifndef AMLRUN_OPTTABLE_H
+#define AMLRUN_OPTTABLE_H
+
+enum opt_id {
+    O_NPROC, O_NNODES, O_NODE_RANK, O_MASTER_ADDR, O_MASTER_PORT,
+    O_STANDALONE, O_MODE, O_RUN_ID, O_RDZV_ENDPOINT, O_RDZV_BACKEND,
+    O_MAX_RESTARTS, O_TERM_TIMEOUT, O_IGNORE_SIGHUP, O_MODULE, O_NO_PYTHON,
+    O_USE_ENV, O_LEGACY, O_PYTHON, O_PREFIX, O_TEE, O_LOG_DIR, O_RANKS,
+    O_LOCAL_RANKS, O_DRY_RUN, O_VERBOSE, O_QUIET, O_CPU_BIND, O_MEM_BIND,
+    O_NIC_BIND, O_GPU_BIND, O_TOPOLOGY, O_REPORT_BINDINGS, O_TOPO,
+    O_HOSTFILE, O_HOSTS, O_LAUNCHER, O_HELP, O_VERSION, O_NO_NODE_CHECK,
+    O_MONITOR_INTERVAL, O_START_METHOD, O_RDZV_CONF, O_ROLE, O_RUN_PATH,
+    O_REDIRECTS, O_LOG_LAYOUT,
+    O_COUNT
+};
+
+enum {
+    ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL /* only as --opt=value */,
+    ARG_MASK = 3,
+    /* torchrun's option: PET_<NAME> (PET_NPROC_PER_NODE) is its default,
+     * as torch/distributed/argparse_util.py reads it. */
+    PET = 4
+};
+
+struct option_def {
+    const char *name; /* without "--", words joined by '-' */
+    int arg;          /* ARG_*, | PET */
+    enum opt_id id;   /* several names may share one (--run-id, --rdzv-id) */
+};
+
+/* Every long option, in the order PET_ variables are read; the entry after
+ * the last has a NULL name. */
+extern const struct option_def opttable[];
+
+/* The entry of long option `name` (without "--"; read up to an '=', '_'
+ * as '-'; no abbreviations), or NULL. */
+const struct option_def *opttable_find(const char *name);
+/* The entry of short option -c (-m is --module's), or NULL. */
+const struct option_def *opttable_short(char c);
+/* True when long option `name` (as for opttable_find) takes its value as
+ * the next argument. */
+int opttable_takes_value(const char *name);
+
+#endif /* AMLRUN_OPTTABLE_H */

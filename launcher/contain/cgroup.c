@@ -1,0 +1,321 @@
+/* The job's cgroup (see cgroup.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "contain/cgroup.h"
+
+static struct {
+    int dir;         /* the job's cgroup, open; -1 */
+    int clone3;      /* CLONE_INTO_CGROUP: 1 works, 0 not here, -1 untried */
+    char path[PATH_MAX];
+} cg = {.dir = -1, .clone3 = -1};
+
+/* amlrun's cgroup v2 path, from the "0::" line. */
+static int own_cgroup(char *path, size_t n)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = -1;
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "0::", 3) != 0)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        if (strlen(line + 3) < n) {
+            strcpy(path, line + 3);
+            rc = 0;
+        }
+        break;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* The cgroup2 mount: the hierarchy path it shows and where it is. */
+static int cgroup2_mount(char *root, size_t rn, char *mnt, size_t mn)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = -1;
+    while (rc < 0 && getline(&line, &cap, f) > 0) {
+        /* id parent dev root mountpoint options ... - fstype source ... */
+        char *sep = strstr(line, " - ");
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+            continue;
+        *sep = '\0';
+        char *save = NULL, *r = NULL, *m = NULL;
+        int i = 0;
+        for (char *t = strtok_r(line, " ", &save); t && i < 5;
+             t = strtok_r(NULL, " ", &save), i++) {
+            if (i == 3)
+                r = t;
+            else if (i == 4)
+                m = t;
+        }
+        /* Octal escapes (a space in the path): not worth decoding. */
+        if (!r || !m || strchr(r, '\\') || strchr(m, '\\') ||
+            strlen(r) >= rn || strlen(m) >= mn)
+            continue;
+        strcpy(root, r);
+        strcpy(mnt, m);
+        rc = 0;
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Remove the cgroup `name` under `parent` and any cgroup a worker made
+ * inside it (they must be empty). */
+static int rmdir_tree(int parent, const char *name)
+{
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 &&
+                strcmp(e->d_name, "..") != 0)
+                (void)rmdir_tree(dirfd(d), e->d_name);
+        closedir(d);
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    return unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* Job cgroups that an amlrun left behind when its guard was killed with
+ * it: their amlrun gone, older than a minute (not one being set up in
+ * another PID namespace), empty (rmdir fails otherwise). */
+static void cg_sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "amlrun-", 7) != 0)
+            continue;
+        char *end;
+        long pid = strtol(e->d_name + 7, &end, 10);
+        struct stat st;
+        if (end == e->d_name + 7 || *end || pid <= 0 || pid > INT_MAX ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
+            fstatat(dirfd(d), e->d_name, &st, 0) < 0 || now - st.st_mtime < 60)
+            continue;
+        (void)rmdir_tree(dirfd(d), e->d_name);
+    }
+    closedir(d);
+}
+
+/* The directory, beside amlrun's own cgroup, that amlrun may fill and
+ * kill; 0, or -1 with why[] saying why not. */
+static int cg_make(char *why, size_t whysz)
+{
+    char own[PATH_MAX], root[PATH_MAX], mnt[PATH_MAX], dir[PATH_MAX];
+    if (own_cgroup(own, sizeof own) < 0) {
+        snprintf(why, whysz, "amlrun is in no cgroup v2");
+        return -1;
+    }
+    if (cgroup2_mount(root, sizeof root, mnt, sizeof mnt) < 0) {
+        snprintf(why, whysz, "no cgroup2 file system mounted");
+        return -1;
+    }
+    size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    if (strncmp(own, "/..", 3) == 0 || strncmp(own, root, rl) != 0 ||
+        (own[rl] != '/' && own[rl] != '\0')) {
+        snprintf(why, whysz,
+                 "amlrun's cgroup %s is not under %s", own, mnt);
+        return -1;
+    }
+    const char *rel = strcmp(own + rl, "/") == 0 ? "" : own + rl;
+    if ((size_t)snprintf(dir, sizeof dir, "%s%s", mnt, rel) >= sizeof dir ||
+        (size_t)snprintf(cg.path, sizeof cg.path, "%s/amlrun-%d", dir,
+                         (int)getpid()) >= sizeof cg.path) {
+        snprintf(why, whysz, "path too long");
+        return -1;
+    }
+    cg_sweep(dir);
+    int made = mkdir(cg.path, 0755);
+    if (made < 0 && errno == EEXIST && rmdir_tree(AT_FDCWD, cg.path) == 0)
+        made = mkdir(cg.path, 0755); /* an earlier amlrun of our pid's */
+    if (made < 0) {
+        snprintf(why, whysz, "mkdir %s: %s", cg.path,
+                 strerror(errno));
+        return -1;
+    }
+    /* Moving a process needs write access to cgroup.procs of the common
+     * ancestor, amlrun's own cgroup; killing needs cgroup.kill. */
+    char procs[PATH_MAX + 16];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", dir);
+    cg.dir = open(cg.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg.dir < 0)
+        snprintf(why, whysz, "%s: %s", cg.path, strerror(errno));
+    else if (faccessat(cg.dir, "cgroup.kill", W_OK, 0) < 0)
+        snprintf(why, whysz, "%s", errno == ENOENT
+                 ? "no cgroup.kill (Linux 5.14 or later)"
+                 : "cgroup.kill is not writable");
+    else if (access(procs, W_OK) < 0)
+        snprintf(why, whysz, "%s: %s", procs, strerror(errno));
+    else
+        return 0;
+    if (cg.dir >= 0)
+        close(cg.dir);
+    cg.dir = -1;
+    rmdir(cg.path);
+    return -1;
+}
+
+/* Linux 6.x (seen on 6.18) kills a child cloned into a cgroup whose
+ * cgroup.kill count differs from its parent's cgroup's: after one kill of
+ * the job's cgroup, or when amlrun's own cgroup was once killed (systemd
+ * does that).  Moving the child after fork() is not affected. */
+void cgroup_kill(void)
+{
+    int fd = openat(cg.dir, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, "1", 1);
+    (void)w;
+    close(fd);
+    cg.clone3 = 0;
+}
+
+/* Up to five minutes: a process in uninterruptible sleep takes its time. */
+void cgroup_end(void)
+{
+    int ev = openat(cg.dir, "cgroup.events", O_RDONLY | O_CLOEXEC);
+    for (int round = 0; round < 300; round++) {
+        cgroup_kill();
+        char buf[256];
+        ssize_t n = ev >= 0 ? pread(ev, buf, sizeof buf - 1, 0) : -1;
+        buf[n > 0 ? n : 0] = '\0';
+        /* The read also re-arms the notification that poll waits for. */
+        if ((n < 0 || strstr(buf, "populated 0")) &&
+            (rmdir_tree(AT_FDCWD, cg.path) == 0 || errno != EBUSY))
+            break;
+        struct pollfd p = {ev, POLLPRI, 0};
+        poll(&p, ev >= 0, 1000);
+    }
+    if (ev >= 0)
+        close(ev);
+}
+
+static pid_t clone_into_cgroup(int dir)
+{
+#ifdef SYS_clone3
+    /* struct clone_args of <linux/sched.h>, spelled out: that header's
+     * CLONE_* macros clash with <sched.h>'s. */
+    struct {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+            stack_size, tls, set_tid, set_tid_size, cgroup;
+    } a;
+    memset(&a, 0, sizeof a);
+    a.flags = 0x200000000ULL; /* CLONE_INTO_CGROUP */
+    a.exit_signal = SIGCHLD;
+    a.cgroup = (uint64_t)dir;
+    return (pid_t)syscall(SYS_clone3, &a, sizeof a);
+#else
+    (void)dir;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Whether a child cloned into the job's cgroup lives (see cg_kill). */
+static void clone3_probe(void)
+{
+    pid_t pid = clone_into_cgroup(cg.dir);
+    if (pid == 0)
+        _exit(0);
+    if (pid < 0) {
+        cg.clone3 = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? 0 : -1;
+        return;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    cg.clone3 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+pid_t cgroup_fork(void)
+{
+    /* Born in the cgroup: no migration, which costs a 10 ms RCU grace
+     * period the first time. */
+    if (cg.clone3 != 0) {
+        pid_t pid = clone_into_cgroup(cg.dir);
+        if (pid >= 0) {
+            cg.clone3 = 1;
+            return pid;
+        }
+        if (cg.clone3 == 1 ||
+            (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
+            return -1;
+        cg.clone3 = 0; /* Linux < 5.7, valgrind */
+    }
+    pid_t pid = fork();
+    if (pid <= 0)
+        return pid;
+    /* Moved before guard_fork returns, so before the child may exec. */
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%d", (int)pid);
+    int fd = openat(cg.dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, buf, (size_t)n) != n) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    return pid;
+}
+
+int cgroup_setup(char *why, size_t whysz)
+{
+    if (cg_make(why, whysz) < 0)
+        return -1;
+    clone3_probe();
+    return 0;
+}
+
+const char *cgroup_path(void)
+{
+    return cg.path;
+}
+
+void cgroup_close(void)
+{
+    if (cg.dir >= 0)
+        close(cg.dir);
+    cg.dir = -1;
+}
+
+void cgroup_remove(void)
+{
+    cgroup_close();
+    rmdir(cg.path);
+}

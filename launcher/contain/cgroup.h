@@ -1,0 +1,30 @@
+/*
+ * The job's cgroup v2, the strongest containment (guard.h): a cgroup of its
+ * own beside amlrun's (under root, or a delegated subtree), which workers
+ * are cloned into (CLONE_INTO_CGROUP) or moved into after fork(); ending
+ * the job is a write to its cgroup.kill.  Job cgroups that an amlrun killed
+ * with its guard left behind are swept when the next one is made.
+ */
+#ifndef AMLRUN_CGROUP_H
+#define AMLRUN_CGROUP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Make the job's cgroup and learn whether children may be cloned into it;
+ * 0, or -1 with why[] saying why there is none. */
+int cgroup_setup(char *why, size_t whysz);
+/* Its path (after cgroup_setup succeeded). */
+const char *cgroup_path(void);
+/* fork() into the job's cgroup: the child is in it before this returns. */
+pid_t cgroup_fork(void);
+/* Kill everything in it (the cgroup stays). */
+void cgroup_kill(void);
+/* In the guard: kill everything in it, wait until it is empty and remove
+ * it. */
+void cgroup_end(void);
+/* Close amlrun's descriptor of it / and remove the (empty) cgroup too. */
+void cgroup_close(void);
+void cgroup_remove(void);
+
+#endif /* AMLRUN_CGROUP_H */

@@ -1,0 +1,55 @@
+/*
+ * The supervisor's state, shared by its parts: supervise.c (the event loop
+ * and the composition), start.c (an attempt's workers), report.c (the
+ * messages and the end-of-job summary).  Not for the rest of amlrun.
+ */
+#ifndef AMLRUN_JOB_H
+#define AMLRUN_JOB_H
+
+#include <sys/types.h>
+#include <time.h>
+
+#include "net/loop.h"
+#include "output/output.h"
+#include "run/policy.h"
+#include "run/jobspec.h"
+#include "run/workerenv.h"
+
+#define READ_BUF (64u << 10)
+
+struct job;
+
+struct worker {
+    struct job *job;
+    struct worker_id id;
+    pid_t pid;
+    int running;
+    int stopped;       /* the stop signal while it is stopped, else 0 */
+    int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
+    int status;
+    double t_start;
+    time_t t_end;      /* wall clock when it was reaped */
+    char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
+    int log_out, log_err;
+    struct out_stream out, err;
+};
+
+struct job {
+    const struct job_spec *s;
+    struct worker *w;
+    int n;
+    int live;          /* workers running */
+    struct policy p;   /* the phase, restarts, the failure, the stop */
+    amldist__loop_t *loop; /* the signalfd, the control plane, the pipes */
+    int deadline;      /* the SIGKILL deadline's timer, 0 */
+    int null_fd;       /* /dev/null for the workers' stdin */
+    char *buf;
+    struct rundir *rd; /* error files, and logs in torchrun's layout */
+    int torch_layout;
+    /* With the control plane: the root cause block of this node's own
+     * first failure in the round, printed at the end unless node 0 prints
+     * the job's summary. */
+    char *local_block;
+};
+
+#endif /* AMLRUN_JOB_H */

@@ -1,0 +1,251 @@
+/* The supervisor's messages and the end-of-job summary (see report.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output/exitstatus.h"
+#include "output/msg.h"
+#include "output/rootcause.h"
+#include "output/torchlogs.h"
+#include "run/report.h"
+
+static const char *plural(int n)
+{
+    return n == 1 ? "" : "s";
+}
+
+void report_worker_end(const struct job *j, const struct worker *w,
+                       int first_failure)
+{
+    char what[96];
+    if (!first_failure) {
+        if (j->s->o->verbose) {
+            status_describe(w->status, what, sizeof what);
+            msg("rank %d (local %d, pid %d): %s", w->id.rank, w->id.local,
+                (int)w->pid, what);
+        }
+        return;
+    }
+    status_describe(w->status, what, sizeof what);
+    msg("rank %d (local %d, pid %d, host %s): %s after %.2f s", w->id.rank,
+        w->id.local, (int)w->pid, j->s->host, what, now_s() - w->t_start);
+}
+
+void report_stopping_others(const struct job *j)
+{
+    if (j->live > 0 && !j->s->o->quiet)
+        msg("stopping the other %d worker%s (SIGTERM, SIGKILL after %g s)",
+            j->live, plural(j->live), j->s->o->term_timeout);
+}
+
+/* Workers run in background process groups: one that reads the terminal
+ * stops with SIGTTIN (SIGTTOU: writes to it under `stty tostop`, or changes
+ * its settings) and would wait there for ever, so that is said, once. */
+void report_worker_stopped(const struct job *j, struct worker *w, int sig)
+{
+    char name[32];
+    if ((sig == SIGTTIN || sig == SIGTTOU) && !w->tty_reported) {
+        w->tty_reported = 1;
+        signal_name(sig, name, sizeof name);
+        msg("rank %d (local %d, pid %d): stopped by %s: it %s the terminal, "
+            "which only amlrun's process group may do; it waits until "
+            "continued (kill -CONT %d) or the job ends", w->id.rank,
+            w->id.local, (int)w->pid, name,
+            sig == SIGTTIN ? "read from" : "wrote to or set up",
+            (int)getpid());
+    } else if (j->s->o->verbose) {
+        if (sig)
+            signal_name(sig, name, sizeof name);
+        msg("rank %d (local %d, pid %d): %s%s", w->id.rank, w->id.local,
+            (int)w->pid, sig ? "stopped by " : "continued", sig ? name : "");
+    }
+}
+
+int report_start_failure(const struct job *j, const struct worker *w,
+                         enum spawn_stage stage, int err)
+{
+    if (stage == SPAWN_EXEC) {
+        char why[PATH_MAX + 64];
+        msg("rank %d (local %d): cannot run %s: %s", w->id.rank, w->id.local,
+            j->s->cmd->path,
+            command_exec_error(j->s->cmd->path, err, why, sizeof why));
+        return err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
+    }
+    msg_errno(err, "rank %d (local %d): %s", w->id.rank, w->id.local,
+              stage == SPAWN_BIND ? "binding failed"
+                                  : "cannot start the worker");
+    return AMLRUN_EXIT_SYSTEM;
+}
+
+void report_started(const struct job *j)
+{
+    if (j->s->o->verbose)
+        msg("started %d worker%s", j->n, plural(j->n));
+}
+
+void report_stop_signal(const struct job *j, int sig, enum action a)
+{
+    char name[32];
+    signal_name(sig, name, sizeof name);
+    if (a == ACT_STOP || a == ACT_PASS) {
+        /* The first stop request: it ends the job on every node. */
+        char why[64];
+        snprintf(why, sizeof why, "%s received: the job stops", name);
+        report_tell_final(j, policy_stopped_status(sig), why);
+        if (!j->s->o->quiet && j->live > 0)
+            msg("%s received: stopping %d worker%s (SIGKILL after %g s)",
+                name, j->live, plural(j->live), j->s->o->term_timeout);
+        else if (!j->s->o->quiet)
+            msg("%s", why);
+    } else if (a == ACT_KILL) {
+        /* A second stop request means "now". */
+        msg("%s received again: killing %d worker%s", name, j->live,
+            plural(j->live));
+    }
+}
+
+void report_deadline(const struct job *j)
+{
+    msg("%d worker%s still running %g s after SIGTERM: sending SIGKILL",
+        j->live, plural(j->live), j->s->o->term_timeout);
+}
+
+void report_peer_stop(const struct job *j)
+{
+    if (!j->s->o->quiet)
+        msg("stopping the %d worker%s of this node (SIGTERM, SIGKILL after "
+            "%g s): %s", j->live, plural(j->live), j->s->o->term_timeout,
+            amldist_rdzv_stop_reason(j->s->rz));
+}
+
+void report_restart(const struct job *j)
+{
+    if (!j->s->o->quiet)
+        msg("restarting the %d worker%s of this node (restart %d of %d)",
+            j->n, plural(j->n), j->p.restarts, j->s->o->max_restarts);
+}
+
+void report_round(const struct job *j, int restarts)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    if (!j->s->o->quiet && restarts > j->p.restarts)
+        msg("restarting the workers of all %d nodes (restart %d of %d; "
+            "this node is node %d)", amldist_rdzv_num_nodes(rz), restarts,
+            j->s->o->max_restarts, amldist_rdzv_node_rank(rz));
+    else if (!j->s->o->quiet)
+        msg("the job re-forms with %d nodes (this node is node %d): "
+            "restarting the workers", amldist_rdzv_num_nodes(rz),
+            amldist_rdzv_node_rank(rz));
+}
+
+void report_rundir(const struct job *j, int keep, int base)
+{
+    const struct amlrun_opts *o = j->s->o;
+    if ((keep && base < 0 && !o->quiet) || o->verbose)
+        msg("%s in %s", keep ? "log files (torchrun's layout)" : "error files",
+            rundir_path(j->rd));
+}
+
+static struct failure failure_of(const struct job *j, const struct worker *w)
+{
+    struct failure f = {
+        .rank = w->id.rank, .local = w->id.local, .pid = w->pid,
+        .status = w->status, .host = j->s->host, .when = w->t_end,
+        .error_file = w->error_file,
+    };
+    return f;
+}
+
+/* This node's first failure, for the job: its root cause block and last
+ * lines go to the host, which stops every node and has node 0 print them. */
+void report_tell_failure(struct job *j, const struct worker *w)
+{
+    char what[96], head[256], tail_err[OUT_TAIL_MAX + 512],
+        tail_out[OUT_TAIL_MAX + 512];
+    status_describe(w->status, what, sizeof what);
+    snprintf(head, sizeof head, "amlrun:   rank %d (local %d, pid %d) on "
+             "host %s: %s\n", w->id.rank, w->id.local, (int)w->pid,
+             j->s->host, what);
+    struct failure f = failure_of(j, w);
+    free(j->local_block);
+    j->local_block = rootcause_text(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    if (w->error_file && access(w->error_file, F_OK) == 0)
+        rundir_keep(j->rd);
+    out_stream_tail(&w->err, "amlrun:   | ", 10, tail_err, sizeof tail_err);
+    out_stream_tail(&w->out, "amlrun:   | ", 5, tail_out, sizeof tail_out);
+    char *sum = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&sum, &size);
+    if (m) {
+        fprintf(m, "%s%s", head, j->local_block ? j->local_block : "");
+        if (*tail_err)
+            fprintf(m, "amlrun:   last lines of its stderr:\n%s", tail_err);
+        if (*tail_out)
+            fprintf(m, "amlrun:   last lines of its stdout:\n%s", tail_out);
+        if (fclose(m) != 0) {
+            free(sum);
+            sum = NULL;
+        }
+    }
+    if (amldist_rdzv_fail(j->s->rz, 0, w->id.rank,
+                          status_exit_code(w->status), sum ? sum : head) < 0)
+        msg("telling the other nodes: %s", amldist_last_error());
+    free(sum);
+}
+
+void report_tell_final(const struct job *j, int status, const char *why)
+{
+    char text[512];
+    snprintf(text, sizeof text, "amlrun:   host %s: %s\n", j->s->host, why);
+    if (j->s->rz &&
+        amldist_rdzv_fail(j->s->rz, AMLDIST_RDZV_FINAL, -1, status, text) < 0)
+        msg("telling the other nodes: %s", amldist_last_error());
+}
+
+void report_root_cause(struct job *j)
+{
+    const struct worker *w = &j->w[j->p.fail];
+    struct failure f = failure_of(j, w);
+    /* Like torchrun's own @record: an agent above amlrun that gave it an
+     * error file gets the root cause's. */
+    rootcause_report(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    /* The summary names the error file: it must still be there to read. */
+    if (w->error_file && access(w->error_file, F_OK) == 0)
+        rundir_keep(j->rd);
+}
+
+void report_job(const struct job *j, int status)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    if (status == 0)
+        return;
+    int node0 = amldist_rdzv_node_rank(rz) == 0;
+    if (node0 || status == AMLDIST_RDZV_STATUS_LOST) {
+        const char *f = amldist_rdzv_failure(rz);
+        size_t n = strlen(f) + 128;
+        char *text = malloc(n);
+        if (text) {
+            snprintf(text, n, "amlrun: job failed (exit status %d): first "
+                     "failure: %s%s", status, f,
+                     *f && f[strlen(f) - 1] == '\n' ? "" : "\n");
+            (void)write_all(2, text, strlen(text));
+        }
+        free(text);
+    }
+    if (!node0 && j->local_block)
+        (void)write_all(2, j->local_block, strlen(j->local_block));
+}
+
+void report_slurm_stop(const struct job *j, int status)
+{
+    const struct policy *p = &j->p;
+    if (p->stop_signal && p->fail < 0 && p->start_status < 0 &&
+        status != 128 + p->stop_signal && j->s->o->verbose)
+        msg("stopped by SIGTERM as one of the tasks of Slurm step %s: exit "
+            "status 1, so that srun's (its tasks' highest) is the failing "
+            "task's", getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID")
+                                              : getenv("SLURM_STEPID"));
+}

@@ -1,0 +1,208 @@
+/* The job's state and an attempt's workers (see start.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output/msg.h"
+#include "output/torchlogs.h"
+#include "run/report.h"
+#include "run/start.h"
+
+int job_init(struct job *j, const struct job_spec *s)
+{
+    memset(j, 0, sizeof *j);
+    j->s = s;
+    j->n = s->nproc;
+    policy_init(&j->p, s->o->max_restarts);
+    j->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    j->w = calloc((size_t)j->n, sizeof *j->w);
+    j->buf = malloc(READ_BUF);
+    j->loop = amldist__loop_new();
+    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop)
+        return -1;
+    for (int i = 0; i < j->n; i++) {
+        j->w[i].job = j;
+        j->w[i].log_out = j->w[i].log_err = -1;
+        j->w[i].out.fd = j->w[i].err.fd = -1;
+    }
+    return 0;
+}
+
+void job_free(struct job *j)
+{
+    for (int i = 0; j->w && i < j->n; i++) {
+        out_stream_close(&j->w[i].out);
+        out_stream_close(&j->w[i].err);
+        free(j->w[i].error_file);
+        if (j->w[i].log_out >= 0)
+            close(j->w[i].log_out);
+        if (j->w[i].log_err >= 0)
+            close(j->w[i].log_err);
+    }
+    if (j->null_fd >= 0)
+        close(j->null_fd);
+    amldist__loop_free(j->loop);
+    free(j->w);
+    free(j->buf);
+    free(j->local_block);
+    rundir_close(j->rd);
+}
+
+/* Removed at the end unless it holds redirected output (torchrun keeps its
+ * temporary logs too). */
+int job_open_rundir(struct job *j)
+{
+    const struct amlrun_opts *o = j->s->o;
+    j->torch_layout = options_torchrun_layout(o);
+    int base = j->torch_layout ? j->s->log_dir_fd : -1;
+    int keep = j->torch_layout &&
+               (std_map_any(&o->redirects) || std_map_any(&o->tee));
+    j->rd = rundir_open(base, base >= 0 ? o->log_dir : NULL, o->run_id, keep);
+    if (!j->rd)
+        return -1;
+    report_rundir(j, keep, base);
+    return 0;
+}
+
+void job_close_attempt_logs(struct job *j)
+{
+    for (int i = 0; j->torch_layout && i < j->n; i++) {
+        if (j->w[i].log_out >= 0)
+            close(j->w[i].log_out);
+        if (j->w[i].log_err >= 0)
+            close(j->w[i].log_err);
+        j->w[i].log_out = j->w[i].log_err = -1;
+    }
+}
+
+static int open_logs(struct job *j, struct worker *w)
+{
+    if (j->torch_layout || j->s->log_dir_fd < 0 || w->log_out >= 0)
+        return 0;
+    const char *dir = j->s->o->log_dir;
+    w->log_out = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stdout");
+    if (w->log_out < 0)
+        return -1;
+    w->log_err = out_log_file(j->s->log_dir_fd, dir, w->id.rank, "stderr");
+    return w->log_err < 0 ? -1 : 0;
+}
+
+/* The worker's directory in this attempt: its error file and, in
+ * torchrun's layout, the log files of the streams -r/--tee name (new ones
+ * each attempt).  amlrun's own --log-dir files are opened once. */
+static int worker_files(struct job *j, struct worker *w, int index)
+{
+    const struct amlrun_opts *o = j->s->o;
+    free(w->error_file);
+    w->error_file = NULL;
+    if (!j->torch_layout) {
+        int none_out, none_err; /* STD_NONE: no files opened */
+        return rundir_worker(j->rd, index, w->id.rank, STD_NONE,
+                             &w->error_file, &none_out, &none_err) < 0 ||
+                       open_logs(j, w) < 0 ? -1 : 0;
+    }
+    int streams = std_map_get(&o->redirects, index) |
+                  std_map_get(&o->tee, index);
+    return rundir_worker(j->rd, index, w->id.rank, streams, &w->error_file,
+                         &w->log_out, &w->log_err);
+}
+
+/* Set up one stream; its pipe's write end goes to *wr. */
+static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
+                        int which, int *wr)
+{
+    const struct amlrun_opts *o = j->s->o;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    memset(s, 0, sizeof *s);
+    s->fd = p[0];
+    *wr = p[1];
+    s->log = which == 1 ? w->log_out : w->log_err;
+    int index = (int)(w - j->w);
+    s->console = rankset_has(&o->ranks, w->id.rank) &&
+                 rankset_has(&o->local_ranks, w->id.local) ? which : -1;
+    /* torchrun: a redirected stream goes only to its file, unless it is
+     * also tee'd. */
+    if (j->torch_layout && (std_map_get(&o->redirects, index) & which) &&
+        !(std_map_get(&o->tee, index) & which))
+        s->console = -1;
+    int prefixed = o->prefix_streams == PREFIX_BY_TEE
+                       ? std_map_get(&o->tee, index) : o->prefix_streams;
+    if (o->prefix_fmt && (prefixed & which)) {
+        s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
+                               w->id.node, j->s->host,
+                               which == 1 ? "stdout" : "stderr");
+        if (!s->prefix)
+            return -1;
+        s->prefix_len = strlen(s->prefix);
+    }
+    return 0;
+}
+
+int start_worker(struct job *j, int index, int *status)
+{
+    const struct job_spec *s = j->s;
+    struct worker *w = &j->w[index];
+    int restarts = j->p.restarts;
+    *status = AMLRUN_EXIT_SYSTEM;
+    char **env = worker_env(s->env, index, restarts, &w->id);
+    if (!env)
+        return -1;
+    char **argv = command_argv_for(s->cmd, w->id.local);
+    char **sh = argv ? command_sh_argv(s->cmd->path, argv) : NULL;
+    int wr_out = -1, wr_err = -1, ok = 0;
+    if (!argv || !sh) {
+        msg("out of memory starting local worker %d", index);
+    } else if (worker_files(j, w, index) < 0) {
+        /* message printed */
+    } else if (amldist_envp_set(&env, "TORCHELASTIC_ERROR_FILE", w->error_file) < 0) {
+        msg("out of memory starting local worker %d", index);
+    } else if (stream_setup(j, w, &w->out, 1, &wr_out) < 0 ||
+               stream_setup(j, w, &w->err, 2, &wr_err) < 0) {
+        msg_errno(errno, "output pipes for local worker %d", index);
+    } else {
+        ok = 1;
+    }
+    if (ok && s->o->bind.report_bindings && restarts == 0)
+        bind_report(s->binding, index, w->id.rank, stderr);
+    if (ok) {
+        /* One stdin for the job: the first worker's, unless it is a
+         * terminal (a background process group reading it would stop). */
+        int in = index == 0 && !isatty(0) ? 0 : j->null_fd;
+        struct spawn_req r = {
+            .path = s->cmd->path, .argv = argv, .envp = env, .sh_argv = sh,
+            .stdin_fd = in, .stdout_fd = wr_out, .stderr_fd = wr_err,
+            .binding = s->binding, .local_rank = index,
+            .mask = s->worker_mask, .ignore_sighup = s->o->ignore_sighup,
+            .pipe_was_ignored = s->pipe_was_ignored,
+        };
+        enum spawn_stage stage = SPAWN_OK;
+        int err = 0;
+        pid_t pid = spawn_worker(&r, &stage, &err);
+        if (pid > 0) {
+            w->pid = pid;
+            w->running = 1;
+            w->t_start = now_s();
+            j->live++;
+        } else {
+            *status = report_start_failure(j, w, stage, err);
+            ok = 0;
+        }
+    }
+    if (wr_out >= 0)
+        close(wr_out);
+    if (wr_err >= 0)
+        close(wr_err);
+    if (!ok) {
+        out_stream_close(&w->out);
+        out_stream_close(&w->err);
+    }
+    command_argv_free(s->cmd, argv);
+    free(sh);
+    amldist_envp_free(env);
+    return ok ? 0 : -1;
+}
