@@ -12,10 +12,11 @@ declare -A level=(
     [lib/net]=3
     [lib/bootstrap]=4
     [lib/rdzv]=5 [lib/nccl]=5
-    [launcher/output]=10 [launcher/contain]=10
-    [launcher/cli]=11
-    [launcher/head]=12 [launcher/run]=12
-    [launcher]=13
+    [launcher/output]=10
+    [launcher/contain]=11
+    [launcher/cli]=12
+    [launcher/head]=13 [launcher/run]=13
+    [launcher]=14
 )
 
 cd "$TOP" || exit 1
