@@ -77,17 +77,19 @@ errors 2 "no command given (see amlrun --help)" "$AMLRUN" --hosts a,b
 errors 127 "cannot run mpirun: No such file or directory" env PATH=/nonexistent "$AMLRUN" --hosts a,b t
 
 # Head-node mode must know which of amlrun's options take a value, to find
-# where the worker's command starts: it asks options.c's table.  Every option
-# `amlrun --help` lists, in both spellings, followed by the command `t`:
-# "--nnodes 2" goes in just before the command, so a value taken for the
-# command (or a command word taken for a value) shows in the tail.
+# where the worker's command starts: it asks the option table
+# (launcher/cli/opttable.c).  Every option `amlrun --help` lists, in both
+# spellings, followed by the command `t`: "--nnodes 2" goes in just before
+# the command, so a value taken for the command (or a command word taken for
+# a value) shows in the tail.
 help=$("$AMLRUN" --help)
 valued=$(sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}\(--[a-z-]*\) \([^ ][^ ]*\).*/\2 \3/p' <<<"$help")
 flags=$(sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}\(--[a-z-]*\)\(\[.*\|  .*\|\)$/\2/p' <<<"$help")
 check "--help lists value-taking options (--nproc-per-node, --local-ranks-filter)" \
     grep -qx -e '--nproc-per-node .*' -e '--local-ranks-filter LIST' <<<"$valued"
 check "--help lists flags (--standalone, --prefix)" grep -qx -e '--standalone' <<<"$flags"
-# A value that options.c accepts, from the help's metavariable.
+# A value that the option handlers (launcher/cli/optapply.c) accept, from
+# the help's metavariable.
 value_for() {
     case ${1%%|*} in
         N | SEC) echo 2 ;; PORT) echo 4000 ;; HOST) echo h ;; HOST*) echo h:4000 ;;
