@@ -367,8 +367,10 @@ static int print_ranks(ctx_t *x)
     if (cudaGetDeviceProperties(&prop, dev))
         strcpy(prop.name, "?");
     memset(mine, 0, sizeof mine);
-    snprintf(mine, sizeof mine, "#  Rank %3d Pid %7d on %12s device %2d [%s] "
-             "%s", x->rank, (int)getpid(), host, dev, bus, prop.name);
+    /* Bounded so that the line always fits LINE (a PCI bus id is 12
+     * characters, device names about 30). */
+    snprintf(mine, sizeof mine, "#  Rank %3d Pid %7d on %12.40s device %2d "
+             "[%.16s] %.48s", x->rank, (int)getpid(), host, dev, bus, prop.name);
     /* The receive buffer is big enough for every rank's line: it holds at
      * least 32 MiB... unless -e is tiny, so check. */
     if ((size_t)LINE * x->world > x->cap) {
