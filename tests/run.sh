@@ -14,7 +14,7 @@
 # checkout, by "# amldist-test: slow" lines and the kind of program.
 # Environment: BUILD (default build), JOBS (default twice the CPUs, at least
 # 4), AMLDIST_QUICK=1 leaves out the sanitizer, valgrind and fuzz programs,
-# TESTS="pattern" picks programs by label ('slurm*', 'test_rdzv', 'asan:*').
+# TESTS="PATTERN..." picks programs by label ('slurm*', 'test_rdzv asan:*').
 set -u
 cd "$(dirname "$0")/.." || exit 2
 TOP=$PWD
@@ -81,13 +81,17 @@ if [ "$QUICK" != 1 ]; then
     done
 fi
 
-# TESTS picks programs by label (a shell test's is its name without .sh),
-# with the programs they need first.
+# TESTS picks programs by label (a shell test's is its name without .sh;
+# several patterns apart with spaces), with the programs they need first.
 declare -A PICK=()
+set -f      # the patterns are for case, not for the file names here
 for i in "${!LABEL[@]}"; do
-    # shellcheck disable=SC2254
-    case ${LABEL[i]} in ${TESTS:-*}) PICK[${LABEL[i]}]=1; [ -n "${AFTER[i]}" ] && PICK[${AFTER[i]}]=1 ;; esac
+    for pat in ${TESTS:-*}; do
+        # shellcheck disable=SC2254
+        case ${LABEL[i]} in $pat) PICK[${LABEL[i]}]=1; [ -n "${AFTER[i]}" ] && PICK[${AFTER[i]}]=1 ;; esac
+    done
 done
+set +f
 # The order: the programs that run alone first (nothing else is running
 # then), the rest longest first, so that no long one starts near the end.
 mapfile -t ORDER < <(for i in "${!LABEL[@]}"; do
@@ -99,6 +103,16 @@ pass=0 failed=0 skipped=0
 failures=() times=()
 declare -A RUNNING=() STATE=()   # RUNNING[i]=start time; STATE[label]=pass|fail
 
+# Each program gets a network namespace of its own, with only loopback, where
+# this machine lets us make one: ports the tests take (MASTER_PORT's 29500 by
+# default, fixed ones in the unit tests) cannot meet those of the programs
+# beside them, or of another suite on this machine.  The namespace clusters
+# the tests make (scripts/netns-cluster.sh) hang off it like off the host's.
+ISOLATE=()
+if unshare --net -- sh -c 'ip link set lo up' 2>/dev/null; then
+    ISOLATE=(unshare --net -- sh -c 'ip link set lo up && exec "$@"' isolated)
+fi
+
 # start I: job I in the background, its output in $log/I.{out,err}, its exit
 # status in $log/I.rc; when it ends, its number goes down the pipe $log/done,
 # which the loop below reads.  timeout puts the program in a process group of
@@ -106,7 +120,7 @@ declare -A RUNNING=() STATE=()   # RUNNING[i]=start time; STATE[label]=pass|fail
 start() {
     local i=$1
     (
-        eval "timeout --kill-after=10 ${LIMIT[i]} ${CMD[i]}" >"$log/$i.out" 2>"$log/$i.err" </dev/null 3>&- &
+        eval "timeout --kill-after=10 ${LIMIT[i]} ${ISOLATE[*]@Q} ${CMD[i]}" >"$log/$i.out" 2>"$log/$i.err" </dev/null 3>&- &
         echo $! >"$log/$i.pid"
         wait $!
         echo $? >"$log/$i.rc"
@@ -157,7 +171,7 @@ trap 'rm -rf "$log"' EXIT
 
 mkfifo "$log/done"
 exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
-echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)"
+echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
 alone_running=0
 while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
     # Start what may start, in order; a program that must run alone waits
@@ -189,8 +203,10 @@ wait
 for t in "${times[@]}"; do LAST[${t#* }]=${t%% *}; done
 for l in "${!LAST[@]}"; do echo "${LAST[$l]} $l"; done >"$DURATIONS" 2>/dev/null
 echo
-echo "Slowest:"
-printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+if [ "${#times[@]}" -gt 0 ]; then
+    echo "Slowest:"
+    printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+fi
 if [ "${#failures[@]}" -gt 0 ]; then
     echo "Failed:"
     printf '  %s\n' "${failures[@]}"
