@@ -48,8 +48,25 @@ add() {
 # marked SCRIPT WORD: the script has a line "# amldist-test: ... WORD ...".
 marked() { grep -Eq "^# amldist-test:.*\\b$2\\b" "$1"; }
 
+# add_unit PASS LIMIT EST AFTER PROGRAM [WRAPPER...]: one pass of a unit test
+# program, in the shards its source asks for with "amldist-test: shards N"
+# (TEST_SHARD=i/N runs every N-th case from the i-th: tests/unit/test.h).
+add_unit() {
+    local pass=$1 limit=$2 est=$3 after=$4 t=$5 name n k
+    shift 5
+    name=$(basename "$t")
+    n=$(sed -n 's/.*amldist-test: shards \([0-9]*\).*/\1/p' tests/unit/*/"$name.c" 2>/dev/null | head -n 1)
+    if [ "${n:-1}" -le 1 ]; then
+        add "$pass$name" "$limit" "$est" 0 "$after" "$@" "$t"
+        return
+    fi
+    for ((k = 0; k < n; k++)); do
+        add "${pass}${name}[$k/$n]" "$limit" "$est" 0 "$after" env "TEST_SHARD=$k/$n" "$@" "$t"
+    done
+}
+
 for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] && add "$(basename "$t")" 300 2 0 "" "$t"
+    [ -x "$t" ] && add_unit "" 300 2 "" "$t"
 done
 for t in tests/sh/*/*.sh; do
     [ -f "$t" ] || continue
@@ -62,16 +79,15 @@ if [ "$QUICK" != 1 ]; then
     add asan-build 900 120 0 "" make -s BUILD=build-asan SAN=1 tests
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
-        add "asan:$(basename "$t")" 600 5 0 asan-build env \
+        add_unit asan: 600 5 asan-build "build-asan/tests/$(basename "$t")" env \
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            "build-asan/tests/$(basename "$t")"
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     done
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
-        add "valgrind:$(basename "$t")" 900 30 0 "" valgrind -q --error-exitcode=99 \
+        add_unit valgrind: 900 30 "" "$t" valgrind -q --error-exitcode=99 \
             --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
-            --child-silent-after-fork=no "$t"
+            --child-silent-after-fork=no
     done
     for f in tests/fuzz/fuzz_*.c; do
         [ -f "$f" ] || continue
