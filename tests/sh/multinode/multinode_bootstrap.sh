@@ -56,8 +56,8 @@ pid0=$!
 AMLDIST_JOB_TOKEN=job-b on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
     --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t1" 2>&1 || rc1=$?
 wait $pid0 || rc0=$?
-check "another job's token: both nodes fail ($rc0, $rc1), within 20 s ($((SECONDS - start)) s)" \
-    test "$rc0" -ne 0 -a "$rc1" -ne 0 -a $((SECONDS - start)) -lt 20
+check "another job's token: both nodes fail ($rc0, $rc1), well before the 60 s deadline ($((SECONDS - start)) s)" \
+    test "$rc0" -ne 0 -a "$rc1" -ne 0 -a $((SECONDS - start)) -lt 45
 check "another job's token: n1 says it was refused" grep -qi 'token\|EDENIED\|refused' "$TEST_TMP/t1"
 diag "n1 said: $(grep -m1 -i 'token\|EDENIED\|refused' "$TEST_TMP/t1")"
 unset AMLDIST_BOOTSTRAP_TIMEOUT
