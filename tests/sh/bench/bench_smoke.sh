@@ -2,6 +2,7 @@
 # Every benchmark still builds and runs (bench/all.sh --smoke: the smallest
 # sizes), so that `make bench` can regenerate the README's figures.  No
 # figure is checked: timings are not assertions.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 for name in $(sed -n 's/^\([a-z_]*\)|.*/\1/p' "$TOP/bench/all.sh"); do
     if [ ! -f "$TOP/bench/$name.sh" ]; then

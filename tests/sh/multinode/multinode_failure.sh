@@ -5,6 +5,7 @@
 # ignores SIGTERM), name the failing rank, exit with its status, and leave
 # no process in any namespace.  Head-node mode, mpirun per process and per
 # node, and a standalone PyTorch job whose peers see the dead rank.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2

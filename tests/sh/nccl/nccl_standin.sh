@@ -5,6 +5,7 @@
 # id exchange, amldist-nccl-check) on machines without a GPU, ranks
 # exchanging data through files.  This checks that they compute right and
 # fail as documented, so that the tests built on them can be believed.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 SI=$BUILD/tests/standin
 DRV=$SI/standin_driver
