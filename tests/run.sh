@@ -77,7 +77,7 @@ for t in tests/sh/*/*.sh; do
     add "$(basename "$t" .sh)" 900 "$est" "$alone" "" env BUILD="$TOP/$BUILD" bash "$t"
 done
 if [ "$QUICK" != 1 ]; then
-    add asan-build 900 120 0 "" make -s BUILD=build-asan SAN=1 tests
+    add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 tests
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
         add_unit asan: 600 5 asan-build "build-asan/tests/$(basename "$t")" env \
@@ -137,7 +137,9 @@ fi
 start() {
     local i=$1
     (
-        eval "timeout --kill-after=10 ${LIMIT[i]} ${ISOLATE[*]@Q} ${CMD[i]}" >"$log/$i.out" 2>"$log/$i.err" </dev/null 3>&- &
+        eval "set -- ${CMD[i]}"
+        exec 3>&-
+        timeout --kill-after=10 "${LIMIT[i]}" "${ISOLATE[@]}" "$@" >"$log/$i.out" 2>"$log/$i.err" </dev/null &
         echo $! >"$log/$i.pid"
         wait $!
         echo $? >"$log/$i.rc"
