@@ -81,7 +81,7 @@ expect_eq "no files left behind by clean runs" "$(leftovers)" 0
 o=$TEST_TMP/amlrun
 rm -f "$TEST_TMP/id" # or rank 1 may read the last run's id
 FAKE_CUDA_DEVICES=2 STANDIN_ID_FILE=$TEST_TMP/id timeout 120 "$AMLRUN" \
-    --nproc-per-node 2 --cpu-bind none --no-python "$DRV" collectives \
+    --nproc-per-node 2 --master-port $((20000 + RANDOM % 10000)) --cpu-bind none --no-python "$DRV" collectives \
     >"$o" 2>&1
 st=$?
 expect_eq "2 ranks under amlrun: exit 0" "$st" 0
@@ -206,7 +206,7 @@ EX=$BUILD/examples/nccl_allreduce
 o=$TEST_TMP/example
 if [ -x "$EX" ]; then
     LD_LIBRARY_PATH=$SI FAKE_CUDA_DEVICES=2 FAKE_NCCL_LOG=$o.log \
-        timeout 120 "$AMLRUN" --nproc-per-node 2 --cpu-bind none "$EX" \
+        timeout 120 "$AMLRUN" --nproc-per-node 2 --master-port $((20000 + RANDOM % 10000)) --cpu-bind none "$EX" \
         >"$o" 2>"$o.err"
     st=$?
     expect_eq "nccl_allreduce on the stand-ins under amlrun: exit 0" "$st" 0
