@@ -21,7 +21,7 @@ nodecheck|20|1
 rdzv_peers|5|1
 rdzv|7|1 2"
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) of $(nproc --all) CPUs usable," \
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) CPUs usable," \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); $(uname -sr);" \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0

@@ -41,7 +41,8 @@ fi
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-echo "# launch of 8x /bin/true, $RUNS runs each ($(nproc) of $(nproc --all) cores usable, $(uname -r))"
+# (OMP_NUM_THREADS, set above, is what nproc would say)
+echo "# launch of 8x /bin/true, $RUNS runs each ($(env -u OMP_NUM_THREADS nproc) of $(nproc --all) cores usable, $(uname -r))"
 args=()
 for name in $ORDER; do args+=(-n "$name" "${CMD[$name]}"); done
 hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$tmp/launch.json" "${args[@]}" \
