@@ -17,8 +17,8 @@
 # TESTS="PATTERN..." picks programs by label ('slurm*', 'test_rdzv asan:*').
 set -u
 cd "$(dirname "$0")/.." || exit 2
-TOP=$PWD
 BUILD=${BUILD:-build}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac
 QUICK=${AMLDIST_QUICK:-0}
 FUZZ_SECONDS=${AMLDIST_FUZZ_SECONDS:-15}
 ncpu=$(nproc 2>/dev/null || echo 2)
@@ -74,7 +74,7 @@ for t in tests/sh/*/*.sh; do
     est=20 alone=0
     marked "$t" slow && est=100
     marked "$t" alone && alone=1
-    add "$(basename "$t" .sh)" 900 "$est" "$alone" "" env BUILD="$TOP/$BUILD" bash "$t"
+    add "$(basename "$t" .sh)" 900 "$est" "$alone" "" env BUILD="$BUILD_ABS" bash "$t"
 done
 if [ "$QUICK" != 1 ]; then
     add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 tests
