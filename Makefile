@@ -310,8 +310,12 @@ endif
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
 # real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks,
 # JOBS programs at a time (tests/run.sh: twice the CPUs, at least 4).
+# The build first, on every CPU whatever -j says (a fresh clone's build is
+# part of the suite's time).
 JOBS ?=
-check: all tests $(BENCH_BINS)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+check:
+	$(MAKE) -j$(NPROC) all tests $(BENCH_BINS)
 	JOBS=$(JOBS) tests/run.sh
 
 # Every figure of README.md's Benchmarks, with the date and the machine.
