@@ -11,6 +11,10 @@
  * several can); every agent, the host's own included, is a client of it.
  * The network work runs on a thread of the handle: the caller only polls
  * amldist_rdzv_fd() beside its own descriptors.
+ *
+ * Threads: every function of one handle is the caller's, to be called from
+ * one thread at a time (they share the caller's view of the round without
+ * a lock); the handle's own thread never runs the caller's code.
  */
 #ifndef AMLDIST_RDZV_H
 #define AMLDIST_RDZV_H
@@ -131,6 +135,9 @@ AMLDIST_API int amldist_rdzv_worker_layout(const amldist_rdzv_t *r,
  * node joined an elastic job), and amldist_rdzv_stop_reason() says why in
  * one line ("" while running).  The descriptor stays readable while the
  * state is AMLDIST_RDZV_STOP, until amldist_rdzv_wait() reads it.
+ * amldist_rdzv_stop_reason() returns the handle's copy of the reason as it
+ * was at the call: it stays so, whatever the job does meanwhile, until the
+ * next amldist_rdzv_stop_reason() or amldist_rdzv_close() on the handle.
  */
 AMLDIST_API int amldist_rdzv_fd(const amldist_rdzv_t *r);
 AMLDIST_API int amldist_rdzv_state(amldist_rdzv_t *r);
@@ -167,7 +174,8 @@ AMLDIST_API int amldist_rdzv_next(amldist_rdzv_t *r, int status);
 /* The job's exit status: 0, or its first failure's status. */
 AMLDIST_API int amldist_rdzv_exit_status(const amldist_rdzv_t *r);
 /* The job's first failure in words ("" if none): which node and rank, its
- * status and the summary that node gave. */
+ * status and the summary that node gave.  Set once the job is over, it
+ * stays valid until amldist_rdzv_close(). */
 AMLDIST_API const char *amldist_rdzv_failure(const amldist_rdzv_t *r);
 
 /* Leave the job and free the handle.  The host waits (at most the

@@ -27,12 +27,12 @@ int amldist_bootstrap_agree(const amldist_t *layout, int value,
     if ((rc = amldist__bs_setup(layout, opts, &p)) < 0 ||
         (rc = amldist__bs_setup(layout, opts, &barrier)) < 0 || p.world <= 1)
         return rc;
-    amldist__bs_put_u32(wire, (uint32_t)value);
+    amldist__net_put_u32(wire, (uint32_t)value);
     /* Rank 0's value out.  A rank that fails here returns at once (rank 0:
      * a rank never came); the others learn it at the barrier's timeout. */
     if ((rc = amldist__bs_exchange(&p, wire, sizeof wire)) < 0)
         return rc;
-    int theirs = (int)amldist__bs_get_u32(wire);
+    int theirs = (int)amldist__net_get_u32(wire);
     char mine[AMLDIST__BS_WHY_LEN] = "";
     int differs = theirs != value;
     if (differs)

@@ -18,7 +18,7 @@ int amldist__bs_exchange(const amldist__bs_params_t *p, void *blob, size_t len)
                         : amldist__bs_fetch(p, blob, len);
 }
 
-/* Bytes of amldist_bootstrap_options_t in each version (optversion.c).  A
+/* Bytes of amldist_bootstrap_options_t in each version (util/optversion.c).  A
  * version that adds field F makes the last entry
  * offsetof(amldist_bootstrap_options_t, F) and appends the sizeof. */
 static const size_t options_sizes[AMLDIST_BOOTSTRAP_OPTIONS_VERSION + 1] = {

@@ -1,13 +1,14 @@
 /*
- * The bootstrap exchange, below the public amldist_bootstrap_bcast(): frames,
- * sockets, the poll-based server on rank 0 and the retrying client.  Split so
- * that the tests can drive each part with an explicit rank, world, address
- * and port, without a layout.
+ * The bootstrap exchange, below the public amldist_bootstrap_bcast(): its
+ * frames, the poll-based server on rank 0 and the retrying client, on the
+ * sockets, frame header and connection of net/.  Split so that the tests
+ * can drive each part with an explicit rank, world, address and port,
+ * without a layout.
  *
  * Wire format (all integers big-endian), one request and one reply per
  * connection:
  *
- *     header   magic "AMLB" u32 | protocol u16 | type u16 | payload length u32
+ *     header   net/frames.h's: magic "AMLB" | protocol | type | length
  *     HELLO    rank u32 | world u32 | round u32 | blob length u32 | token u64
  *     BLOB     the blob (exactly the length both sides agreed on)
  *     REFUSE   reason u32 | the server's own value u32
@@ -25,11 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/frames.h"
+#include "net/sockets.h"
 #include "util/internal.h"
 
-#define AMLDIST__BS_MAGIC 0x414d4c42u /* "AMLB" */
-#define AMLDIST__BS_PROTOCOL 2u
-#define AMLDIST__BS_HEADER_LEN 12
 #define AMLDIST__BS_HELLO_LEN 24
 #define AMLDIST__BS_REFUSE_LEN 8
 #define AMLDIST__BS_WHY_LEN 480
@@ -61,15 +61,15 @@ typedef struct {
     uint64_t token;
 } amldist__bs_hello_t;
 
-/* Frames.  get_header returns 0, or -1 with *why naming the defect. */
-void amldist__bs_put_header(unsigned char *p, unsigned type, uint32_t len);
+/* The bootstrap's frames (frames.c): every type with its payload limits,
+ * and the header checked against them (0, or -1 with *why naming the
+ * defect). */
+extern const amldist__frame_limit_t amldist__bs_frames[];
 int amldist__bs_get_header(const unsigned char *p, unsigned *type,
                            uint32_t *len, const char **why);
 void amldist__bs_put_hello(unsigned char *p, const amldist__bs_hello_t *h);
 void amldist__bs_get_hello(const unsigned char *p, amldist__bs_hello_t *h);
-void amldist__bs_put_u32(unsigned char *p, uint32_t v);
-uint32_t amldist__bs_get_u32(const unsigned char *p);
-/* The limit a payload of `type` may have (HELLO and REFUSE: exact). */
+/* The limit a payload of `type` may have (all but BLOB: exact). */
 uint32_t amldist__bs_max_payload(unsigned type);
 
 /* What one exchange needs, whichever side this rank is on. */
@@ -112,31 +112,5 @@ int amldist__bs_token(const char *explicit_token, const char *host, int port,
                       size_t source_size);
 int amldist__bs_port(int explicit_port, int master_port, int *port);
 int amldist__bs_timeout(int explicit_ms, int *ms);
-
-/* Sockets and time. */
-long long amldist__bs_now_ms(void);
-/* "10.0.0.4:29501" or "[fe80::1]:29501". */
-void amldist__bs_format_addr(const char *host, int port, char *buf,
-                             size_t size);
-/* Listening, non-blocking, close-on-exec sockets on every address `host`
- * resolves to (or the wildcard when none of them is local). */
-int amldist__bs_listen(const char *host, int port, int *fds, int max_fds,
-                       int *nfds);
-/* Listening sockets on the addresses `host` resolves to that are this
- * machine's, never the wildcard: 0 with *nfds 0 when none is local or the
- * port is taken (*err says which), -1 on other errors. */
-int amldist__bs_listen_local(const char *host, int port, int *fds,
-                             int max_fds, int *nfds, int *err);
-struct addrinfo;
-/* getaddrinfo for a client; -1 with the reason in err. */
-int amldist__bs_resolve(const char *host, int port, struct addrinfo **out,
-                        char *err, size_t errsize);
-/* A connected non-blocking socket, or -1 with errno (ETIMEDOUT at the
- * deadline, in ms of amldist__bs_now_ms()). */
-int amldist__bs_connect(const struct addrinfo *ai, long long deadline);
-/* Send or receive exactly len bytes before the deadline; 0, or -1 with errno
- * (ECONNRESET when the peer closed first). */
-int amldist__bs_io(int fd, void *buf, size_t len, int writing,
-                   long long deadline);
 
 #endif /* AMLDIST_BOOTSTRAP_INTERNAL_H */

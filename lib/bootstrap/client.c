@@ -93,9 +93,9 @@ static int io_failed(client_t *c, const char *what)
 
 static int ack(int fd, long long deadline)
 {
-    unsigned char a[AMLDIST__BS_HEADER_LEN];
-    amldist__bs_put_header(a, AMLDIST__BS_ACK, 0);
-    return amldist__bs_io(fd, a, sizeof a, 1, deadline);
+    unsigned char a[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(a, AMLDIST__BS_ACK, 0);
+    return amldist__net_io(fd, a, sizeof a, 1, deadline);
 }
 
 /* One request and its reply on a connected socket. */
@@ -103,9 +103,9 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                 long long deadline)
 {
     const amldist__bs_params_t *p = c->p;
-    unsigned char req[AMLDIST__BS_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
-    unsigned char hdr[AMLDIST__BS_HEADER_LEN], ref[AMLDIST__BS_PEER_LEN];
-    size_t req_len = AMLDIST__BS_HEADER_LEN +
+    unsigned char req[AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
+    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], ref[AMLDIST__BS_PEER_LEN];
+    size_t req_len = AMLDIST__FRAME_HEADER_LEN +
                      (p->failed ? AMLDIST__BS_FAIL_LEN : AMLDIST__BS_HELLO_LEN);
     amldist__bs_hello_t h = {(uint32_t)p->rank, (uint32_t)p->world, p->round,
                              (uint32_t)len, p->token};
@@ -113,16 +113,16 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
     uint32_t plen;
     const char *why;
 
-    amldist__bs_put_header(req, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
-                           (uint32_t)(req_len - AMLDIST__BS_HEADER_LEN));
-    amldist__bs_put_hello(req + AMLDIST__BS_HEADER_LEN, &h);
-    memset(req + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, 0,
+    amldist__frame_put_header(req, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
+                           (uint32_t)(req_len - AMLDIST__FRAME_HEADER_LEN));
+    amldist__bs_put_hello(req + AMLDIST__FRAME_HEADER_LEN, &h);
+    memset(req + AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN, 0,
            AMLDIST__BS_WHY_LEN);
-    memcpy(req + AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN, p->why,
+    memcpy(req + AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN, p->why,
            strnlen(p->why, AMLDIST__BS_WHY_LEN - 1));
-    if (amldist__bs_io(fd, req, req_len, 1, deadline) < 0)
+    if (amldist__net_io(fd, req, req_len, 1, deadline) < 0)
         return io_failed(c, "sending the request");
-    if (amldist__bs_io(fd, hdr, sizeof hdr, 0, deadline) < 0)
+    if (amldist__net_io(fd, hdr, sizeof hdr, 0, deadline) < 0)
         return io_failed(c, "reading the reply");
     /* Something answered, but not our server: retrying will not help. */
     if (amldist__bs_get_header(hdr, &type, &plen, &why) < 0 ||
@@ -133,7 +133,7 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                              p->rank, c->addr,
                              type == AMLDIST__BS_HELLO ? "a request" : why);
     if (type == AMLDIST__BS_PEER) {
-        if (amldist__bs_io(fd, ref, AMLDIST__BS_PEER_LEN, 0, deadline) < 0)
+        if (amldist__net_io(fd, ref, AMLDIST__BS_PEER_LEN, 0, deadline) < 0)
             return io_failed(c, "reading the failure");
         if (ack(fd, deadline) < 0)
             return io_failed(c, "acknowledging the failure");
@@ -141,13 +141,13 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
             return DONE; /* our own failure, or an earlier one: told */
         ref[AMLDIST__BS_PEER_LEN - 1] = '\0';
         return amldist__fail(AMLDIST_EPEER, "rank %d: rank %u failed: %s",
-                             p->rank, amldist__bs_get_u32(ref),
+                             p->rank, amldist__net_get_u32(ref),
                              (const char *)ref + 4);
     }
     if (type == AMLDIST__BS_REFUSE) {
-        if (amldist__bs_io(fd, ref, AMLDIST__BS_REFUSE_LEN, 0, deadline) < 0)
+        if (amldist__net_io(fd, ref, AMLDIST__BS_REFUSE_LEN, 0, deadline) < 0)
             return io_failed(c, "reading the refusal");
-        return refused(c, amldist__bs_get_u32(ref), amldist__bs_get_u32(ref + 4),
+        return refused(c, amldist__net_get_u32(ref), amldist__net_get_u32(ref + 4),
                        len);
     }
     if (plen != len)
@@ -155,7 +155,7 @@ static int talk(client_t *c, int fd, void *blob, size_t len,
                              "rank %d: rank 0 at %s sent %u bytes, this rank "
                              "expects %zu",
                              p->rank, c->addr, plen, len);
-    if (amldist__bs_io(fd, blob, len, 0, deadline) < 0)
+    if (amldist__net_io(fd, blob, len, 0, deadline) < 0)
         return io_failed(c, "reading the blob");
     /* Rank 0 counts this rank served only on the ACK: if it cannot be
      * sent, fetch again rather than leave rank 0 waiting. */
@@ -173,7 +173,7 @@ static void pause_ms(long long ms)
 
 int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
 {
-    long long deadline = amldist__bs_now_ms() + p->timeout_ms;
+    long long deadline = amldist__loop_now_ms() + p->timeout_ms;
     long long backoff = BACKOFF_FIRST_MS;
     /* Jitter from the rank, so that hundreds of ranks started together do
      * not knock on rank 0's door in lockstep. */
@@ -182,25 +182,25 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
     c.p = p;
     c.waiting = 0;
     snprintf(c.last, sizeof c.last, "no attempt finished");
-    amldist__bs_format_addr(p->host, p->port, c.addr, sizeof c.addr);
+    amldist__net_format_addr(p->host, p->port, c.addr, sizeof c.addr);
     if (len == 0 || len > AMLDIST_BOOTSTRAP_MAX_LEN)
         return amldist__fail(AMLDIST_EINVAL, "bootstrap blob of %zu bytes: "
                              "must be 1 .. %d", len, AMLDIST_BOOTSTRAP_MAX_LEN);
     for (;;) {
         struct addrinfo *res;
-        long long now = amldist__bs_now_ms();
+        long long now = amldist__loop_now_ms();
         if (now >= deadline)
             return amldist__fail(AMLDIST_ETIMEDOUT,
                                  "rank %d: no answer from %s within %g s "
                                  "(last error: %s)",
                                  p->rank, c.addr, p->timeout_ms / 1000.0,
                                  c.last);
-        if (amldist__bs_resolve(p->host, p->port, &res, c.last,
+        if (amldist__net_resolve(p->host, p->port, &res, c.last,
                                 sizeof c.last) == 0) {
             for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
                 long long end = now + ATTEMPT_MS < deadline ? now + ATTEMPT_MS
                                                             : deadline;
-                int fd = amldist__bs_connect(ai, end), rc;
+                int fd = amldist__net_connect(ai, end), rc;
                 if (fd < 0) {
                     io_failed(&c, "connecting");
                     continue;
@@ -215,7 +215,7 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
             freeaddrinfo(res);
         }
         long long wait = backoff / 2 + rand_r(&seed) % (backoff / 2 + 1);
-        long long left = deadline - amldist__bs_now_ms();
+        long long left = deadline - amldist__loop_now_ms();
         pause_ms(wait < left ? wait : left > 0 ? left : 0);
         backoff = backoff * 2 < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
         if (c.waiting && backoff > BACKOFF_WAIT_MAX_MS)

@@ -2,7 +2,7 @@
  * Writing a layout back as the canonical variables, torchrun's names
  * included, so that PyTorch's env:// and torchrun-aware code work, with the
  * AMLDIST_LAUNCHER=amlrun marker that makes them authoritative for the
- * process that reads them (layout.c).  Unknown values are not written.
+ * process that reads them (layout/layout.c).  Unknown values are not written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +95,7 @@ int amldist_export_envp(const amldist_t *h, char *const base[], char ***out)
     char buf[AMLDIST__HOST_MAX + 32];
     /* Ours first, then base without the entries we replace (or drop as
      * unknown), every string owned by the array: the amldist_envp_* layout
-     * (envp.c), so that amlrun grows the result with amldist_envp_set(). */
+     * (util/envp.c), so that amlrun grows the result with amldist_envp_set(). */
     for (size_t i = 0; i < NVARS; i++)
         if (format(h, i, buf, sizeof buf) && (env[n++] = strdup(buf)) == NULL)
             goto nomem;

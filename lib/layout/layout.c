@@ -549,7 +549,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     if ((rc = apply_options(h, o, from_env)) < 0)
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
-     * connection to the launcher, with consequences (pmix.c). */
+     * connection to the launcher, with consequences (sources/pmix_client.c). */
     if (h->want_pmix && needs_pmix(h))
         amldist__pmix_complete(env, h, &launcher_master);
     if (env->flags & AMLDIST_ONE_PER_NODE)
@@ -561,7 +561,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     return validate(h);
 }
 
-/* Bytes of amldist_options_t in each version (optversion.c).  A version
+/* Bytes of amldist_options_t in each version (util/optversion.c).  A version
  * that adds field F makes the last entry offsetof(amldist_options_t, F) and
  * appends sizeof(amldist_options_t). */
 static const size_t options_sizes[AMLDIST_OPTIONS_VERSION + 1] = {

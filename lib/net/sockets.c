@@ -1,6 +1,5 @@
-/* Sockets for the bootstrap: listening on rank 0's address, connecting with
- * a deadline, and whole-buffer I/O under a deadline.  Every descriptor is
- * close-on-exec and non-blocking; sends never raise SIGPIPE. */
+/* Sockets: listening, connecting with a deadline, whole-buffer I/O under a
+ * deadline (see sockets.h). */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -8,19 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "bootstrap/bootstrap_internal.h"
+#include "net/sockets.h"
 
-long long amldist__bs_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void amldist__bs_format_addr(const char *host, int port, char *buf,
+void amldist__net_format_addr(const char *host, int port, char *buf,
                              size_t size)
 {
     if (strchr(host, ':'))
@@ -44,7 +35,7 @@ static int resolve(const char *host, int port, int passive,
     return getaddrinfo(host, serv, &hints, out);
 }
 
-int amldist__bs_resolve(const char *host, int port, struct addrinfo **out,
+int amldist__net_resolve(const char *host, int port, struct addrinfo **out,
                         char *err, size_t errsize)
 {
     int rc = resolve(host, port, 0, out);
@@ -108,27 +99,26 @@ static int bind_all(struct addrinfo *res, int *fds, int max_fds, int *nfds,
     return 0;
 }
 
-int amldist__bs_listen(const char *host, int port, int *fds, int max_fds,
-                       int *nfds)
+int amldist__net_listen(const char *host, int port, int *fds, int max_fds,
+                        int *nfds, char *err, size_t errsize)
 {
-    char addr[300];
     struct addrinfo *res;
-    int err = 0, rc;
+    int e = 0, rc;
     *nfds = 0;
-    amldist__bs_format_addr(host, port, addr, sizeof addr);
-    if ((rc = resolve(host, port, 1, &res)) != 0)
-        return amldist__fail(AMLDIST_ESYS,
-                             "rank 0: cannot resolve MASTER_ADDR=%s: %s", host,
-                             rc == EAI_SYSTEM ? strerror(errno)
-                                              : gai_strerror(rc));
-    rc = bind_all(res, fds, max_fds, nfds, &err);
+    if ((rc = resolve(host, port, 1, &res)) != 0) {
+        if (err)
+            snprintf(err, errsize, "%s",
+                     rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+        return AMLDIST__NET_UNRESOLVED;
+    }
+    rc = bind_all(res, fds, max_fds, nfds, &e);
     freeaddrinfo(res);
-    /* MASTER_ADDR may name rank 0 from outside (a NAT or a load balancer
-     * address) that no local interface carries: listen on all of them. */
-    if (rc == 0 && *nfds == 0 && err == EADDRNOTAVAIL &&
+    /* The name may reach this machine from outside (a NAT or a load
+     * balancer address) that no local interface carries: listen on all. */
+    if (rc == 0 && *nfds == 0 && e == EADDRNOTAVAIL &&
         resolve(NULL, port, 1, &res) == 0) {
-        err = 0;
-        rc = bind_all(res, fds, max_fds, nfds, &err);
+        e = 0;
+        rc = bind_all(res, fds, max_fds, nfds, &e);
         freeaddrinfo(res);
     }
     if (rc == 0 && *nfds > 0)
@@ -136,15 +126,11 @@ int amldist__bs_listen(const char *host, int port, int *fds, int max_fds,
     for (int i = 0; i < *nfds; i++)
         close(fds[i]);
     *nfds = 0;
-    return amldist__fail(AMLDIST_ESYS,
-                         "rank 0: cannot listen on %s: %s%s", addr,
-                         strerror(err ? err : EADDRNOTAVAIL),
-                         err == EADDRINUSE ? " (set AMLDIST_BOOTSTRAP_PORT to "
-                                             "a free port)"
-                                           : "");
+    errno = e ? e : EADDRNOTAVAIL;
+    return -1;
 }
 
-int amldist__bs_listen_local(const char *host, int port, int *fds,
+int amldist__net_listen_local(const char *host, int port, int *fds,
                              int max_fds, int *nfds, int *err)
 {
     struct addrinfo *res;
@@ -169,7 +155,7 @@ int amldist__bs_listen_local(const char *host, int port, int *fds,
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - amldist__bs_now_ms();
+        long long left = deadline - amldist__loop_now_ms();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;
@@ -183,7 +169,7 @@ static int wait_fd(int fd, short events, long long deadline)
     }
 }
 
-int amldist__bs_connect(const struct addrinfo *ai, long long deadline)
+int amldist__net_connect(const struct addrinfo *ai, long long deadline)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
                                        SOCK_CLOEXEC, ai->ai_protocol);
@@ -204,7 +190,7 @@ int amldist__bs_connect(const struct addrinfo *ai, long long deadline)
     return fd;
 }
 
-int amldist__bs_io(int fd, void *buf, size_t len, int writing,
+int amldist__net_io(int fd, void *buf, size_t len, int writing,
                    long long deadline)
 {
     unsigned char *p = buf;

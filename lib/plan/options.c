@@ -4,7 +4,7 @@
 
 #include "topo/topo_internal.h"
 
-/* Bytes of amldist_plan_options_t in each version (optversion.c).  A
+/* Bytes of amldist_plan_options_t in each version (util/optversion.c).  A
  * version that adds field F makes the last entry
  * offsetof(amldist_plan_options_t, F) and appends the sizeof. */
 static const size_t plan_options_sizes[AMLDIST_PLAN_OPTIONS_VERSION + 1] = {

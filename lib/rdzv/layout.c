@@ -1,12 +1,13 @@
 /*
  * A worker's layout in a round of the control plane, numbered as torchrun
  * numbers the workers of nodes with different worker counts: the ranks of
- * one node are contiguous and follow those of the nodes before it.
+ * one node are contiguous and follow those of the nodes before it; and
+ * amldist_rdzv_worker_layout(), which asks it of the caller's round.
  */
 #include <stdlib.h>
 
 #include "layout/layout.h"
-#include "rdzv/rdzv_internal.h"
+#include "rdzv/handle.h"
 
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out)
@@ -43,4 +44,19 @@ int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                  "rendezvous round %d: node 0's address", rd->round);
     *out = c;
     return 0;
+}
+
+int amldist_rdzv_worker_layout(const amldist_rdzv_t *r, int index,
+                               amldist_t **out)
+{
+    amldist__clear_error();
+    if (!r || !out || r->cur.round < 0)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_worker_layout: "
+                             "no handle, out or round");
+    *out = NULL;
+    int node = r->cur.node, own = r->cur.nproc[node];
+    if (index < 0 || index >= own)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_worker_layout: "
+                             "worker %d of %d", index, own);
+    return amldist__rz_layout(&r->cur, index, out);
 }

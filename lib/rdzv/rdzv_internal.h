@@ -1,9 +1,10 @@
 /*
  * The control plane below amldist_rdzv_*(): its frames, its connections and
- * the host's state machine.  Frames use the bootstrap's header (magic
- * "AMLB", protocol, type, payload length; bootstrap_internal.h) with types
- * of their own, on one long-lived TCP connection per agent.  All integers
- * are big-endian; "text" is the rest of the payload, not NUL-terminated.
+ * the host's I/O (its decisions: host_sm.h; the agent's handle: handle.h).
+ * Frames use net/frames.h's header (magic "AMLB", protocol, type, payload
+ * length), shared with the bootstrap, with types of their own, on one
+ * long-lived TCP connection per agent (net/conn.h).  All integers are
+ * big-endian; "text" is the rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
  *           DONE is answered with the next round's ASSIGN (not needed: the
@@ -29,10 +30,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bootstrap/bootstrap_internal.h"
+#include "bootstrap/bootstrap_internal.h" /* its hash and timeout parsing */
+#include "net/conn.h"
+#include "net/frames.h"
+#include "net/sockets.h"
 #include "util/parse.h"
-
-struct pollfd;
 
 enum {
     AMLDIST__RZ_JOIN = 16,
@@ -53,6 +55,10 @@ enum {
 #define AMLDIST__RZ_ASSIGN_MAX                                                 \
     (24 + AMLDIST__RZ_ADDR_MAX + 4 * AMLDIST_RDZV_MAX_NODES)
 #define AMLDIST__RZ_NONE 0xffffffffu
+/* Workers: of one node, and of the whole job (the sum over its nodes),
+ * that an agent accepts in an ASSIGN: it numbers them in an int. */
+#define AMLDIST__RZ_NPROC_MAX (1u << 20)
+#define AMLDIST__RZ_WORLD_MAX INT32_MAX
 
 /* REFUSE reasons. */
 enum {
@@ -75,37 +81,13 @@ typedef struct {
 
 void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
 void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
+
+/* The frames of the control plane with their payload limits, and a
+ * connection (net/conn.h) whose peer sends them. */
+extern const amldist__frame_limit_t amldist__rz_frames[];
 /* The largest payload a frame of `type` may carry (JOIN: exactly). */
 uint32_t amldist__rz_max_payload(unsigned type);
-
-/* One long-lived, non-blocking connection with its buffers. */
-typedef struct {
-    int fd;
-    unsigned char *in;   /* the frame being received */
-    size_t in_len, in_cap;
-    unsigned char *out;  /* frames waiting to be sent */
-    size_t out_off, out_len, out_cap;
-    long long last_rx;   /* ms of amldist__bs_now_ms(): last frame in */
-} amldist__rz_conn_t;
-
-/* Frames a connection may queue unsent before its peer counts as stuck. */
-#define AMLDIST__RZ_OUT_MAX (1u << 20)
-
-void amldist__rz_conn_init(amldist__rz_conn_t *c, int fd);
-void amldist__rz_conn_close(amldist__rz_conn_t *c);
-/* Queue a frame (header added); -1 when the peer is stuck (queue full) or
- * out of memory. */
-int amldist__rz_send(amldist__rz_conn_t *c, unsigned type, const void *p,
-                     size_t len);
-/* Send what the socket takes now; -1 on a write error. */
-int amldist__rz_flush(amldist__rz_conn_t *c);
-/* Read what the socket has: 1 with a whole frame in *type, *payload and
- * *len (valid until the next call), 0 when none is complete yet, -1 on a
- * malformed or oversized frame, -2 at end of file or on a socket error
- * (*why says which). */
-int amldist__rz_recv(amldist__rz_conn_t *c, unsigned *type,
-                     const unsigned char **payload, uint32_t *len,
-                     const char **why);
+void amldist__rz_conn_init(amldist__conn_t *c, int fd);
 
 /* What every agent of a job shares, and the host enforces. */
 typedef struct {
@@ -124,25 +106,34 @@ typedef struct {
     int *nproc; /* nnodes entries, malloc'd */
 } amldist__rz_round_t;
 
+/* Encode round *rd as an ASSIGN for its node rd->node at p (room for
+ * AMLDIST__RZ_ASSIGN_MAX); its length. */
+size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p);
 /* Decode an ASSIGN into *out (its nproc array replaced); 0 or -1 with *why. */
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why);
 
-/* The layout of worker `index` of this node in round *rd (rdzv_layout.c). */
+/* The layout of worker `index` of this node in round *rd (layout.c). */
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out);
 
-/* The host's side (rdzv_host.c), run on the handle's thread beside the
- * agent's own connection.  It owns the listening sockets it is given. */
+/* The host's side (host.c), run on the handle's thread beside the agent's
+ * own connection, its sockets watched by the thread's loop.  It owns the
+ * listening sockets it is given (unless it returns NULL). */
 typedef struct amldist__rz_host amldist__rz_host_t;
+struct amldist__loop;
 amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
+                                         struct amldist__loop *loop,
                                          const int *lfds, int nlfds);
-/* The descriptors to poll, appended at pfd[*n..] (at most max). */
-void amldist__rz_host_fds(amldist__rz_host_t *h, struct pollfd *pfd, int *n,
-                          int max);
-/* Handle what poll() said about those descriptors, then the timers. */
-void amldist__rz_host_serve(amldist__rz_host_t *h, const struct pollfd *pfd,
-                            int n);
+/* The host's own agent connects from `local` (its end of the connection):
+ * that connection is never the one dropped to make room. */
+struct sockaddr;
+void amldist__rz_host_own(amldist__rz_host_t *h, const struct sockaddr *local,
+                          unsigned len);
+/* Before each round of the loop: which connections have output queued. */
+void amldist__rz_host_arm(amldist__rz_host_t *h);
+/* After each round of the loop: the timers, and closed connections freed. */
+void amldist__rz_host_tick(amldist__rz_host_t *h);
 /* When the host next needs to run without a descriptor event (ms). */
 long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 /* The job is over and every agent has left (or the deadline passed). */

@@ -3,7 +3,7 @@
  * NODE_RANK / GROUP_RANK, GROUP_WORLD_SIZE, as torchrun, amlrun, Azure ML's
  * PyTorch distribution or a Kubernetes operator set them.  torchrun's
  * TORCHELASTIC_RUN_ID or GROUP_RANK and amlrun's AMLDIST_LAUNCHER=amlrun
- * mark the set as written by the innermost launcher (see layout.c).
+ * mark the set as written by the innermost launcher (see layout/layout.c).
  */
 #include <limits.h>
 #include <string.h>

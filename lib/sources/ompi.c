@@ -12,7 +12,7 @@
  * when it has none, other --host entries left unused) leave gaps that the
  * variables count but do not place.  When the count of gaps and our daemon
  * pin the index down, it is known without asking anybody: a PMIx query would
- * cost this rank (and any program it execs) its MPI_Init (pmix.c).
+ * cost this rank (and any program it execs) its MPI_Init (sources/pmix_client.c).
  * Otherwise layout.c asks the PMIx server, when this reading is the one
  * used, and if it cannot, the node rank stays unknown.
  */

@@ -183,40 +183,71 @@ static int check_not_nccl(const char *path)
     return 0;
 }
 
-static int load_hwloc(amldist_topo_t *t, const char *xml)
+/* hwloc plugins that are never used here (their components are skipped
+ * above, or the XML import without libxml2 is enough): dlopen'ing them
+ * drags in X11, OpenCL, ICU, libpciaccess or a GPU library, megabytes of
+ * RSS and a millisecond of every start. */
+static const char blacklisted_plugins[] =
+    "hwloc_gl,hwloc_opencl,hwloc_xml_libxml,hwloc_pci,hwloc_cuda,hwloc_nvml,"
+    "hwloc_rsmi,hwloc_levelzero";
+
+int amldist__hwloc_new(hwloc_topology_t *h)
 {
-    /* hwloc dlopens its plugins at the first init of the process, and the
-     * GL and OpenCL ones drag in X11, OpenCL and ICU: megabytes of RSS in a
-     * launcher that needs none of them.  The blacklist is read only then, so
-     * it is set for that call alone and never reaches the workers. */
+    /* hwloc dlopens its plugins at the first init of the process and reads
+     * the blacklist only then, so it is set for that call alone and never
+     * reaches the workers. */
     int blacklisted = getenv("HWLOC_PLUGINS_BLACKLIST") == NULL &&
-                      setenv("HWLOC_PLUGINS_BLACKLIST",
-                             "hwloc_gl,hwloc_opencl,hwloc_xml_libxml", 0) == 0;
-    int rc_init = hwloc_topology_init(&t->h);
+                      setenv("HWLOC_PLUGINS_BLACKLIST", blacklisted_plugins,
+                             0) == 0;
+    int rc_init = hwloc_topology_init(h);
     if (blacklisted)
         unsetenv("HWLOC_PLUGINS_BLACKLIST");
-    if (rc_init < 0)
+    if (rc_init < 0) {
+        *h = NULL;
         return amldist__fail(AMLDIST_ETOPO, "hwloc_topology_init failed");
+    }
     /* The default filter drops PCI devices, even those an XML file has. */
-    hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_io_types_filter(*h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     for (size_t i = 0;
          i < sizeof skipped_components / sizeof *skipped_components; i++)
-        hwloc_topology_set_components(t->h,
+        hwloc_topology_set_components(*h,
                                       HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
                                       skipped_components[i]);
-    if (xml != NULL) {
-        int rc = check_not_nccl(xml);
-        if (rc < 0)
-            return rc;
-        if (hwloc_topology_set_xml(t->h, xml) < 0)
-            return amldist__fail(AMLDIST_ETOPO,
-                                 "topology file %s: hwloc cannot read it",
-                                 xml);
+    return 0;
+}
+
+int amldist__hwloc_discover(hwloc_topology_t *h)
+{
+    int rc = amldist__hwloc_new(h);
+    if (rc < 0)
+        return rc;
+    if (hwloc_topology_load(*h) < 0) {
+        hwloc_topology_destroy(*h);
+        *h = NULL;
+        return amldist__fail(AMLDIST_ETOPO, "topology of this machine: "
+                             "hwloc_topology_load failed");
     }
+    return 0;
+}
+
+static int load_hwloc(amldist_topo_t *t, const char *xml)
+{
+    /* This machine: from the per-node cache when it holds a valid copy,
+     * else discovered (and the copy stored) (cache.c). */
+    if (xml == NULL)
+        return amldist__topo_live(&t->h);
+    int rc = check_not_nccl(xml);
+    if (rc < 0)
+        return rc;
+    rc = amldist__hwloc_new(&t->h);
+    if (rc < 0)
+        return rc;
+    if (hwloc_topology_set_xml(t->h, xml) < 0)
+        return amldist__fail(AMLDIST_ETOPO,
+                             "topology file %s: hwloc cannot read it", xml);
     if (hwloc_topology_load(t->h) < 0)
         return amldist__fail(AMLDIST_ETOPO,
-                             "topology %s: hwloc_topology_load failed",
-                             xml != NULL ? xml : "of this machine");
+                             "topology %s: hwloc_topology_load failed", xml);
     return 0;
 }
 

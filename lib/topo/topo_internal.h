@@ -1,8 +1,9 @@
 /*
  * Internal state of a topology and a plan (include/amldist/topo.h).  The
  * files that share it each do one job: topo_load.c (discovery),
- * topo_usable.c (the GPUs this process can use: the driver's proc list,
- * device nodes, NVIDIA_VISIBLE_DEVICES), topo_visible.c
+ * topo_cache.c (the per-node cache of discovery), topo_usable.c (the GPUs
+ * this process can use: the driver's proc list, device nodes,
+ * NVIDIA_VISIBLE_DEVICES), topo_visible.c
  * (CUDA_VISIBLE_DEVICES), topo_dist.c (distance classes),
  * topo_print.c (the --topo matrix), plan_options.c, plan_cpus.c (cores per
  * rank), plan_compute.c (GPU, NUMA node and NIC per rank), plan_env.c,
@@ -95,7 +96,7 @@ struct amldist_plan {
 };
 
 /*
- * Drop from t->all the GPUs this process cannot use (topo_usable.c): on a
+ * Drop from t->all the GPUs this process cannot use (topo/usable.c): on a
  * live topology where /proc/driver/nvidia/gpus exists, those without a
  * directory there, those the driver excludes, those whose /dev/nvidia<minor>
  * is missing (checked only where /dev/nvidiactl exists), and all of them
@@ -106,18 +107,56 @@ struct amldist_plan {
  */
 int amldist__usable_gpus(amldist_topo_t *t);
 
-/* Distance class between two PCI devices (topo_dist.c). */
+/* A new hwloc topology set up as every load wants it: PCI devices kept,
+ * GPU-driver components and unused plugins off; not loaded yet
+ * (topo/load.c). */
+int amldist__hwloc_new(hwloc_topology_t *h);
+/* amldist__hwloc_new() and hwloc's live discovery of this machine. */
+int amldist__hwloc_discover(hwloc_topology_t *h);
+
+/*
+ * This machine's topology through the per-node cache (topo/cache.c): a
+ * valid copy when there is one, else discovery, whose export is then stored
+ * for the next process.  *h is a loaded topology, or NULL after an error.
+ * The cache is hwloc's XML export in a directory private to the user
+ * (AMLDIST_TOPOLOGY_CACHE: 0 off, or the directory; else
+ * $XDG_RUNTIME_DIR/amldist, /run/user/UID/amldist, /tmp/amldist-UID),
+ * named by the host, the boot id, the hwloc API version and a hash of its
+ * fingerprint, and used only when its fingerprint is this process's (see
+ * amldist__cache_fingerprint()).  For tests only,
+ * AMLDIST_TEST_TOPOLOGY_CACHE_LOG names a file that gets one line per
+ * decision ("hit NAME", "miss NAME: WHY", "store NAME", "off: WHY" ...).
+ */
+int amldist__topo_live(hwloc_topology_t *h);
+
+/* The fingerprint of this process's view of the machine, one "key value"
+ * line each, in a malloc'd string (NULL when out of memory). */
+char *amldist__cache_fingerprint(void);
+/* The cache directory this process would use, created if need be and
+ * opened, its path in path[]; or -1 with *why set (the cache is off). */
+int amldist__cache_dir(char *path, size_t size, const char **why);
+/* The entry's file name for a fingerprint. */
+void amldist__cache_name(const char *fp, char *name, size_t size);
+/* Whether data[0..n) is a valid entry for fingerprint fp: NULL, with its
+ * XML at data + *xml_off, *xmllen bytes long; else why not. */
+const char *amldist__cache_check(const char *data, size_t n, const char *fp,
+                                 size_t *xml_off, size_t *xmllen);
+/* The entry's bytes: header for fp, then the XML. */
+char *amldist__cache_entry(const char *fp, const char *xml, size_t xmllen,
+                           size_t *n);
+
+/* Distance class between two PCI devices (topo/dist.c). */
 int amldist__pci_dist(hwloc_topology_t h, hwloc_obj_t a, hwloc_obj_t b);
 /* The NUMA node local to an I/O object, or NULL when it is not exactly one
  * node of a machine that has several. */
 hwloc_obj_t amldist__io_numa(hwloc_topology_t h, hwloc_obj_t io);
 
 /* Fill every rank's cpus and NUMA node from the `allowed` cpus
- * (plan_cpus.c); the GPUs are already chosen. */
+ * (plan/cpus.c); the GPUs are already chosen. */
 int amldist__plan_cpus_in(amldist_plan_t *p, const amldist_topo_t *t,
                           hwloc_const_bitmap_t allowed);
 
-/* amldist_plan_options_t's versions (plan_options.c). */
+/* amldist_plan_options_t's versions (plan/options.c). */
 extern const amldist__opts_kind_t amldist__plan_options_kind;
 
 #endif /* AMLDIST_TOPO_INTERNAL_H */

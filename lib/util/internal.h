@@ -27,7 +27,7 @@ void amldist__clear_error(void);
 /* Bounded string copy that always terminates; returns -1 if truncated. */
 int amldist__strlcpy(char *dst, const char *src, size_t size);
 
-/* The value in `entry` when it is NAME=value, else NULL (envp.c). */
+/* The value in `entry` when it is NAME=value, else NULL (util/envp.c). */
 const char *amldist__env_value(const char *entry, const char *name);
 
 /* A versioned options structure (optversion.c). */

@@ -1,16 +1,21 @@
 /*
  * libFuzzer target for the bootstrap's untrusted inputs: frame headers and
- * requests as a foreign peer could send them (lib/bootstrap_frame.c), and
+ * requests as a foreign peer could send them (lib/bootstrap/frames.c), the
+ * same bytes as a stream on a connection (lib/net/conn.c), and
  * AMLDIST_BOOTSTRAP_PORT / AMLDIST_BOOTSTRAP_TIMEOUT values
- * (lib/bootstrap_config.c).  An accepted header must re-encode to the same
- * bytes and respect its type's limit; an accepted value must lie in range.
+ * (lib/bootstrap/config.c).  An accepted header must re-encode to the same
+ * bytes and respect its type's limit; a frame the connection hands out must
+ * be one the stream holds; an accepted value must lie in range.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "bootstrap/bootstrap_internal.h"
+#include "net/conn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,11 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void frames(const uint8_t *data, size_t size)
 {
-    unsigned char hdr[AMLDIST__BS_HEADER_LEN], again[AMLDIST__BS_HEADER_LEN];
+    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], again[AMLDIST__FRAME_HEADER_LEN];
     unsigned type = 0;
     uint32_t len = 0;
     const char *why = NULL;
-    if (size < AMLDIST__BS_HEADER_LEN)
+    if (size < AMLDIST__FRAME_HEADER_LEN)
         return;
     memcpy(hdr, data, sizeof hdr);
     if (amldist__bs_get_header(hdr, &type, &len, &why) < 0) {
@@ -38,16 +43,56 @@ static void frames(const uint8_t *data, size_t size)
     }
     REQUIRE(len <= amldist__bs_max_payload(type));
     REQUIRE(type == AMLDIST__BS_BLOB || len == amldist__bs_max_payload(type));
-    amldist__bs_put_header(again, type, len);
+    amldist__frame_put_header(again, type, len);
     REQUIRE(!memcmp(hdr, again, sizeof hdr));
     if (type == AMLDIST__BS_HELLO &&
-        size >= AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN) {
+        size >= AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN) {
         amldist__bs_hello_t h;
         unsigned char b[AMLDIST__BS_HELLO_LEN];
-        amldist__bs_get_hello(data + AMLDIST__BS_HEADER_LEN, &h);
+        amldist__bs_get_hello(data + AMLDIST__FRAME_HEADER_LEN, &h);
         amldist__bs_put_hello(b, &h);
-        REQUIRE(!memcmp(b, data + AMLDIST__BS_HEADER_LEN, sizeof b));
+        REQUIRE(!memcmp(b, data + AMLDIST__FRAME_HEADER_LEN, sizeof b));
     }
+}
+
+struct stream {
+    const uint8_t *data;
+    size_t size, at; /* where the next frame starts */
+};
+
+static int frame_in_stream(void *arg, unsigned type,
+                           const unsigned char *payload, uint32_t len)
+{
+    struct stream *st = arg;
+    const amldist__frame_limit_t *lim =
+        amldist__frame_limit(amldist__bs_frames, type);
+    REQUIRE(lim && len >= lim->min && len <= lim->max);
+    REQUIRE(st->at + AMLDIST__FRAME_HEADER_LEN + len <= st->size);
+    REQUIRE(!memcmp(payload, st->data + st->at + AMLDIST__FRAME_HEADER_LEN,
+                    len));
+    st->at += AMLDIST__FRAME_HEADER_LEN + len;
+    return 0;
+}
+
+/* The input as what a peer sent on a connection, then closed. */
+static void stream(const uint8_t *data, size_t size)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return;
+    REQUIRE(send(sv[1], data, size, MSG_DONTWAIT) == (ssize_t)size);
+    close(sv[1]);
+    amldist__conn_t c;
+    struct stream st = {data, size, 0};
+    const char *why;
+    int rc;
+    amldist__conn_init(&c, sv[0], amldist__bs_frames);
+    while ((rc = amldist__conn_read(&c, frame_in_stream, &st, &why)) == 0) {
+    }
+    REQUIRE(why != NULL);
+    /* The end of the stream, or a header the frames' check refuses. */
+    REQUIRE(rc == -2 || rc == -1);
+    amldist__conn_close(&c);
 }
 
 static void settings(const uint8_t *data, size_t size)
@@ -72,6 +117,7 @@ static void settings(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     frames(data, size);
+    stream(data, size);
     settings(data, size);
     return 0;
 }

@@ -7,7 +7,7 @@
  * what amldist_rdzv_next() said, the job's exit status and failure.
  *
  * The second half drives a live host with a raw TCP client built from the
- * frame helpers (lib/bootstrap_internal.h, lib/rdzv_internal.h): garbage,
+ * frame helpers (lib/net/frames.h, lib/rdzv/rdzv_internal.h): garbage,
  * malformed frames, foreign and replayed JOINs, silent and half-sent
  * frames, hundreds of idle connections.  The real agents must still form
  * their rounds and hear failures at once, and the host must never crash.
@@ -188,7 +188,7 @@ typedef struct {
 typedef struct {
     slot_t a[MAXA];
     int go;            /* the parent's "go" for FAIL actions */
-    unsigned char join_frame[AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN];
+    unsigned char join_frame[AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN];
     int join_captured;
 } shared_t;
 
@@ -1824,9 +1824,9 @@ static ssize_t drain(int fd, unsigned char *buf, size_t size, int ms)
 static int frame_header(const unsigned char *p, unsigned *type, uint32_t *len)
 {
     *type = (unsigned)p[6] << 8 | p[7];
-    *len = amldist__bs_get_u32(p + 8);
-    return amldist__bs_get_u32(p) == AMLDIST__BS_MAGIC &&
-           ((unsigned)p[4] << 8 | p[5]) == AMLDIST__BS_PROTOCOL;
+    *len = amldist__net_get_u32(p + 8);
+    return amldist__net_get_u32(p) == AMLDIST__FRAME_MAGIC &&
+           ((unsigned)p[4] << 8 | p[5]) == AMLDIST__FRAME_PROTOCOL;
 }
 
 /* What the host answers to `bytes` as a connection's first bytes: -1 if it
@@ -1847,16 +1847,16 @@ static int answer_to(int port, const void *bytes, size_t len, int ms)
         return 0;
     unsigned type = 0;
     uint32_t plen = 0;
-    if (n < AMLDIST__BS_HEADER_LEN + 4 || !frame_header(buf, &type, &plen) ||
+    if (n < AMLDIST__FRAME_HEADER_LEN + 4 || !frame_header(buf, &type, &plen) ||
         type != AMLDIST__RZ_REFUSE || plen < 4 ||
         plen > 4 + AMLDIST__RZ_TEXT_MAX ||
-        (size_t)n != AMLDIST__BS_HEADER_LEN + plen)
+        (size_t)n != AMLDIST__FRAME_HEADER_LEN + plen)
         return -2;
     if (getenv("RDZV_TEST_VERBOSE"))
         printf("#   REFUSE %u: %.*s\n",
-               amldist__bs_get_u32(buf + AMLDIST__BS_HEADER_LEN), (int)plen - 4,
-               (const char *)buf + AMLDIST__BS_HEADER_LEN + 4);
-    return (int)amldist__bs_get_u32(buf + AMLDIST__BS_HEADER_LEN);
+               amldist__net_get_u32(buf + AMLDIST__FRAME_HEADER_LEN), (int)plen - 4,
+               (const char *)buf + AMLDIST__FRAME_HEADER_LEN + 4);
+    return (int)amldist__net_get_u32(buf + AMLDIST__FRAME_HEADER_LEN);
 }
 
 static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
@@ -1877,9 +1877,9 @@ static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
 
 static size_t join_frame(unsigned char *f, const amldist__rz_join_t *j)
 {
-    amldist__bs_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN);
-    amldist__rz_put_join(f + AMLDIST__BS_HEADER_LEN, j);
-    return AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN;
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN);
+    amldist__rz_put_join(f + AMLDIST__FRAME_HEADER_LEN, j);
+    return AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN;
 }
 
 /*
@@ -1969,7 +1969,7 @@ static int wait_captured(void)
 static amldist__rz_join_t captured_join(void)
 {
     amldist__rz_join_t j;
-    amldist__rz_get_join(sh->join_frame + AMLDIST__BS_HEADER_LEN, &j);
+    amldist__rz_get_join(sh->join_frame + AMLDIST__FRAME_HEADER_LEN, &j);
     return j;
 }
 
@@ -2007,7 +2007,7 @@ static void close_idle(const int *fds, int n)
  * form the round at once and hear a failure at once. */
 static void test_hostile_malformed(void)
 {
-    enum { N = 3, JOIN = AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN };
+    enum { N = 3, JOIN = AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN };
     spec_t s[N];
     pid_t pids[N];
     int port = new_job(s, N, N);
@@ -2024,38 +2024,38 @@ static void test_hostile_malformed(void)
     f[5] = 9;
     check_dropped(port, f, JOIN, "bad protocol");
     /* unknown type, and the bootstrap's HELLO on this port */
-    amldist__bs_put_header(f, 99, 8);
-    memset(f + AMLDIST__BS_HEADER_LEN, 0, 8);
-    check_dropped(port, f, AMLDIST__BS_HEADER_LEN + 8, "unknown type");
+    amldist__frame_put_header(f, 99, 8);
+    memset(f + AMLDIST__FRAME_HEADER_LEN, 0, 8);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN + 8, "unknown type");
     amldist__bs_hello_t hello = {1, 3, 1, 128, 42};
-    amldist__bs_put_header(f, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
-    amldist__bs_put_hello(f + AMLDIST__BS_HEADER_LEN, &hello);
-    check_dropped(port, f, AMLDIST__BS_HEADER_LEN + AMLDIST__BS_HELLO_LEN,
+    amldist__frame_put_header(f, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
+    amldist__bs_put_hello(f + AMLDIST__FRAME_HEADER_LEN, &hello);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN,
                   "bootstrap HELLO");
     /* oversized lengths: a JOIN and a FAIL announcing 4 GiB */
-    amldist__bs_put_header(f, AMLDIST__RZ_JOIN, 0xfffffff0u);
-    check_dropped(port, f, AMLDIST__BS_HEADER_LEN, "oversized JOIN");
-    amldist__bs_put_header(f, AMLDIST__RZ_FAIL, 0xffffffffu);
-    check_dropped(port, f, AMLDIST__BS_HEADER_LEN, "oversized FAIL");
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, 0xfffffff0u);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN, "oversized JOIN");
+    amldist__frame_put_header(f, AMLDIST__RZ_FAIL, 0xffffffffu);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN, "oversized FAIL");
     join_frame(f, &j);
-    amldist__bs_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
     check_dropped(port, f, JOIN - 4, "short JOIN");
     /* frames that only a member may send, as a first frame: FAIL, DONE,
      * BEAT, and the host's own frames */
     unsigned char pay[32] = {0};
-    amldist__bs_put_u32(pay + 8, 0); /* rank 0 */
-    amldist__bs_put_u32(pay + 12, 66);
+    amldist__net_put_u32(pay + 8, 0); /* rank 0 */
+    amldist__net_put_u32(pay + 12, 66);
     const unsigned types[] = {AMLDIST__RZ_FAIL, AMLDIST__RZ_DONE,
                               AMLDIST__RZ_BEAT, AMLDIST__RZ_STOP,
                               AMLDIST__RZ_FINISH, AMLDIST__RZ_ASSIGN};
     const uint32_t lens[] = {16, 12, 0, 4, 4, 28};
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
-        amldist__bs_put_header(f, types[t], lens[t]);
-        memset(f + AMLDIST__BS_HEADER_LEN, 0, 28);
-        memcpy(f + AMLDIST__BS_HEADER_LEN, pay, lens[t] < 16 ? lens[t] : 16);
+        amldist__frame_put_header(f, types[t], lens[t]);
+        memset(f + AMLDIST__FRAME_HEADER_LEN, 0, 28);
+        memcpy(f + AMLDIST__FRAME_HEADER_LEN, pay, lens[t] < 16 ? lens[t] : 16);
         char what[64];
         snprintf(what, sizeof what, "type %u as the first frame", types[t]);
-        check_dropped(port, f, AMLDIST__BS_HEADER_LEN + lens[t], what);
+        check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN + lens[t], what);
     }
     /* The real agents: the round forms at once, nobody was stopped by the
      * strangers' FAIL, and the real failure is heard at once. */
@@ -2287,7 +2287,7 @@ static void test_hostile_slow_and_idle(void)
     unsigned char f[128];
     amldist__rz_join_t j = join_fields(0, N);
     join_frame(f, &j);
-    CHECK_INT_EQ(send_all(halfjoin, f, AMLDIST__BS_HEADER_LEN + 10), 0);
+    CHECK_INT_EQ(send_all(halfjoin, f, AMLDIST__FRAME_HEADER_LEN + 10), 0);
     int opened = open_idle(port, idle, IDLE);
     CHECK(opened > 300);
     printf("# %d idle connections\n", opened);
@@ -2441,7 +2441,7 @@ static void test_hostile_member_garbage(void)
     ssize_t n = recv(fd, buf, sizeof buf, 0);
     unsigned type = 0;
     uint32_t plen;
-    CHECK(n >= AMLDIST__BS_HEADER_LEN && frame_header(buf, &type, &plen));
+    CHECK(n >= AMLDIST__FRAME_HEADER_LEN && frame_header(buf, &type, &plen));
     printf("# the raw member got frame type %u first\n", type);
     static const char garbage[] = "\xff\xff\xff\xff garbage garbage garbage";
     send_all(fd, garbage, sizeof garbage - 1);
@@ -2512,15 +2512,15 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
     int c = accept(lfd, NULL, NULL);
     unsigned char in[4096];
     size_t have = 0;
-    while (have < AMLDIST__BS_HEADER_LEN + AMLDIST__RZ_JOIN_LEN) {
+    while (have < AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN) {
         ssize_t n = recv(c, in + have, sizeof in - have, 0);
         if (n <= 0)
             _exit(1);
         have += (size_t)n;
     }
     send_all(c, reply, len);
-    unsigned char beat[AMLDIST__BS_HEADER_LEN];
-    amldist__bs_put_header(beat, AMLDIST__RZ_BEAT, 0);
+    unsigned char beat[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(beat, AMLDIST__RZ_BEAT, 0);
     long long end = now_ms() + 20000;
     have = 0;
     while (now_ms() < end) {
@@ -2532,11 +2532,11 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
             have += (size_t)n;
             /* frames: look for a DONE */
             size_t off = 0;
-            while (have - off >= AMLDIST__BS_HEADER_LEN) {
+            while (have - off >= AMLDIST__FRAME_HEADER_LEN) {
                 unsigned type;
                 uint32_t plen;
                 frame_header(in + off, &type, &plen);
-                if (have - off < AMLDIST__BS_HEADER_LEN + plen)
+                if (have - off < AMLDIST__FRAME_HEADER_LEN + plen)
                     break;
                 if (type == AMLDIST__RZ_DONE && done_reply_len &&
                     !*got_done) {
@@ -2545,13 +2545,13 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                     send_all(c, done_reply, done_reply_len);
                 } else if (type == AMLDIST__RZ_DONE) {
                     __atomic_store_n(got_done, 2, __ATOMIC_SEQ_CST);
-                    unsigned char fin[AMLDIST__BS_HEADER_LEN + 8];
-                    amldist__bs_put_header(fin, AMLDIST__RZ_FINISH, 8);
-                    amldist__bs_put_u32(fin + AMLDIST__BS_HEADER_LEN, 7);
-                    memcpy(fin + AMLDIST__BS_HEADER_LEN + 4, "fake", 4);
+                    unsigned char fin[AMLDIST__FRAME_HEADER_LEN + 8];
+                    amldist__frame_put_header(fin, AMLDIST__RZ_FINISH, 8);
+                    amldist__net_put_u32(fin + AMLDIST__FRAME_HEADER_LEN, 7);
+                    memcpy(fin + AMLDIST__FRAME_HEADER_LEN + 4, "fake", 4);
                     send_all(c, fin, sizeof fin);
                 }
-                off += AMLDIST__BS_HEADER_LEN + plen;
+                off += AMLDIST__FRAME_HEADER_LEN + plen;
             }
             memmove(in, in + off, have - off);
             have -= off;
@@ -2568,27 +2568,27 @@ static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
     const char *addr = "127.0.0.1";
     uint32_t alen = (uint32_t)strlen(addr);
     uint32_t len = 24 + alen + 4 * nodes;
-    amldist__bs_put_header(f, AMLDIST__RZ_ASSIGN, len);
-    unsigned char *p = f + AMLDIST__BS_HEADER_LEN;
-    amldist__bs_put_u32(p, round);
-    amldist__bs_put_u32(p + 4, 0);
-    amldist__bs_put_u32(p + 8, node);
-    amldist__bs_put_u32(p + 12, nodes);
-    amldist__bs_put_u32(p + 16, 29500);
-    amldist__bs_put_u32(p + 20, alen_claim ? alen_claim : alen);
+    amldist__frame_put_header(f, AMLDIST__RZ_ASSIGN, len);
+    unsigned char *p = f + AMLDIST__FRAME_HEADER_LEN;
+    amldist__net_put_u32(p, round);
+    amldist__net_put_u32(p + 4, 0);
+    amldist__net_put_u32(p + 8, node);
+    amldist__net_put_u32(p + 12, nodes);
+    amldist__net_put_u32(p + 16, 29500);
+    amldist__net_put_u32(p + 20, alen_claim ? alen_claim : alen);
     memcpy(p + 24, addr, alen);
     for (uint32_t i = 0; i < nodes; i++)
-        amldist__bs_put_u32(p + 24 + alen + 4 * i, 1);
-    return AMLDIST__BS_HEADER_LEN + len;
+        amldist__net_put_u32(p + 24 + alen + 4 * i, 1);
+    return AMLDIST__FRAME_HEADER_LEN + len;
 }
 
 /* A STOP of round `round` at `f`; returns its length. */
 static size_t stop_frame(unsigned char *f, uint32_t round)
 {
-    amldist__bs_put_header(f, AMLDIST__RZ_STOP, 8);
-    amldist__bs_put_u32(f + AMLDIST__BS_HEADER_LEN, round);
-    memcpy(f + AMLDIST__BS_HEADER_LEN + 4, "test", 4);
-    return AMLDIST__BS_HEADER_LEN + 8;
+    amldist__frame_put_header(f, AMLDIST__RZ_STOP, 8);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN, round);
+    memcpy(f + AMLDIST__FRAME_HEADER_LEN + 4, "test", 4);
+    return AMLDIST__FRAME_HEADER_LEN + 8;
 }
 
 /* An int that the stand-in host's process writes and the test reads. */
@@ -2672,7 +2672,7 @@ static void test_fake_host_next_assign_then_stop(void)
         unsigned char f[256];
         size_t len = assign_frame(f, 0, 1, 0, 0);
         done_reply_len = assign_frame(done_reply, 1, 1, 0, 0);
-        amldist__bs_put_u32(done_reply + AMLDIST__BS_HEADER_LEN + 4, 1);
+        amldist__net_put_u32(done_reply + AMLDIST__FRAME_HEADER_LEN + 4, 1);
         done_reply_len += stop_frame(done_reply + done_reply_len, 1);
         pid_t fh = fake_host(port, f, len, got_done);
         spec_t s = race_spec(port);
@@ -2736,16 +2736,16 @@ static void test_fake_host_bad_assign(void)
     fake_reply(f, len, "ASSIGN node 3 of 1", 0);
     len = assign_frame(f, 0, 1, 0, 200); /* address longer than the frame */
     fake_reply(f, len, "ASSIGN address overrunning", 0);
-    amldist__bs_put_header(f, AMLDIST__RZ_ASSIGN, 0x7fffffff);
-    fake_reply(f, AMLDIST__BS_HEADER_LEN, "ASSIGN of 2 GiB", 1);
+    amldist__frame_put_header(f, AMLDIST__RZ_ASSIGN, 0x7fffffff);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN, "ASSIGN of 2 GiB", 1);
 }
 
 static void test_fake_host_finish_first(void)
 {
     unsigned char f[64];
-    amldist__bs_put_header(f, AMLDIST__RZ_FINISH, 4);
-    amldist__bs_put_u32(f + AMLDIST__BS_HEADER_LEN, 3);
-    fake_reply(f, AMLDIST__BS_HEADER_LEN + 4, "FINISH before ASSIGN", 1);
+    amldist__frame_put_header(f, AMLDIST__RZ_FINISH, 4);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN, 3);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4, "FINISH before ASSIGN", 1);
 }
 
 static const char *filter;

@@ -7,19 +7,19 @@
 
 static void test_header_roundtrip(void)
 {
-    unsigned char b[AMLDIST__BS_HEADER_LEN];
+    unsigned char b[AMLDIST__FRAME_HEADER_LEN];
     unsigned type;
     uint32_t len;
     const char *why = NULL;
-    amldist__bs_put_header(b, AMLDIST__BS_BLOB, 128);
+    amldist__frame_put_header(b, AMLDIST__BS_BLOB, 128);
     CHECK(!memcmp(b, "AMLB", 4));
     CHECK_INT_EQ(amldist__bs_get_header(b, &type, &len, &why), 0);
     CHECK_INT_EQ(type, AMLDIST__BS_BLOB);
     CHECK_INT_EQ(len, 128);
-    amldist__bs_put_header(b, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
+    amldist__frame_put_header(b, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN);
     CHECK_INT_EQ(amldist__bs_get_header(b, &type, &len, &why), 0);
     CHECK_INT_EQ(type, AMLDIST__BS_HELLO);
-    amldist__bs_put_header(b, AMLDIST__BS_ACK, 0); /* the empty frame */
+    amldist__frame_put_header(b, AMLDIST__BS_ACK, 0); /* the empty frame */
     CHECK_INT_EQ(amldist__bs_get_header(b, &type, &len, &why), 0);
     CHECK_INT_EQ(type, AMLDIST__BS_ACK);
     CHECK_INT_EQ(len, 0);
@@ -36,31 +36,31 @@ static void expect_bad(const unsigned char *b, const char *what)
 
 static void test_header_rejects(void)
 {
-    unsigned char b[AMLDIST__BS_HEADER_LEN];
-    amldist__bs_put_header(b, AMLDIST__BS_BLOB, 1);
+    unsigned char b[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(b, AMLDIST__BS_BLOB, 1);
     b[0] = 'X';
     expect_bad(b, "bad magic");
-    amldist__bs_put_header(b, AMLDIST__BS_BLOB, 1);
+    amldist__frame_put_header(b, AMLDIST__BS_BLOB, 1);
     b[5] = 99; /* a version this library does not speak */
     expect_bad(b, "protocol version");
-    amldist__bs_put_header(b, 77, 1);
+    amldist__frame_put_header(b, 77, 1);
     expect_bad(b, "unknown frame type");
-    amldist__bs_put_header(b, AMLDIST__BS_BLOB, AMLDIST_BOOTSTRAP_MAX_LEN + 1);
+    amldist__frame_put_header(b, AMLDIST__BS_BLOB, AMLDIST_BOOTSTRAP_MAX_LEN + 1);
     expect_bad(b, "longer than its limit");
-    amldist__bs_put_header(b, AMLDIST__BS_BLOB, 0xffffffffu);
+    amldist__frame_put_header(b, AMLDIST__BS_BLOB, 0xffffffffu);
     expect_bad(b, "longer than its limit");
-    amldist__bs_put_header(b, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN - 1);
+    amldist__frame_put_header(b, AMLDIST__BS_HELLO, AMLDIST__BS_HELLO_LEN - 1);
     expect_bad(b, "fixed size");
-    amldist__bs_put_header(b, AMLDIST__BS_REFUSE, AMLDIST__BS_REFUSE_LEN + 1);
+    amldist__frame_put_header(b, AMLDIST__BS_REFUSE, AMLDIST__BS_REFUSE_LEN + 1);
     expect_bad(b, "longer than its limit");
     /* A failed rank's report and the answer about it are fixed-size too. */
-    amldist__bs_put_header(b, AMLDIST__BS_FAIL, AMLDIST__BS_HELLO_LEN);
+    amldist__frame_put_header(b, AMLDIST__BS_FAIL, AMLDIST__BS_HELLO_LEN);
     expect_bad(b, "fixed size");
-    amldist__bs_put_header(b, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN + 1);
+    amldist__frame_put_header(b, AMLDIST__BS_PEER, AMLDIST__BS_PEER_LEN + 1);
     expect_bad(b, "longer than its limit");
-    amldist__bs_put_header(b, AMLDIST__BS_PEER, 4);
+    amldist__frame_put_header(b, AMLDIST__BS_PEER, 4);
     expect_bad(b, "fixed size");
-    amldist__bs_put_header(b, AMLDIST__BS_ACK, 1);
+    amldist__frame_put_header(b, AMLDIST__BS_ACK, 1);
     expect_bad(b, "longer than its limit");
     /* An HTTP request, as a stray client would send. */
     expect_bad((const unsigned char *)"GET / HTTP/1.0\r\n", "bad magic");
@@ -180,7 +180,7 @@ static void test_token(void)
     setenv("SLURM_STEP_ID", "0", 1);
     CHECK(token(NULL, src) == step0); /* stable: every rank derives it */
 
-    /* Open MPI's job id wins over Slurm's (see bootstrap_config.c). */
+    /* Open MPI's job id wins over Slurm's (see lib/bootstrap/config.c). */
     setenv("OMPI_MCA_ess_base_jobid", "123", 1);
     uint64_t ompi = token(NULL, src);
     CHECK_STR_EQ(src, "OMPI_MCA_ess_base_jobid + MASTER_ADDR:port/WORLD_SIZE");

@@ -1,0 +1,78 @@
+/*
+ * An agent's handle on the control plane (amldist_rdzv_t), shared by its
+ * two sides: the caller's (api.c: the public amldist_rdzv_*() calls) and
+ * the network thread's (thread.c: the connection to the host, heartbeats
+ * and, when this process hosts the endpoint, the host itself).  The two
+ * share only `sh` (under `mu`); the thread owns every socket, the caller
+ * owns `cur` and `why`.
+ */
+#ifndef AMLDIST_RDZV_HANDLE_H
+#define AMLDIST_RDZV_HANDLE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "rdzv/rdzv_internal.h"
+
+struct addrinfo;
+
+/* The agent's state, as the thread sets it and the caller reads it. */
+enum { C_CONNECTING, C_JOINING, C_RUNNING, C_STOP, C_WAITING, C_OVER };
+
+struct amldist_rdzv {
+    amldist__rz_cfg_t cfg;
+    char endpoint[300]; /* as given, for messages */
+    char ep_host[AMLDIST__HOST_MAX];
+    int ep_port;
+    uint64_t agent;
+    int nproc, order;
+    amldist__rz_round_t cur; /* the caller's view of the round */
+    /* The caller's copy of the stop's reason, which the thread rewrites in
+     * sh at every ASSIGN, STOP and FINISH. */
+    char why[AMLDIST__RZ_TEXT_MAX + 1];
+
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int wake[2]; /* caller -> thread */
+    int efd;     /* thread -> caller: stop now */
+
+    /* Thread-owned (the loop made by the caller before the thread). */
+    struct amldist__loop *loop;
+    amldist__rz_host_t *host;
+    amldist__conn_t c;
+    struct addrinfo *ai;
+    long long join_deadline, next_try, last_beat;
+    int backoff_ms;
+    /* The connect in progress (try_fd >= 0): to try_ai, until
+     * try_deadline; try_err: why the last address failed. */
+    int try_fd, try_err;
+    const struct addrinfo *try_ai;
+    long long try_deadline;
+
+    /* Shared, under mu. */
+    struct {
+        int state;
+        int err;               /* join's error, 0 */
+        char errmsg[600];
+        amldist__rz_round_t next; /* the last ASSIGN */
+        int have_next;
+        int status;            /* the job's, once C_OVER */
+        char *failure;         /* its first failure, once C_OVER */
+        char stop_why[AMLDIST__RZ_TEXT_MAX + 1]; /* the last STOP's */
+        unsigned char *fail;   /* a FAIL frame to send */
+        size_t fail_len;
+        int done, done_status, done_port;
+        int closing;
+    } sh;
+};
+
+/* The thread's body (pthread_create's start routine). */
+void *amldist__rz_thread_main(void *arg);
+/* Host the endpoint when this process can: at join, and again when the
+ * host went before the round formed.  0, or an error (out of memory). */
+int amldist__rz_maybe_host(amldist_rdzv_t *r);
+/* A port nobody listens on now (the kernel's pick); 0 when none. */
+int amldist__rz_free_port(void);
+
+#endif /* AMLDIST_RDZV_HANDLE_H */

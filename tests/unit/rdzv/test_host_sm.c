@@ -1,0 +1,711 @@
+/*
+ * The rendezvous host's state machine (lib/rdzv/host_sm.c) driven by
+ * events alone: no socket, no thread, no clock.  Members are the entries
+ * of `mb[]`; agent i has agent id 100 + i, address 10.0.0.i and offers
+ * master port 30000 + i; agent 0 is the host's own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdzv/host_sm.h"
+#include "test.h"
+
+#define NM 16
+#define SELF 100u
+#define TOKEN 0x70c3e11ull
+#define RUN_ID 0x5eedull
+
+static int mb[NM];
+static char addrs[NM][32];
+static amldist__rz_sm_t *sm;
+static const amldist__rz_action_t *act;
+static int nact;
+static long long now = 1000;
+
+static amldist__rz_cfg_t config(int min, int max, int restarts)
+{
+    amldist__rz_cfg_t c;
+    memset(&c, 0, sizeof c);
+    c.token = TOKEN;
+    c.run = RUN_ID;
+    c.self_agent = SELF;
+    c.min = min;
+    c.max = max;
+    c.max_restarts = restarts;
+    c.join_timeout_ms = 60000;
+    c.last_call_ms = 1000;
+    c.keepalive_ms = 1000;
+    c.dead_ms = 5000;
+    snprintf(c.token_source, sizeof c.token_source, "the options");
+    return c;
+}
+
+static void start_cfg(const amldist__rz_cfg_t *c)
+{
+    now = 1000;
+    sm = amldist__rz_sm_new(c, now);
+    CHECK(sm != NULL);
+    for (int i = 0; i < NM; i++)
+        snprintf(addrs[i], sizeof addrs[i], "10.0.0.%d", i);
+}
+
+static void start(int min, int max, int restarts)
+{
+    amldist__rz_cfg_t c = config(min, max, restarts);
+    start_cfg(&c);
+}
+
+static void step(amldist__rz_event_t ev)
+{
+    ev.now = now;
+    nact = amldist__rz_sm_step(sm, &ev, &act);
+}
+
+static amldist__rz_join_t join_frame(int i, int order, int nproc)
+{
+    amldist__rz_join_t j = {
+        .token = TOKEN, .agent = SELF + (uint64_t)i, .run = RUN_ID, .round = 0,
+        .nproc = (uint32_t)nproc,
+        .order = order < 0 ? AMLDIST__RZ_NONE : (uint32_t)order,
+        .min = 0, .max = 0, .max_restarts = 0,
+        .port = 30000 + (uint32_t)i};
+    return j;
+}
+
+/* JOIN as the options of start() say (min, max and restarts copied). */
+static void join_j(int i, amldist__rz_join_t j)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN, .who = &mb[i],
+                               .join = j, .addr = addrs[i]});
+}
+
+static amldist__rz_join_t job_join(int i, int order, int nproc, int min,
+                                   int max, int restarts)
+{
+    amldist__rz_join_t j = join_frame(i, order, nproc);
+    j.min = (uint32_t)min;
+    j.max = (uint32_t)max;
+    j.max_restarts = (uint32_t)restarts;
+    return j;
+}
+
+static int g_min, g_max, g_restarts; /* the job's, for join() */
+
+static void job(int min, int max, int restarts)
+{
+    g_min = min;
+    g_max = max;
+    g_restarts = restarts;
+    start(min, max, restarts);
+}
+
+static void join(int i, int order, int nproc)
+{
+    join_j(i, job_join(i, order, nproc, g_min, g_max, g_restarts));
+}
+
+static void tick(void) { step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_TICK}); }
+
+static void fail(int i, int round, unsigned flags, int rank, int status,
+                 const char *summary)
+{
+    step((amldist__rz_event_t){
+        .type = AMLDIST__RZ_EV_FAIL, .who = &mb[i], .round = (uint32_t)round,
+        .flags = flags, .rank = rank < 0 ? AMLDIST__RZ_NONE : (uint32_t)rank,
+        .status = (uint32_t)status, .text = (const unsigned char *)summary,
+        .text_len = strlen(summary)});
+}
+
+static void done(int i, int round, int status)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_DONE, .who = &mb[i],
+                               .round = (uint32_t)round,
+                               .status = (uint32_t)status,
+                               .port = 31000 + (uint32_t)i});
+}
+
+static void lost(int i, const char *why)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_LOST, .who = &mb[i],
+                               .why = why});
+}
+
+/* The last step's action of `type` for member i, or NULL. */
+static const amldist__rz_action_t *action(int type, int i)
+{
+    for (int k = 0; k < nact; k++)
+        if (act[k].type == type && act[k].who == &mb[i])
+            return &act[k];
+    return NULL;
+}
+
+static int count(int type)
+{
+    int n = 0;
+    for (int k = 0; k < nact; k++)
+        n += act[k].type == type;
+    return n;
+}
+
+/* Member i was refused for `reason` with a text that has `words`. */
+#define CHECK_REFUSED(i, reason, words)                                        \
+    do {                                                                       \
+        const amldist__rz_action_t *a_ = action(AMLDIST__RZ_A_REFUSE, i);      \
+        CHECK(a_ != NULL);                                                     \
+        if (a_) {                                                              \
+            CHECK_INT_EQ(a_->value, reason);                                   \
+            CHECK_STR_HAS(a_->text, words);                                    \
+        }                                                                      \
+        CHECK(action(AMLDIST__RZ_A_ADMIT, i) == NULL);                         \
+    } while (0)
+
+/* Node rank of member i in the last step's ASSIGNs (-1: none). */
+static int node_of(int i)
+{
+    const amldist__rz_action_t *a = action(AMLDIST__RZ_A_ASSIGN, i);
+    return a ? (int)a->value : -1;
+}
+
+/* Agents 0..n-1 join unordered with nproc 1 + i; the round forms (after
+ * the last call, when n is below max). */
+static void form(int n)
+{
+    for (int i = 0; i < n; i++) {
+        join(i, -1, 1 + i);
+        CHECK(action(AMLDIST__RZ_A_ADMIT, i) != NULL);
+    }
+    now += 1000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), n);
+}
+
+/* ---- forming ---- */
+
+static void test_forms_when_max_joined(void)
+{
+    job(3, 3, 0);
+    join(0, -1, 2);
+    CHECK_INT_EQ(nact, 1);
+    CHECK_INT_EQ(act[0].type, AMLDIST__RZ_A_ADMIT);
+    join(1, -1, 2);
+    tick();
+    CHECK_INT_EQ(nact, 0);
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_FORMING);
+    join(2, -1, 2);
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 3);
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_RUNNING);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(rd->round, 0);
+    CHECK_INT_EQ(rd->restarts, 0);
+    CHECK_INT_EQ(rd->nnodes, 3);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_forms_after_last_call(void)
+{
+    job(2, 4, 0);
+    join(0, -1, 1);
+    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), 1000 + 60000);
+    now = 1200;
+    join(1, -1, 1);
+    /* min reached at 1200: the last call ends 1000 ms later. */
+    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), 2200);
+    now = 2199;
+    tick();
+    CHECK_INT_EQ(nact, 0);
+    now = 2200;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 2);
+    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), -1);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_last_call_restarts_below_min(void)
+{
+    job(2, 4, 0);
+    join(0, -1, 1);
+    join(1, -1, 1);
+    now = 1500;
+    lost(1, "connection closed"); /* below min: the last call is off */
+    CHECK_INT_EQ(nact, 0);
+    join(2, -1, 1);
+    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), 2500);
+    now = 2000;
+    tick();
+    CHECK_INT_EQ(nact, 0);
+    now = 2500;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 2);
+    CHECK_INT_EQ(node_of(2), 1);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_join_timeout(void)
+{
+    job(3, 3, 0);
+    join(0, -1, 1);
+    join(1, -1, 1);
+    now = 1000 + 60000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_REFUSE), 2);
+    CHECK_REFUSED(0, AMLDIST__RZ_R_TIMEOUT, "only 2 of the 3 nodes needed "
+                  "joined within 60 s");
+    CHECK_REFUSED(1, AMLDIST__RZ_R_TIMEOUT, "joined within");
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_OVER);
+    CHECK(amldist__rz_sm_drained(sm, now));
+    join(2, -1, 1);
+    CHECK_REFUSED(2, AMLDIST__RZ_R_OVER, "the job is over");
+    amldist__rz_sm_free(sm);
+}
+
+/* ---- node order and numbering ---- */
+
+static void test_order_by_arrival(void)
+{
+    job(4, 4, 0);
+    /* The host's own agent (0) is node 0 wherever it arrives; the others
+     * follow in the order they joined. */
+    join(3, -1, 1);
+    join(1, -1, 1);
+    join(0, -1, 1);
+    join(2, -1, 1);
+    tick();
+    CHECK_INT_EQ(node_of(0), 0);
+    CHECK_INT_EQ(node_of(3), 1);
+    CHECK_INT_EQ(node_of(1), 2);
+    CHECK_INT_EQ(node_of(2), 3);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_order_by_given_rank(void)
+{
+    job(3, 3, 0);
+    join(0, 2, 4);
+    join(1, 0, 2);
+    join(2, 1, 8);
+    tick();
+    CHECK_INT_EQ(node_of(0), 2);
+    CHECK_INT_EQ(node_of(1), 0);
+    CHECK_INT_EQ(node_of(2), 1);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(rd->nproc[0], 2);
+    CHECK_INT_EQ(rd->nproc[1], 8);
+    CHECK_INT_EQ(rd->nproc[2], 4);
+    /* Node 0's address and offered port are the round's master. */
+    CHECK_STR_EQ(rd->master_addr, "10.0.0.1");
+    CHECK_INT_EQ(rd->master_port, 30001);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_numbering_and_given_master(void)
+{
+    amldist__rz_cfg_t c = config(2, 2, 0);
+    c.master_port = 29400;
+    snprintf(c.master_addr, sizeof c.master_addr, "head.example");
+    g_min = g_max = 2;
+    g_restarts = 0;
+    start_cfg(&c);
+    join(0, -1, 3);
+    join(1, -1, 5);
+    tick();
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_STR_EQ(rd->master_addr, "head.example");
+    CHECK_INT_EQ(rd->master_port, 29400);
+    CHECK_INT_EQ(rd->nnodes, 2);
+    CHECK_INT_EQ(rd->nproc[0], 3);
+    CHECK_INT_EQ(rd->nproc[1], 5);
+    /* The round encodes and decodes as an agent reads it. */
+    unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    amldist__rz_round_t copy = *rd, back = {0};
+    copy.node = 1;
+    size_t len = amldist__rz_put_assign(&copy, buf);
+    const char *why = NULL;
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.node, 1);
+    CHECK_INT_EQ(back.nnodes, 2);
+    CHECK_INT_EQ(back.nproc[1], 5);
+    CHECK_STR_EQ(back.master_addr, "head.example");
+    free(back.nproc);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_no_port_offered(void)
+{
+    job(1, 1, 0);
+    amldist__rz_join_t j = job_join(0, -1, 1, 1, 1, 0);
+    j.port = 0;
+    join_j(0, j);
+    tick();
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->master_port, 29500);
+    amldist__rz_sm_free(sm);
+}
+
+/* ---- refusals ---- */
+
+static void test_refusals(void)
+{
+    job(2, 3, 1);
+    join(0, -1, 1);
+    amldist__rz_join_t j = job_join(1, -1, 1, 2, 3, 1);
+    j.token = 1;
+    join_j(1, j);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_TOKEN, "another job's token (this job's "
+                  "comes from the options)");
+    j = job_join(1, -1, 1, 2, 3, 1);
+    j.run = 7;
+    join_j(1, j);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_RUN, "another run id");
+    join_j(1, job_join(1, -1, 1, 1, 3, 1));
+    CHECK_REFUSED(1, AMLDIST__RZ_R_OPTIONS, "--nnodes 1:3 and --max-restarts "
+                  "1 differ from the job's 2:3 and 1");
+    join_j(1, job_join(1, -1, 1, 2, 4, 1));
+    CHECK_REFUSED(1, AMLDIST__RZ_R_OPTIONS, "differ");
+    join_j(1, job_join(1, -1, 1, 2, 3, 0));
+    CHECK_REFUSED(1, AMLDIST__RZ_R_OPTIONS, "--max-restarts 0");
+    join_j(1, job_join(1, -1, 0, 2, 3, 1));
+    CHECK_REFUSED(1, AMLDIST__RZ_R_PROTO, "worker count 0");
+    j = job_join(1, -1, 1, 2, 3, 1);
+    j.round = 2;
+    join_j(1, j);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_STALE, "asks for round 2");
+    /* Agent 0's id again, from another connection: a replay. */
+    j = job_join(1, -1, 1, 2, 3, 1);
+    j.agent = SELF;
+    join_j(1, j);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_STALE, "a replayed JOIN");
+    join(1, 0, 1);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_ORDER, "this node's rank comes from a "
+                  "launcher");
+    join(1, -1, 1);
+    CHECK(action(AMLDIST__RZ_A_ADMIT, 1) != NULL);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_refuse_rank_taken_and_mixed(void)
+{
+    job(3, 3, 0);
+    join(0, 1, 1);
+    join(1, 1, 1);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_ORDER, "node rank 1 is already "
+                  "10.0.0.0's");
+    join(2, -1, 1);
+    CHECK_REFUSED(2, AMLDIST__RZ_R_ORDER, "the other nodes' ranks come from "
+                  "a launcher");
+    join(1, 0, 1);
+    CHECK(action(AMLDIST__RZ_A_ADMIT, 1) != NULL);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_refuse_full_and_fixed_running(void)
+{
+    job(2, 2, 0);
+    join(0, -1, 1);
+    join(1, -1, 1);
+    join(2, -1, 1);
+    CHECK_REFUSED(2, AMLDIST__RZ_R_FULL, "the job has its 2 nodes (round 0)");
+    tick();
+    /* A fixed-size job takes nobody once it runs, even with room. */
+    lost(1, "connection closed");
+    join(3, -1, 1);
+    CHECK_REFUSED(3, AMLDIST__RZ_R_FULL, "the job has its 2 nodes");
+    amldist__rz_sm_free(sm);
+}
+
+static void test_refuse_lost_agent(void)
+{
+    job(2, 3, 0);
+    form(3);
+    lost(2, "no heartbeat for 5.0 s");
+    /* Agent 2 comes back on a new connection (mb[5] stands for it). */
+    amldist__rz_join_t j = job_join(5, -1, 1, 2, 3, 0);
+    j.agent = SELF + 2;
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN, .who = &mb[5],
+                               .join = j, .addr = addrs[2]});
+    CHECK_REFUSED(5, AMLDIST__RZ_R_STALE, "this job declared it lost");
+    amldist__rz_sm_free(sm);
+}
+
+/* Every agent numbers the job's workers in an int: a JOIN that would make
+ * them more is refused, and the largest job admitted decodes. */
+static void test_refuse_too_many_workers(void)
+{
+    enum { N = 2048, PER = 1 << 20 };
+    static int many[N];
+    job(1, 4096, 0);
+    for (int i = 0; i < N; i++) {
+        amldist__rz_join_t j = job_join(0, -1, PER, 1, 4096, 0);
+        j.agent = SELF + 1000 + (uint64_t)i;
+        step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN,
+                                   .who = &many[i], .join = j,
+                                   .addr = "10.1.0.1"});
+        if (i < N - 1)
+            CHECK_INT_EQ(act[0].type, AMLDIST__RZ_A_ADMIT);
+    }
+    CHECK_INT_EQ(nact, 1);
+    CHECK_INT_EQ(act[0].type, AMLDIST__RZ_A_REFUSE);
+    CHECK_INT_EQ(act[0].value, AMLDIST__RZ_R_FULL);
+    CHECK_STR_HAS(act[0].text, "1048576 workers would make the job's "
+                  "2147483648, more than the 2147483647 that its agents can "
+                  "number");
+    now += 1000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), N - 1);
+    static unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    size_t len = amldist__rz_put_assign(amldist__rz_sm_round(sm), buf);
+    amldist__rz_round_t back = {0};
+    const char *why = "";
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_STR_EQ(why, "");
+    CHECK_INT_EQ(back.nnodes, N - 1);
+    free(back.nproc);
+    amldist__rz_sm_free(sm);
+}
+
+/* ---- failures, stops and the end ---- */
+
+static void test_success_finishes(void)
+{
+    job(2, 2, 0);
+    form(2);
+    done(1, 0, 0);
+    CHECK_INT_EQ(nact, 0);
+    done(0, 0, 0);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value, 0);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_FINISH, 1)->text, "");
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_OVER);
+    /* The host waits for agent 1 to hear the end, not for itself. */
+    CHECK(!amldist__rz_sm_drained(sm, now));
+    lost(1, "connection closed");
+    CHECK(amldist__rz_sm_drained(sm, now));
+    amldist__rz_sm_free(sm);
+}
+
+static void test_drained_after_dead_time(void)
+{
+    job(2, 2, 0);
+    form(2);
+    done(0, 0, 0);
+    done(1, 0, 0);
+    CHECK(!amldist__rz_sm_drained(sm, now + 5000));
+    CHECK(amldist__rz_sm_drained(sm, now + 5001));
+    amldist__rz_sm_free(sm);
+}
+
+static void test_first_failure_stops_all(void)
+{
+    job(3, 3, 0);
+    form(3);
+    fail(2, 0, 0, 5, 1, "Traceback: boom");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 3);
+    const amldist__rz_action_t *a = action(AMLDIST__RZ_A_STOP, 0);
+    CHECK(a != NULL);
+    if (a) {
+        CHECK_INT_EQ(a->value, 0);
+        CHECK_STR_EQ(a->text, "node 2 (10.0.0.2), a worker, failed with exit "
+                              "status 1");
+    }
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_STOPPING);
+    /* A second failure is no news; a FAIL of an older round neither. */
+    fail(1, 0, 0, 3, 9, "later");
+    CHECK_INT_EQ(nact, 0);
+    fail(1, 7, 0, 3, 9, "stale");
+    CHECK_INT_EQ(nact, 0);
+    done(0, 0, 143);
+    done(1, 0, 143);
+    CHECK_INT_EQ(nact, 0);
+    done(2, 0, 1);
+    /* No restart left: the job ends with the first failure's status. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 3);
+    a = action(AMLDIST__RZ_A_FINISH, 1);
+    CHECK(a != NULL);
+    if (a) {
+        CHECK_INT_EQ(a->value, 1);
+        CHECK_STR_EQ(a->text, "node 2 (10.0.0.2), rank 5: exit status 1\n"
+                              "Traceback: boom");
+    }
+    amldist__rz_sm_free(sm);
+}
+
+static void test_stop_names_the_node_words(void)
+{
+    job(2, 2, 3);
+    form(2);
+    fail(1, 0, AMLDIST_RDZV_FINAL, -1, 130,
+         "amlrun: host n1: SIGINT received: the job stops\nmore");
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_STOP, 0)->text,
+                 "node 1 (10.0.0.1): host n1: SIGINT received: the job stops");
+    done(0, 0, 130);
+    done(1, 0, 130);
+    /* FINAL: the job ends although restarts are left. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value, 130);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 0);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_final_while_stopping_ends(void)
+{
+    job(2, 2, 3);
+    form(2);
+    fail(0, 0, 0, 0, 1, "");
+    /* Node 1, stopping, is itself told to stop by a signal. */
+    fail(1, 0, AMLDIST_RDZV_FINAL, -1, 143, "amlrun: SIGTERM");
+    done(0, 0, 1);
+    done(1, 0, 143);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 1)->value, 1);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_restart_then_finish(void)
+{
+    job(2, 2, 1);
+    form(2);
+    done(1, 0, 7); /* a failure told by DONE alone */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 1);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_STOP, 0)->text,
+                 "node 1 (10.0.0.1): exit status 7");
+    done(0, 0, 143);
+    /* Every node done: the next round, one restart counted, same order. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 2);
+    CHECK_INT_EQ(node_of(0), 0);
+    CHECK_INT_EQ(node_of(1), 1);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(rd->round, 1);
+    CHECK_INT_EQ(rd->restarts, 1);
+    /* Node 0's new port offer (its DONE's) is the new master port. */
+    CHECK_INT_EQ(rd->master_port, 31000);
+    fail(0, 1, 0, 2, 3, "again");
+    done(0, 1, 3);
+    done(1, 1, 143);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value, 3);
+    CHECK_STR_HAS(action(AMLDIST__RZ_A_FINISH, 0)->text, "rank 2: exit "
+                  "status 3\nagain");
+    amldist__rz_sm_free(sm);
+}
+
+static void test_lost_in_fixed_job(void)
+{
+    job(3, 3, 5);
+    form(3);
+    lost(1, "connection closed");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 2);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_STOP, 2)->text,
+                 "node 1 (10.0.0.1) was lost: connection closed");
+    done(0, 0, 143);
+    done(2, 0, 143);
+    /* No restart can bring the node back: the job ends with 125. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value,
+                 AMLDIST_RDZV_STATUS_LOST);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_FINISH, 0)->text,
+                 "node 1 (10.0.0.1) was lost: connection closed");
+    amldist__rz_sm_free(sm);
+}
+
+static void test_lost_in_elastic_job(void)
+{
+    job(2, 3, 0);
+    form(3);
+    lost(1, "no heartbeat for 5.0 s");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 2);
+    done(2, 0, 143);
+    done(0, 0, 143);
+    /* The job re-forms with the two left; no restart is counted. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 2);
+    CHECK_INT_EQ(node_of(0), 0);
+    CHECK_INT_EQ(node_of(2), 1);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(rd->round, 1);
+    CHECK_INT_EQ(rd->restarts, 0);
+    CHECK_INT_EQ(rd->nnodes, 2);
+    CHECK_INT_EQ(rd->nproc[1], 3);
+    /* Below min: no round can form, the job is lost. */
+    lost(2, "connection closed");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 1);
+    done(0, 1, 143);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 1);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value,
+                 AMLDIST_RDZV_STATUS_LOST);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_lost_while_done(void)
+{
+    job(2, 2, 0);
+    form(2);
+    done(1, 0, 0);
+    lost(1, "connection closed"); /* gone after its workers ended */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 1);
+    done(0, 0, 143);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value,
+                 AMLDIST_RDZV_STATUS_LOST);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_newcomer_joins_running_elastic_job(void)
+{
+    job(2, 4, 0);
+    form(2);
+    join(5, -1, 4);
+    CHECK(action(AMLDIST__RZ_A_ADMIT, 5) != NULL);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 2);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_STOP, 1)->text,
+                 "a node (10.0.0.5) joined: the job re-forms with 3 nodes");
+    done(0, 0, 143);
+    done(1, 0, 143);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 3);
+    CHECK_INT_EQ(node_of(5), 2);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(rd->round, 1);
+    CHECK_INT_EQ(rd->restarts, 0);
+    CHECK_INT_EQ(rd->nproc[2], 4);
+    amldist__rz_sm_free(sm);
+}
+
+static void test_unknown_members_ignored(void)
+{
+    job(1, 1, 0);
+    form(1);
+    done(9, 0, 1);
+    CHECK_INT_EQ(nact, 0);
+    fail(9, 0, 0, 0, 1, "x");
+    CHECK_INT_EQ(nact, 0);
+    lost(9, "closed");
+    CHECK_INT_EQ(nact, 0);
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_RUNNING);
+    amldist__rz_sm_free(sm);
+}
+
+int main(void)
+{
+    RUN(test_forms_when_max_joined);
+    RUN(test_forms_after_last_call);
+    RUN(test_last_call_restarts_below_min);
+    RUN(test_join_timeout);
+    RUN(test_order_by_arrival);
+    RUN(test_order_by_given_rank);
+    RUN(test_numbering_and_given_master);
+    RUN(test_no_port_offered);
+    RUN(test_refusals);
+    RUN(test_refuse_rank_taken_and_mixed);
+    RUN(test_refuse_full_and_fixed_running);
+    RUN(test_refuse_lost_agent);
+    RUN(test_refuse_too_many_workers);
+    RUN(test_success_finishes);
+    RUN(test_drained_after_dead_time);
+    RUN(test_first_failure_stops_all);
+    RUN(test_stop_names_the_node_words);
+    RUN(test_final_while_stopping_ends);
+    RUN(test_restart_then_finish);
+    RUN(test_lost_in_fixed_job);
+    RUN(test_lost_in_elastic_job);
+    RUN(test_lost_while_done);
+    RUN(test_newcomer_joins_running_elastic_job);
+    RUN(test_unknown_members_ignored);
+    return test_summary();
+}
