@@ -5,8 +5,8 @@
 # are measured in the same runs and only figures of one run compare.
 #     bench/all.sh [--smoke] [NAME...]
 # --smoke: each at its smallest size, for tests/sh/bench/bench_smoke.sh
-# (that it still builds and runs, no figure worth keeping).  NAME: launch,
-# binding, bootstrap, nodecheck, rdzv_peers, rdzv (default: all of them).
+# (that it still builds and runs, no figure worth keeping).  NAME: one of
+# the list below (default: all of them).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 smoke=0
@@ -19,7 +19,8 @@ binding|30|1
 bootstrap|7|1 129 2
 nodecheck|20|1
 rdzv_peers|5|1
-rdzv|7|1 2"
+rdzv|7|1 2
+topo_cache|20 200000|1 100"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) CPUs usable," \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); $(uname -sr);" \
