@@ -139,7 +139,7 @@ MANPAGES:= $(wildcard man/*.[1-8])
 # Programs find the library next to them, both in $(BUILD) and installed.
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
-.PHONY: all lib tests check install uninstall clean FORCE
+.PHONY: all lib tests check bench install uninstall clean FORCE
 all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
 tests: lib $(TESTS)
@@ -242,10 +242,13 @@ $(BUILD)/tests/$(notdir $(1:%.c=%)): $(1) $$(TEST_HDRS) $$(STLIB)
 endef
 $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 
-# bench/rdzv.sh's driver (public API only), linked like the unit tests.
-$(BUILD)/bench/rdzv_bench: bench/rdzv_bench.c $(STLIB)
+# The drivers of bench/rdzv.sh (public API only) and bench/bootstrap.sh
+# (the bootstrap's internals, which the static library holds), linked like
+# the unit tests.
+BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/bootstrap_bench
+$(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)
+	$(CC) $(ALL_CFLAGS) -Ilib $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)
 
 # amlrun's objects but main.o, for the unit tests of its parts: they link
 # the same objects amlrun is made of, rebuilt when a launcher source changes.
@@ -308,9 +311,19 @@ $(STANDIN)/standin_driver: tests/standin/standin_driver.c $(STANDIN_HDRS) \
 endif
 
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
-# real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks.
-check: all tests
-	tests/run.sh
+# real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks,
+# JOBS programs at a time (tests/run.sh: twice the CPUs, at least 4).
+# The build first, on every CPU whatever -j says (a fresh clone's build is
+# part of the suite's time).
+JOBS ?=
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+check:
+	$(MAKE) -j$(NPROC) all tests $(BENCH_BINS)
+	JOBS=$(JOBS) tests/run.sh
+
+# Every figure of README.md's Benchmarks, with the date and the machine.
+bench: all $(BENCH_BINS)
+	BUILD=$(BUILD) bench/all.sh
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGDIR) $(DESTDIR)$(BINDIR) \

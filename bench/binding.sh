@@ -12,6 +12,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 RUNS=${1:-30}
 AMLRUN=$BUILD/bin/amlrun
 XML=${AMLDIST_TOPOLOGIES:-tests/topologies/real}/aws-ofi-nccl/p4d-topology.xml
@@ -89,7 +90,7 @@ int main(int argc, char **argv) {
 }
 C
 cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o "$bin" "$src" -L"$BUILD/lib" \
-    -lamldist -Wl,-rpath,"$PWD/$BUILD/lib"
+    -lamldist -Wl,-rpath,"$BUILD/lib"
 echo "== library calls, mean of $RUNS"
 "$bin" "$RUNS" # the first load fills the cache, the others read it
 AMLDIST_TOPOLOGY_CACHE=0 "$bin" "$RUNS" | sed 's/this machine   /live (no cache)/'

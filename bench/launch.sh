@@ -15,12 +15,14 @@ set -eu
 cd "$(dirname "$0")/.."
 RUNS=${1:-10}
 LINES=${2:-200000}
-AMLRUN=${AMLRUN:-$PWD/build/bin/amlrun}
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+AMLRUN=${AMLRUN:-$BUILD/bin/amlrun}
 TORCHRUN="/usr/bin/python3 $PWD/bench/torchrun-wrapper.py"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMP_NUM_THREADS=1 # no notice from amlrun or torchrun in the timings
-tmp=$(mktemp -d /tmp/amlrun-bench.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/amlrun-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 declare -A CMD=(
@@ -30,12 +32,20 @@ declare -A CMD=(
     [mpirun]="mpirun -np 8 --oversubscribe /bin/true"
 )
 ORDER="amlrun amlrun-nobind torchrun mpirun"
+# srun where a Slurm answers (its RSS is srun's own, not slurmd's or the
+# step daemon's).
+if command -v srun >/dev/null && timeout 10 sinfo -h -o %D >/dev/null 2>&1; then
+    CMD[srun]="srun -n 8 --oversubscribe /bin/true"
+    ORDER="$ORDER srun"
+fi
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-echo "# launch of 8x /bin/true, $RUNS runs each ($(nproc) of $(nproc --all) cores usable, $(uname -r))"
-hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$tmp/launch.json" \
-    -n amlrun "${CMD[amlrun]}" -n amlrun-nobind "${CMD[amlrun-nobind]}" -n torchrun "${CMD[torchrun]}" -n mpirun "${CMD[mpirun]}" \
+# (OMP_NUM_THREADS, set above, is what nproc would say)
+echo "# launch of 8x /bin/true, $RUNS runs each ($(env -u OMP_NUM_THREADS nproc) of $(nproc --all) cores usable, $(uname -r))"
+args=()
+for name in $ORDER; do args+=(-n "$name" "${CMD[$name]}"); done
+hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$tmp/launch.json" "${args[@]}" \
     >"$tmp/hyperfine.txt" 2>&1 || { cat "$tmp/hyperfine.txt"; exit 1; }
 declare -A WALL RSS
 for name in $ORDER; do
@@ -71,7 +81,7 @@ total=$((8 * LINES))
 printf '%-9s %10s %12s %14s\n' launcher seconds "MB/s" "lines in file"
 for name in amlrun torchrun mpirun; do
     best=
-    for _ in 1 2 3; do
+    for _ in $(seq $((RUNS < 3 ? RUNS : 3))); do
         rm -rf "$tmp/tlogs"
         s=$(date +%s.%N)
         ${OUT[$name]} >"$tmp/out" 2>/dev/null

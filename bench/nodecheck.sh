@@ -8,8 +8,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 RUNS=${1:-40}
-AMLRUN=$PWD/$BUILD/bin/amlrun
+AMLRUN=$BUILD/bin/amlrun
 [ -x "$AMLRUN" ] || { echo "bench: build $AMLRUN first (make)" >&2; exit 1; }
 command -v hyperfine >/dev/null || { echo "bench: needs hyperfine" >&2; exit 1; }
 pair=$(mktemp /tmp/amlrun-pair.XXXXXX)

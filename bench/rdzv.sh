@@ -16,8 +16,10 @@ reps=${1:-7}; shift $(($# > 0 ? 1 : 0))
 agents=${*:-2 4 8 16 32 64}
 build=${BUILD:-build}
 out=$build/bench
-mkdir -p "$out"
 make -s BUILD="$build" "$out/rdzv_bench" >/dev/null
+# The runs' figures in a file of this run's own (two runs may overlap).
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/amldist-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
 echo "# control-plane rendezvous on loopback, $reps runs each, $(nproc) CPUs; times in ms"
 printf '%6s  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' agents "join med" \
     "join max" "prefork med" "threads med" "stop med" "stop max" "over med"
@@ -26,9 +28,9 @@ med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%
 for n in $agents; do
     for mode in fork prefork threads; do
         arg=$mode; [ "$mode" = fork ] && arg=
-        "$out/rdzv_bench" "$n" "$reps" $arg >"$out/rdzv_$mode" ||
+        "$out/rdzv_bench" "$n" "$reps" $arg >"$tmp/rdzv_$mode" ||
             { echo "n=$n ($mode) failed" >&2; exit 1; }
     done
-    read -r jm jx sm sx om _ pm _ tm _ <<<"$(med "$out/rdzv_fork" 1; med "$out/rdzv_fork" 2; med "$out/rdzv_fork" 3; med "$out/rdzv_prefork" 1; med "$out/rdzv_threads" 1)"
+    read -r jm jx sm sx om _ pm _ tm _ <<<"$(med "$tmp/rdzv_fork" 1; med "$tmp/rdzv_fork" 2; med "$tmp/rdzv_fork" 3; med "$tmp/rdzv_prefork" 1; med "$tmp/rdzv_threads" 1)"
     printf '%6d  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' "$n" "$jm" "$jx" "$pm" "$tm" "$sm" "$sx" "$om"
 done

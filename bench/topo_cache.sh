@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 ROUNDS=${1:-20}
 LINES=${2:-200000}
 BUILD=${BUILD:-build}
-AMLRUN=${AMLRUN:-$PWD/$BUILD/bin/amlrun}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+AMLRUN=${AMLRUN:-$BUILD/bin/amlrun}
 [ -x "$AMLRUN" ] || { echo "bench: build $AMLRUN first (make)" >&2; exit 1; }
 command -v lstopo-no-graphics >/dev/null ||
     { echo "bench: needs lstopo-no-graphics (hwloc) for the XML export" >&2; exit 1; }

@@ -101,11 +101,16 @@ netns_up() {
     case $k in [1-9]) ;; *) netns_die "up: -n wants 1..$NETNS_MAX, not '$k'" ;; esac
     [ "$k" -le "$NETNS_MAX" ] || netns_die "up: -n wants 1..$NETNS_MAX, not '$k'"
     netns_reap
-    # 8 characters, so "<id>-br" fits the 15 of an interface name.
-    local id
-    id=amn$(printf '%05x' $((($$ ^ RANDOM << 4) & 0xfffff)))
-    local dir=$NETNS_RUNDIR/$id
-    { mkdir -p "$NETNS_RUNDIR" && mkdir "$dir"; } || netns_die "up: cannot create $dir"
+    # 8 characters, so "<id>-br" fits the 15 of an interface name; drawn
+    # again when taken (clusters of other tests and other suites live on).
+    local id dir n=0
+    mkdir -p "$NETNS_RUNDIR" || netns_die "up: cannot create $NETNS_RUNDIR"
+    while :; do
+        id=amn$(printf '%05x' $((($$ ^ RANDOM << 4 ^ RANDOM) & 0xfffff)))
+        dir=$NETNS_RUNDIR/$id
+        [ ! -e "/run/netns/$id-n0" ] && mkdir "$dir" 2>/dev/null && break
+        ((n++ < 20)) || netns_die "up: cannot create a cluster directory in $NETNS_RUNDIR"
+    done
     local tag
     tag=$(netns_owner_tag "$owner") || { rmdir "$dir"; netns_die "up: no process $owner"; }
     echo "$owner $tag" >"$dir/owner"

@@ -1,28 +1,159 @@
 #!/usr/bin/env bash
-# Runs the whole suite and ends with one line "N passed, N failed".
-#   unit tests (build/tests/test_*): plain, then ASan+UBSan, then valgrind;
-#   shell tests (tests/sh/<component>/*.sh): real mpirun, PyTorch, namespaces, man pages;
+# Runs the whole suite, JOBS test programs at a time, and ends with one line
+# "N passed, N failed".  The programs:
+#   unit tests (build/tests/test_*): plain, with ASan+UBSan (build-asan, which
+#   the job "asan-build" makes first), and under valgrind;
+#   shell tests (tests/sh/<component>/*.sh): real mpirun, PyTorch, namespaces;
 #   fuzz targets (tests/fuzz/*.c): libFuzzer for AMLDIST_FUZZ_SECONDS each.
-# Every program runs under a timeout; one that dies without reporting counts
-# as a failed case.  Environment: BUILD (default build), AMLDIST_QUICK=1 skips
-# the sanitizer, valgrind and fuzz passes, TESTS="pattern" picks shell tests.
+# Most programs wait rather than compute (daemons, timeouts, peers), so they
+# run side by side; a shell test with the line "# amldist-test: alone" runs
+# with nothing beside it.  Each program's lines are kept until it ends and
+# printed together.  Every program runs under a timeout; one that dies
+# without reporting counts as a failed case.  The longest start first, by
+# the durations of the last run ($BUILD/test-durations) or, on a fresh
+# checkout, by "# amldist-test: slow" lines and the kind of program.
+# Environment: BUILD (default build), JOBS (default twice the CPUs, at least
+# 4), AMLDIST_QUICK=1 leaves out the sanitizer, valgrind and fuzz programs,
+# TESTS="PATTERN..." picks programs by label ('slurm*', 'test_rdzv asan:*').
 set -u
-cd "$(dirname "$0")/.."
-TOP=$PWD
+cd "$(dirname "$0")/.." || exit 2
 BUILD=${BUILD:-build}
+case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac
 QUICK=${AMLDIST_QUICK:-0}
 FUZZ_SECONDS=${AMLDIST_FUZZ_SECONDS:-15}
-pass=0 failed=0 skipped=0
-failures=()
-log=$(mktemp -d /tmp/amldist-run.XXXXXX)
-trap 'rm -rf "$log"' EXIT
+ncpu=$(nproc 2>/dev/null || echo 2)
+JOBS=${JOBS:-$((ncpu * 2 > 4 ? ncpu * 2 : 4))}
+[ "$JOBS" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: JOBS=$JOBS is not a number >= 1" >&2; exit 2; }
+log=$(mktemp -d "${TMPDIR:-/tmp}/amldist-run.XXXXXX")
+DURATIONS=$BUILD/test-durations
 
-# run_case LABEL TIMEOUT CMD...: run one test program, count its result lines.
-run_case() {
-    local label=$1 limit=$2; shift 2
-    local out="$log/out" rc=0
-    timeout --kill-after=10 "$limit" "$@" >"$out" 2>"$log/err" </dev/null || rc=$?
-    local p f s
+# ---- the programs ------------------------------------------------------------
+# Job i: LABEL, LIMIT (s, for timeout), ALONE (0/1), AFTER (the label of a
+# job that must pass first), EST (expected seconds, for the order), CMD
+# (words quoted for eval).
+LABEL=() LIMIT=() ALONE=() AFTER=() EST=() CMD=()
+declare -A LAST=()
+if [ -r "$DURATIONS" ]; then
+    while read -r secs name; do LAST[$name]=$secs; done <"$DURATIONS"
+fi
+
+# add LABEL LIMIT EST ALONE AFTER CMD...
+add() {
+    local i=${#LABEL[@]}
+    LABEL[i]=$1 LIMIT[i]=$2 EST[i]=${LAST[$1]:-$3} ALONE[i]=$4 AFTER[i]=$5
+    shift 5
+    CMD[i]=$(printf '%q ' "$@")
+}
+
+# marked SCRIPT WORD: the script has a line "# amldist-test: ... WORD ...".
+marked() { grep -Eq "^# amldist-test:.*\\b$2\\b" "$1"; }
+
+# add_unit PASS LIMIT EST AFTER PROGRAM [WRAPPER...]: one pass of a unit test
+# program, in the shards its source asks for with "amldist-test: shards N"
+# (TEST_SHARD=i/N runs every N-th case from the i-th: tests/unit/test.h).
+add_unit() {
+    local pass=$1 limit=$2 est=$3 after=$4 t=$5 name n k
+    shift 5
+    name=$(basename "$t")
+    n=$(sed -n 's/.*amldist-test: shards \([0-9]*\).*/\1/p' tests/unit/*/"$name.c" 2>/dev/null | head -n 1)
+    if [ "${n:-1}" -le 1 ]; then
+        add "$pass$name" "$limit" "$est" 0 "$after" "$@" "$t"
+        return
+    fi
+    # (asking for shards says it is slow: start those first)
+    for ((k = 0; k < n; k++)); do
+        add "${pass}${name}[$k/$n]" "$limit" 100 0 "$after" env "TEST_SHARD=$k/$n" "$@" "$t"
+    done
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] && add_unit "" 300 2 "" "$t"
+done
+for t in tests/sh/*/*.sh; do
+    [ -f "$t" ] || continue
+    est=20 alone=0
+    marked "$t" slow && est=100
+    marked "$t" alone && alone=1
+    add "$(basename "$t" .sh)" 900 "$est" "$alone" "" env BUILD="$BUILD_ABS" bash "$t"
+done
+if [ "$QUICK" != 1 ]; then
+    add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 tests
+    for t in "$BUILD"/tests/test_*; do
+        [ -x "$t" ] || continue
+        add_unit asan: 600 5 asan-build "build-asan/tests/$(basename "$t")" env \
+            ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    done
+    for t in "$BUILD"/tests/test_*; do
+        [ -x "$t" ] || continue
+        add_unit valgrind: 900 30 "" "$t" valgrind -q --error-exitcode=99 \
+            --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
+            --child-silent-after-fork=no
+    done
+    for f in tests/fuzz/fuzz_*.c; do
+        [ -f "$f" ] || continue
+        name=$(basename "$f" .c)
+        add "$name" $((FUZZ_SECONDS + 300)) $((FUZZ_SECONDS + 60)) 0 "" \
+            tests/fuzz/run.sh "$name" "$FUZZ_SECONDS"
+    done
+fi
+
+# TESTS picks programs by label (a shell test's is its name without .sh;
+# several patterns apart with spaces), with the programs they need first.
+declare -A PICK=()
+set -f      # the patterns are for case, not for the file names here
+for i in "${!LABEL[@]}"; do
+    for pat in ${TESTS:-*}; do
+        # shellcheck disable=SC2254
+        case ${LABEL[i]} in $pat) PICK[${LABEL[i]}]=1; [ -n "${AFTER[i]}" ] && PICK[${AFTER[i]}]=1 ;; esac
+    done
+done
+set +f
+# The order: the programs that run alone first (nothing else is running
+# then), the rest longest first, so that no long one starts near the end.
+mapfile -t ORDER < <(for i in "${!LABEL[@]}"; do
+    [ -n "${PICK[${LABEL[i]}]:-}" ] && printf '%d %d %d\n' $((1 - ALONE[i])) "${EST[i]}" "$i"
+done | sort -k1,1n -k2,2nr | cut -d' ' -f3)
+
+# ---- running them ------------------------------------------------------------
+pass=0 failed=0 skipped=0
+failures=() times=()
+declare -A RUNNING=() STATE=()   # RUNNING[i]=start time; STATE[label]=pass|fail
+
+# Each program gets a network namespace of its own, with only loopback, where
+# this machine lets us make one: ports the tests take (MASTER_PORT's 29500 by
+# default, fixed ones in the unit tests) cannot meet those of the programs
+# beside them, or of another suite on this machine.  The namespace clusters
+# the tests make (scripts/netns-cluster.sh) hang off it like off the host's.
+ISOLATE=()
+if unshare --net -- sh -c 'ip link set lo up' 2>/dev/null; then
+    ISOLATE=(unshare --net -- sh -c 'ip link set lo up && exec "$@"' isolated)
+fi
+
+# start I: job I in the background, its output in $log/I.{out,err}, its exit
+# status in $log/I.rc; when it ends, its number goes down the pipe $log/done,
+# which the loop below reads.  timeout puts the program in a process group of
+# its own and takes the whole group down.
+start() {
+    local i=$1
+    (
+        eval "set -- ${CMD[i]}"
+        exec 3>&-
+        timeout --kill-after=10 "${LIMIT[i]}" "${ISOLATE[@]}" "$@" >"$log/$i.out" 2>"$log/$i.err" </dev/null &
+        echo $! >"$log/$i.pid"
+        wait $!
+        echo $? >"$log/$i.rc"
+        echo "$i" >"$log/done"
+    ) &
+    RUNNING[$i]=${EPOCHREALTIME/./}
+}
+
+# finish I: count and print job I's result lines, all together.
+finish() {
+    local i=$1 label=${LABEL[$1]} out="$log/$1.out" rc p f s secs
+    rc=$(cat "$log/$i.rc")
+    secs=$(((${EPOCHREALTIME/./} - RUNNING[$i] + 500000) / 1000000))
+    unset "RUNNING[$i]"
     p=$(grep -c '^ok - ' "$out")
     s=$(grep -c '^ok - .*# SKIP' "$out")
     f=$(grep -c '^not ok - ' "$out")
@@ -31,62 +162,70 @@ run_case() {
         f=1
         echo "not ok - $label: exited with status $rc$([ "$rc" -eq 124 ] && echo ' (timeout)')" >>"$out"
     fi
+    echo "== $label ($secs s)"
     sed -e "s|^\(not ok - \)|\1[$label] |" -e "s|^\(ok - \)|\1[$label] |" "$out"
     if [ "$f" -gt 0 ]; then
-        sed 's/^/#   /' "$log/err" | tail -n 40
+        sed 's/^/#   /' "$log/$i.err" | tail -n 40
         while IFS= read -r line; do failures+=("$line"); done < <(grep '^not ok' "$out" | sed "s|^not ok - |[$label] |")
+        STATE[$label]=fail
+    else
+        STATE[$label]=pass
     fi
+    times+=("$secs $label")
     pass=$((pass + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 
-echo "== unit tests ($BUILD)"
-for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] && run_case "$(basename "$t")" 300 "$t"
-done
-
-if [ "$QUICK" != 1 ]; then
-    echo "== unit tests under ASan+UBSan (build-asan)"
-    if make -s BUILD=build-asan SAN=1 tests >"$log/asan-build" 2>&1; then
-        export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
-        export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-        for t in build-asan/tests/test_*; do
-            [ -x "$t" ] && run_case "asan:$(basename "$t")" 600 "$t"
-        done
-        unset ASAN_OPTIONS UBSAN_OPTIONS
-    else
-        cat "$log/asan-build"; failed=$((failed + 1)); failures+=("ASan build failed")
-    fi
-
-    echo "== unit tests under valgrind"
-    if command -v valgrind >/dev/null; then
-        for t in "$BUILD"/tests/test_*; do
-            [ -x "$t" ] || continue
-            run_case "valgrind:$(basename "$t")" 900 valgrind -q --error-exitcode=99 \
-                --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
-                --child-silent-after-fork=no "$t"
-        done
-    else
-        echo "not ok - valgrind missing"; failed=$((failed + 1))
-    fi
-fi
-
-echo "== shell tests"
-for t in tests/sh/*/*.sh; do
-    [ -f "$t" ] || continue
-    case "$(basename "$t")" in ${TESTS:-*}) ;; *) continue ;; esac
-    run_case "$(basename "$t" .sh)" 900 env BUILD="$TOP/$BUILD" bash "$t"
-done
-
-if [ "$QUICK" != 1 ]; then
-    echo "== fuzzing ($FUZZ_SECONDS s per target)"
-    for f in tests/fuzz/fuzz_*.c; do
-        [ -f "$f" ] || continue
-        name=$(basename "$f" .c)
-        run_case "$name" $((FUZZ_SECONDS + 300)) tests/fuzz/run.sh "$name" "$FUZZ_SECONDS"
+# On SIGINT or SIGTERM, stop every running program (its timeout's process
+# group) before leaving.
+stop_all() {
+    local i
+    for i in "${!RUNNING[@]}"; do
+        [ -s "$log/$i.pid" ] && kill -TERM "$(cat "$log/$i.pid")" 2>/dev/null
     done
-fi
+    wait
+}
+trap 'stop_all; rm -rf "$log"; exit 130' INT
+trap 'stop_all; rm -rf "$log"; exit 143' TERM
+trap 'rm -rf "$log"' EXIT
 
+mkfifo "$log/done"
+exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
+echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
+alone_running=0
+while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
+    # Start what may start, in order; a program that must run alone waits
+    # until the others are done, and nothing starts beside it.
+    rest=()
+    for i in "${ORDER[@]}"; do
+        dep=${AFTER[i]}
+        if [ -n "$dep" ] && [ "${STATE[$dep]:-}" = fail ]; then
+            continue    # its prerequisite failed, and was counted
+        elif [ "$alone_running" = 1 ] || [ "${#RUNNING[@]}" -ge "$JOBS" ] ||
+             { [ -n "$dep" ] && [ -z "${STATE[$dep]:-}" ]; } ||
+             { [ "${ALONE[i]}" = 1 ] && [ "${#RUNNING[@]}" -gt 0 ]; }; then
+            rest+=("$i")
+        else
+            start "$i"
+            [ "${ALONE[i]}" = 1 ] && alone_running=1
+        fi
+    done
+    ORDER=("${rest[@]}")
+    [ "${#RUNNING[@]}" -gt 0 ] || break
+    read -r i <&3
+    finish "$i"
+    [ "${ALONE[i]}" = 1 ] && alone_running=0
+done
+wait
+
+# The durations, for the order of the next run (kept for the programs that
+# did not run this time).
+for t in "${times[@]}"; do LAST[${t#* }]=${t%% *}; done
+for l in "${!LAST[@]}"; do echo "${LAST[$l]} $l"; done >"$DURATIONS" 2>/dev/null
 echo
+if [ "${#times[@]}" -gt 0 ]; then
+    echo "Slowest:"
+    printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+fi
 if [ "${#failures[@]}" -gt 0 ]; then
     echo "Failed:"
     printf '  %s\n' "${failures[@]}"

@@ -130,19 +130,24 @@ EOF
 
 # slurm_start_slurmd NODE: slurmd -D on NODE with a /tmp of its own (the
 # bind mount lives in the mount namespace `ip netns exec` made for it, so
-# it goes with slurmd; this test's directory stays reachable in it).
+# it goes with slurmd).  What the jobs need from the real /tmp stays
+# reachable in it: this test's directory, and the checkout and the build
+# when they live there too (git clone ... /tmp/x).
 slurm_start_slurmd() {
-    local node=$1 nt=$SLURM_DIR/$1/tmp keep=""
-    case $TEST_TMP in
-        /tmp/*) keep=${TEST_TMP#/tmp/}; keep=${keep%%/*} ;;
-    esac
+    local node=$1 nt=$SLURM_DIR/$1/tmp keep=() p top
+    for p in "$TEST_TMP" "$TOP" "$BUILD"; do
+        case $p in /tmp/?*) ;; *) continue ;; esac
+        top=${p#/tmp/}; top=${top%%/*}
+        printf '%s\n' "${keep[@]}" | grep -qxF "$top" || keep+=("$top")
+    done
     netns_exec "$CLUSTER" "$node" /bin/sh -c '
-        nt=$1 keep=$2; shift 2
-        if [ -n "$keep" ]; then
-            mkdir -p "$nt/$keep" && mount --bind "/tmp/$keep" "$nt/$keep" || exit 1
-        fi
+        nt=$1 n=$2; shift 2
+        while [ "$n" -gt 0 ]; do
+            mkdir -p "$nt/$1" && mount --bind "/tmp/$1" "$nt/$1" || exit 1
+            shift; n=$((n - 1))
+        done
         mount --rbind "$nt" /tmp || exit 1
-        exec "$@"' sh "$nt" "$keep" slurmd -D -N "$node" -f "$SLURM_CONF" \
+        exec "$@"' sh "$nt" "${#keep[@]}" "${keep[@]}" slurmd -D -N "$node" -f "$SLURM_CONF" \
         >"$SLURM_DIR/slurmd.$node.out" 2>&1 &
     SLURM_PIDS+=($!)
 }

@@ -7,9 +7,15 @@
 
 RZW=$TOP/tests/amlrun/rdzv_worker.sh
 # Heartbeats fast enough for tests: a silent agent is dead after
-# RZ_DEAD_MS (keep_alive_interval * keep_alive_max_attempt).
-RZ_FAST=keep_alive_interval=0.2,keep_alive_max_attempt=5
-RZ_DEAD_MS=1000
+# RZ_DEAD_MS (keep_alive_interval * keep_alive_max_attempt), long enough
+# that an agent a loaded machine leaves unscheduled for a while is not.
+RZ_FAST=keep_alive_interval=0.5,keep_alive_max_attempt=8
+RZ_DEAD_MS=4000
+# What a loaded machine may add to the times these tests bound: each bound
+# is what the control plane promises plus this, still far below what the
+# fault would give (workers that run RZ_RUN=30 s or more, join timeouts of
+# 60 s, the commands' deadline $T).
+RZ_SLACK_MS=15000
 declare -A RZPID=() RC=() END=()
 
 # rz_setup K: a K-node cluster (or skip), ports below 32768 (node 0's agent

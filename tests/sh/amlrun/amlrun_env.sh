@@ -52,10 +52,12 @@ check "per-process: --verbose names the mode and the source" \
 $MPIRUN -np 2 "$AMLRUN" sh -c 'exit $((RANK + 3))' 2>/dev/null
 check "per-process: mpirun sees the worker's own exit status" test "$?" -ne 0
 
-# --- per-node under mpirun: node rank and count from Open MPI
-out=$($MPIRUN -np 2 "$AMLRUN" --nproc-per-node 2 --master-port 29614 sh -c "$show" 2>"$d/err" | sort -n)
+# --- per-node under mpirun: node rank and count from Open MPI (the two
+# amlruns meet on this machine, at a port of their own)
+p=$(free_port)
+out=$($MPIRUN -np 2 "$AMLRUN" --nproc-per-node 2 --master-port "$p" sh -c "$show" 2>"$d/err" | sort -n)
 expect_eq "per-node under mpirun -np 2, 2 per node: 4 ranks" "$(echo "$out" | cut -d' ' -f1,3,7,8 | tr '\n' ' ')" \
-    "0 4 127.0.0.1 29614 1 4 127.0.0.1 29614 2 4 127.0.0.1 29614 3 4 127.0.0.1 29614 "
+    "0 4 127.0.0.1 $p 1 4 127.0.0.1 $p 2 4 127.0.0.1 $p 3 4 127.0.0.1 $p "
 # a worker that links libamldist sees its own layout, not amlrun's OMPI_*
 "$TORCH_PY" - "$BUILD/lib/libamldist.so.1" >"$d/probe.py" <<'PY'
 import sys
@@ -68,7 +70,7 @@ if rc != 0:
     print("ERR", lib.amldist_last_error().decode()); sys.exit(1)
 print(lib.amldist_rank(h), lib.amldist_world_size(h), lib.amldist_local_rank(h), os.environ["OMPI_COMM_WORLD_RANK"])''' % sys.argv[1])
 PY
-out=$($MPIRUN -np 2 "$AMLRUN" --nproc-per-node 2 "$TORCH_PY" "$d/probe.py" 2>"$d/err" | sort -n)
+out=$($MPIRUN -np 2 "$AMLRUN" --nproc-per-node 2 --master-port "$(free_port)" "$TORCH_PY" "$d/probe.py" 2>"$d/err" | sort -n)
 expect_eq "per-node under mpirun: libamldist in a worker sees its own layout" \
     "$(echo "$out" | cut -d' ' -f1-3 | tr '\n' ' ')" "0 4 0 1 4 1 2 4 2 3 4 3 "
 

@@ -14,7 +14,7 @@ start=$SECONDS
 expect_eq "--hostfile /dev/zero: usage error" "$?" 2
 expect_eq "--hostfile /dev/zero: says why" "$(cat "$d/err")" \
     "amlrun: /dev/zero:1: NUL byte: not a text file"
-check "--hostfile /dev/zero: at once ($((SECONDS - start)) s)" test $((SECONDS - start)) -le 5
+check "--hostfile /dev/zero: at once, not at the 60 s timeout ($((SECONDS - start)) s)" test $((SECONDS - start)) -le 30
 
 # --- an endless stream of blank lines stops at the size bound
 (ulimit -v 1000000; timeout 60 "$AMLRUN" --hostfile <(yes '') true) >/dev/null 2>"$d/err"
@@ -29,11 +29,13 @@ expect_eq "slots= twice on a line: usage error" "$?" 2
 expect_eq "slots= twice on a line: names line and key" "$(cat "$d/err")" \
     "amlrun: $d/dup:2: key 'slots' is given twice (slots=2 before)"
 
-# --- 100k hosts: it took 17 s when every host was compared with every other
-seq -f 'node%g slots=8' 1 100000 >"$d/big"
+# --- 400k hosts: 100k took 17 s when every host was compared with every
+#     other (400k would take about 16 times that); linear, it is a fraction
+#     of a second, so a bound of 60 s holds on any loaded machine
+seq -f 'node%g slots=8' 1 400000 >"$d/big"
 start=$SECONDS
-timeout 120 "$AMLRUN" --hostfile "$d/big" --dry-run --no-python true >"$d/out" 2>"$d/err"
-expect_eq "100000 hosts: the command is built" "$?" 0
-check "100000 hosts: every host in --host" \
-    grep -q -- "--host node1:1,node2:1,.*,node99999:1,node100000:1 " "$d/out"
-check "100000 hosts: quick ($((SECONDS - start)) s)" test $((SECONDS - start)) -le 5
+timeout 300 "$AMLRUN" --hostfile "$d/big" --dry-run --no-python true >"$d/out" 2>"$d/err"
+expect_eq "400000 hosts: the command is built" "$?" 0
+check "400000 hosts: every host in --host" \
+    grep -q -- "--host node1:1,node2:1,.*,node399999:1,node400000:1 " "$d/out"
+check "400000 hosts: in linear time, not quadratic ($((SECONDS - start)) s)" test $((SECONDS - start)) -le 60

@@ -5,6 +5,7 @@
 # (0:1,1:2); every line exactly once in its file; a restart makes
 # attempt_1; a private directory is kept only when it holds output; the
 # tree beside real torchrun's on the same command line.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP

@@ -5,6 +5,7 @@
 # by rank.  Values that differ by design are masked per case: the random
 # master port and address of a c10d rendezvous.  TORCHELASTIC_ERROR_FILE and
 # TORCHELASTIC_USE_AGENT_STORE are not compared here.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/compat

@@ -5,6 +5,7 @@
 # WORLD_SIZE, NODE_RANK, RANK and LOCAL_RANK (no LOCAL_WORLD_SIZE) and runs
 # the YAML's command unchanged.  The full layout of every rank at the files'
 # own size (2 nodes x 8), then a real PyTorch DDP (gloo) of 2 nodes x 2.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90

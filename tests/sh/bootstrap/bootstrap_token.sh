@@ -31,6 +31,6 @@ else
 fi
 
 # The whole path: a bootstrap under the per-launch token works.
-out=$("$AMLRUN" --nproc-per-node 3 --cpu-bind none "$BUILD/examples/bootstrap_hello" 2>&1)
+out=$("$AMLRUN" --nproc-per-node 3 --master-port $((20000 + RANDOM % 10000)) --cpu-bind none "$BUILD/examples/bootstrap_hello" 2>&1)
 expect_eq "bootstrap under the per-launch token: exit 0" "$?" 0
 diag "$(echo "$out" | head -3)"

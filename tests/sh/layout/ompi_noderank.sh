@@ -7,6 +7,7 @@
 # OMPI_MCA_orte_num_nodes), never from PMIx in amlrun's per-process mode:
 # each worker is amlrun exec'ing a shell that prints its host and then execs
 # mpi_hello in the same process, whose MPI_Init and allreduce must succeed.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 3

@@ -7,6 +7,7 @@
 # follow those of nodes 0..k-1.  Where several amlruns share a node (mpirun
 # with two per node) the ranks are numbered per amlrun, so the counts must
 # be equal: every amlrun refuses, naming them, and nothing runs.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2

@@ -24,7 +24,7 @@ bcast_ok() {
     want=$(printf 'n%s rank %s/4 got: hello from rank 0 (pid %s on n0)\n' "${@:3}" | sed "s/PID/$pid/g")
     got=$(sort -t' ' -k3,3n <<<"$out")
     if [ -n "$pid" ] && [ "$(wc -l <<<"$pid")" = 1 ] && [ "$got" = "$want" ]; then ok "$name"
-    else fail "$name"; diag "got: $out"; fi
+    else fail "$name"; diag "got: $out"; sed 's/^/# stderr: /' "$TEST_TMP"/e[0-9] 2>/dev/null; fi
 }
 by_slot=(0 0 PID 0 1 PID 1 2 PID 1 3 PID)
 
@@ -36,13 +36,15 @@ wait
 bcast_ok "bootstrap bcast across nodes: standalone amlrun on each" \
     "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"
 
+# (the ranks' lines on stdout; stderr apart: on a loaded machine Open MPI
+# may warn there that setpgid() lost a race with its child's exec)
 bcast_ok "bootstrap bcast across nodes: mpirun --map-by node (no amlrun)" \
-    "$(on n0 $T $MPIRUN --host n0:2,n1:2 --map-by node "$WRAP" 2>&1)" \
+    "$(on n0 $T $MPIRUN --host n0:2,n1:2 --map-by node "$WRAP" 2>"$TEST_TMP/e1")" \
     0 0 PID 1 1 PID 0 2 PID 1 3 PID
 bcast_ok "bootstrap bcast across nodes: mpirun amlrun" \
-    "$(on n0 $T $MPIRUN --host n0:2,n1:2 "$AMLRUN" "$WRAP" 2>&1)" "${by_slot[@]}"
+    "$(on n0 $T $MPIRUN --host n0:2,n1:2 "$AMLRUN" "$WRAP" 2>"$TEST_TMP/e2")" "${by_slot[@]}"
 bcast_ok "bootstrap bcast across nodes: head-node amlrun --hosts" \
-    "$(on n0 $T "$AMLRUN" --hosts n0:2,n1:2 "$WRAP" 2>&1)" "${by_slot[@]}"
+    "$(on n0 $T "$AMLRUN" --hosts n0:2,n1:2 "$WRAP" 2>"$TEST_TMP/e3")" "${by_slot[@]}"
 
 # A node holding another job's token is refused, and the job fails on both
 # nodes within the bootstrap timeout instead of hanging.
@@ -56,8 +58,8 @@ pid0=$!
 AMLDIST_JOB_TOKEN=job-b on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
     --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t1" 2>&1 || rc1=$?
 wait $pid0 || rc0=$?
-check "another job's token: both nodes fail ($rc0, $rc1), within 20 s ($((SECONDS - start)) s)" \
-    test "$rc0" -ne 0 -a "$rc1" -ne 0 -a $((SECONDS - start)) -lt 20
+check "another job's token: both nodes fail ($rc0, $rc1), well before the 60 s deadline ($((SECONDS - start)) s)" \
+    test "$rc0" -ne 0 -a "$rc1" -ne 0 -a $((SECONDS - start)) -lt 45
 check "another job's token: n1 says it was refused" grep -qi 'token\|EDENIED\|refused' "$TEST_TMP/t1"
 diag "n1 said: $(grep -m1 -i 'token\|EDENIED\|refused' "$TEST_TMP/t1")"
 unset AMLDIST_BOOTSTRAP_TIMEOUT

@@ -78,7 +78,12 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 "$TOP/scripts/netns-cluster.sh" kill n1
-sleep 0.3
+# (SIGKILLed processes go when the kernel is done with them: waited for,
+# 10 s at most)
+for _ in $(seq 200); do
+    [ -z "$("$TOP/scripts/netns-cluster.sh" pids n1)" ] && break
+    sleep 0.05
+done
 expect_eq "kill n1: nothing left on n1" "$("$TOP/scripts/netns-cluster.sh" pids n1)" ""
 check "kill n1: n0's process still runs" test -n "$("$TOP/scripts/netns-cluster.sh" pids n0)"
 

@@ -4,6 +4,7 @@
 # process (ranks by node) and per node.  Each replica trains a few steps on
 # its own data, then all replicas compare their parameters: they must be
 # equal everywhere and differ from the start.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then

@@ -25,6 +25,10 @@ under_amlrun() {
         --cpu-bind none "$CHECK" "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err"
 }
 
+# What "at once" may take on a loaded machine: the alternative is the
+# programs' 60 s timeout (or the default 300 s of -T and the bootstrap).
+SOON_MS=45000
+
 # pair ENV0 ENV1 PROGRAM ARGS...: ranks 0 and 1 as separate processes with
 # no launcher to stop the survivor, so that the program itself must notice.
 # Sets rc0, rc1 and took (milliseconds).
@@ -110,7 +114,7 @@ check "a baseline the GPUs cannot hold: says why" \
 pair "" "FAKE_NCCL_DIE=1:12" "$CHECK" "${SMALL[@]}"
 expect_eq "a peer that dies: its status" "$rc1" 9
 expect_eq "a peer that dies: rank 0 exits 4" "$rc0" 4
-check "a peer that dies: rank 0 within 10 s" test "$took" -lt 10000
+check "a peer that dies: rank 0 soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
 check "a peer that dies: rank 0 says NCCL reported it and aborts" \
     grep -q "rank 0: all_reduce of .*: NCCL reports .*; aborting the communicator" "$TEST_TMP/r0"
 
@@ -118,7 +122,7 @@ pair "" "FAKE_NCCL_HANG=1:12" "$CHECK" "${SMALL[@]}" -T 2
 expect_eq "a peer that hangs: rank 0 exits 4" "$rc0" 4
 expect_eq "a peer that hangs: rank 1 exits 4" "$rc1" 4
 check "a peer that hangs: both give up after -T 2, not the default 300 s" \
-    test "$took" -lt 20000
+    test "$took" -lt "$SOON_MS"
 # The first to reach its limit aborts; the other may see that abort first.
 check "a peer that hangs: the message names the operation and the limit" \
     grep -q "rank .: all_reduce of 4096 bytes of float, in place did not finish within 2 s" "$TEST_TMP/r0" "$TEST_TMP/r1"
@@ -127,7 +131,7 @@ pair "" "FAKE_NCCL_ASYNC_ERROR=1:12" "$CHECK" "${SMALL[@]}"
 expect_eq "an asynchronous error on rank 1: it exits 4" "$rc1" 4
 expect_eq "an asynchronous error on rank 1: rank 0 exits 4" "$rc0" 4
 check "an asynchronous error: seen through ncclCommGetAsyncError, quickly" \
-    test "$took" -lt 10000
+    test "$took" -lt "$SOON_MS"
 check "an asynchronous error: rank 1 aborts" grep -q "rank 1: .*NCCL reports .*aborting" "$TEST_TMP/r1"
 
 # A rank that cannot start: the other learns it from the bootstrap at once,
@@ -137,10 +141,10 @@ for prog in "$EX" "$CHECK"; do
     pair "" "FAKE_CUDA_DEVICES=0" "$prog" -n 1 2>/dev/null
     [ "$name" = nccl_allreduce ] && want1=1 || want1=3
     expect_eq "$name: rank 1 without a GPU exits $want1" "$rc1" "$want1"
-    check "$name: rank 1 without a GPU: rank 0 fails within 10 s" test "$took" -lt 10000
+    check "$name: rank 1 without a GPU: rank 0 fails soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
     check "$name: rank 0 names rank 1" grep -q "rank 0: rank 1 failed: rank 1: no visible CUDA device" "$TEST_TMP/r0"
     pair "FAKE_CUDA_DEVICES=0" "" "$prog" -n 1
-    check "$name: rank 0 without a GPU: rank 1 fails within 10 s" test "$took" -lt 10000
+    check "$name: rank 0 without a GPU: rank 1 fails soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
     check "$name: rank 1 names rank 0" grep -q "rank 1: rank 0 failed: rank 0: no visible CUDA device" "$TEST_TMP/r1"
 done
 

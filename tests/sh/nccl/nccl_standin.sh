@@ -5,6 +5,7 @@
 # id exchange, amldist-nccl-check) on machines without a GPU, ranks
 # exchanging data through files.  This checks that they compute right and
 # fail as documented, so that the tests built on them can be believed.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 SI=$BUILD/tests/standin
 DRV=$SI/standin_driver
@@ -80,7 +81,7 @@ expect_eq "no files left behind by clean runs" "$(leftovers)" 0
 o=$TEST_TMP/amlrun
 rm -f "$TEST_TMP/id" # or rank 1 may read the last run's id
 FAKE_CUDA_DEVICES=2 STANDIN_ID_FILE=$TEST_TMP/id timeout 120 "$AMLRUN" \
-    --nproc-per-node 2 --cpu-bind none --no-python "$DRV" collectives \
+    --nproc-per-node 2 --master-port $((20000 + RANDOM % 10000)) --cpu-bind none --no-python "$DRV" collectives \
     >"$o" 2>&1
 st=$?
 expect_eq "2 ranks under amlrun: exit 0" "$st" 0
@@ -151,8 +152,9 @@ check "FAKE_NCCL_DIE=1:2: at operation 2, ncclRemoteError, peer exited" \
 # (rank 2 may see rank 0's abort first; rank 0 looks at rank 1 first)
 check "FAKE_NCCL_DIE=1:2: the message says which peer" \
     grep -q "remote process exited or there was a network error: fake NCCL: rank 0: peer rank 1 (pid [0-9]*) exited" "$o.0"
-check "FAKE_NCCL_DIE=1:2: seen within a second" \
-    test "$(async_ms "$o.0")" -lt 1000 -a "$(async_ms "$o.2")" -lt 1000
+# (bounds: soon, not at the 60 s timeout, however loaded the machine)
+check "FAKE_NCCL_DIE=1:2: seen soon" \
+    test "$(async_ms "$o.0")" -lt 20000 -a "$(async_ms "$o.2")" -lt 20000
 check "after ncclCommAbort the stream drains" has "$o.0" "stream drained after abort"
 
 o=$TEST_TMP/kill
@@ -174,8 +176,8 @@ st=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 wait "$p1"
 expect_eq "peer killed with SIGKILL: async error (exit 3)" "$st" 3
-check "peer killed with SIGKILL: ncclRemoteError within a second ($ms ms)" \
-    test "$ms" -lt 1000
+check "peer killed with SIGKILL: ncclRemoteError soon ($ms ms)" \
+    test "$ms" -lt 20000
 check "peer killed with SIGKILL: says so" \
     grep -q "remote process exited or there was a network error: fake NCCL: rank 0: peer rank 1 (pid $victim) exited" "$o.0"
 
@@ -204,7 +206,7 @@ EX=$BUILD/examples/nccl_allreduce
 o=$TEST_TMP/example
 if [ -x "$EX" ]; then
     LD_LIBRARY_PATH=$SI FAKE_CUDA_DEVICES=2 FAKE_NCCL_LOG=$o.log \
-        timeout 120 "$AMLRUN" --nproc-per-node 2 --cpu-bind none "$EX" \
+        timeout 120 "$AMLRUN" --nproc-per-node 2 --master-port $((20000 + RANDOM % 10000)) --cpu-bind none "$EX" \
         >"$o" 2>"$o.err"
     st=$?
     expect_eq "nccl_allreduce on the stand-ins under amlrun: exit 0" "$st" 0

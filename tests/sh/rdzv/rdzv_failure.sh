@@ -54,15 +54,15 @@ failure() {
         return
     fi
     # Every other worker was stopped with SIGTERM, those of the other nodes
-    # within 1 s of the failure.
+    # soon after the failure (at once, plus what a loaded machine adds).
     expect_eq "$name: every other worker got SIGTERM" "$(rz_count term.)" $((2 * ${#NODES[@]} - 1))
     for node in "${NODES[@]}"; do
         [ "$node" = "$fhost" ] && continue
         local t
         t=$(rz_term_ms "^term\\.$node\\.")
         diag "$name: $node's workers stopped $((${t:-0} - t_fail)) ms after the failure, its agent ended after $((${END[$node]} - t_fail)) ms"
-        check "$name: $node's workers stopped within 1 s of the failure ($((${t:-0} - t_fail)) ms)" \
-            test -n "$t" -a $((${t:-0} - t_fail)) -lt 1000
+        check "$name: $node's workers stopped soon after the failure ($((${t:-0} - t_fail)) ms)" \
+            test -n "$t" -a $((${t:-0} - t_fail)) -lt "$RZ_SLACK_MS"
     done
     rz_summary "$name" "$rank" "$nrank" "$fhost" "$status"
     # The other nodes say why they stop their workers (amlrun(1)'s wording).
@@ -122,9 +122,9 @@ rz_expect "$name: every agent exits 7" "$(rz_rcs "${NODES[@]}")" "$(rz_want_rcs 
 t_fail=$(rz_fail_ms)
 t_term=$(rz_term_ms '^term\.n0\.')
 diag "$name: n0's workers had SIGTERM $((${t_term:-0} - ${t_fail:-0})) ms after the failure, n0's agent ended after $((${END[n0]} - ${t_fail:-0})) ms, n2's after $((${END[n2]} - ${t_fail:-0})) ms"
-check "$name: n0's workers had SIGTERM within 1 s" test -n "$t_term" -a $((${t_term:-0} - ${t_fail:-0})) -lt 1000
-check "$name: n0's agent ended after the 2 s grace, not much later ($((${END[n0]} - ${t_fail:-0})) ms)" \
-    test $((${END[n0]} - ${t_fail:-0})) -ge 1900 -a $((${END[n0]} - ${t_fail:-0})) -lt 6000
+check "$name: n0's workers had SIGTERM soon after" test -n "$t_term" -a $((${t_term:-0} - ${t_fail:-0})) -lt "$RZ_SLACK_MS"
+check "$name: n0's agent ended after the 2 s grace, not at the worker's 30 s ($((${END[n0]} - ${t_fail:-0})) ms)" \
+    test $((${END[n0]} - ${t_fail:-0})) -ge 1900 -a $((${END[n0]} - ${t_fail:-0})) -lt $((2000 + RZ_SLACK_MS))
 no_leftovers "$name"
 
 # The static rendezvous (--node-rank, two nodes) has the same control plane.

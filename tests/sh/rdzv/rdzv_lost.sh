@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lost nodes (issue 12): three nodes, the same amlrun line on each (c10d
-# rendezvous at n0, fixed --nnodes 3, heartbeats every 0.2 s, dead after 5
-# missed: RZ_DEAD_MS).  A node killed outright (every process in its
+# rendezvous at n0, fixed --nnodes 3, heartbeats and dead time of
+# tests/amlrun/rdzv.sh's RZ_FAST: RZ_DEAD_MS).  A node killed outright (every process in its
 # namespace SIGKILLed), the host's node killed, a node frozen (SIGSTOP: its
 # connection stays open, only the heartbeats stop) and a node cut off
 # (its link down): every agent left stops its workers and exits 125 within
@@ -14,8 +14,9 @@ rz_setup 3
 EP=$(node_addr n0)
 NODES=(n0 n1 n2)
 # What the agents left may take beyond the dead time: stopping their
-# workers (which end at SIGTERM) and exiting, on a loaded 2-core machine.
-SLACK_MS=2000
+# workers (which end at SIGTERM) and exiting, on a loaded machine (the
+# workers would run 60 s).
+SLACK_MS=$RZ_SLACK_MS
 
 # start_all TAG PORT: the job, every worker running until stopped; 0 once
 # all six run.

@@ -5,6 +5,7 @@
 # every node (MASTER_PORT may be new), and the job then succeeds: exit 0
 # everywhere, also for a real DDP job (gloo, CPU) whose replicas agree.
 # Restarts used up: every agent exits with the worker's status.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"

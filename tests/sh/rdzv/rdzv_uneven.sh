@@ -6,6 +6,7 @@
 # side with real torchrun on the same nodes, a real PyTorch DDP job (gloo,
 # CPU) with 1 and 2 workers whose replicas agree, and the static rendezvous
 # (--node-rank, --master-addr/--master-port), which refused such jobs before.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"

@@ -19,8 +19,8 @@ cat >"$TEST_TMP/hl.c" <<'EOF2'
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "parse.h"
+#include "util/internal.h"
+#include "util/parse.h"
 
 static int put(const char *host, long index, void *arg)
 {

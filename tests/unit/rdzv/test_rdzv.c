@@ -17,6 +17,8 @@
  * that node 0 picks live), checked free.
  *
  *     test_rdzv [NAME-SUBSTRING]   runs the matching cases only
+ *
+ * amldist-test: shards 4 (tests/run.sh: its valgrind pass alone takes minutes)
  */
 #define TEST_TIMEOUT_S 120
 #include <arpa/inet.h>
