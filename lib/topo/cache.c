@@ -184,14 +184,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The sorted entry names of a directory ("." and ".." left out), each
- * malloc'd, in *names; the count, or -1 when it cannot be read. */
-static int list_dir(const char *path, char ***names)
+/* The names of d's entries from where it stands ("." and ".." left out),
+ * each malloc'd, in *names (NULL when none); the count.  Closes d. */
+static int read_names(DIR *d, char ***names)
 {
-    *names = NULL;
-    DIR *d = opendir(path);
-    if (d == NULL)
-        return -1;
     int n = 0, cap = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.' &&
@@ -210,6 +206,18 @@ static int list_dir(const char *path, char ***names)
         n++;
     }
     closedir(d);
+    return n;
+}
+
+/* The sorted entry names of a directory, each malloc'd, in *names; the
+ * count, or -1 when it cannot be read. */
+static int list_dir(const char *path, char ***names)
+{
+    *names = NULL;
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return -1;
+    int n = read_names(d, names);
     if (n > 1)
         qsort(*names, (size_t)n, sizeof **names, cmp_str);
     return n;
@@ -813,10 +821,13 @@ static int cmp_aged(const void *a, const void *b)
            (x->mtime.tv_nsec < y->mtime.tv_nsec);
 }
 
-/* The entry names of an open directory, as list_dir(). */
+/* The entry names of an open directory, as list_dir() but in the
+ * directory's order; dirfd stays open. */
 static int list_dirfd(int dirfd, char ***names)
 {
     *names = NULL;
+    /* A stream of its own, from the start: fdopendir() takes the
+     * descriptor it is given and its offset. */
     int fd = dup(dirfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d == NULL) {
@@ -825,23 +836,7 @@ static int list_dirfd(int dirfd, char ***names)
         return -1;
     }
     rewinddir(d);
-    int n = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 32;
-            char **grown = realloc(*names, (size_t)cap * sizeof *grown);
-            if (grown == NULL)
-                break;
-            *names = grown;
-        }
-        if (((*names)[n] = strdup(e->d_name)) == NULL)
-            break;
-        n++;
-    }
-    closedir(d);
-    return n;
+    return read_names(d, names);
 }
 
 /* Keep the directory small: this host's copies of its other boots go,
