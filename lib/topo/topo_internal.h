@@ -1,7 +1,8 @@
 /*
  * Internal state of a topology and a plan (include/amldist/topo.h).  The
  * files that share it each do one job: topo_load.c (discovery),
- * topo_cache.c (the per-node cache of discovery), topo_usable.c (the GPUs
+ * topo_cache.c (the per-node cache of discovery, with fingerprint.c,
+ * cache_entry.c and cache_dir.c), topo_usable.c (the GPUs
  * this process can use: the driver's proc list, device nodes,
  * NVIDIA_VISIBLE_DEVICES), topo_visible.c
  * (CUDA_VISIBLE_DEVICES), topo_dist.c (distance classes),
@@ -130,12 +131,14 @@ int amldist__hwloc_discover(hwloc_topology_t *h);
 int amldist__topo_live(hwloc_topology_t *h);
 
 /* The fingerprint of this process's view of the machine, one "key value"
- * line each, in a malloc'd string (NULL when out of memory). */
+ * line each, in a malloc'd string (NULL when out of memory)
+ * (topo/fingerprint.c). */
 char *amldist__cache_fingerprint(void);
 /* The cache directory this process would use, created if need be and
- * opened, its path in path[]; or -1 with *why set (the cache is off). */
+ * opened, its path in path[]; or -1 with *why set (the cache is off)
+ * (topo/cache_dir.c). */
 int amldist__cache_dir(char *path, size_t size, const char **why);
-/* The entry's file name for a fingerprint. */
+/* The entry's file name for a fingerprint (topo/cache_entry.c). */
 void amldist__cache_name(const char *fp, char *name, size_t size);
 /* Whether data[0..n) is a valid entry for fingerprint fp: NULL, with its
  * XML at data + *xml_off, *xmllen bytes long; else why not. */
