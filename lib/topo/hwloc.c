@@ -1,0 +1,60 @@
+/* A new hwloc handle with the filters every discovery here uses, and the
+ * live discovery of this machine: below both the loader (load.c) and its
+ * per-node cache (cache.c), which each start from it. */
+#include <stdlib.h>
+
+#include "topo/topo_internal.h"
+
+/* hwloc components that would open a GPU driver or runtime in the launcher:
+ * loading them costs seconds and can create contexts on every GPU.  "pci"
+ * (libpciaccess) too: Linux's own sysfs discovery finds the same devices
+ * faster, and libpciaccess leaks what it allocates. */
+static const char *const skipped_components[] = {
+    "cuda", "nvml", "opencl", "gl", "rsmi", "levelzero", "pci"};
+
+/* hwloc plugins that are never used here (their components are skipped
+ * above, or the XML import without libxml2 is enough): dlopen'ing them
+ * drags in X11, OpenCL, ICU, libpciaccess or a GPU library, megabytes of
+ * RSS and a millisecond of every start. */
+static const char blacklisted_plugins[] =
+    "hwloc_gl,hwloc_opencl,hwloc_xml_libxml,hwloc_pci,hwloc_cuda,hwloc_nvml,"
+    "hwloc_rsmi,hwloc_levelzero";
+
+int amldist__hwloc_new(hwloc_topology_t *h)
+{
+    /* hwloc dlopens its plugins at the first init of the process and reads
+     * the blacklist only then, so it is set for that call alone and never
+     * reaches the workers. */
+    int blacklisted = getenv("HWLOC_PLUGINS_BLACKLIST") == NULL &&
+                      setenv("HWLOC_PLUGINS_BLACKLIST", blacklisted_plugins,
+                             0) == 0;
+    int rc_init = hwloc_topology_init(h);
+    if (blacklisted)
+        unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    if (rc_init < 0) {
+        *h = NULL;
+        return amldist__fail(AMLDIST_ETOPO, "hwloc_topology_init failed");
+    }
+    /* The default filter drops PCI devices, even those an XML file has. */
+    hwloc_topology_set_io_types_filter(*h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    for (size_t i = 0;
+         i < sizeof skipped_components / sizeof *skipped_components; i++)
+        hwloc_topology_set_components(*h,
+                                      HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                      skipped_components[i]);
+    return 0;
+}
+
+int amldist__hwloc_discover(hwloc_topology_t *h)
+{
+    int rc = amldist__hwloc_new(h);
+    if (rc < 0)
+        return rc;
+    if (hwloc_topology_load(*h) < 0) {
+        hwloc_topology_destroy(*h);
+        *h = NULL;
+        return amldist__fail(AMLDIST_ETOPO, "topology of this machine: "
+                             "hwloc_topology_load failed");
+    }
+    return 0;
+}
