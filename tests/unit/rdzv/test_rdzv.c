@@ -18,7 +18,7 @@
  *
  *     test_rdzv [NAME-SUBSTRING]   runs the matching cases only
  *
- * amldist-test: shards 4 (tests/run.sh: its valgrind pass alone takes minutes)
+ * amldist-test: shards 6 (tests/run.sh: its valgrind pass alone takes minutes)
  */
 #define TEST_TIMEOUT_S 120
 #include <arpa/inet.h>

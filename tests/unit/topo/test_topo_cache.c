@@ -9,6 +9,8 @@
  * rejected entry must leave the load as live discovery would give it (the
  * same cores, NUMA nodes, GPUs, NICs and plan), and be replaced by a good
  * one; a file behind a symbolic link is never written.
+ *
+ * amldist-test: shards 3 (tests/run.sh: its valgrind pass takes minutes)
  */
 #include <errno.h>
 #include <fcntl.h>
