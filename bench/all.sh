@@ -15,6 +15,7 @@ smoke=0
 # name, the README's arguments, the smallest ones.
 BENCHES="
 launch|10 200000|1 100
+launch_floor|30|3
 binding|30|1
 bootstrap|7|1 129 2
 nodecheck|20|1

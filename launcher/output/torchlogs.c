@@ -99,6 +99,8 @@ struct rundir {
     char *temp_base;   /* a private base to remove, or NULL */
     int attempt_fd;    /* attempt_<n>, or -1 */
     char *attempt_path;
+    int last_attempt;  /* the highest <n> made, or -1 */
+    int workers;       /* 1 + the highest <local> made in any attempt */
 };
 
 /* Remove what is in directory FD, depth-first, never following a link;
@@ -155,6 +157,7 @@ struct rundir *rundir_open(int base_fd, const char *base_path,
     if (!r)
         goto nomem;
     r->fd = r->attempt_fd = -1;
+    r->last_attempt = -1;
     if (base_fd >= 0) {
         /* Absolute, so that a worker that changes directory still finds
          * its error file. */
@@ -235,6 +238,8 @@ int rundir_attempt(struct rundir *r, int n)
         msg_errno(errno, "%s/%s", r->path, name);
         return -1;
     }
+    if (n > r->last_attempt)
+        r->last_attempt = n;
     r->attempt_path = join(r->path, name);
     if (!r->attempt_path) {
         msg("%s/%s: out of memory", r->path, name);
@@ -269,12 +274,17 @@ int rundir_worker(struct rundir *r, int local, int rank, int streams,
         return -1;
     }
     int dfd = -1, rc = -1;
+    /* Opened only for the log files: the error file is the worker's to
+     * write. */
     if (mkdirat(r->attempt_fd, name, 0777) < 0 ||
-        (dfd = openat(r->attempt_fd, name, O_RDONLY | O_DIRECTORY |
-                                               O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        (streams != STD_NONE &&
+         (dfd = openat(r->attempt_fd, name, O_RDONLY | O_DIRECTORY |
+                                                O_NOFOLLOW | O_CLOEXEC)) < 0)) {
         msg_errno(errno, "%s", dir);
         goto out;
     }
+    if (local >= r->workers)
+        r->workers = local + 1;
     if ((streams & STD_OUT) &&
         (*out = log_create(dfd, dir, "stdout.log", rank)) < 0)
         goto out;
@@ -300,6 +310,27 @@ out:
     return rc;
 }
 
+/* Remove the tree rundir_attempt and rundir_worker made under the run
+ * directory by name, without listing it: what a success leaves.  0, or -1
+ * when something is left (a worker's error file or files of its own), for
+ * the listing walk to remove. */
+static int remove_known(struct rundir *r)
+{
+    char name[48];
+    int rc = 0;
+    for (int a = 0; a <= r->last_attempt; a++) {
+        for (int l = 0; l < r->workers; l++) {
+            snprintf(name, sizeof name, "attempt_%d/%d", a, l);
+            if (unlinkat(r->fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                rc = -1;
+        }
+        snprintf(name, sizeof name, "attempt_%d", a);
+        if (unlinkat(r->fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+            rc = -1;
+    }
+    return rc == 0 && rmdir(r->path) == 0 ? 0 : -1;
+}
+
 void rundir_keep(struct rundir *r)
 {
     free(r->temp_base);
@@ -312,9 +343,11 @@ void rundir_close(struct rundir *r)
         return;
     if (r->attempt_fd >= 0)
         close(r->attempt_fd);
+    int gone = r->temp_base && r->fd >= 0 && remove_known(r) == 0 &&
+               rmdir(r->temp_base) == 0;
     if (r->fd >= 0)
         close(r->fd);
-    if (r->temp_base) {
+    if (r->temp_base && !gone) {
         int fd = open(r->temp_base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
                                         O_CLOEXEC);
         if (fd >= 0)
