@@ -182,6 +182,13 @@ static void check_load_is_live(const char *live)
     free(s);
 }
 
+/* The load gave what live discovery gives, and the cache logged `what`. */
+#define CHECK_LIVE_LOGGED(live, what)                                          \
+    do {                                                                       \
+        check_load_is_live(live);                                              \
+        CHECK_LOG_HAS(what);                                                   \
+    } while (0)
+
 /* A fresh entry stored by a load: its bytes, in a malloc'd buffer. */
 static char *fill(char *path, size_t size, size_t *n)
 {
@@ -346,11 +353,9 @@ static void test_foreign_xml_rejected(void)
     char *good = fill(path, sizeof path, &n);
     char *xml = slurp(fixture("aws-ofi-nccl/p4d-topology.xml"), &xmllen);
     spit(path, xml, xmllen);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("not a topology cache entry");
+    CHECK_LIVE_LOGGED(live, "not a topology cache entry");
     /* Replaced by a good copy, used by the next load. */
-    check_load_is_live(live);
-    CHECK_LOG_HAS("hit ");
+    CHECK_LIVE_LOGGED(live, "hit ");
     free(xml);
     free(good);
     free(live);
@@ -417,10 +422,8 @@ static void test_other_machine_rejected(void)
     free(fill(path, sizeof path, &n));
     plant_with_line(path, "boot", "0f2a6c1e-9d2b-4a43-8f51-3c1c9b7de001",
                     fixture("aws-ofi-nccl/p4d-topology.xml"));
-    check_load_is_live(live);
-    CHECK_LOG_HAS("fingerprint differs");
-    check_load_is_live(live);
-    CHECK_LOG_HAS("hit ");
+    CHECK_LIVE_LOGGED(live, "fingerprint differs");
+    CHECK_LIVE_LOGGED(live, "hit ");
     free(live);
     teardown();
 }
@@ -440,13 +443,11 @@ static void test_device_gone_rejected(void)
     snprintf(value, sizeof value, "%.*s 0000:3b:00.0",
              (int)strcspn(pci + 5, "\n"), pci + 5);
     plant_with_line(path, "pci", value, NULL);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("fingerprint differs");
+    CHECK_LIVE_LOGGED(live, "fingerprint differs");
     /* and a NIC's port that was up then */
     free(fill(path, sizeof path, &n));
     plant_with_line(path, "rdma", "mlx5_0:1=4: ACTIVE", NULL);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("fingerprint differs");
+    CHECK_LIVE_LOGGED(live, "fingerprint differs");
     free(fp);
     free(live);
     teardown();
@@ -463,12 +464,10 @@ static void test_cpuset_changed_rejected(void)
     char *fp = amldist__cache_fingerprint();
     const char *key = strstr(fp, "\ncpuset-cpus ") ? "cpuset-cpus" : "cpuset";
     plant_with_line(path, key, "0-4095", NULL);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("fingerprint differs");
+    CHECK_LIVE_LOGGED(live, "fingerprint differs");
     free(fill(path, sizeof path, &n));
     plant_with_line(path, "cpu-online", "0-4095", NULL);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("fingerprint differs");
+    CHECK_LIVE_LOGGED(live, "fingerprint differs");
     free(fp);
     free(live);
     teardown();
@@ -506,8 +505,7 @@ static void test_affinity_outside_rejected(void)
     entry_path(path, sizeof path);
     mkdir(dir, 0700);
     spit(path, e, n);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("may run on CPUs it does not have");
+    CHECK_LIVE_LOGGED(live, "may run on CPUs it does not have");
     free(e);
     free(fp);
     hwloc_free_xmlbuffer(h, xml);
@@ -524,17 +522,13 @@ static void test_truncated_or_damaged_rejected(void)
     size_t n;
     char *good = fill(path, sizeof path, &n);
     spit(path, good, n / 2);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("truncated");
+    CHECK_LIVE_LOGGED(live, "truncated");
     spit(path, good, 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("empty");
+    CHECK_LIVE_LOGGED(live, "empty");
     good[n - 10] ^= 0x01; /* inside the XML */
     spit(path, good, n);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("does not match its hash");
-    check_load_is_live(live);
-    CHECK_LOG_HAS("hit ");
+    CHECK_LIVE_LOGGED(live, "does not match its hash");
+    CHECK_LIVE_LOGGED(live, "hit ");
     free(good);
     free(live);
     teardown();
@@ -549,24 +543,19 @@ static void test_file_modes_rejected(void)
     size_t n;
     free(fill(path, sizeof path, &n));
     chmod(path, 0666);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("writable by group or others");
+    CHECK_LIVE_LOGGED(live, "writable by group or others");
     free(fill(path, sizeof path, &n));
     chmod(path, 0620);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("writable by group or others");
+    CHECK_LIVE_LOGGED(live, "writable by group or others");
     free(fill(path, sizeof path, &n));
     snprintf(other, sizeof other, "%s/hardlink", base);
     CHECK_INT_EQ(link(path, other), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("has other links");
+    CHECK_LIVE_LOGGED(live, "has other links");
     unlink(path);
     CHECK_INT_EQ(mkfifo(path, 0600), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("not a regular file");
+    CHECK_LIVE_LOGGED(live, "not a regular file");
     /* replaced by a good one each time */
-    check_load_is_live(live);
-    CHECK_LOG_HAS("hit ");
+    CHECK_LIVE_LOGGED(live, "hit ");
     free(live);
     teardown();
 }
@@ -583,8 +572,7 @@ static void test_symlink_entry_rejected(void)
     snprintf(target, sizeof target, "%s/elsewhere.xml", base);
     CHECK_INT_EQ(rename(path, target), 0);
     CHECK_INT_EQ(symlink(target, path), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("a symbolic link");
+    CHECK_LIVE_LOGGED(live, "a symbolic link");
     struct stat st;
     CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode)); /* replaced */
     size_t tn;
@@ -594,8 +582,7 @@ static void test_symlink_entry_rejected(void)
     unlink(path);
     snprintf(target, sizeof target, "%s/nothing-here", base);
     CHECK_INT_EQ(symlink(target, path), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("a symbolic link");
+    CHECK_LIVE_LOGGED(live, "a symbolic link");
     CHECK(access(target, F_OK) != 0);
     free(after);
     free(good);
@@ -612,11 +599,9 @@ static void test_other_owner_rejected(void)
     size_t n;
     free(fill(path, sizeof path, &n));
     CHECK_INT_EQ(chown(path, 65534, 65534), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("not owned by this user");
+    CHECK_LIVE_LOGGED(live, "not owned by this user");
     CHECK_INT_EQ(chown(dir, 65534, 65534), 0);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("off: not owned by this user");
+    CHECK_LIVE_LOGGED(live, "off: not owned by this user");
     free(live);
     teardown();
 }
@@ -648,24 +633,20 @@ static void test_directory_checks(void)
     CHECK_INT_EQ(mkdir(real, 0700), 0);
     CHECK_INT_EQ(symlink(real, link), 0);
     setenv("AMLDIST_TOPOLOGY_CACHE", link, 1);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("off: a symbolic link");
+    CHECK_LIVE_LOGGED(live, "off: a symbolic link");
     CHECK_INT_EQ(dir_entries(real), 0);
     /* Writable by others: off, nothing written. */
     chmod(real, 0777);
     setenv("AMLDIST_TOPOLOGY_CACHE", real, 1);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("off: writable by group or others");
+    CHECK_LIVE_LOGGED(live, "off: writable by group or others");
     CHECK_INT_EQ(dir_entries(real), 0);
     /* Ours and private: used, created 0700 when missing. */
     chmod(real, 0700);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("store ");
+    CHECK_LIVE_LOGGED(live, "store ");
     CHECK(dir_entries(real) >= 1);
     /* Not an absolute directory, nor 0 or 1: off. */
     setenv("AMLDIST_TOPOLOGY_CACHE", "relative/dir", 1);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("off: AMLDIST_TOPOLOGY_CACHE is not 0, 1 or an absolute");
+    CHECK_LIVE_LOGGED(live, "off: AMLDIST_TOPOLOGY_CACHE is not 0, 1 or an absolute");
     free(live);
     teardown();
 }
@@ -681,15 +662,13 @@ static void test_default_directory(void)
     CHECK_INT_EQ(mkdir(xdg, 0700), 0);
     setenv("XDG_RUNTIME_DIR", xdg, 1);
     unsetenv("AMLDIST_TOPOLOGY_CACHE");
-    check_load_is_live(live);
-    CHECK_LOG_HAS("store ");
+    CHECK_LIVE_LOGGED(live, "store ");
     struct stat st;
     CHECK(lstat(sub, &st) == 0 && S_ISDIR(st.st_mode));
     CHECK_INT_EQ(st.st_mode & 0777, 0700);
     CHECK(dir_entries(sub) >= 1);
     setenv("AMLDIST_TOPOLOGY_CACHE", "1", 1);
-    check_load_is_live(live);
-    CHECK_LOG_HAS("hit ");
+    CHECK_LIVE_LOGGED(live, "hit ");
     /* An XDG_RUNTIME_DIR that is not private is not used. */
     remove_tree(sub);
     chmod(xdg, 0755);
