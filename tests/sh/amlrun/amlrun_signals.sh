@@ -135,8 +135,16 @@ expect_eq "worker starts with no ignored signal of amlrun's making" \
 
 # --- restarts: the configured number of times, counted in the environment
 d=$(fresh restart)
+# Rank 1 fails only once rank 0 has written its line of this attempt (for
+# 5 s at most), or a stop could reach rank 0 before it starts.
 "$AMLRUN" --nproc-per-node 2 --max-restarts 2 sh -c \
-    'echo "$TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS" >>"$0/count.$RANK"; [ "$RANK" = 1 ] && exit 5; exec sleep 60' \
+    'echo "$TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS" >>"$0/count.$RANK"
+     [ "$RANK" = 1 ] || exec sleep 60
+     i=0
+     while [ "$(cat "$0/count.0" 2>/dev/null | wc -l)" -le "$TORCHELASTIC_RESTART_COUNT" ] && [ $i -lt 500 ]; do
+         sleep 0.01; i=$((i + 1))
+     done
+     exit 5' \
     "$d" >"$d/out" 2>"$d/err"
 expect_eq "--max-restarts 2, always failing: status of the last failure" "$?" 5
 expect_eq "--max-restarts 2: rank 1 ran 3 times with the restart count" \
