@@ -60,8 +60,10 @@ fail_as() {
         return 0
     fi
     if [ "$fd" = all ]; then
+        # This round's records only: an earlier round's are there already.
         n=0
-        while [ "$(ls "$d" | grep -c '^rep\.')" -lt "${WORLD_SIZE:-1}" ] && [ $n -lt 600 ]; do
+        while [ "$(cat "$d"/rep.* 2>/dev/null | grep -c " restart=${TORCHELASTIC_RESTART_COUNT-} ")" -lt "${WORLD_SIZE:-1}" ] &&
+              [ $n -lt 600 ]; do
             nap 0.05
             n=$((n + 1))
         done
