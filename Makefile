@@ -108,8 +108,9 @@ PIC_OBJS   := $(foreach f,$(LIB_SRCS),$(BUILD)/pic/$(call objname,$(f)))
 STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
-# hides their symbols, and amlrun is their client too (one poll loop).
-RUN_LIB_SRCS := lib/net/loop.c
+# hides their symbols, and amlrun is their client too (one poll loop, on
+# the one monotonic clock).
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)

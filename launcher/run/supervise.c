@@ -66,7 +66,7 @@ static void arm_deadline(struct job *j)
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = amldist__loop_timer(
-        j->loop, amldist__loop_now_ms() + whole + ((double)whole < ms),
+        j->loop, amldist__now_ms() + whole + ((double)whole < ms),
         on_deadline, j);
     if (j->deadline < 0)
         j->deadline = 0;

@@ -173,7 +173,7 @@ static void pause_ms(long long ms)
 
 int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
 {
-    long long deadline = amldist__loop_now_ms() + p->timeout_ms;
+    long long deadline = amldist__now_ms() + p->timeout_ms;
     long long backoff = BACKOFF_FIRST_MS;
     /* Jitter from the rank, so that hundreds of ranks started together do
      * not knock on rank 0's door in lockstep. */
@@ -188,7 +188,7 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
                              "must be 1 .. %d", len, AMLDIST_BOOTSTRAP_MAX_LEN);
     for (;;) {
         struct addrinfo *res;
-        long long now = amldist__loop_now_ms();
+        long long now = amldist__now_ms();
         if (now >= deadline)
             return amldist__fail(AMLDIST_ETIMEDOUT,
                                  "rank %d: no answer from %s within %g s "
@@ -215,7 +215,7 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
             freeaddrinfo(res);
         }
         long long wait = backoff / 2 + rand_r(&seed) % (backoff / 2 + 1);
-        long long left = deadline - amldist__loop_now_ms();
+        long long left = deadline - amldist__now_ms();
         pause_ms(wait < left ? wait : left > 0 ? left : 0);
         backoff = backoff * 2 < BACKOFF_MAX_MS ? backoff * 2 : BACKOFF_MAX_MS;
         if (c.waiting && backoff > BACKOFF_WAIT_MAX_MS)

@@ -292,7 +292,7 @@ static int serve_loop(server_t *s, const int *lfds, int nl, long long deadline)
             return amldist__fail(AMLDIST_ENOMEM, "rank 0: bootstrap server: "
                                                  "out of memory");
     while (s->nserved < s->p->world - 1) {
-        long long now = amldist__loop_now_ms();
+        long long now = amldist__now_ms();
         if (now >= deadline)
             return timed_out(s);
         long long wake = expire(s, now, deadline);
@@ -309,7 +309,7 @@ static int serve_loop(server_t *s, const int *lfds, int nl, long long deadline)
         if (amldist__loop_once(s->loop, (int)ms) < 0)
             return amldist__fail(AMLDIST_ESYS, "rank 0: bootstrap server: "
                                                "poll: %s", strerror(errno));
-        now = amldist__loop_now_ms();
+        now = amldist__now_ms();
         for (int i = 0; i < nl; i++)
             if (s->ready[i])
                 accept_all(s, lfds[i], now);
@@ -347,7 +347,7 @@ static int listen_all(const amldist__bs_params_t *p, int *lfds, int *nl)
 int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,
                       size_t len)
 {
-    long long deadline = amldist__loop_now_ms() + p->timeout_ms;
+    long long deadline = amldist__now_ms() + p->timeout_ms;
     int lfds[MAX_LISTEN], nl, rc;
     server_t s;
     memset(&s, 0, sizeof s);

@@ -14,7 +14,7 @@ void amldist__conn_init(amldist__conn_t *c, int fd,
     memset(c, 0, sizeof *c);
     c->fd = fd;
     c->limits = limits;
-    c->last_rx = amldist__loop_now_ms();
+    c->last_rx = amldist__now_ms();
 }
 
 void amldist__conn_close(amldist__conn_t *c)
@@ -137,7 +137,7 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
             want += *len;
             if (c->in_len == want) {
                 *payload = c->in + AMLDIST__FRAME_HEADER_LEN;
-                c->last_rx = amldist__loop_now_ms();
+                c->last_rx = amldist__now_ms();
                 return 1;
             }
         }

@@ -26,7 +26,7 @@ typedef struct {
     size_t out_off, out_len;
     unsigned char *buf;
     size_t buf_cap;
-    long long last_rx;       /* ms of amldist__loop_now_ms(): last frame in */
+    long long last_rx;       /* ms of amldist__now_ms(): last frame in */
 } amldist__conn_t;
 
 /* Bytes a connection may queue unsent before its peer counts as stuck. */

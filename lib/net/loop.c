@@ -36,13 +36,6 @@ struct amldist__loop {
     amldist__loop_poll_fn *poll;
 };
 
-long long amldist__loop_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 amldist__loop_t *amldist__loop_new(void)
 {
     return calloc(1, sizeof(amldist__loop_t));
@@ -182,7 +175,7 @@ static int run_timers(amldist__loop_t *l, int last_id)
 {
     int ran = 0;
     for (;;) {
-        long long now = amldist__loop_now_ms();
+        long long now = amldist__now_ms();
         int best = -1;
         for (int i = 0; i < l->nt; i++)
             if (l->t[i].at <= now && l->t[i].id <= last_id &&
@@ -232,7 +225,7 @@ int amldist__loop_once(amldist__loop_t *l, int max_ms)
     }
     int last_id = l->next_id;
     int ready = (l->poll ? l->poll : real_poll)(
-        l->pfd, (unsigned long)n, timeout_ms(l, max_ms, amldist__loop_now_ms()));
+        l->pfd, (unsigned long)n, timeout_ms(l, max_ms, amldist__now_ms()));
     if (ready < 0) {
         if (errno == EINTR)
             return 0;

@@ -12,6 +12,8 @@
 #ifndef AMLDIST_NET_LOOP_H
 #define AMLDIST_NET_LOOP_H
 
+#include "util/clock.h"
+
 struct pollfd;
 typedef struct amldist__loop amldist__loop_t;
 
@@ -39,7 +41,7 @@ void amldist__loop_unwatch(amldist__loop_t *l, int fd);
 /* Number of descriptors watched. */
 int amldist__loop_nwatched(const amldist__loop_t *l);
 
-/* A one-shot timer at `at_ms` on amldist__loop_now_ms()'s clock: its id
+/* A one-shot timer at `at_ms` on amldist__now_ms()'s clock (util/clock.h): its id
  * (> 0), or -1 (ENOMEM). */
 int amldist__loop_timer(amldist__loop_t *l, long long at_ms,
                         amldist__loop_timer_fn *fn, void *arg);
@@ -57,8 +59,5 @@ int amldist__loop_once(amldist__loop_t *l, int max_ms);
 typedef int amldist__loop_poll_fn(struct pollfd *pfd, unsigned long n,
                                   int timeout_ms);
 void amldist__loop_set_poll(amldist__loop_t *l, amldist__loop_poll_fn *fn);
-
-/* Milliseconds on CLOCK_MONOTONIC, which no clock step moves. */
-long long amldist__loop_now_ms(void);
 
 #endif

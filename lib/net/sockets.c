@@ -155,7 +155,7 @@ int amldist__net_listen_local(const char *host, int port, int *fds,
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - amldist__loop_now_ms();
+        long long left = deadline - amldist__now_ms();
         if (left <= 0) {
             errno = ETIMEDOUT;
             return -1;

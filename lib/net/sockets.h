@@ -2,7 +2,7 @@
  * TCP sockets for the bootstrap and the control plane: listening on an
  * address, connecting with a deadline, and whole-buffer I/O under a
  * deadline.  Every descriptor is close-on-exec and non-blocking; sends
- * never raise SIGPIPE.  Deadlines are in ms of amldist__loop_now_ms()
+ * never raise SIGPIPE.  Deadlines are in ms of amldist__now_ms()
  * (net/loop.h), the monotonic clock.  Errors come back as errno or as text
  * for the caller to word its own message: nothing here knows who calls.
  */

@@ -21,7 +21,6 @@
 #include "net/loop.h"
 #include "rdzv/handle.h"
 
-static long long now_ms(void) { return amldist__loop_now_ms(); }
 
 static void wake_thread(amldist_rdzv_t *r)
 {
@@ -89,7 +88,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     c->run = amldist__bs_hash(run, 0xcbf29ce484222325ull);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
         (ssize_t)sizeof r->agent)
-        r->agent = (uint64_t)getpid() << 32 ^ (uint64_t)now_ms();
+        r->agent = (uint64_t)getpid() << 32 ^ (uint64_t)amldist__now_ms();
     c->self_agent = r->agent;
     return 0;
 }
@@ -236,9 +235,9 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         free_handle(r);
         return rc;
     }
-    r->join_deadline = now_ms() + r->cfg.join_timeout_ms;
+    r->join_deadline = amldist__now_ms() + r->cfg.join_timeout_ms;
     r->backoff_ms = 1;
-    r->last_beat = now_ms();
+    r->last_beat = amldist__now_ms();
     /* The thread takes no signal: the caller's signalfd must see them. */
     sigset_t all, old;
     sigfillset(&all);

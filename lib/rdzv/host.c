@@ -56,7 +56,6 @@ struct amldist__rz_host {
     int spare; /* a descriptor held back for make_room() */
 };
 
-static long long now_ms(void) { return amldist__loop_now_ms(); }
 
 static void on_listener(void *arg, int fd, short revents);
 
@@ -68,7 +67,7 @@ amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
     if (!h)
         return NULL;
     h->m = calloc(MAX_CONNS, sizeof *h->m);
-    h->last_beat = now_ms();
+    h->last_beat = amldist__now_ms();
     h->sm = amldist__rz_sm_new(cfg, h->last_beat);
     if (!h->m || !h->sm) {
         free(h->m);
@@ -150,7 +149,7 @@ static void refuse(struct member *m, uint32_t reason, const char *text)
      * (a close() with unread input would reset the connection first). */
     shutdown(m->c.fd, SHUT_WR);
     m->state = M_CLOSING;
-    m->since = now_ms();
+    m->since = amldist__now_ms();
 }
 
 /* Carry out the state machine's answer to one event. */
@@ -188,7 +187,7 @@ static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
 static void step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
 {
     const amldist__rz_action_t *acts;
-    ev->now = now_ms();
+    ev->now = amldist__now_ms();
     int n = amldist__rz_sm_step(h->sm, ev, &acts);
     apply(h, acts, n);
 }
@@ -325,7 +324,7 @@ static void on_member(void *arg, int fd, short revents);
  * room for it. */
 static int open_member(amldist__rz_host_t *h, struct member *m, int fd)
 {
-    *m = (struct member){.h = h, .state = M_PENDING, .since = now_ms()};
+    *m = (struct member){.h = h, .state = M_PENDING, .since = amldist__now_ms()};
     amldist__rz_conn_init(&m->c, fd);
     peer_addr(h, m);
     if (amldist__loop_watch(h->loop, fd, POLLIN, on_member, m) < 0) {
@@ -408,7 +407,7 @@ static void read_member(amldist__rz_host_t *h, struct member *m)
 
 static void tick(amldist__rz_host_t *h)
 {
-    long long now = now_ms();
+    long long now = amldist__now_ms();
     for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
         if (m->state == M_GONE)
@@ -477,5 +476,5 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h)
 
 int amldist__rz_host_drained(const amldist__rz_host_t *h)
 {
-    return amldist__rz_sm_drained(h->sm, now_ms());
+    return amldist__rz_sm_drained(h->sm, amldist__now_ms());
 }

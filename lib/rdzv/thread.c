@@ -23,7 +23,6 @@
 /* How long one address may take to accept a connection. */
 #define CONNECT_MS 2000
 
-static long long now_ms(void) { return amldist__loop_now_ms(); }
 
 /* Something for the caller: a stop, a new round, the end (under mu). */
 static void signal_caller(amldist_rdzv_t *r)
@@ -119,9 +118,9 @@ static void host_lost(amldist_rdzv_t *r, const char *why, int closed)
     client_close(r);
     pthread_mutex_lock(&r->mu);
     if (r->sh.state < C_RUNNING && !r->sh.err && closed &&
-        now_ms() < r->join_deadline) {
+        amldist__now_ms() < r->join_deadline) {
         r->sh.state = C_CONNECTING;
-        r->next_try = now_ms() + r->backoff_ms;
+        r->next_try = amldist__now_ms() + r->backoff_ms;
     } else if (r->sh.state < C_RUNNING && !r->sh.err) {
         r->sh.err = AMLDIST_ESYS;
         snprintf(r->sh.errmsg, sizeof r->sh.errmsg, "rendezvous at %s: %s",
@@ -256,7 +255,7 @@ static void connected(amldist_rdzv_t *r, int fd)
 /* No address answered: try again after a pause, until the join deadline. */
 static void no_answer(amldist_rdzv_t *r)
 {
-    if (now_ms() >= r->join_deadline) {
+    if (amldist__now_ms() >= r->join_deadline) {
         char why[200];
         snprintf(why, sizeof why, "no host answered within %.0f s (last: %s)",
                  r->cfg.join_timeout_ms / 1000.0, strerror(r->try_err));
@@ -268,7 +267,7 @@ static void no_answer(amldist_rdzv_t *r)
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    r->next_try = now_ms() + r->backoff_ms;
+    r->next_try = amldist__now_ms() + r->backoff_ms;
     if (r->backoff_ms < 200)
         r->backoff_ms *= 2;
 }
@@ -301,7 +300,7 @@ static void connect_from(amldist_rdzv_t *r, const struct addrinfo *ai)
         }
         if (e == EINPROGRESS &&
             amldist__loop_watch(r->loop, fd, POLLOUT, on_connecting, r) == 0) {
-            long long dl = now_ms() + CONNECT_MS;
+            long long dl = amldist__now_ms() + CONNECT_MS;
             r->try_fd = fd;
             r->try_ai = ai;
             r->try_deadline = dl < r->join_deadline ? dl : r->join_deadline;
@@ -345,7 +344,7 @@ static void on_connecting(void *arg, int fd, short revents)
  * that hosts connects to itself at once. */
 static void try_connect(amldist_rdzv_t *r)
 {
-    long long now = now_ms();
+    long long now = amldist__now_ms();
     if (r->try_fd >= 0) {
         if (now >= r->try_deadline)
             connect_failed(r, ETIMEDOUT);
@@ -428,7 +427,7 @@ static void client_io(amldist_rdzv_t *r, short revents)
 
 static void client_timers(amldist_rdzv_t *r)
 {
-    long long now = now_ms();
+    long long now = amldist__now_ms();
     if (r->c.fd < 0)
         return;
     if (now - r->c.last_rx > r->cfg.dead_ms) {
@@ -463,7 +462,7 @@ static void client_timers(amldist_rdzv_t *r)
 
 static int poll_timeout(const amldist_rdzv_t *r, int connecting)
 {
-    long long now = now_ms();
+    long long now = amldist__now_ms();
     /* Heartbeats are due only on a connection: without one, their time
      * long past would make every poll return at once. */
     long long t = r->c.fd >= 0 ? r->last_beat + r->cfg.keepalive_ms

@@ -51,6 +51,7 @@
 
 #include "topo/cache_internal.h"
 #include "topo/topo_internal.h"
+#include "util/clock.h"
 
 #define CACHE_MAX_FILE (64u << 20) /* hwloc's export of a huge machine */
 #define CACHE_MAX_ENTRIES 16       /* of one boot, in one directory */
@@ -204,17 +205,14 @@ static int take_lock(int dirfd)
     /* Polled, so that a holder that never lets go costs a bounded wait:
      * every 0.25 ms at first (discovery takes milliseconds), then less
      * often. */
-    struct timespec start, now, pause = {0, 250000};
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    struct timespec pause = {0, 250000};
+    long long start = amldist__now_ms();
     for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0)
             return fd;
         if (errno != EWOULDBLOCK && errno != EINTR)
             break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((now.tv_sec - start.tv_sec) * 1000 +
-                (now.tv_nsec - start.tv_nsec) / 1000000 >
-            CACHE_LOCK_WAIT_MS)
+        if (amldist__now_ms() - start > CACHE_LOCK_WAIT_MS)
             break;
         nanosleep(&pause, NULL);
         if (pause.tv_nsec < 4000000)

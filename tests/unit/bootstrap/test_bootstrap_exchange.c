@@ -23,7 +23,7 @@ typedef struct {
     int rc;
     int same; /* the buffer holds rank 0's bytes */
     long long ms;
-    long long end; /* amldist__loop_now_ms() when it returned */
+    long long end; /* amldist__now_ms() when it returned */
     char msg[512];
 } result_t;
 
@@ -87,11 +87,11 @@ static pid_t spawn(amldist__bs_params_t p, int rank, size_t len, int slot)
     unsigned char *buf = calloc(1, len ? len : 1);
     if (rank == 0)
         memcpy(buf, blob, len);
-    long long t0 = amldist__loop_now_ms();
+    long long t0 = amldist__now_ms();
     int rc = rank == 0 ? amldist__bs_serve(&p, buf, len)
                        : amldist__bs_fetch(&p, buf, len);
     result_t *r = &results[slot];
-    r->end = amldist__loop_now_ms();
+    r->end = amldist__now_ms();
     r->ms = r->end - t0;
     r->rc = rc;
     r->same = rc == 0 && !memcmp(buf, blob, len);
@@ -140,7 +140,7 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
     amldist__bs_params_t p = params("127.0.0.1", free_port(AF_INET), world,
                                     120000);
     p.barrier = 1;
-    long long t0 = amldist__loop_now_ms();
+    long long t0 = amldist__now_ms();
     for (int r = 0; r < world; r++) {
         if (r == late)
             continue;
@@ -152,13 +152,13 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
     if (late >= 0) {
         struct timespec ts = {0, delay_ms * 1000000L};
         nanosleep(&ts, NULL);
-        late_at = amldist__loop_now_ms();
+        late_at = amldist__now_ms();
         p.failed = late == failing;
         snprintf(p.why, sizeof p.why, "rank %d: no GPU here", late);
         pids[late] = spawn(p, late, 64, late);
     }
     wait_all(pids, world);
-    long long took = amldist__loop_now_ms() - t0;
+    long long took = amldist__now_ms() - t0;
     /* Far from the 120 s timeout, even under valgrind: nobody waited for it. */
     CHECK(took < 60000);
     char want[96];
