@@ -121,6 +121,20 @@ EOF
         env $j RANK=1 CUDA_VISIBLE_DEVICES= build/examples/nccl_allreduce & env $j RANK=0 build/examples/nccl_allreduce; echo "rank 0 exit $?"; wait
         echo "both done after $(awk "BEGIN{print $(date +%s.%N) - $s}") s"'
     run 30 amlrun -v --nproc-per-node gpu --dry-run build/examples/nccl_allreduce
+    # The per-node topology cache on a machine with a GPU: a cold run writes
+    # it, a warm one imports it, and both bind exactly as live discovery does.
+    run 60 sh -c 'c=$(mktemp -d); b="amlrun --nproc-per-node gpu --report-bindings --dry-run /bin/true"
+        AMLDIST_TOPOLOGY_CACHE=0 $b 2>&1 | grep "^amlrun: rank" >$c.live
+        AMLDIST_TOPOLOGY_CACHE=$c $b 2>&1 | grep "^amlrun: rank" >$c.cold
+        AMLDIST_TOPOLOGY_CACHE=$c $b 2>&1 | grep "^amlrun: rank" >$c.warm
+        cat $c.live; ls -la $c
+        cmp $c.live $c.cold && cmp $c.live $c.warm && echo "cache: cold, warm and live bindings identical"
+        for m in 0 $c; do s=$(date +%s%N); for i in 1 2 3 4 5 6 7 8 9 10; do AMLDIST_TOPOLOGY_CACHE=$m $b >/dev/null 2>&1; done
+            echo "AMLDIST_TOPOLOGY_CACHE=$m: $(( ($(date +%s%N) - s) / 10000000 )) ms per dry run"; done
+        rm -rf $c $c.live $c.cold $c.warm'
+    # Two c10d "nodes" on this one machine: which GPU each binds.
+    run 90 sh -c 'a="amlrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29561 --report-bindings"
+        $a build/examples/nccl_allreduce & $a build/examples/nccl_allreduce; echo "second exit $?"; wait $!; echo "first exit $?"'
 } >"$out/runs.txt" 2>&1
 rm -f "$py" "$share"
 echo "gpu-run: logs in $out"
