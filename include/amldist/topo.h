@@ -136,7 +136,9 @@ typedef enum {
     AMLDIST_CPU_BIND_NUMA,     /* every core of the GPU's NUMA node */
     AMLDIST_CPU_BIND_EXCLUSIVE, /* those cores in equal blocks, none shared */
     AMLDIST_CPU_BIND_SOCKET,   /* exclusive, plus cores of rank-less nodes */
-    AMLDIST_CPU_BIND_LIST      /* cpu_list: one cpu list per rank */
+    AMLDIST_CPU_BIND_LIST,     /* cpu_list: one cpu list per rank */
+    AMLDIST_CPU_BIND_PACKAGE,  /* every core of the GPU's package */
+    AMLDIST_CPU_BIND_L3        /* one last-level cache's cores per rank */
 } amldist_cpu_bind_t;
 
 typedef enum {
@@ -191,9 +193,11 @@ typedef struct {
 
 /*
  * Set one option from its command-line text, so that every launcher parses
- * them alike.  name: "cpu-bind" (none|numa|exclusive|socket|LIST, with an
- * optional ",widen"), "mem-bind" (none|local|strict), "nic-bind"
- * (none|export|ucx|nccl), "gpu-bind" (none|single).  A LIST is kept by
+ * them alike.  name: "cpu-bind" (none|numa|exclusive|socket|package|l3|LIST,
+ * with an optional ",widen"), "numa-binding" (torchrun 2.x's names for
+ * cpu-bind: node = numa, socket = package, exclusive, core-complex = l3),
+ * "mem-bind" (none|local|strict), "nic-bind" (none|export|ucx|nccl),
+ * "gpu-bind" (none|single).  A LIST is kept by
  * pointer: `value` must outlive the options.  EINVAL names the bad value.
  */
 AMLDIST_API int amldist_plan_options_set(amldist_plan_options_t *o,

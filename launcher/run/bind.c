@@ -47,7 +47,14 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
 {
     amldist_plan_options_t po = AMLDIST_PLAN_OPTIONS_INIT;
     *out = NULL;
+    if (o->cpu_bind != NULL && o->numa_binding != NULL) {
+        fprintf(stderr, "amlrun: --numa-binding %s and --cpu-bind %s both "
+                        "choose each rank's cpus: give one of them\n",
+                o->numa_binding, o->cpu_bind);
+        return -1;
+    }
     if (set_opt(&po, "cpu-bind", o->cpu_bind) < 0 ||
+        set_opt(&po, "numa-binding", o->numa_binding) < 0 ||
         set_opt(&po, "mem-bind", o->mem_bind) < 0 ||
         set_opt(&po, "nic-bind", o->nic_bind) < 0 ||
         set_opt(&po, "gpu-bind", o->gpu_bind) < 0)

@@ -236,7 +236,7 @@ int amldist_plan_compute(const amldist_topo_t *t,
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: %d local ranks (1..%d)",
                              nlocal, MAX_LOCAL_RANKS);
-    if ((unsigned)o->cpu_bind > AMLDIST_CPU_BIND_LIST ||
+    if ((unsigned)o->cpu_bind > AMLDIST_CPU_BIND_L3 ||
         (unsigned)o->mem_bind > AMLDIST_MEM_BIND_STRICT ||
         (unsigned)o->nic_bind > AMLDIST_NIC_BIND_NCCL ||
         (unsigned)o->gpu_bind > AMLDIST_GPU_BIND_SINGLE)
