@@ -249,11 +249,24 @@ AMLDIST_API int amldist_plan_rank_nic_dist(const amldist_plan_t *p,
  * NULL): AMLDIST_GPU (bus id), AMLDIST_GPU_INDEX, AMLDIST_CPUS,
  * AMLDIST_NUMA, AMLDIST_NIC, CUDA_DEVICE_ORDER=PCI_BUS_ID,
  * CUDA_VISIBLE_DEVICES (--gpu-bind single), UCX_NET_DEVICES or NCCL_IB_HCA
- * (--nic-bind), and OMP_NUM_THREADS = its cores unless *envp sets it.
- * Replaced strings are freed.  Returns 0, EINVAL or ENOMEM.
+ * (--nic-bind), and OMP_NUM_THREADS unless *envp sets it (see
+ * amldist_plan_rank_omp_threads; not set where that gives 0).  Replaced
+ * strings are freed.  Returns 0, EINVAL or ENOMEM.
  */
 AMLDIST_API int amldist_plan_rank_env(const amldist_plan_t *p, int lrank,
                                       char ***envp);
+
+/*
+ * The OMP_NUM_THREADS a rank should get when its user set none: its cores
+ * when it is bound to cores no other rank of the plan has; 1 when it shares
+ * cores with another, or runs unbound beside other workers (torchrun's
+ * rule); 0 (leave it unset) for one unbound worker alone.  p may be NULL
+ * (nothing planned); nlocal is the number of workers on the node, which
+ * counts when the rank is unbound.  AMLDIST_EINVAL for a bad rank.
+ * Since AMLDIST_1.1.
+ */
+AMLDIST_API int amldist_plan_rank_omp_threads(const amldist_plan_t *p,
+                                              int lrank, int nlocal);
 
 /*
  * Bind the calling thread (in a child between fork and exec: the whole

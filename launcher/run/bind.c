@@ -96,15 +96,28 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
 }
 
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
-                    char ***envp)
+                    int nlocal, char ***envp)
 {
-    if (b == NULL)
-        return 0;
-    if (amldist_plan_rank_env(b->plan, local_rank, envp) < 0) {
+    int user_set = amldist_envp_get(*envp, "OMP_NUM_THREADS") != NULL;
+    if (b != NULL && amldist_plan_rank_env(b->plan, local_rank, envp) < 0) {
         fprintf(stderr, "amlrun: %s\n", amldist_last_error());
         return -1;
     }
-    return 0;
+    if (user_set)
+        return 0;
+    /* The plan counts only this amlrun's ranks; the node's workers (nlocal)
+     * decide for an unbound rank, and without a plan. */
+    int n = amldist_plan_rank_omp_threads(b != NULL ? b->plan : NULL,
+                                          local_rank, nlocal);
+    char num[16];
+    snprintf(num, sizeof num, "%d", n);
+    if (n > 0 && amldist_envp_set(envp, "OMP_NUM_THREADS", num) < 0) {
+        fprintf(stderr, "amlrun: worker environment: out of memory\n");
+        return -1;
+    }
+    /* 1 for a rank with one core of its own is no choice to mention. */
+    return n == 1 && (b == NULL ||
+                      amldist_plan_rank_ncores(b->plan, local_rank) != 1);
 }
 
 int bind_apply_child(const struct amlrun_binding *b, int local_rank)

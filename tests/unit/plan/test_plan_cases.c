@@ -407,6 +407,53 @@ static void test_rank_env(void)
     CHECK_STR_EQ(get(env, "AMLDIST_NUMA"), "0");
     CHECK_INT_EQ(amldist_plan_rank_env(p, 2, &env), AMLDIST_EINVAL);
     free_env(env);
+    /* Unbound beside another worker: 1, as torchrun gives. */
+    env = heap_env(base);
+    CHECK_INT_EQ(amldist_plan_rank_env(p, 0, &env), 0);
+    CHECK_STR_EQ(get(env, "OMP_NUM_THREADS"), "1");
+    free_env(env);
+    amldist_plan_free(p);
+    /* One unbound worker alone: left to OpenMP. */
+    p = plan_opts(t, &o, 1);
+    env = heap_env(base);
+    CHECK_INT_EQ(amldist_plan_rank_env(p, 0, &env), 0);
+    CHECK(get(env, "OMP_NUM_THREADS") == NULL);
+    free_env(env);
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+}
+
+/* The one OMP_NUM_THREADS rule: cores of its own, else 1 among several. */
+static void test_omp_threads(void)
+{
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(NULL, 0, 1), 0);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(NULL, 3, 4), 1);
+    amldist_topo_t *t = load(fixture("aws-ofi-nccl/p4d-topology.xml"));
+    amldist_plan_t *p = plan(t, "exclusive", 8); /* 6 cores each */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 5, 8), 6);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 8, 8), AMLDIST_EINVAL);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, -1, 8), AMLDIST_EINVAL);
+    amldist_plan_free(p);
+    p = plan(t, "numa", 8); /* 4 ranks on each node's 24 cores */
+    CHECK_INT_EQ(amldist_plan_rank_ncores(p, 0), 24);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 8), 1);
+    amldist_plan_free(p);
+    p = plan(t, "numa", 2); /* GPUs 0 and 1 share NUMA node 0 */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 1, 2), 1);
+    amldist_plan_free(p);
+    p = plan(t, "l3", 2); /* one L3 per package: they split it */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 1, 2), 12);
+    amldist_plan_free(p);
+    /* 100 ranks on 48 cores: each shares, whatever its core count. */
+    p = plan(t, "exclusive", 100);
+    for (int r = 0; r < 100; r++)
+        CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, r, 100), 1);
+    amldist_plan_free(p);
+    /* One rank of a plan unbound, but its node has other workers (another
+     * amlrun's): 1; alone: nothing. */
+    p = plan(t, "none", 1);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 2), 1);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 1), 0);
     amldist_plan_free(p);
     amldist_topo_free(t);
 }
@@ -545,6 +592,7 @@ int main(void)
     RUN(test_explicit_lists);
     RUN(test_option_parsing);
     RUN(test_numa_binding);
+    RUN(test_omp_threads);
     RUN(test_mpirun_trap);
     RUN(test_nic_spread_over_netdevs);
     RUN(test_rank_env);
