@@ -136,7 +136,9 @@ typedef enum {
     AMLDIST_CPU_BIND_NUMA,     /* every core of the GPU's NUMA node */
     AMLDIST_CPU_BIND_EXCLUSIVE, /* those cores in equal blocks, none shared */
     AMLDIST_CPU_BIND_SOCKET,   /* exclusive, plus cores of rank-less nodes */
-    AMLDIST_CPU_BIND_LIST      /* cpu_list: one cpu list per rank */
+    AMLDIST_CPU_BIND_LIST,     /* cpu_list: one cpu list per rank */
+    AMLDIST_CPU_BIND_PACKAGE,  /* every core of the GPU's package */
+    AMLDIST_CPU_BIND_L3        /* one last-level cache's cores per rank */
 } amldist_cpu_bind_t;
 
 typedef enum {
@@ -191,9 +193,11 @@ typedef struct {
 
 /*
  * Set one option from its command-line text, so that every launcher parses
- * them alike.  name: "cpu-bind" (none|numa|exclusive|socket|LIST, with an
- * optional ",widen"), "mem-bind" (none|local|strict), "nic-bind"
- * (none|export|ucx|nccl), "gpu-bind" (none|single).  A LIST is kept by
+ * them alike.  name: "cpu-bind" (none|numa|exclusive|socket|package|l3|LIST,
+ * with an optional ",widen"), "numa-binding" (torchrun 2.x's names for
+ * cpu-bind: node = numa, socket = package, exclusive, core-complex = l3),
+ * "mem-bind" (none|local|strict), "nic-bind" (none|export|ucx|nccl),
+ * "gpu-bind" (none|single).  A LIST is kept by
  * pointer: `value` must outlive the options.  EINVAL names the bad value.
  */
 AMLDIST_API int amldist_plan_options_set(amldist_plan_options_t *o,
@@ -245,11 +249,24 @@ AMLDIST_API int amldist_plan_rank_nic_dist(const amldist_plan_t *p,
  * NULL): AMLDIST_GPU (bus id), AMLDIST_GPU_INDEX, AMLDIST_CPUS,
  * AMLDIST_NUMA, AMLDIST_NIC, CUDA_DEVICE_ORDER=PCI_BUS_ID,
  * CUDA_VISIBLE_DEVICES (--gpu-bind single), UCX_NET_DEVICES or NCCL_IB_HCA
- * (--nic-bind), and OMP_NUM_THREADS = its cores unless *envp sets it.
- * Replaced strings are freed.  Returns 0, EINVAL or ENOMEM.
+ * (--nic-bind), and OMP_NUM_THREADS unless *envp sets it (see
+ * amldist_plan_rank_omp_threads; not set where that gives 0).  Replaced
+ * strings are freed.  Returns 0, EINVAL or ENOMEM.
  */
 AMLDIST_API int amldist_plan_rank_env(const amldist_plan_t *p, int lrank,
                                       char ***envp);
+
+/*
+ * The OMP_NUM_THREADS a rank should get when its user set none: its cores
+ * when it is bound to cores no other rank of the plan has; 1 when it shares
+ * cores with another, or runs unbound beside other workers (torchrun's
+ * rule); 0 (leave it unset) for one unbound worker alone.  p may be NULL
+ * (nothing planned); nlocal is the number of workers on the node, which
+ * counts when the rank is unbound.  AMLDIST_EINVAL for a bad rank.
+ * Since AMLDIST_1.1.
+ */
+AMLDIST_API int amldist_plan_rank_omp_threads(const amldist_plan_t *p,
+                                              int lrank, int nlocal);
 
 /*
  * Bind the calling thread (in a child between fork and exec: the whole

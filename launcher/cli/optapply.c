@@ -461,6 +461,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_MEM_BIND] = {on_string, AT(bind.mem_bind), NULL, 0, 0},
     [O_NIC_BIND] = {on_string, AT(bind.nic_bind), NULL, 0, 0},
     [O_GPU_BIND] = {on_string, AT(bind.gpu_bind), NULL, 0, 0},
+    [O_NUMA_BINDING] = {on_string, AT(bind.numa_binding), NULL, 0, 0},
     [O_TOPOLOGY] = {on_string, AT(bind.topology), NULL, 0, 0},
     [O_REPORT_BINDINGS] = {on_report_bindings, 0, NULL, 0, 0},
     [O_TOPO] = {on_flag, AT(topo), NULL, 0, 0},

@@ -12,6 +12,8 @@
 /* Binding (run/bind.h applies them). */
 struct amlrun_bind_opts {
     const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
+    /* --numa-binding: torchrun 2.x's name for a --cpu-bind policy */
+    const char *numa_binding;
     const char *mem_bind;  /* --mem-bind: local|none */
     const char *nic_bind;  /* --nic-bind: none|ucx|nccl */
     const char *gpu_bind;  /* --gpu-bind: none|single */

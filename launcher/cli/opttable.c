@@ -39,6 +39,7 @@ const struct option_def opttable[] = {
     {"mem-bind", ARG_REQUIRED, O_MEM_BIND},
     {"nic-bind", ARG_REQUIRED, O_NIC_BIND},
     {"gpu-bind", ARG_REQUIRED, O_GPU_BIND},
+    {"numa-binding", ARG_REQUIRED, O_NUMA_BINDING}, /* torchrun 2.x */
     {"topology", ARG_REQUIRED, O_TOPOLOGY},
     {"report-bindings", ARG_OPTIONAL, O_REPORT_BINDINGS},
     {"topo", ARG_NONE, O_TOPO},

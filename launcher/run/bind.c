@@ -47,7 +47,14 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
 {
     amldist_plan_options_t po = AMLDIST_PLAN_OPTIONS_INIT;
     *out = NULL;
+    if (o->cpu_bind != NULL && o->numa_binding != NULL) {
+        fprintf(stderr, "amlrun: --numa-binding %s and --cpu-bind %s both "
+                        "choose each rank's cpus: give one of them\n",
+                o->numa_binding, o->cpu_bind);
+        return -1;
+    }
     if (set_opt(&po, "cpu-bind", o->cpu_bind) < 0 ||
+        set_opt(&po, "numa-binding", o->numa_binding) < 0 ||
         set_opt(&po, "mem-bind", o->mem_bind) < 0 ||
         set_opt(&po, "nic-bind", o->nic_bind) < 0 ||
         set_opt(&po, "gpu-bind", o->gpu_bind) < 0)
@@ -89,15 +96,28 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
 }
 
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
-                    char ***envp)
+                    int nlocal, char ***envp)
 {
-    if (b == NULL)
-        return 0;
-    if (amldist_plan_rank_env(b->plan, local_rank, envp) < 0) {
+    int user_set = amldist_envp_get(*envp, "OMP_NUM_THREADS") != NULL;
+    if (b != NULL && amldist_plan_rank_env(b->plan, local_rank, envp) < 0) {
         fprintf(stderr, "amlrun: %s\n", amldist_last_error());
         return -1;
     }
-    return 0;
+    if (user_set)
+        return 0;
+    /* The plan counts only this amlrun's ranks; the node's workers (nlocal)
+     * decide for an unbound rank, and without a plan. */
+    int n = amldist_plan_rank_omp_threads(b != NULL ? b->plan : NULL,
+                                          local_rank, nlocal);
+    char num[16];
+    snprintf(num, sizeof num, "%d", n);
+    if (n > 0 && amldist_envp_set(envp, "OMP_NUM_THREADS", num) < 0) {
+        fprintf(stderr, "amlrun: worker environment: out of memory\n");
+        return -1;
+    }
+    /* 1 for a rank with one core of its own is no choice to mention. */
+    return n == 1 && (b == NULL ||
+                      amldist_plan_rank_ncores(b->plan, local_rank) != 1);
 }
 
 int bind_apply_child(const struct amlrun_binding *b, int local_rank)

@@ -22,10 +22,14 @@ struct amlrun_binding; /* the plan for the ranks of this node */
  * printing "amlrun: ..." to stderr.  *out may be NULL when binding is off. */
 int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
                const amldist_topo_t *topo, struct amlrun_binding **out);
-/* Add the rank's variables (AMLDIST_GPU, AMLDIST_CPUS, CUDA_*, OMP_NUM_THREADS
- * ...) to a heap envp built with realloc; returns 0 or -1. */
+/* Add the rank's variables (AMLDIST_GPU, AMLDIST_CPUS, CUDA_* ...) to a heap
+ * envp built with realloc, and OMP_NUM_THREADS by the library's rule (also
+ * when b is NULL: nothing planned) unless envp sets it; nlocal is the
+ * number of workers on the node.  Returns 1 when it set OMP_NUM_THREADS=1
+ * for a rank that shares its cores or runs unbound beside others (worth a
+ * notice), 0 otherwise, or -1. */
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
-                    char ***envp);
+                    int nlocal, char ***envp);
 /* In the child, between fork and exec: async-signal-safe.  Returns 0 or an
  * errno value. */
 int bind_apply_child(const struct amlrun_binding *b, int local_rank);

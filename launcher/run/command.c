@@ -211,6 +211,37 @@ static const char run_path_code[] =
     "import runpy, sys; sys.argv = sys.argv[1:]; "
     "runpy.run_path(sys.argv[0], run_name='__main__')";
 
+/* A dry run of another machine's topology (--topology, or HWLOC_XMLFILE
+ * as the library reads it) plans for that machine, where the command will
+ * be; this one need not have it.  A real run, or a dry run of this
+ * machine, needs it here and fails as it would. */
+static const char *other_machine(const struct amlrun_opts *o)
+{
+    const char *xml = getenv("HWLOC_XMLFILE");
+    if (!o->dry_run)
+        return NULL;
+    if (o->bind.topology != NULL)
+        return o->bind.topology;
+    return xml != NULL && *xml != '\0' ? xml : NULL;
+}
+
+static int absent_here(struct command *c, const char *prog, int err,
+                       const char *xml)
+{
+    if (asprintf(&c->how, "%s: %s here, which a dry run of %s does not "
+                          "need: shown as given",
+                 prog, strerror(err), xml) < 0) {
+        c->how = NULL;
+        msg_errno(ENOMEM, "building the command line");
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    if (!(c->path = strdup(prog))) {
+        msg_errno(ENOMEM, "building the command line");
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    return -1;
+}
+
 int command_build(const struct amlrun_opts *o, struct command *c)
 {
     memset(c, 0, sizeof *c);
@@ -257,6 +288,8 @@ int command_build(const struct amlrun_opts *o, struct command *c)
         return AMLRUN_EXIT_NOTFOUND;
     }
     c->path = command_which(prog, getenv("PATH"));
+    if (!c->path && errno != ENOMEM && other_machine(o))
+        return absent_here(c, prog, errno, other_machine(o));
     if (!c->path) {
         int err = errno;
         if (err == ENOMEM) {

@@ -85,18 +85,21 @@ char **worker_env(struct env_spec *e, int index, int restart,
     if (torchrun_defaults(&env, e->o, restart, e->nproc == 0) < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
-     * node-wide local rank (several amlruns may share a node). */
-    if (bind_worker_env(e->binding, e->nproc > 0 ? index : id->local, &env) < 0)
-        goto fail;
+     * node-wide local rank (several amlruns may share a node).  The
+     * library sets OMP_NUM_THREADS by its one rule: the rank's cores when
+     * they are its own, 1 when it shares them or runs unbound beside other
+     * workers (torchrun's default: each worker's thread per core would
+     * oversubscribe the node). */
     int nlocal = amldist_local_world_size(l);
-    if (!amldist_envp_get(env, "OMP_NUM_THREADS") && nlocal > 1) {
-        /* torchrun's default: several workers each spawning a thread per
-         * core would oversubscribe the node. */
-        if (amldist_envp_set(&env, "OMP_NUM_THREADS", "1") < 0)
-            goto nomem;
-        if (!e->omp_noted && !e->o->quiet && id->local == 0)
-            msg("OMP_NUM_THREADS not set: using 1 for each of the %d workers "
-                "on this node (set it to tune)", nlocal);
+    int shared = bind_worker_env(e->binding, e->nproc > 0 ? index : id->local,
+                                 nlocal, &env);
+    if (shared < 0)
+        goto fail;
+    if (shared) {
+        /* Once per node: in place, every process composes its own. */
+        if (!e->omp_noted && !e->o->quiet && (e->nproc > 0 || id->local == 0))
+            msg("OMP_NUM_THREADS not set: using 1 for workers that share "
+                "cores (%d workers on this node; set it to tune)", nlocal);
         e->omp_noted = 1;
     }
     amldist_free(child);

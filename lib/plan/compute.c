@@ -215,6 +215,28 @@ static int finish_rank(amldist_plan_t *p, const amldist_topo_t *t,
     return 0;
 }
 
+/* Which ranks share a cpu with another, in two passes over the ranks: the
+ * cpus two or more ranks have, then who has one of those. */
+static int mark_shared(amldist_plan_t *p)
+{
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc(), twice = hwloc_bitmap_alloc();
+    hwloc_bitmap_t both = hwloc_bitmap_alloc();
+    int rc = seen && twice && both ? 0 : AMLDIST_ENOMEM;
+    for (int r = 0; rc == 0 && r < p->n; r++) {
+        hwloc_bitmap_and(both, seen, p->ranks[r].cpus);
+        hwloc_bitmap_or(twice, twice, both);
+        hwloc_bitmap_or(seen, seen, p->ranks[r].cpus);
+    }
+    for (int r = 0; rc == 0 && r < p->n; r++)
+        p->ranks[r].cpus_shared =
+            p->ranks[r].bind_cpus &&
+            hwloc_bitmap_intersects(p->ranks[r].cpus, twice);
+    hwloc_bitmap_free(seen);
+    hwloc_bitmap_free(twice);
+    hwloc_bitmap_free(both);
+    return rc;
+}
+
 int amldist_plan_compute(const amldist_topo_t *t,
                          const amldist_plan_options_t *o, int nlocal,
                          amldist_plan_t **out)
@@ -236,7 +258,7 @@ int amldist_plan_compute(const amldist_topo_t *t,
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: %d local ranks (1..%d)",
                              nlocal, MAX_LOCAL_RANKS);
-    if ((unsigned)o->cpu_bind > AMLDIST_CPU_BIND_LIST ||
+    if ((unsigned)o->cpu_bind > AMLDIST_CPU_BIND_L3 ||
         (unsigned)o->mem_bind > AMLDIST_MEM_BIND_STRICT ||
         (unsigned)o->nic_bind > AMLDIST_NIC_BIND_NCCL ||
         (unsigned)o->gpu_bind > AMLDIST_GPU_BIND_SINGLE)
@@ -284,6 +306,8 @@ int amldist_plan_compute(const amldist_topo_t *t,
     for (int r = 0; rc == 0 && r < nlocal; r++)
         if (finish_rank(p, t, &p->ranks[r], allowed) < 0)
             rc = amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
+    if (rc == 0 && mark_shared(p) < 0)
+        rc = amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
     if (rc == 0)
         rc = choose_nics(p, t);
     hwloc_bitmap_free(allowed);

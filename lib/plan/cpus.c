@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo_internal.h"
+#include "plan/cpus_l3.h"
 
 struct pool {
     hwloc_obj_t numa;
@@ -182,6 +182,37 @@ static void attach_rankless(struct pools *ps, hwloc_topology_t h)
     free(given);
 }
 
+/* Package policy: pools a and b are in one package (a pool without a
+ * package object is alone in its own). */
+static int same_package(hwloc_topology_t h, const struct pool *a,
+                        const struct pool *b)
+{
+    hwloc_obj_t pa = hwloc_get_ancestor_obj_by_type(h, HWLOC_OBJ_PACKAGE,
+                                                    a->numa);
+    return a == b || (pa != NULL && pa == hwloc_get_ancestor_obj_by_type(
+                                              h, HWLOC_OBJ_PACKAGE, b->numa));
+}
+
+static void take_package(struct amldist__rank *r, hwloc_topology_t h,
+                         const struct pools *ps, const struct pool *home)
+{
+    for (int m = 0; m < ps->n; m++)
+        if (same_package(h, home, &ps->v[m]))
+            take(r, &ps->v[m], 0, ps->v[m].ncores);
+}
+
+/* L3 policy within one pool, or exclusive blocks where the topology shows
+ * no cache. */
+static int l3_or_split(amldist_plan_t *plan, hwloc_topology_t h,
+                       const struct pool *p, const int *ranks, int k)
+{
+    int rc = amldist__l3_split(plan, h, p->cores, p->ncores,
+                               p->numa->os_index, ranks, k);
+    if (rc == 1)
+        split(plan, p, ranks, k);
+    return rc < 0 ? rc : 0;
+}
+
 static int gpu_job(amldist_plan_t *plan, const amldist_topo_t *t,
                    struct pools *ps, int *members)
 {
@@ -220,6 +251,19 @@ static int gpu_job(amldist_plan_t *plan, const amldist_topo_t *t,
                 take(&plan->ranks[members[j]], &ps->v[i], 0, ps->v[i].ncores);
             continue;
         }
+        if (policy == AMLDIST_CPU_BIND_PACKAGE) {
+            for (int j = 0; j < k; j++)
+                take_package(&plan->ranks[members[j]], t->h, ps, &ps->v[i]);
+            continue;
+        }
+        if (policy == AMLDIST_CPU_BIND_L3) {
+            int rc = l3_or_split(plan, t->h, &ps->v[i], members, k);
+            if (rc < 0) {
+                free(home);
+                return rc;
+            }
+            continue;
+        }
         split(plan, &ps->v[i], members, k);
         if (policy != AMLDIST_CPU_BIND_SOCKET)
             continue;
@@ -231,8 +275,28 @@ static int gpu_job(amldist_plan_t *plan, const amldist_topo_t *t,
     return 0;
 }
 
+/* L3 policy without GPUs: each rank belongs to the NUMA node where its
+ * exclusive block would start, and gets an L3 domain there. */
+static int cpu_job_l3(amldist_plan_t *plan, hwloc_topology_t h,
+                      struct pools *ps, int total, int *members)
+{
+    int n = plan->n, block = total >= n ? total / n : 0, rc = 0;
+    for (int i = 0, seen = 0; rc == 0 && i < ps->n;
+         seen += ps->v[i++].ncores) {
+        int k = 0;
+        for (int r = 0; r < n; r++)
+            if (r * block >= seen && r * block < seen + ps->v[i].ncores) {
+                members[k++] = r;
+                plan->ranks[r].numa = (int)ps->v[i].numa->os_index;
+            }
+        rc = l3_or_split(plan, h, &ps->v[i], members, k);
+    }
+    return rc;
+}
+
 /* Without GPUs: the machine's cores in NUMA order, cut into equal blocks. */
-static int cpu_job(amldist_plan_t *plan, struct pools *ps)
+static int cpu_job(amldist_plan_t *plan, hwloc_topology_t h, struct pools *ps,
+                   int *members)
 {
     int total = 0, n = plan->n;
     if (plan->opts.cpu_bind == AMLDIST_CPU_BIND_NONE) {
@@ -247,6 +311,8 @@ static int cpu_job(amldist_plan_t *plan, struct pools *ps)
         amldist__warn(plan->warnings, sizeof plan->warnings,
                       "%d usable core%s for %d ranks: they share them", total,
                       total == 1 ? "" : "s", n);
+    if (plan->opts.cpu_bind == AMLDIST_CPU_BIND_L3)
+        return cpu_job_l3(plan, h, ps, total, members);
     for (int r = 0; r < n; r++) {
         int first = total >= n ? r * block : 0, seen = 0, touched = 0;
         struct amldist__rank *rk = &plan->ranks[r];
@@ -260,6 +326,8 @@ static int cpu_job(amldist_plan_t *plan, struct pools *ps)
             if (lo < hi) {
                 if (plan->opts.cpu_bind == AMLDIST_CPU_BIND_NUMA)
                     take(rk, &ps->v[i], 0, ps->v[i].ncores);
+                else if (plan->opts.cpu_bind == AMLDIST_CPU_BIND_PACKAGE)
+                    take_package(rk, h, ps, &ps->v[i]);
                 else
                     take(rk, &ps->v[i], lo, hi - lo);
                 rk->numa = touched++ == 0 ? (int)ps->v[i].numa->os_index : -1;
@@ -336,7 +404,7 @@ int amldist__plan_cpus_in(amldist_plan_t *plan, const amldist_topo_t *t,
     if (rc == 0 && t->ngpus > 0)
         rc = gpu_job(plan, t, &ps, members);
     else if (rc == 0)
-        rc = cpu_job(plan, &ps);
+        rc = cpu_job(plan, t->h, &ps, members);
     pools_free(&ps);
     free(members);
     if (rc == AMLDIST_ENOMEM)

@@ -26,6 +26,25 @@ static int nic_vars(const amldist_plan_t *p, const struct amldist__rank *r,
         envp, r->nicport > 0 ? "NCCL_IB_HCA" : "NCCL_SOCKET_IFNAME", exact);
 }
 
+/*
+ * The one OMP_NUM_THREADS rule.  torchrun sets 1 for each of several
+ * workers, so that each one's OpenMP pool does not take every core of the
+ * node; a rank bound to cores of its own can use them all, one thread per
+ * core.  Ranks bound to cores they share (--cpu-bind numa or package, or
+ * more ranks than cores) are the several workers on the same cores: 1.
+ */
+int amldist_plan_rank_omp_threads(const amldist_plan_t *p, int lrank,
+                                  int nlocal)
+{
+    if (p != NULL && (lrank < 0 || lrank >= p->n))
+        return AMLDIST_EINVAL;
+    if (p != NULL && p->ranks[lrank].bind_cpus)
+        return p->ranks[lrank].cpus_shared ? 1 : p->ranks[lrank].ncores;
+    if (p != NULL && p->n > nlocal)
+        nlocal = p->n;
+    return nlocal > 1 ? 1 : 0;
+}
+
 int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
 {
     amldist__clear_error();
@@ -54,12 +73,13 @@ int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
                 break;
             }
     }
-    if (rc == 0 && r->bind_cpus) {
+    if (rc == 0 && r->bind_cpus)
         rc = amldist_envp_set(envp, "AMLDIST_CPUS", r->cpulist);
-        snprintf(num, sizeof num, "%d", r->ncores);
-        if (rc == 0 && amldist_envp_get(*envp, "OMP_NUM_THREADS") == NULL)
-            rc = amldist_envp_set(envp, "OMP_NUM_THREADS", num);
-    }
+    int threads = amldist_plan_rank_omp_threads(p, lrank, p->n);
+    snprintf(num, sizeof num, "%d", threads);
+    if (rc == 0 && threads > 0 &&
+        amldist_envp_get(*envp, "OMP_NUM_THREADS") == NULL)
+        rc = amldist_envp_set(envp, "OMP_NUM_THREADS", num);
     if (rc == 0 && r->numa >= 0) {
         snprintf(num, sizeof num, "%d", r->numa);
         rc = amldist_envp_set(envp, "AMLDIST_NUMA", num);

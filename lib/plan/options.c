@@ -24,6 +24,17 @@ static const struct name_value cpu_names[] = {
     {"numa", AMLDIST_CPU_BIND_NUMA},
     {"exclusive", AMLDIST_CPU_BIND_EXCLUSIVE},
     {"socket", AMLDIST_CPU_BIND_SOCKET},
+    {"package", AMLDIST_CPU_BIND_PACKAGE},
+    {"l3", AMLDIST_CPU_BIND_L3},
+    {NULL, 0}};
+/* torchrun 2.x's --numa-binding modes, as the --cpu-bind policy that means
+ * the same: its socket is every core of the package (amlrun's socket gives
+ * each rank its own share of them), its core-complex one L3 per rank. */
+static const struct name_value numa_binding_names[] = {
+    {"node", AMLDIST_CPU_BIND_NUMA},
+    {"socket", AMLDIST_CPU_BIND_PACKAGE},
+    {"exclusive", AMLDIST_CPU_BIND_EXCLUSIVE},
+    {"core-complex", AMLDIST_CPU_BIND_L3},
     {NULL, 0}};
 static const struct name_value mem_names[] = {
     {"none", AMLDIST_MEM_BIND_NONE},
@@ -79,8 +90,8 @@ static int set_cpu(amldist_plan_options_t *o, const char *v)
         (mod != NULL && strcmp(mod, "widen") != 0))
         return amldist__fail(AMLDIST_EINVAL,
                              "--cpu-bind %s: expected none, numa, exclusive, "
-                             "socket or a cpu list, optionally followed by "
-                             "\",widen\"",
+                             "socket, package, l3 or a cpu list, optionally "
+                             "followed by \",widen\"",
                              v);
     o->cpu_bind = (amldist_cpu_bind_t)policy;
     if (mod != NULL)
@@ -103,6 +114,15 @@ int amldist_plan_options_set(amldist_plan_options_t *o, const char *name,
         return v;
     if (strcmp(name, "cpu-bind") == 0)
         return set_cpu(o, value);
+    if (strcmp(name, "numa-binding") == 0) {
+        if (lookup(numa_binding_names, value, strlen(value), &v) < 0)
+            return amldist__fail(AMLDIST_EINVAL,
+                                 "--numa-binding %s: expected node, socket, "
+                                 "exclusive or core-complex",
+                                 value);
+        o->cpu_bind = (amldist_cpu_bind_t)v;
+        return 0;
+    }
     if (strcmp(name, "mem-bind") == 0) {
         if (lookup(mem_names, value, strlen(value), &v) < 0)
             return amldist__fail(AMLDIST_EINVAL,

@@ -71,6 +71,7 @@ struct amldist__rank {
     int numa; /* OS index, -1 when unknown or several */
     int numa_guessed;
     int bind_cpus;
+    int cpus_shared; /* another rank of the plan is bound to one of them */
     hwloc_bitmap_t cpus;
     char *cpulist;
     int ncores;

@@ -235,6 +235,75 @@ static void test_option_parsing(void)
     amldist_topo_free(t);
 }
 
+/* torchrun 2.x's --numa-binding names, and the package and l3 policies
+ * where the golden tables do not reach: CPU jobs, one L3 for several ranks,
+ * a topology without caches. */
+static void test_numa_binding(void)
+{
+    static const struct {
+        const char *name;
+        amldist_cpu_bind_t want;
+    } modes[] = {{"node", AMLDIST_CPU_BIND_NUMA},
+                 {"socket", AMLDIST_CPU_BIND_PACKAGE},
+                 {"exclusive", AMLDIST_CPU_BIND_EXCLUSIVE},
+                 {"core-complex", AMLDIST_CPU_BIND_L3}};
+    amldist_plan_options_t o = AMLDIST_PLAN_OPTIONS_INIT;
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        CHECK_INT_EQ(amldist_plan_options_set(&o, "numa-binding",
+                                              modes[i].name), 0);
+        CHECK_INT_EQ(o.cpu_bind, modes[i].want);
+    }
+    CHECK_INT_EQ(amldist_plan_options_set(&o, "numa-binding", "numa"),
+                 AMLDIST_EINVAL);
+    CHECK_STR_HAS(amldist_last_error(), "node, socket, exclusive or "
+                                        "core-complex");
+    CHECK_INT_EQ(amldist_plan_options_set(&o, "cpu-bind", "l3,widen"), 0);
+    CHECK_INT_EQ(o.cpu_bind, AMLDIST_CPU_BIND_L3);
+
+    /* p4d as a CPU job (its GPUs hidden): one L3 per package of 24 cores.
+     * Blocks of 16 cores put ranks 0 and 1 on NUMA 0, which has one L3
+     * domain for two: they split it; rank 2 has NUMA 1's alone. */
+    amldist_topo_t *t = load(fixture("aws-ofi-nccl/p4d-topology.xml"));
+    amldist_topo_set_visible(t, "GPU-1234");
+    amldist_plan_t *p = plan(t, "l3", 3);
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "0-11,48-59");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 1), "12-23,60-71");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 2), "24-47,72-95");
+    CHECK_INT_EQ(amldist_plan_rank_numa(p, 1), 0);
+    CHECK_STR_HAS(amldist_plan_warnings(p), "NUMA node 0 has 1 L3 domain "
+                                            "(cores under one last-level "
+                                            "cache) for 2 ranks");
+    amldist_plan_free(p);
+    /* package: rank 1's block spans both packages, so it gets both. */
+    p = plan(t, "package", 3);
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "0-23,48-71");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 1), "0-95");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 2), "24-47,72-95");
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+
+    /* Lassen: 4 GPU ranks on an L3 of 2 cores each would be one domain
+     * each; 48 ranks (24 a node, 10 domains) leave ranks sharing a
+     * domain's 2 cores three ways (they share them, with a warning). */
+    t = load(fixture("mpibind/coral-lassen.xml"));
+    p = plan(t, "l3", 48);
+    CHECK_STR_HAS(amldist_plan_warnings(p), "has 2 usable cores for 3 "
+                                            "ranks: they share them");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "8-15");
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+
+    /* No cache in the topology: exclusive blocks, with a warning. */
+    t = load("tests/topologies/synthetic-2pkg-4core-nocache.xml");
+    p = plan(t, "l3", 4);
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "0-1");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 3), "6-7");
+    CHECK_STR_HAS(amldist_plan_warnings(p), "shows no cache above the cores "
+                                            "of NUMA node 1");
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+}
+
 static void test_mpirun_trap(void)
 {
     /* amlrun bound to cpu 0 (mpirun's default) for 8 GPU ranks. */
@@ -338,6 +407,53 @@ static void test_rank_env(void)
     CHECK_STR_EQ(get(env, "AMLDIST_NUMA"), "0");
     CHECK_INT_EQ(amldist_plan_rank_env(p, 2, &env), AMLDIST_EINVAL);
     free_env(env);
+    /* Unbound beside another worker: 1, as torchrun gives. */
+    env = heap_env(base);
+    CHECK_INT_EQ(amldist_plan_rank_env(p, 0, &env), 0);
+    CHECK_STR_EQ(get(env, "OMP_NUM_THREADS"), "1");
+    free_env(env);
+    amldist_plan_free(p);
+    /* One unbound worker alone: left to OpenMP. */
+    p = plan_opts(t, &o, 1);
+    env = heap_env(base);
+    CHECK_INT_EQ(amldist_plan_rank_env(p, 0, &env), 0);
+    CHECK(get(env, "OMP_NUM_THREADS") == NULL);
+    free_env(env);
+    amldist_plan_free(p);
+    amldist_topo_free(t);
+}
+
+/* The one OMP_NUM_THREADS rule: cores of its own, else 1 among several. */
+static void test_omp_threads(void)
+{
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(NULL, 0, 1), 0);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(NULL, 3, 4), 1);
+    amldist_topo_t *t = load(fixture("aws-ofi-nccl/p4d-topology.xml"));
+    amldist_plan_t *p = plan(t, "exclusive", 8); /* 6 cores each */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 5, 8), 6);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 8, 8), AMLDIST_EINVAL);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, -1, 8), AMLDIST_EINVAL);
+    amldist_plan_free(p);
+    p = plan(t, "numa", 8); /* 4 ranks on each node's 24 cores */
+    CHECK_INT_EQ(amldist_plan_rank_ncores(p, 0), 24);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 8), 1);
+    amldist_plan_free(p);
+    p = plan(t, "numa", 2); /* GPUs 0 and 1 share NUMA node 0 */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 1, 2), 1);
+    amldist_plan_free(p);
+    p = plan(t, "l3", 2); /* one L3 per package: they split it */
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 1, 2), 12);
+    amldist_plan_free(p);
+    /* 100 ranks on 48 cores: each shares, whatever its core count. */
+    p = plan(t, "exclusive", 100);
+    for (int r = 0; r < 100; r++)
+        CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, r, 100), 1);
+    amldist_plan_free(p);
+    /* One rank of a plan unbound, but its node has other workers (another
+     * amlrun's): 1; alone: nothing. */
+    p = plan(t, "none", 1);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 2), 1);
+    CHECK_INT_EQ(amldist_plan_rank_omp_threads(p, 0, 1), 0);
     amldist_plan_free(p);
     amldist_topo_free(t);
 }
@@ -475,6 +591,8 @@ int main(void)
     RUN(test_uuid_unresolved_is_cpu_job);
     RUN(test_explicit_lists);
     RUN(test_option_parsing);
+    RUN(test_numa_binding);
+    RUN(test_omp_threads);
     RUN(test_mpirun_trap);
     RUN(test_nic_spread_over_netdevs);
     RUN(test_rank_env);

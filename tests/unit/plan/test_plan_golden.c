@@ -218,6 +218,20 @@ static const struct golden lassen_cpus[] = {
     {8, "socket",
      {"8-27", "28-47", "96-115", "116-135", "48-67", "68-87", "136-155",
       "156-175"}},
+    /* One L3 per core pair (8 PUs): 8-15, 16-23, ... on NUMA 0, 96-103,
+     * ... on NUMA 8; a node's ranks take them in order. */
+    {1, "l3", {"8-15"}},
+    {1, "package", {"8-87"}},
+    {2, "l3", {"8-15", "16-23"}},
+    {2, "package", {"8-87", "8-87"}},
+    {4, "l3", {"8-15", "16-23", "96-103", "104-111"}},
+    {4, "package", {"8-87", "8-87", "96-175", "96-175"}},
+    {8, "l3",
+     {"8-15", "16-23", "96-103", "104-111", "24-31", "32-39", "112-119",
+      "120-127"}},
+    {8, "package",
+     {"8-87", "8-87", "96-175", "96-175", "8-87", "8-87", "96-175",
+      "96-175"}},
 };
 
 static void test_lassen(void)
@@ -377,8 +391,45 @@ static void test_x9_normalio(void)
                  x9_place, x9_cpus, N(x9_cpus));
 }
 
+/*
+ * Azure NDm A100 v4 (tests/topologies/azure-ndm-a100-v4.xml, written from
+ * published facts): 4 NUMA nodes of 24 single-thread cores (0-23, 24-47,
+ * 48-71, 72-95), two a package, an L3 for each 4 cores.  In PCI order GPUs
+ * 0-1 are on NUMA 1, 2-3 on 0, 4-5 on 3, 6-7 on 2, each beside its own IB
+ * NIC on the same node (NODE: separate host bridges).
+ */
+static const struct place ndm_place[8] = {
+    {0, "0001:00:00.0", 1, "mlx5_ib0", "NODE"},
+    {1, "0002:00:00.0", 1, "mlx5_ib1", "NODE"},
+    {2, "0003:00:00.0", 0, "mlx5_ib2", "NODE"},
+    {3, "0004:00:00.0", 0, "mlx5_ib3", "NODE"},
+    {4, "000b:00:00.0", 3, "mlx5_ib4", "NODE"},
+    {5, "000c:00:00.0", 3, "mlx5_ib5", "NODE"},
+    {6, "000d:00:00.0", 2, "mlx5_ib6", "NODE"},
+    {7, "000e:00:00.0", 2, "mlx5_ib7", "NODE"},
+};
+
+static const struct golden ndm_cpus[] = {
+    {2, "l3", {"24-27", "28-31"}},
+    {2, "package", {"0-47", "0-47"}},
+    {2, "exclusive", {"24-35", "36-47"}},
+    {8, "l3",
+     {"24-27", "28-31", "0-3", "4-7", "72-75", "76-79", "48-51", "52-55"}},
+    {8, "package",
+     {"0-47", "0-47", "0-47", "0-47", "48-95", "48-95", "48-95", "48-95"}},
+    {8, "numa",
+     {"24-47", "24-47", "0-23", "0-23", "72-95", "72-95", "48-71", "48-71"}},
+};
+
+static void test_ndm_a100_v4(void)
+{
+    check_golden("tests/topologies/azure-ndm-a100-v4.xml", ndm_place,
+                 ndm_cpus, N(ndm_cpus));
+}
+
 int main(void)
 {
+    RUN(test_ndm_a100_v4);
     RUN(test_p4d);
     RUN(test_g4dn);
     RUN(test_dgx2);
