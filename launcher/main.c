@@ -28,6 +28,7 @@
 #include "run/inplace.h"
 #include "run/jobtoken.h"
 #include "run/supervise.h"
+#include "run/torchver.h"
 #include "run/workerenv.h"
 
 extern char **environ;
@@ -109,7 +110,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct amlrun_binding *b = NULL;
     if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
         return AMLRUN_EXIT_USAGE;
-    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL};
+    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
+    es.torch = torch_version(c, environ);
+    if (o->verbose && es.torch)
+        msg("torch %d.%d under %s", es.torch / 1000, es.torch % 1000, c->path);
     int rc;
     if (o->dry_run) {
         if (options_c10d(o))
