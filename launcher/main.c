@@ -83,7 +83,8 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
 {
     static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD,
-                                  SIGXFSZ, SIGTSTP, SIGCONT};
+                                  SIGXFSZ, SIGTSTP, SIGCONT, SIGALRM,
+                                  SIGPWR,  SIGXCPU, SIGVTALRM, SIGPROF};
     sigset_t set;
     sigemptyset(&set);
     struct sigaction sa = {0}, old;
@@ -92,7 +93,12 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
         sigaction(SIGHUP, &sa, NULL);
     for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
         int sig = handled[i];
-        if ((sig_stops_job(sig) || sig_job_control(sig)) &&
+        /* A signal --signals-to-handle does not list keeps its default
+         * action, as in torchrun 2.x (see amlrun(1)). */
+        if (!sig_stops_job(o, sig) && !sig_forwarded(o, sig) &&
+            !sig_job_control(sig) && sig != SIGCHLD && sig != SIGXFSZ)
+            continue;
+        if ((sig_stops_job(o, sig) || sig_job_control(sig)) &&
             sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
             continue;
         sigaddset(&set, sig);

@@ -67,6 +67,13 @@ struct amlrun_opts {
     double term_timeout;
     int ignore_sighup;
     const char *role;        /* ROLE_NAME (--role, default "default") */
+    /* --signals-to-handle: the signals that stop the job (bit 1 << sig),
+     * and the list as given (NULL: amlrun's default set, see amlrun(1)) */
+    unsigned long long stop_signals;
+    const char *signals_to_handle;
+    /* events: --event-log-handler console, --event-log FILE */
+    int event_console;
+    const char *event_log;
     /* command */
     int module, no_python, use_env, legacy;
     int run_path;            /* runpy.run_path(script) under python */

@@ -60,6 +60,11 @@ static int torchrun_defaults(char ***env, const struct env_spec *e,
         amldist_envp_set(env, "ROLE_NAME", o->role) < 0 ||
         nccl_error_handling(env, e->torch) < 0)
         return -1;
+    /* torchrun 2.x exports its list (a nested torchrun reads it). */
+    if (o->signals_to_handle &&
+        amldist_envp_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE",
+                         o->signals_to_handle) < 0)
+        return -1;
     /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
      * says with False when its agent's store is not used.  In place the
      * launcher above may host one: its value stands. */
