@@ -25,6 +25,7 @@
 #include "run/command.h"
 #include "run/control.h"
 #include "run/dryrun.h"
+#include "run/events.h"
 #include "run/inplace.h"
 #include "run/jobtoken.h"
 #include "run/supervise.h"
@@ -133,8 +134,21 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    /* Before the rendezvous: a log that cannot be opened is an error at
+     * once, and the job's first event comes first. */
+    struct eventlog *events = NULL;
+    if (o->event_log && !(events = eventlog_open(o->event_log))) {
+        bind_free(b);
+        return AMLRUN_EXIT_USAGE;
+    }
+    events_job_start(events, o, host,
+                     options_c10d(o) ? -1 : amldist_node_rank(p->layout),
+                     p->nproc, c->path);
     struct control ctl;
     if ((rc = control_join(o, p, &ctl)) >= 0) {
+        eventlog_close(events);
         bind_free(b);
         return rc;
     }
@@ -149,11 +163,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
         msg("command: %s", c->how);
     int log_dir_fd = -1;
     if (o->log_dir && (log_dir_fd = out_log_dir(o->log_dir)) < 0) {
+        eventlog_close(events);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
-    char host[256] = "?";
-    gethostname(host, sizeof host - 1);
     sigset_t orig;
     int pipe_was_ignored = 0;
     int sfd = setup_signals(o, &orig, &pipe_was_ignored);
@@ -170,13 +183,14 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("orphans: %s", guard_describe());
     struct job_spec js = {o, c, &es, p->nproc, host, &orig, pipe_was_ignored,
-                          sfd, log_dir_fd, b, ctl.rz};
+                          sfd, log_dir_fd, b, ctl.rz, events};
     rc = supervise(&js);
     guard_stop();
     if (guard_pid() > 0)
         waitpid(guard_pid(), NULL, 0);
     close(sfd);
 out:
+    eventlog_close(events);
     control_close(&ctl);
     if (log_dir_fd >= 0)
         close(log_dir_fd);

@@ -44,6 +44,7 @@ struct job {
     int deadline;      /* the SIGKILL deadline's timer, 0 */
     int null_fd;       /* /dev/null for the workers' stdin */
     char *buf;
+    double t_begin;    /* now_s() when supervision began */
     struct rundir *rd; /* error files, and logs in torchrun's layout */
     int torch_layout;
     /* With the control plane: the root cause block of this node's own

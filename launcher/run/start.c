@@ -8,6 +8,7 @@
 
 #include "output/msg.h"
 #include "output/torchlogs.h"
+#include "run/events.h"
 #include "run/report.h"
 #include "run/start.h"
 
@@ -21,7 +22,8 @@ int job_init(struct job *j, const struct job_spec *s)
     j->w = calloc((size_t)j->n, sizeof *j->w);
     j->buf = malloc(READ_BUF);
     j->loop = amldist__loop_new();
-    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop)
+    j->t_begin = now_s();
+    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop || events_watch(j) < 0)
         return -1;
     for (int i = 0; i < j->n; i++) {
         j->w[i].job = j;
@@ -188,6 +190,7 @@ int start_worker(struct job *j, int index, int *status)
             w->running = 1;
             w->t_start = now_s();
             j->live++;
+            events_worker_start(j, w);
         } else {
             *status = report_start_failure(j, w, stage, err);
             ok = 0;

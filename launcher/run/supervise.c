@@ -21,6 +21,7 @@
 #include "contain/guard.h"
 #include "output/exitstatus.h"
 #include "output/msg.h"
+#include "run/events.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -453,6 +454,7 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
+    events_rendezvous(&j);
     for (;;) {
         policy_attempt(&j.p);
         if (rundir_attempt(j.rd, s->rz ? amldist_rdzv_round(s->rz)
@@ -492,6 +494,7 @@ int supervise(const struct job_spec *s)
             report_root_cause(&j);
     }
     report_slurm_stop(&j, status);
+    events_end(&j, status);
     job_free(&j);
     return status;
 }
