@@ -324,6 +324,7 @@ static int on_prefix(struct amlrun_opts *o, const struct handler *h,
     (void)name;
     o->prefix_fmt = val ? val : "[rank%r]:";
     o->prefix_streams = 3;
+    o->prefix_given = 1;
     return -1;
 }
 

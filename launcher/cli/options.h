@@ -83,6 +83,10 @@ struct amlrun_opts {
     int ncmd;
     /* output */
     const char *prefix_fmt;  /* NULL: no prefixes */
+    int prefix_given;        /* --prefix: amlrun's format, not torchrun's */
+    /* $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (NULL: unset or empty):
+     * torchrun's prefix of tee'd lines (output/lineprefix.h) */
+    const char *prefix_template;
     int prefix_streams;      /* 1 stdout, 2 stderr, 3 both */
     const char *log_dir;
     struct rankset ranks, local_ranks; /* console filters */

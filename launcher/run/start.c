@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "output/lineprefix.h"
 #include "output/msg.h"
 #include "output/torchlogs.h"
 #include "run/events.h"
@@ -135,9 +136,14 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
     int prefixed = o->prefix_streams == PREFIX_BY_TEE
                        ? std_map_get(&o->tee, index) : o->prefix_streams;
     if (o->prefix_fmt && (prefixed & which)) {
-        s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
-                               w->id.node, j->s->host,
-                               which == 1 ? "stdout" : "stderr");
+        /* torchrun's template, on the lines torchrun prefixes: tee'd */
+        if (o->prefix_template && !o->prefix_given)
+            s->prefix = torch_line_prefix(o->prefix_template, o->role,
+                                          w->id.rank, w->id.local);
+        else
+            s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
+                                   w->id.node, j->s->host,
+                                   which == 1 ? "stdout" : "stderr");
         if (!s->prefix)
             return -1;
         s->prefix_len = strlen(s->prefix);
