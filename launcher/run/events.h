@@ -34,7 +34,10 @@ void events_restart(const struct job *j, int restarts);
 /* "stop": why ("signal", "failure", "peer", "deadline") and the signal
  * sent or received. */
 void events_stop(const struct job *j, const char *reason, int sig);
-/* "end" with amlrun's exit status, and torchrun's console event. */
+/* Every worker of the attempt has started: torchrun's console events of
+ * the rendezvous and the workers' START. */
+void events_attempt_started(const struct job *j);
+/* "end" with amlrun's exit status, and torchrun's console events. */
 void events_end(const struct job *j, int status);
 
 #endif /* AMLRUN_EVENTS_H */

@@ -26,6 +26,8 @@ struct worker {
     int running;
     int stopped;       /* the stop signal while it is stopped, else 0 */
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
+    int terminated;    /* it ended after amlrun began to stop the workers */
+    int attempt;       /* the restart count it was started in, -1 none */
     int status;
     double t_start;
     time_t t_end;      /* wall clock when it was reaped */

@@ -18,10 +18,14 @@ static const char *plural(int n)
     return n == 1 ? "" : "s";
 }
 
-void report_worker_end(const struct job *j, const struct worker *w,
+void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure)
 {
     char what[96];
+    /* torchrun's TERMINATED: stopped by the agent, not a failure of its
+     * own (the first failure itself has just begun the stop). */
+    w->terminated = !first_failure && (j->p.phase == PHASE_STOPPING ||
+                                       j->p.phase == PHASE_KILLING);
     events_worker_exit(j, w);
     if (first_failure)
         events_failure(j, w, NULL);
@@ -91,6 +95,7 @@ int report_start_failure(const struct job *j, const struct worker *w,
 
 void report_started(const struct job *j)
 {
+    events_attempt_started(j);
     if (j->s->o->verbose)
         msg("started %d worker%s", j->n, plural(j->n));
 }

@@ -157,6 +157,8 @@ int start_worker(struct job *j, int index, int *status)
     struct worker *w = &j->w[index];
     int restarts = j->p.restarts;
     *status = AMLRUN_EXIT_SYSTEM;
+    w->terminated = 0;
+    w->attempt = -1;
     char **env = worker_env(s->env, index, restarts, &w->id);
     if (!env)
         return -1;
@@ -196,6 +198,7 @@ int start_worker(struct job *j, int index, int *status)
             w->running = 1;
             w->t_start = now_s();
             j->live++;
+            w->attempt = restarts;
             events_worker_start(j, w);
         } else {
             *status = report_start_failure(j, w, stage, err);

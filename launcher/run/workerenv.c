@@ -102,6 +102,7 @@ char **worker_env(struct env_spec *e, int index, int restart,
     id->rank = amldist_rank(l);
     id->local = amldist_local_rank(l);
     id->node = amldist_node_rank(l);
+    id->world = amldist_world_size(l);
     if (torchrun_defaults(&env, e, restart, e->nproc == 0) < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the

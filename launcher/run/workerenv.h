@@ -32,6 +32,7 @@ struct env_spec {
  * worker_id_str(), never as a number. */
 struct worker_id {
     int rank, local, node;
+    int world; /* WORLD_SIZE */
 };
 
 /* v in decimal, or "?" when unknown; buf holds at least 12 bytes. */

@@ -131,17 +131,22 @@ got=$($EV "$d/slow.jsonl")
 check "a FIFO nobody reads: what it took is whole JSON lines from the start ($got)" \
     test "${got#start }" != "$got"
 
-# --- torchrun's --event-log-handler console: its agent's event on stderr
-json_err() { grep '^{' "$1" | "$TORCH_PY" -c 'import json,sys
-ls=sys.stdin.read().splitlines()
-e=json.loads(ls[0]); m=e["metadata"]
-print(len(ls), e["name"], e["source"], e["timestamp"], ",".join(m), m["state"], m["group_rank"],
-      json.loads(m["metadata"])["entry_point"], m["agent_restarts"], m["raw_error"] is None)'; }
-KEYS="run_id,global_rank,group_rank,worker_id,role,hostname,state,total_run_time,rdzv_backend,raw_error,metadata,agent_restarts,duration_ms"
+# --- torchrun's --event-log-handler console: its agent's events on
+# stderr, shaped as those torchrun 2.11 wrote on a GPU machine (a recorded
+# transcript: keys, their order, JSON types; tests/amlrun/consolecheck.py)
+CC="$TORCH_PY $HELPERS/consolecheck.py $HELPERS/torchrun-2.11-console-events.jsonl"
 "$AMLRUN" -q --nproc-per-node 2 --max-restarts 1 --master-port "$(free_port)" \
     --event-log-handler console "$d/fail1.py" >"$d/out" 2>"$d/err"
-expect_eq "console: one torchrun event; SUCCEEDED even when a worker failed (as torchrun's agent)" \
-    "$(json_err "$d/err")" "1 torchelastic.worker.status.SUCCEEDED AGENT 0 $KEYS SUCCEEDED 0 $(basename "$TORCH_PY") 1 True"
+ATT="RENDEZVOUS/AGENT ASSIGN_WORKER_RANKS/AGENT START/WORKER START/WORKER"
+expect_eq "console: torchrun's events; the agent SUCCEEDED even when a worker failed (as torchrun's)" \
+    "$($CC <"$d/err")" "$ATT $ATT TERMINATED/WORKER FAILED/WORKER SUCCEEDED/AGENT"
+expect_eq "console: the failed worker's exit code, pid and raw_error; the restarts" \
+    "$(grep '^{' "$d/err" | "$TORCH_PY" -c 'import json,sys
+ev=[json.loads(l) for l in sys.stdin]
+f=[e["metadata"] for e in ev if e["metadata"]["state"]=="FAILED"][0]
+md=json.loads(f["metadata"])
+print(f["global_rank"], md["exit_code"], md["worker_pid"]==[int(f["worker_id"])], f["raw_error"], ev[-1]["metadata"]["agent_restarts"])')" \
+    '1 [3] True {"message": "<NONE>"} 1'
 PET_EVENT_LOG_HANDLER=console "$AMLRUN" -q --nproc-per-node 2 --master-port "$(free_port)" \
     "$d/sleep.py" "$d/c" >"$d/out" 2>"$d/err" &
 pid=$!
@@ -149,8 +154,10 @@ mkdir -p "$d/c"
 wait_for 2 30 "$d/c" ready.
 kill -TERM "$pid"
 wait "$pid"
-expect_eq "console from PET_EVENT_LOG_HANDLER, stopped by SIGTERM: FAILED with the signal" \
-    "$(json_err "$d/err" | awk '{ print $1, $2, $6, $10 }')" "1 torchelastic.worker.status.FAILED FAILED False"
+expect_eq "console from PET_EVENT_LOG_HANDLER, stopped by SIGTERM: the agent FAILED" \
+    "$($CC <"$d/err" | sed 's/.* //')" "FAILED/AGENT"
+check "... with torchrun's SignalException as its raw_error" \
+    grep -q '"raw_error": "SignalException: Process [0-9]* got signal: 15"' "$d/err"
 "$AMLRUN" -q --nproc-per-node 1 --master-port "$(free_port)" --event-log-handler null true 2>"$d/err"
 expect_eq "null (torchrun's default): no event" "$(grep -c '^{' "$d/err")" 0
 
