@@ -24,6 +24,10 @@ static void warn_ignored(const struct amlrun_opts *o)
     if (o->max_restarts > 0)
         msg("per-process mode: --max-restarts has no effect (the launcher "
             "that started amlrun decides)");
+    if (o->event_log || o->event_console || o->signals_to_handle)
+        msg("per-process mode: --event-log, --event-log-handler and "
+            "--signals-to-handle have no effect (no supervisor: the command "
+            "runs in place of amlrun)");
 }
 
 /*
