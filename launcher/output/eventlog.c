@@ -1,11 +1,13 @@
 /* The job's event log (see eventlog.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "output/eventlog.h"
@@ -20,6 +22,8 @@ struct eventlog {
     long long dropped;
     int said;           /* the first drop was reported */
 };
+
+static void write_line(struct eventlog *e, const char *line, size_t len);
 
 struct eventlog *eventlog_open(const char *path)
 {
@@ -80,8 +84,26 @@ void eventlog_flush(struct eventlog *e)
     }
 }
 
-/* A regular file: the line now, whole, or not at all. */
+/* A regular file: the line now, whole, or not at all.  A write past
+ * `ulimit -f` raises SIGXFSZ, which kills by default: it is blocked here
+ * (the first event comes before main.c blocks it for good) and, raised,
+ * taken back, so that the write fails with EFBIG instead. */
 static void write_file(struct eventlog *e, const char *line, size_t len)
+{
+    sigset_t xfsz, old;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    sigprocmask(SIG_BLOCK, &xfsz, &old);
+    write_line(e, line, len);
+    if (!sigismember(&old, SIGXFSZ)) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ) {
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+}
+
+static void write_line(struct eventlog *e, const char *line, size_t len)
 {
     size_t done = 0;
     while (done < len) {

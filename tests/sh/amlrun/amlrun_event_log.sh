@@ -94,6 +94,13 @@ expect_eq "ulimit -f 1: the job exits 0" "$?" 0
 check "ulimit -f 1: the limit was reached (a drop said)" grep -q "event dropped (File too large)" "$d/err"
 got=$($EV "$d/limit.jsonl")
 check "ulimit -f 1: every line written is whole JSON ($got)" test "${got#bad}" = "$got"
+# A file past the limit already: the first event (before amlrun blocks
+# SIGXFSZ for the job) must not kill amlrun with SIGXFSZ.
+head -c 5000 /dev/zero >"$d/full.jsonl"
+(ulimit -f 4; "$AMLRUN" -q --nproc-per-node 1 --master-port "$(free_port)" \
+    --event-log "$d/full.jsonl" sh -c 'echo ran' >"$d/out" 2>"$d/err")
+expect_eq "a file past ulimit -f from the start: the job runs, amlrun exits 0" "$? $(cat "$d/out")" "0 ran"
+check "... and says the events were dropped" grep -q "events dropped$" "$d/err"
 
 # --- a FIFO whose reader reads nothing until the job is over: the job
 # does not wait for it; what the pipe took is whole lines
