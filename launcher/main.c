@@ -25,9 +25,11 @@
 #include "run/command.h"
 #include "run/control.h"
 #include "run/dryrun.h"
+#include "run/events.h"
 #include "run/inplace.h"
 #include "run/jobtoken.h"
 #include "run/supervise.h"
+#include "run/torchver.h"
 #include "run/workerenv.h"
 
 extern char **environ;
@@ -82,7 +84,8 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
 {
     static const int handled[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD,
-                                  SIGXFSZ, SIGTSTP, SIGCONT};
+                                  SIGXFSZ, SIGTSTP, SIGCONT, SIGALRM,
+                                  SIGPWR,  SIGXCPU, SIGVTALRM, SIGPROF};
     sigset_t set;
     sigemptyset(&set);
     struct sigaction sa = {0}, old;
@@ -91,7 +94,12 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
         sigaction(SIGHUP, &sa, NULL);
     for (size_t i = 0; i < sizeof handled / sizeof handled[0]; i++) {
         int sig = handled[i];
-        if ((sig_stops_job(sig) || sig_job_control(sig)) &&
+        /* A signal --signals-to-handle does not list keeps its default
+         * action, as in torchrun 2.x (see amlrun(1)). */
+        if (!sig_stops_job(o, sig) && !sig_forwarded(o, sig) &&
+            !sig_job_control(sig) && sig != SIGCHLD && sig != SIGXFSZ)
+            continue;
+        if ((sig_stops_job(o, sig) || sig_job_control(sig)) &&
             sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
             continue;
         sigaddset(&set, sig);
@@ -109,7 +117,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct amlrun_binding *b = NULL;
     if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
         return AMLRUN_EXIT_USAGE;
-    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL};
+    struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
+    es.torch = torch_version(c, environ);
+    if (o->verbose && es.torch)
+        msg("torch %d.%d under %s", es.torch / 1000, es.torch % 1000, c->path);
     int rc;
     if (o->dry_run) {
         if (options_c10d(o))
@@ -123,8 +134,21 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    /* Before the rendezvous: a log that cannot be opened is an error at
+     * once, and the job's first event comes first. */
+    struct eventlog *events = NULL;
+    if (o->event_log && !(events = eventlog_open(o->event_log))) {
+        bind_free(b);
+        return AMLRUN_EXIT_USAGE;
+    }
+    events_job_start(events, o, host,
+                     options_c10d(o) ? -1 : amldist_node_rank(p->layout),
+                     p->nproc, c->path);
     struct control ctl;
     if ((rc = control_join(o, p, &ctl)) >= 0) {
+        eventlog_close(events);
         bind_free(b);
         return rc;
     }
@@ -139,11 +163,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
         msg("command: %s", c->how);
     int log_dir_fd = -1;
     if (o->log_dir && (log_dir_fd = out_log_dir(o->log_dir)) < 0) {
+        eventlog_close(events);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
-    char host[256] = "?";
-    gethostname(host, sizeof host - 1);
     sigset_t orig;
     int pipe_was_ignored = 0;
     int sfd = setup_signals(o, &orig, &pipe_was_ignored);
@@ -160,13 +183,14 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose)
         msg("orphans: %s", guard_describe());
     struct job_spec js = {o, c, &es, p->nproc, host, &orig, pipe_was_ignored,
-                          sfd, log_dir_fd, b, ctl.rz};
+                          sfd, log_dir_fd, b, ctl.rz, events};
     rc = supervise(&js);
     guard_stop();
     if (guard_pid() > 0)
         waitpid(guard_pid(), NULL, 0);
     close(sfd);
 out:
+    eventlog_close(events);
     control_close(&ctl);
     if (log_dir_fd >= 0)
         close(log_dir_fd);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/optapply.h"
+#include "cli/torchopts.h"
 #include "cli/usage.h"
 #include "output/msg.h"
 
@@ -150,6 +151,10 @@ static int on_nproc(struct amlrun_opts *o, const struct handler *h,
         o->nproc_kind = NPROC_AUTO;
     else if (strcmp(val, "cpu") == 0)
         return nproc_cpu(o, name, val);
+    else if (strcmp(val, "xpu") == 0)
+        return bad_value(name, val, "amlrun has no Intel XPU support (it "
+                         "finds NVIDIA GPUs): give a number, 'gpu', 'auto' "
+                         "or 'cpu'");
     else if (parse_int(val, 1, AMLRUN_MAX_NPROC, &o->nproc) == 0)
         o->nproc_kind = NPROC_NUM;
     else
@@ -319,6 +324,7 @@ static int on_prefix(struct amlrun_opts *o, const struct handler *h,
     (void)name;
     o->prefix_fmt = val ? val : "[rank%r]:";
     o->prefix_streams = 3;
+    o->prefix_given = 1;
     return -1;
 }
 
@@ -470,6 +476,10 @@ static const struct handler handlers[O_COUNT] = {
     [O_LAUNCHER] = {on_launcher, 0, NULL, 0, 0},
     [O_HELP] = {on_help, 0, NULL, 0, 0},
     [O_VERSION] = {on_version, 0, NULL, 0, 0},
+    [O_SIGNALS_TO_HANDLE] = {on_signals_to_handle, 0, NULL, 0, 0},
+    [O_EVENT_LOG_HANDLER] = {on_event_log_handler, 0, NULL, 0, 0},
+    [O_LOGS_SPECS] = {on_logs_specs, 0, NULL, 0, 0},
+    [O_EVENT_LOG] = {on_name, AT(event_log), "want a file", 0, 0},
 };
 
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,

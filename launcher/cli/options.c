@@ -1,5 +1,6 @@
 /* struct amlrun_opts: its defaults, what follows from it, its end (see
  * options.h). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,14 @@ void options_init(struct amlrun_opts *o, const char *argv0)
     o->run_id = "none";
     o->role = "default";
     o->rdzv_backend = "static";
+    /* torchrun reads it from its environment, not an option; an empty one
+     * leaves its default prefix */
+    o->prefix_template = getenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
+    if (o->prefix_template && !*o->prefix_template)
+        o->prefix_template = NULL;
+    /* torchrun 2.x's default --signals-to-handle */
+    o->stop_signals = 1ULL << SIGTERM | 1ULL << SIGINT | 1ULL << SIGHUP |
+                      1ULL << SIGQUIT;
     /* torchrun runs scripts under $PYTHON_EXEC, else its own Python. */
     o->python = getenv("AMLRUN_PYTHON");
     if (!o->python || !*o->python)

@@ -69,6 +69,13 @@ struct amlrun_opts {
     double term_timeout;
     int ignore_sighup;
     const char *role;        /* ROLE_NAME (--role, default "default") */
+    /* --signals-to-handle: the signals that stop the job (bit 1 << sig),
+     * and the list as given (NULL: amlrun's default set, see amlrun(1)) */
+    unsigned long long stop_signals;
+    const char *signals_to_handle;
+    /* events: --event-log-handler console, --event-log FILE */
+    int event_console;
+    const char *event_log;
     /* command */
     int module, no_python, use_env, legacy;
     int run_path;            /* runpy.run_path(script) under python */
@@ -78,6 +85,10 @@ struct amlrun_opts {
     int ncmd;
     /* output */
     const char *prefix_fmt;  /* NULL: no prefixes */
+    int prefix_given;        /* --prefix: amlrun's format, not torchrun's */
+    /* $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (NULL: unset or empty):
+     * torchrun's prefix of tee'd lines (output/lineprefix.h) */
+    const char *prefix_template;
     int prefix_streams;      /* 1 stdout, 2 stderr, 3 both */
     const char *log_dir;
     struct rankset ranks, local_ranks; /* console filters */

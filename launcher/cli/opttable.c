@@ -54,6 +54,10 @@ const struct option_def opttable[] = {
     {"rdzv-conf", ARG_REQUIRED | PET, O_RDZV_CONF},
     {"role", ARG_REQUIRED | PET, O_ROLE},
     {"run-path", ARG_NONE | PET, O_RUN_PATH},
+    {"signals-to-handle", ARG_REQUIRED | PET, O_SIGNALS_TO_HANDLE},
+    {"event-log-handler", ARG_REQUIRED | PET, O_EVENT_LOG_HANDLER},
+    {"logs-specs", ARG_REQUIRED, O_LOGS_SPECS},
+    {"event-log", ARG_REQUIRED, O_EVENT_LOG},
     {NULL, ARG_NONE, O_COUNT},
 };
 

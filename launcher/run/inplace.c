@@ -7,6 +7,7 @@
 
 #include "run/dryrun.h"
 #include "run/inplace.h"
+#include "run/torchver.h"
 #include "output/msg.h"
 #include "run/workerenv.h"
 
@@ -23,6 +24,10 @@ static void warn_ignored(const struct amlrun_opts *o)
     if (o->max_restarts > 0)
         msg("per-process mode: --max-restarts has no effect (the launcher "
             "that started amlrun decides)");
+    if (o->event_log || o->event_console || o->signals_to_handle)
+        msg("per-process mode: --event-log, --event-log-handler and "
+            "--signals-to-handle have no effect (no supervisor: the command "
+            "runs in place of amlrun)");
 }
 
 /*
@@ -74,7 +79,8 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         amldist_topo_free(topo);
         return AMLRUN_EXIT_USAGE;
     }
-    struct env_spec es = {o, p->layout, 0, environ, b, 0, NULL};
+    struct env_spec es = {o, p->layout, 0, environ, b, 0, NULL, 0};
+    es.torch = torch_version(c, environ);
     struct worker_id id;
     int rc = AMLRUN_EXIT_SYSTEM;
     char **env = worker_env(&es, 0, 0, &id);

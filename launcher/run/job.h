@@ -26,6 +26,8 @@ struct worker {
     int running;
     int stopped;       /* the stop signal while it is stopped, else 0 */
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
+    int terminated;    /* it ended after amlrun began to stop the workers */
+    int attempt;       /* the restart count it was started in, -1 none */
     int status;
     double t_start;
     time_t t_end;      /* wall clock when it was reaped */
@@ -44,6 +46,7 @@ struct job {
     int deadline;      /* the SIGKILL deadline's timer, 0 */
     int null_fd;       /* /dev/null for the workers' stdin */
     char *buf;
+    double t_begin;    /* now_s() when supervision began */
     struct rundir *rd; /* error files, and logs in torchrun's layout */
     int torch_layout;
     /* With the control plane: the root cause block of this node's own

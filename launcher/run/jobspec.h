@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include "output/eventlog.h"
 #include "run/bind.h"
 #include "run/command.h"
 #include "cli/options.h"
@@ -22,6 +23,7 @@ struct job_spec {
     int log_dir_fd;                /* -1: no --log-dir */
     const struct amlrun_binding *binding;
     amldist_rdzv_t *rz;            /* the control plane, or NULL */
+    struct eventlog *events;       /* --event-log, or NULL */
 };
 
 #endif /* AMLRUN_JOBSPEC_H */

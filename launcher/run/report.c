@@ -10,6 +10,7 @@
 #include "output/msg.h"
 #include "output/rootcause.h"
 #include "output/torchlogs.h"
+#include "run/events.h"
 #include "run/report.h"
 
 static const char *plural(int n)
@@ -17,10 +18,17 @@ static const char *plural(int n)
     return n == 1 ? "" : "s";
 }
 
-void report_worker_end(const struct job *j, const struct worker *w,
+void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure)
 {
     char what[96];
+    /* torchrun's TERMINATED: stopped by the agent, not a failure of its
+     * own (the first failure itself has just begun the stop). */
+    w->terminated = !first_failure && (j->p.phase == PHASE_STOPPING ||
+                                       j->p.phase == PHASE_KILLING);
+    events_worker_exit(j, w);
+    if (first_failure)
+        events_failure(j, w, NULL);
     if (!first_failure) {
         if (j->s->o->verbose) {
             status_describe(w->status, what, sizeof what);
@@ -36,6 +44,8 @@ void report_worker_end(const struct job *j, const struct worker *w,
 
 void report_stopping_others(const struct job *j)
 {
+    if (j->live > 0)
+        events_stop(j, "failure", SIGTERM);
     if (j->live > 0 && !j->s->o->quiet)
         msg("stopping the other %d worker%s (SIGTERM, SIGKILL after %g s)",
             j->live, plural(j->live), j->s->o->term_timeout);
@@ -67,6 +77,9 @@ void report_worker_stopped(const struct job *j, struct worker *w, int sig)
 int report_start_failure(const struct job *j, const struct worker *w,
                          enum spawn_stage stage, int err)
 {
+    events_failure(j, w, stage == SPAWN_EXEC ? "cannot run the command"
+                         : stage == SPAWN_BIND ? "binding failed"
+                                               : "cannot start the worker");
     if (stage == SPAWN_EXEC) {
         char why[PATH_MAX + 64];
         msg("rank %d (local %d): cannot run %s: %s", w->id.rank, w->id.local,
@@ -82,6 +95,7 @@ int report_start_failure(const struct job *j, const struct worker *w,
 
 void report_started(const struct job *j)
 {
+    events_attempt_started(j);
     if (j->s->o->verbose)
         msg("started %d worker%s", j->n, plural(j->n));
 }
@@ -90,6 +104,8 @@ void report_stop_signal(const struct job *j, int sig, enum action a)
 {
     char name[32];
     signal_name(sig, name, sizeof name);
+    if (a != ACT_NONE)
+        events_stop(j, "signal", sig);
     if (a == ACT_STOP || a == ACT_PASS) {
         /* The first stop request: it ends the job on every node. */
         char why[64];
@@ -109,12 +125,14 @@ void report_stop_signal(const struct job *j, int sig, enum action a)
 
 void report_deadline(const struct job *j)
 {
+    events_stop(j, "deadline", SIGKILL);
     msg("%d worker%s still running %g s after SIGTERM: sending SIGKILL",
         j->live, plural(j->live), j->s->o->term_timeout);
 }
 
 void report_peer_stop(const struct job *j)
 {
+    events_stop(j, "peer", SIGTERM);
     if (!j->s->o->quiet)
         msg("stopping the %d worker%s of this node (SIGTERM, SIGKILL after "
             "%g s): %s", j->live, plural(j->live), j->s->o->term_timeout,
@@ -123,6 +141,7 @@ void report_peer_stop(const struct job *j)
 
 void report_restart(const struct job *j)
 {
+    events_restart(j, j->p.restarts);
     if (!j->s->o->quiet)
         msg("restarting the %d worker%s of this node (restart %d of %d)",
             j->n, plural(j->n), j->p.restarts, j->s->o->max_restarts);
@@ -131,6 +150,9 @@ void report_restart(const struct job *j)
 void report_round(const struct job *j, int restarts)
 {
     amldist_rdzv_t *rz = j->s->rz;
+    if (restarts > j->p.restarts)
+        events_restart(j, restarts);
+    events_rendezvous(j);
     if (!j->s->o->quiet && restarts > j->p.restarts)
         msg("restarting the workers of all %d nodes (restart %d of %d; "
             "this node is node %d)", amldist_rdzv_num_nodes(rz), restarts,

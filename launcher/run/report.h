@@ -13,7 +13,7 @@
 
 /* A worker has ended: its failure, the attempt's first (first_failure),
  * or with -v any end. */
-void report_worker_end(const struct job *j, const struct worker *w,
+void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure);
 /* After the first failure: the other workers are being stopped. */
 void report_stopping_others(const struct job *j);

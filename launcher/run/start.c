@@ -6,8 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "output/lineprefix.h"
 #include "output/msg.h"
 #include "output/torchlogs.h"
+#include "run/events.h"
 #include "run/report.h"
 #include "run/start.h"
 
@@ -21,7 +23,8 @@ int job_init(struct job *j, const struct job_spec *s)
     j->w = calloc((size_t)j->n, sizeof *j->w);
     j->buf = malloc(READ_BUF);
     j->loop = amldist__loop_new();
-    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop)
+    j->t_begin = now_s();
+    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop || events_watch(j) < 0)
         return -1;
     for (int i = 0; i < j->n; i++) {
         j->w[i].job = j;
@@ -133,9 +136,14 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
     int prefixed = o->prefix_streams == PREFIX_BY_TEE
                        ? std_map_get(&o->tee, index) : o->prefix_streams;
     if (o->prefix_fmt && (prefixed & which)) {
-        s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
-                               w->id.node, j->s->host,
-                               which == 1 ? "stdout" : "stderr");
+        /* torchrun's template, on the lines torchrun prefixes: tee'd */
+        if (o->prefix_template && !o->prefix_given)
+            s->prefix = torch_line_prefix(o->prefix_template, o->role,
+                                          w->id.rank, w->id.local);
+        else
+            s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
+                                   w->id.node, j->s->host,
+                                   which == 1 ? "stdout" : "stderr");
         if (!s->prefix)
             return -1;
         s->prefix_len = strlen(s->prefix);
@@ -149,6 +157,8 @@ int start_worker(struct job *j, int index, int *status)
     struct worker *w = &j->w[index];
     int restarts = j->p.restarts;
     *status = AMLRUN_EXIT_SYSTEM;
+    w->terminated = 0;
+    w->attempt = -1;
     char **env = worker_env(s->env, index, restarts, &w->id);
     if (!env)
         return -1;
@@ -188,6 +198,8 @@ int start_worker(struct job *j, int index, int *status)
             w->running = 1;
             w->t_start = now_s();
             j->live++;
+            w->attempt = restarts;
+            events_worker_start(j, w);
         } else {
             *status = report_start_failure(j, w, stage, err);
             ok = 0;

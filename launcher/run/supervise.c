@@ -21,18 +21,25 @@
 #include "contain/guard.h"
 #include "output/exitstatus.h"
 #include "output/msg.h"
+#include "run/events.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
 
-int sig_stops_job(int sig)
+int sig_stops_job(const struct amlrun_opts *o, int sig)
 {
-    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+    return sig > 0 && sig < 64 && (o->stop_signals >> sig & 1);
 }
 
-int sig_forwarded(int sig)
+/* SIGWINCH always (the workers' terminal); SIGUSR1 and SIGUSR2 without
+ * --signals-to-handle.  With it, as under torchrun 2.x, a signal not
+ * listed is not caught at all (main.c blocks it not). */
+int sig_forwarded(const struct amlrun_opts *o, int sig)
 {
-    return sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGWINCH;
+    if (sig_stops_job(o, sig))
+        return 0;
+    return sig == SIGWINCH ||
+           (!o->signals_to_handle && (sig == SIGUSR1 || sig == SIGUSR2));
 }
 
 int sig_job_control(int sig)
@@ -286,14 +293,14 @@ static void on_signal(struct job *j, int sig)
 {
     if (sig == SIGCHLD) {
         reap(j);
-    } else if (sig_forwarded(sig)) {
+    } else if (sig_forwarded(j->s->o, sig)) {
         signal_all(j, sig);
     } else if (sig == SIGTSTP) {
         suspend(j, sig);
     } else if (sig == SIGCONT) {
         /* After our own stop, or a `kill -CONT` meant for the job. */
         signal_all(j, SIGCONT);
-    } else if (sig_stops_job(sig)) {
+    } else if (sig_stops_job(j->s->o, sig)) {
         enum action a = policy_stop_signal(&j->p, sig, j->live);
         report_stop_signal(j, sig, a);
         act(j, a, sig);
@@ -447,6 +454,7 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
+    events_rendezvous(&j);
     for (;;) {
         policy_attempt(&j.p);
         if (rundir_attempt(j.rd, s->rz ? amldist_rdzv_round(s->rz)
@@ -486,6 +494,7 @@ int supervise(const struct job_spec *s)
             report_root_cause(&j);
     }
     report_slurm_stop(&j, status);
+    events_end(&j, status);
     job_free(&j);
     return status;
 }

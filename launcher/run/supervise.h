@@ -13,10 +13,11 @@
 /* Run the job; returns amlrun's exit status. */
 int supervise(const struct job_spec *s);
 
-/* The signals amlrun handles: stop the job / pass on / job control
- * (SIGTSTP stops the workers, then amlrun; SIGCONT continues them). */
-int sig_stops_job(int sig);
-int sig_forwarded(int sig);
+/* The signals amlrun handles: stop the job (--signals-to-handle's) / pass
+ * on / job control (SIGTSTP stops the workers, then amlrun; SIGCONT
+ * continues them). */
+int sig_stops_job(const struct amlrun_opts *o, int sig);
+int sig_forwarded(const struct amlrun_opts *o, int sig);
 int sig_job_control(int sig);
 
 #endif /* AMLRUN_SUPERVISE_H */

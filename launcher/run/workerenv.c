@@ -22,28 +22,48 @@ static int set_int(char ***env, const char *name, int v)
 }
 
 /*
- * What torchrun's agent sets beside the layout, in one place.  NCCL's
- * asynchronous error handling makes a rank whose peer died abort instead of
- * hanging in a collective.  torchrun 1.13 sets NCCL_ASYNC_ERROR_HANDLING=1,
- * the only name torch < 2.2 reads; torchrun >= 2.2 sets
- * TORCH_NCCL_ASYNC_ERROR_HANDLING=1, the name torch >= 2.2 reads first
- * (warning that the old one is deprecated when it is set).  The worker's
- * torch is unknown here, so both are set, and the new name decides for a
- * new torch; a user who set either name keeps it and gets neither, so that
- * a value meant as "off" is never overridden through the other name.
+ * NCCL's asynchronous error handling makes a rank whose peer died abort
+ * instead of hanging in a collective.  Its variable changed names: torch
+ * < 2.2 reads only NCCL_ASYNC_ERROR_HANDLING (torchrun 1.13 to 2.1 set it);
+ * torch >= 2.2 reads TORCH_NCCL_ASYNC_ERROR_HANDLING (torchrun >= 2.2 sets
+ * only that), and warns on every rank whenever the old name is set.  So
+ * each worker gets the one name its torch reads (e->torch, torchver.h),
+ * exactly as the matching torchrun does.  Only when that torch is unknown
+ * (no torch under the worker's Python, a command not run under Python) are
+ * both set, so that neither an old torch loses the handling nor a new one
+ * misses it: a warning is better than a hang.  A user who set either name
+ * keeps it and gets neither, so that a value meant as "off" is never
+ * overridden through the other name.
  */
-static int torchrun_defaults(char ***env, const struct amlrun_opts *o,
+static int nccl_error_handling(char ***env, int torch)
+{
+    if (amldist_envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") ||
+        amldist_envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+        return 0;
+    if (torch < TORCH_NEW_NCCL_NAME &&
+        amldist_envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0)
+        return -1;
+    if ((torch == 0 || torch >= TORCH_NEW_NCCL_NAME) &&
+        amldist_envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0)
+        return -1;
+    return 0;
+}
+
+/* What torchrun's agent sets beside the layout, in one place. */
+static int torchrun_defaults(char ***env, const struct env_spec *e,
                              int restart, int in_place)
 {
+    const struct amlrun_opts *o = e->o;
     if (set_int(env, "TORCHELASTIC_RESTART_COUNT", restart) < 0 ||
         set_int(env, "TORCHELASTIC_MAX_RESTARTS", o->max_restarts) < 0 ||
         amldist_envp_set(env, "TORCHELASTIC_RUN_ID", o->run_id) < 0 ||
-        amldist_envp_set(env, "ROLE_NAME", o->role) < 0)
+        amldist_envp_set(env, "ROLE_NAME", o->role) < 0 ||
+        nccl_error_handling(env, e->torch) < 0)
         return -1;
-    if (!amldist_envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") &&
-        !amldist_envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") &&
-        (amldist_envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0 ||
-         amldist_envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0))
+    /* torchrun 2.x exports its list (a nested torchrun reads it). */
+    if (o->signals_to_handle &&
+        amldist_envp_set(env, "TORCHELASTIC_SIGNALS_TO_HANDLE",
+                         o->signals_to_handle) < 0)
         return -1;
     /* amlrun hosts no store: rank 0's TCPStore is the job's, as torchrun
      * says with False when its agent's store is not used.  In place the
@@ -82,7 +102,8 @@ char **worker_env(struct env_spec *e, int index, int restart,
     id->rank = amldist_rank(l);
     id->local = amldist_local_rank(l);
     id->node = amldist_node_rank(l);
-    if (torchrun_defaults(&env, e->o, restart, e->nproc == 0) < 0)
+    id->world = amldist_world_size(l);
+    if (torchrun_defaults(&env, e, restart, e->nproc == 0) < 0)
         goto nomem;
     /* The binding plan is per worker of this amlrun: its index, not the
      * node-wide local rank (several amlruns may share a node).  The

@@ -21,13 +21,18 @@ struct env_spec {
     const struct amlrun_binding *binding;
     int omp_noted;            /* the OMP_NUM_THREADS notice was printed */
     const struct control *ctl; /* the control plane, or NULL */
+    int torch;                /* the workers' torch (torchver.h), 0: unknown */
 };
+
+/* The first torch that reads TORCH_NCCL_ASYNC_ERROR_HANDLING (2.2). */
+#define TORCH_NEW_NCCL_NAME 2002
 
 /* Where a worker sits, for prefixes, logs and messages.  A value the
  * launcher does not give is negative (the library's code): show it with
  * worker_id_str(), never as a number. */
 struct worker_id {
     int rank, local, node;
+    int world; /* WORLD_SIZE */
 };
 
 /* v in decimal, or "?" when unknown; buf holds at least 12 bytes. */

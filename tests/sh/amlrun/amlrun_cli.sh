@@ -161,8 +161,8 @@ has() { case " $2 " in *" $1 "*) return 0;; esac; return 1; }
 lacks() { case " $2 " in *" $1="*) return 1;; esac; return 0; }
 line=$(dry --nproc-per-node 2)
 check "ROLE_NAME=default (torchrun's default)" has ROLE_NAME=default "$line"
-check "NCCL_ASYNC_ERROR_HANDLING=1 (torchrun 1.13)" has NCCL_ASYNC_ERROR_HANDLING=1 "$line"
-check "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torchrun 2.2+)" has TORCH_NCCL_ASYNC_ERROR_HANDLING=1 "$line"
+check "NCCL_ASYNC_ERROR_HANDLING=1 (torch unknown: --no-python true)" has NCCL_ASYNC_ERROR_HANDLING=1 "$line"
+check "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (torch unknown: both names)" has TORCH_NCCL_ASYNC_ERROR_HANDLING=1 "$line"
 line=$(NCCL_ASYNC_ERROR_HANDLING=0 "$AMLRUN" --dry-run -v --no-python env 2>&1 | grep '^rank 0 ')
 check "a user's NCCL_ASYNC_ERROR_HANDLING=0 is kept" has NCCL_ASYNC_ERROR_HANDLING=0 "$line"
 check "... and no TORCH_NCCL_ASYNC_ERROR_HANDLING is added" lacks TORCH_NCCL_ASYNC_ERROR_HANDLING "$line"

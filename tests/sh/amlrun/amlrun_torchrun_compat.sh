@@ -19,7 +19,8 @@ KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
         "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME",
         "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
         "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-        "NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS")
+        "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+        "OMP_NUM_THREADS")
 # One write per line: under python -u, print() writes each of its items on
 # its own, and torchrun's workers share one stdout, so lines would mix.
 line = " ".join(["rank=%s" % os.environ.get("RANK")] +
