@@ -501,6 +501,16 @@ static int needs_pmix(const struct amldist *h)
     return 0;
 }
 
+/* Nothing names the master (srun -m arbitrary over many nodes, whose
+ * SLURM_* cannot say where rank 0 runs): the PMIx server knows its host. */
+static int master_unknown(const amldist__env_t *env, const struct amldist *h,
+                          const struct amldist *launcher)
+{
+    return !amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) &&
+           !amldist__known(launcher, AMLDIST_FIELD_MASTER_ADDR) &&
+           amldist__env_get(env, "MASTER_ADDR") == NULL;
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -550,7 +560,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */
-    if (h->want_pmix && needs_pmix(h))
+    if (h->want_pmix && (needs_pmix(h) || master_unknown(env, h, &launcher_master)))
         amldist__pmix_complete(env, h, &launcher_master);
     if (env->flags & AMLDIST_ONE_PER_NODE)
         alone_on_node(h);
