@@ -60,7 +60,9 @@ slurm_setup() {
         "$SLURM_DIR/n0/tmp" "$SLURM_DIR/n1/tmp"
     export SLURM_CONF=$SLURM_DIR/slurm.conf
     # Job and step ids of this run: a random first id, so that two runs
-    # never mix their output files up.
+    # never mix their output files up.  SLURM_SCHEDULER=sched/backfill for
+    # heterogeneous jobs, which only the backfill scheduler starts: every
+    # second rather than every 30 s.
     cat >"$SLURM_CONF" <<EOF
 ClusterName=amldist
 SlurmctldHost=n0($(node_addr n0))
@@ -75,6 +77,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=${SLURM_SCHEDULER:-sched/builtin}
+$([ "${SLURM_SCHEDULER:-}" = sched/backfill ] && echo SchedulerParameters=bf_interval=1)
 MpiDefault=none
 SwitchType=switch/none
 JobCompType=jobcomp/none
@@ -213,6 +216,13 @@ slurm_args() {
     done
 }
 
+# What srun said but its queueing lines, as a diagnostic.
+slurm_stderr() {
+    local e
+    e=$(grep -v '^srun: job [0-9]* ' "$TEST_TMP/err" | head -c 600)
+    [ -z "$e" ] || diag "stderr: $e"
+}
+
 # slurm_step NAME HOSTS SRUN_ARG...: one srun layout, HOSTS the host of each
 # rank in rank order ("n1 n0 n0"), checked three ways, with CMD in SRUN_ARG
 # where the command goes:
@@ -252,7 +262,7 @@ slurm_step() {
     local out
     out=$(slurm_on n0 $T srun "${args[@]}" 2>"$TEST_TMP/err")
     expect_eq "$name: amlrun exports rank 0's host as MASTER_ADDR" "$(by_rank <<<"$out")" "$SLURM_WANT"
-    [ -s "$TEST_TMP/err" ] && diag "stderr: $(grep -v '^srun: job' "$TEST_TMP/err" | head -c 600)"
+    slurm_stderr
 
     rm -f "$view"/*
     mapfile -t args < <(slurm_args sh -c 'echo "$(hostname) $("$1")" >"$0.$SLURM_PROCID"' "$view/h" "$BUILD/examples/hello" -- "$@")
@@ -264,7 +274,7 @@ slurm_step() {
                 $1, v["RANK"], v["LOCAL_RANK"], v["NODE_RANK"], v["WORLD_SIZE"], v["LOCAL_WORLD_SIZE"], v["MASTER_ADDR"], v["MASTER_PORT"] }'
     done)
     expect_eq "$name: amldist_init derives the same layout" "$out" "$SLURM_WANT"
-    [ -s "$TEST_TMP/err" ] && diag "stderr: $(grep -v '^srun: job' "$TEST_TMP/err" | head -c 600)"
+    slurm_stderr
 
     mapfile -t args < <(slurm_args "$BUILD/examples/bootstrap_hello" -- "$@")
     out=$(slurm_on n0 $T srun "${args[@]}" 2>"$TEST_TMP/err" | grep -c "got: hello from rank 0 (pid [0-9]* on $master)")
