@@ -376,6 +376,11 @@ static int resolve_master(const amldist__env_t *env, struct amldist *h,
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "default (single node: %s, no MASTER_ADDR)",
                          h->why[AMLDIST_FIELD_NUM_NODES]);
+        } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0' &&
+                   launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
+            /* The launcher's reason (srun -m arbitrary over many nodes). */
+            memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
+                   launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
         } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0') {
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "unknown: no MASTER_ADDR, AZ_BATCH_MASTER_NODE or "
