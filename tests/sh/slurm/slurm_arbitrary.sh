@@ -37,5 +37,11 @@ slurm_step "srun -m arbitrary -w n1,n0,n1,n0 -n4" "n1 n0 n1 n0" -m arbitrary -w 
 # Neighbours: rank 0 on the first node after all; one node.
 slurm_step "srun -m arbitrary -w n0,n1,n1 -n3" "n0 n1 n1" -m arbitrary -w n0,n1,n1 -n3 CMD
 slurm_step "srun -m arbitrary -w n1,n1 -n2 (one node)" "n1 n1" -m arbitrary -w n1,n1 -n2 CMD
+# One amlrun per node, started by srun -m arbitrary: amlrun's node order
+# is Slurm's task order, so its ranks 0 and 1 run on n1, the master.
+out=$(slurm_on n0 $T srun -m arbitrary -w n1,n0 -n2 "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>"$TEST_TMP/err")
+expect_eq "srun -m arbitrary -w n1,n0 amlrun --nproc-per-node 2: layout" "$(by_rank <<<"$out")" \
+    "$(want_slurm_layout n1 29500 4 n1:0:0:0:2 n1:0:1:1:2 n0:1:2:0:2 n0:1:3:1:2)"
+slurm_stderr
 
 expect_eq "no process left on any node (but the Slurm daemons)" "$(slurm_leftovers)" ""

@@ -36,5 +36,12 @@ out=$(slurm_on n0 $T salloc -w n1 -n1 : -w n0 -n2 srun --het-group=0,1 "$AMLRUN"
 expect_eq "salloc -w n1 -n1 : -w n0 -n2 srun --het-group=0,1 amlrun: layout" \
     "$(by_rank <<<"$out")" \
     "$(want_slurm_layout n1 29500 3 n1:0:0:0:1 n0:1:1:0:2 n0:1:2:1:2)"
+# One amlrun per node, one component each.
+out=$(slurm_on n0 $T srun -w n1 -n1 "$AMLRUN" --nproc-per-node 2 "$REPORT" : \
+      -w n0 -n1 "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>"$TEST_TMP/err")
+expect_eq "srun -w n1 amlrun --nproc-per-node 2 : -w n0 amlrun --nproc-per-node 2: layout" \
+    "$(by_rank <<<"$out")" \
+    "$(want_slurm_layout n1 29500 4 n1:0:0:0:2 n1:0:1:1:2 n0:1:2:0:2 n0:1:3:1:2)"
+slurm_stderr
 
 expect_eq "no process left on any node (but the Slurm daemons)" "$(slurm_leftovers)" ""
