@@ -60,7 +60,9 @@ slurm_setup() {
         "$SLURM_DIR/n0/tmp" "$SLURM_DIR/n1/tmp"
     export SLURM_CONF=$SLURM_DIR/slurm.conf
     # Job and step ids of this run: a random first id, so that two runs
-    # never mix their output files up.
+    # never mix their output files up.  SLURM_SCHEDULER=sched/backfill for
+    # heterogeneous jobs, which only the backfill scheduler starts: every
+    # second rather than every 30 s.
     cat >"$SLURM_CONF" <<EOF
 ClusterName=amldist
 SlurmctldHost=n0($(node_addr n0))
@@ -74,7 +76,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-SchedulerType=sched/builtin
+SchedulerType=${SLURM_SCHEDULER:-sched/builtin}
+$([ "${SLURM_SCHEDULER:-}" = sched/backfill ] && echo SchedulerParameters=bf_interval=1)
 MpiDefault=none
 SwitchType=switch/none
 JobCompType=jobcomp/none
@@ -199,4 +202,99 @@ slurm_leftovers() {
         case $comm in slurmctld|slurmscriptd|slurmd) continue ;; esac
         printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
     done
+}
+
+# slurm_args CMD... -- ARG...: the srun arguments ARG with every word CMD
+# replaced by the command words, one argument a line (a heterogeneous step
+# names its command in each component: -w n1 -n1 CMD : -w n0 -n2 CMD).
+slurm_args() {
+    local cmd=() a
+    while [ "$1" != -- ]; do cmd+=("$1"); shift; done
+    shift
+    for a in "$@"; do
+        if [ "$a" = CMD ]; then printf '%s\n' "${cmd[@]}"; else printf '%s\n' "$a"; fi
+    done
+}
+
+# What srun said but its queueing lines, as a diagnostic.
+slurm_stderr() {
+    local e
+    e=$(grep -v '^srun: job [0-9]* ' "$TEST_TMP/err" | head -c 600)
+    [ -z "$e" ] || diag "stderr: $e"
+}
+
+# slurm_step NAME HOSTS SRUN_ARG...: one srun layout, HOSTS the host of each
+# rank in rank order ("n1 n0 n0"), checked three ways, with CMD in SRUN_ARG
+# where the command goes:
+#   - what Slurm did: each task's host, SLURM_LOCALID and SLURM_NODEID;
+#     the hosts must be HOSTS, and from them follow the local world sizes
+#     (tasks per host) and the master (the host of rank 0);
+#   - what amlrun exports (srun amlrun tests/amlrun/report.sh);
+#   - what amldist_init derives (examples/hello), and that rank 0 is
+#     reachable there (examples/bootstrap_hello: every rank gets its line).
+# Sets SLURM_WANT (the report lines) for a DDP check after it.
+slurm_step() {
+    local name=$1 hosts=$2 args=() a
+    shift 2
+    local view=$TEST_TMP/view
+    mkdir -p "$view"; rm -f "$view"/*
+    mapfile -t args < <(slurm_args sh -c 'echo "$(hostname) $SLURM_LOCALID $SLURM_NODEID" >"$0.$SLURM_PROCID"' "$view/t" -- "$@")
+    slurm_on n0 $T srun "${args[@]}" >/dev/null 2>"$TEST_TMP/err" ||
+        diag "$name: srun: $(head -c 400 "$TEST_TMP/err")"
+    local n=0 got_hosts="" master="" line h lr nid
+    declare -A on
+    while [ -e "$view/t.$n" ]; do
+        read -r h lr nid <"$view/t.$n"
+        got_hosts+="${got_hosts:+ }$h"
+        [ "$n" = 0 ] && master=$h
+        on[$h]=$((${on[$h]:-0} + 1))
+        n=$((n + 1))
+    done
+    expect_eq "$name: Slurm puts ranks 0..$((n - 1)) on $hosts" "$got_hosts" "$hosts"
+    SLURM_WANT=""
+    for ((a = 0; a < n; a++)); do
+        read -r h lr nid <"$view/t.$a"
+        SLURM_WANT+="$h RANK=$a LOCAL_RANK=$lr NODE_RANK=$nid WORLD_SIZE=$n LOCAL_WORLD_SIZE=${on[$h]} MASTER_ADDR=$master MASTER_PORT=29500"$'\n'
+    done
+    SLURM_WANT=${SLURM_WANT%$'\n'}
+
+    mapfile -t args < <(slurm_args "$AMLRUN" "$REPORT" -- "$@")
+    local out
+    out=$(slurm_on n0 $T srun "${args[@]}" 2>"$TEST_TMP/err")
+    expect_eq "$name: amlrun exports rank 0's host as MASTER_ADDR" "$(by_rank <<<"$out")" "$SLURM_WANT"
+    slurm_stderr
+
+    rm -f "$view"/*
+    mapfile -t args < <(slurm_args sh -c 'echo "$(hostname) $("$1")" >"$0.$SLURM_PROCID"' "$view/h" "$BUILD/examples/hello" -- "$@")
+    slurm_on n0 $T srun "${args[@]}" >/dev/null 2>"$TEST_TMP/err"
+    out=$(for ((a = 0; a < n; a++)); do
+        tr '\n' ' ' <"$view/h.$a" 2>/dev/null | awk '{
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+            printf "%s RANK=%s LOCAL_RANK=%s NODE_RANK=%s WORLD_SIZE=%s LOCAL_WORLD_SIZE=%s MASTER_ADDR=%s MASTER_PORT=%s\n",
+                $1, v["RANK"], v["LOCAL_RANK"], v["NODE_RANK"], v["WORLD_SIZE"], v["LOCAL_WORLD_SIZE"], v["MASTER_ADDR"], v["MASTER_PORT"] }'
+    done)
+    expect_eq "$name: amldist_init derives the same layout" "$out" "$SLURM_WANT"
+    slurm_stderr
+
+    mapfile -t args < <(slurm_args "$BUILD/examples/bootstrap_hello" -- "$@")
+    out=$(slurm_on n0 $T srun "${args[@]}" 2>"$TEST_TMP/err" | grep -c "got: hello from rank 0 (pid [0-9]* on $master)")
+    expect_eq "$name: every rank gets rank 0's line through the master ($master)" "$out" "$n"
+}
+
+# slurm_ddp NAME SRUN_ARG...: a gloo DDP job (tests/amlrun/ddp_replicas.py
+# under srun amlrun) on the layout slurm_step checked last: every rank
+# trains and agrees, on the host SLURM_WANT says.
+slurm_ddp() {
+    local name=$1 args=() dir=$TEST_TMP/ddp.$RANDOM
+    shift
+    mkdir -p "$dir"
+    mapfile -t args < <(slurm_args "$AMLRUN" --python "$TORCH_PY" "$TOP/tests/amlrun/ddp_replicas.py" -- "$@")
+    DDP_OUT=$dir/rank slurm_on n0 $T srun --kill-on-bad-exit=1 "${args[@]}" >/dev/null 2>"$TEST_TMP/err"
+    diag "$name: srun status $?"
+    local want got n
+    n=$(grep -c . <<<"$SLURM_WANT")
+    want=$(sed -E 's/^(n[0-9]+) RANK=([0-9]+) LOCAL_RANK=[0-9]+ NODE_RANK=([0-9]+) .*/\1 rank=\2\/'"$n"' node=\3 agree=True trained=True/' <<<"$SLURM_WANT")
+    got=$(cat "$dir"/rank.* 2>/dev/null | sort -t= -k2,2n)
+    if [ "$got" = "$want" ]; then ok "$name"
+    else fail "$name"; diag "got: $got"; diag "want: $want"; diag "stderr: $(tail -c 1500 "$TEST_TMP/err")"; fi
 }

@@ -6,7 +6,7 @@
  * launcher we hand over to owns the job: its exit status is the job's.
  *
  * The master address is left to each node's libamldist (PMIx's host of rank
- * 0, Slurm's first node of the step) unless the user gave one: mpirun puts
+ * 0, Slurm's host of task 0) unless the user gave one: mpirun puts
  * rank 0 on its own node when that is in the list, and srun orders nodes
  * its own way, so "the first host listed" may not be where rank 0 runs.
  */

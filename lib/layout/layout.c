@@ -376,6 +376,11 @@ static int resolve_master(const amldist__env_t *env, struct amldist *h,
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "default (single node: %s, no MASTER_ADDR)",
                          h->why[AMLDIST_FIELD_NUM_NODES]);
+        } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0' &&
+                   launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
+            /* The launcher's reason (srun -m arbitrary over many nodes). */
+            memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
+                   launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
         } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0') {
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "unknown: no MASTER_ADDR, AZ_BATCH_MASTER_NODE or "
@@ -501,6 +506,16 @@ static int needs_pmix(const struct amldist *h)
     return 0;
 }
 
+/* Nothing names the master (srun -m arbitrary over many nodes, whose
+ * SLURM_* cannot say where rank 0 runs): the PMIx server knows its host. */
+static int master_unknown(const amldist__env_t *env, const struct amldist *h,
+                          const struct amldist *launcher)
+{
+    return !amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) &&
+           !amldist__known(launcher, AMLDIST_FIELD_MASTER_ADDR) &&
+           amldist__env_get(env, "MASTER_ADDR") == NULL;
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -550,7 +565,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */
-    if (h->want_pmix && needs_pmix(h))
+    if (h->want_pmix && (needs_pmix(h) || master_unknown(env, h, &launcher_master)))
         amldist__pmix_complete(env, h, &launcher_master);
     if (env->flags & AMLDIST_ONE_PER_NODE)
         alone_on_node(h);
