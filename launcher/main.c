@@ -124,7 +124,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
         msg("mode: %s; %d worker%s on this node", p->why, p->nproc,
             p->nproc == 1 ? "" : "s");
     struct control ctl;
-    if ((rc = control_join(o, p, &ctl)) >= 0) {
+    if ((rc = control_join(o, p, b, &ctl)) >= 0) {
         bind_free(b);
         return rc;
     }

@@ -245,6 +245,12 @@ int amldist_plan_compute(const amldist_topo_t *t,
                              "nic_bind %d or gpu_bind %d out of range",
                              (int)o->cpu_bind, (int)o->mem_bind,
                              (int)o->nic_bind, (int)o->gpu_bind);
+    if (o->gpu_first < 0 || o->machine_ranks < 0 ||
+        o->gpu_first > (1 << 30) - nlocal || o->machine_ranks > (1 << 30))
+        return amldist__fail(AMLDIST_EINVAL,
+                             "amldist_plan_compute: gpu_first %d or "
+                             "machine_ranks %d out of range", o->gpu_first,
+                             o->machine_ranks);
     if (o->cpu_bind == AMLDIST_CPU_BIND_LIST && o->cpu_list == NULL)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: cpu_bind LIST without "
@@ -259,24 +265,29 @@ int amldist_plan_compute(const amldist_topo_t *t,
     }
     p->opts = *o;
     p->n = nlocal;
+    p->ngpus = t->ngpus;
     p->single_numa = t->nnuma <= 1;
     if (t->vis_warning[0] != '\0')
         amldist__warn(p->warnings, sizeof p->warnings, "%s", t->vis_warning);
     int rc = 0;
     for (int r = 0; r < nlocal; r++) {
-        p->ranks[r].gpu = t->ngpus > 0 ? r % t->ngpus : -1;
+        p->ranks[r].gpu = t->ngpus > 0 ? (o->gpu_first + r) % t->ngpus : -1;
         p->ranks[r].numa = -1;
         p->ranks[r].nic = -1;
         p->ranks[r].mem_mode = -1;
         if ((p->ranks[r].cpus = hwloc_bitmap_alloc()) == NULL)
             rc = amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
     }
-    if (t->ngpus > 0 && nlocal > t->ngpus)
+    if (t->ngpus > 0 && amldist__plan_machine_ranks(p) > t->ngpus)
         amldist__warn(p->warnings, sizeof p->warnings,
-                      "%d ranks on %d GPU%s: ranks share GPUs, which one NCCL "
-                      "communicator refuses (\"Duplicate GPU detected\"); "
-                      "fine for CPU (gloo) jobs",
-                      nlocal, t->ngpus, t->ngpus == 1 ? "" : "s");
+                      "%d ranks on %d GPU%s%s: ranks share GPUs, which one "
+                      "NCCL communicator refuses (\"Duplicate GPU "
+                      "detected\"); fine for CPU (gloo) jobs",
+                      amldist__plan_machine_ranks(p), t->ngpus,
+                      t->ngpus == 1 ? "" : "s",
+                      nlocal < amldist__plan_machine_ranks(p)
+                          ? " of this machine (its launchers together)"
+                          : "");
     if (rc == 0)
         rc = allowed_cpus(p, t, allowed);
     if (rc == 0)
