@@ -70,7 +70,13 @@ int control_round(const struct control *c, struct amlrun_binding *b)
     int first = 0, all = 0;
     if (!c->rz)
         return 0;
-    print_warnings(amldist_rdzv_warnings(c->rz));
+    /* Once per change, not again at every restart. */
+    static char said[4096];
+    const char *w = amldist_rdzv_warnings(c->rz);
+    if (strncmp(w, said, sizeof said - 1) != 0) {
+        print_warnings(w);
+        snprintf(said, sizeof said, "%s", w);
+    }
     if (amldist_rdzv_gpu_share(c->rz, &first, &all) < 0)
         return 0;
     if (c->verbose && all > amldist_rdzv_node_nproc(c->rz,
