@@ -188,7 +188,8 @@ typedef struct {
      * gpu_first ranks of the others, of machine_ranks in all (0: this
      * launcher's alone).  Local rank r gets GPU (gpu_first + r) mod the
      * visible GPUs; ranks of the machine that land on one GPU are told so
-     * (AMLDIST_GPU_SHARED). */
+     * (AMLDIST_GPU_SHARED).  With GPUs, cores and NICs are planned for all
+     * the machine's ranks and this launcher keeps its slice. */
     int gpu_first;
     int machine_ranks;
 } amldist_plan_options_t;

@@ -215,6 +215,52 @@ static int finish_rank(amldist_plan_t *p, const amldist_topo_t *t,
     return 0;
 }
 
+/* Internal flag: the plan is of every rank of a machine whose launchers
+ * split its GPUs (machine_slice()), which its warnings say. */
+#define MACHINE_WIDE (1u << 31)
+
+/*
+ * This launcher's ranks of a machine whose launchers split its GPUs: the
+ * plan of all the machine's ranks, as one launcher would make it (each
+ * NUMA node's cores cut among every rank whose GPU is there, NICs used in
+ * turn over all of them), of which this launcher keeps its slice.  Each
+ * launcher computes the same whole, so their slices never overlap.
+ */
+static int machine_slice(const amldist_topo_t *t,
+                         const amldist_plan_options_t *o, int nlocal,
+                         int machine, amldist_plan_t **out)
+{
+    amldist_plan_options_t wo = *o;
+    amldist_plan_t *whole, *p;
+    wo.gpu_first = wo.machine_ranks = 0;
+    wo.flags |= MACHINE_WIDE;
+    int rc = amldist_plan_compute(t, &wo, machine, &whole);
+    if (rc < 0)
+        return rc;
+    p = malloc(sizeof *p);
+    struct amldist__rank *ranks = calloc((size_t)nlocal, sizeof *ranks);
+    if (p == NULL || ranks == NULL) {
+        free(p);
+        free(ranks);
+        amldist_plan_free(whole);
+        return amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
+    }
+    *p = *whole;
+    p->ranks = ranks;
+    p->opts = *o;
+    p->n = nlocal;
+    for (int r = 0; r < nlocal; r++) {
+        struct amldist__rank *from = &whole->ranks[o->gpu_first + r];
+        p->ranks[r] = *from;
+        from->cpus = NULL; /* now p's */
+        from->cpulist = NULL;
+        from->mask = NULL;
+    }
+    amldist_plan_free(whole);
+    *out = p;
+    return 0;
+}
+
 int amldist_plan_compute(const amldist_topo_t *t,
                          const amldist_plan_options_t *o, int nlocal,
                          amldist_plan_t **out)
@@ -255,6 +301,12 @@ int amldist_plan_compute(const amldist_topo_t *t,
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: cpu_bind LIST without "
                              "cpu_list");
+    int machine = o->machine_ranks > o->gpu_first + nlocal
+                      ? o->machine_ranks : o->gpu_first + nlocal;
+    /* An explicit cpu list is this launcher's own, whatever the others. */
+    if (t->ngpus > 0 && machine > nlocal && machine <= MAX_LOCAL_RANKS &&
+        o->cpu_bind != AMLDIST_CPU_BIND_LIST)
+        return machine_slice(t, o, nlocal, machine, out);
     amldist_plan_t *p = calloc(1, sizeof *p);
     hwloc_bitmap_t allowed = hwloc_bitmap_alloc();
     if (p == NULL || allowed == NULL ||
@@ -285,7 +337,7 @@ int amldist_plan_compute(const amldist_topo_t *t,
                       "detected\"); fine for CPU (gloo) jobs",
                       amldist__plan_machine_ranks(p), t->ngpus,
                       t->ngpus == 1 ? "" : "s",
-                      nlocal < amldist__plan_machine_ranks(p)
+                      o->flags & MACHINE_WIDE
                           ? " of this machine (its launchers together)"
                           : "");
     if (rc == 0)

@@ -363,6 +363,20 @@ static void test_machine_share(void)
     free_env(env);
     CHECK_STR_EQ(amldist_plan_warnings(p), "");
     amldist_plan_free(p);
+    /* Cores too are cut as one launcher would cut them for the machine's 4
+     * ranks (GPUs 0..3 are on NUMA node 0): the second launcher's ranks get
+     * the blocks of machine ranks 2 and 3, never the first one's. */
+    o.cpu_bind = AMLDIST_CPU_BIND_EXCLUSIVE;
+    p = plan_opts(t, &o, 2);
+    o.gpu_first = 0;
+    amldist_plan_t *first = plan_opts(t, &o, 2);
+    CHECK_STR_EQ(amldist_plan_rank_cpus(first, 0), "0-5,48-53");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(first, 1), "6-11,54-59");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "12-17,60-65");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 1), "18-23,66-71");
+    amldist_plan_free(first);
+    amldist_plan_free(p);
+    o.cpu_bind = AMLDIST_CPU_BIND_NONE;
     /* The second of two launchers with 6 ranks each on 8 GPUs: ranks 6..11
      * of the machine take GPUs 6, 7, 0, 1, 2, 3; all but the first two
      * share theirs with the first launcher's ranks 0..3. */
