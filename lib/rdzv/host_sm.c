@@ -377,20 +377,22 @@ static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
     return 0;
 }
 
-/* The last call has begun, or a node joined during it: every member hears
- * how many nodes are in and when the round forms (a silent wait of
- * last_call_ms looks like a hang). */
-static void say_waiting(amldist__rz_sm_t *sm)
+/* The last call has begun (who: NULL, every member hears it), or node
+ * `who` joined during it: how many nodes are in and when the round forms,
+ * one line for each agent (a silent wait of last_call_ms looks like a
+ * hang; a line at every join would be thousands in a large job). */
+static void say_waiting(amldist__rz_sm_t *sm, void *who)
 {
     int n = count_in_job(sm), more = sm->cfg.max - n;
     long long left = sm->min_at + sm->cfg.last_call_ms - sm->now;
+    /* Tenths of a second at most: "30 s", "0.5 s", "12.3 s". */
+    double s = left > 0 ? (double)((left + 50) / 100) / 10 : 0;
     snprintf(sm->waiting, sizeof sm->waiting, "rendezvous: %d node%s of "
-             "%d:%d in; the round forms in %.0f s (last_call_timeout), or "
+             "%d:%d in; the round forms in %g s (last_call_timeout), or "
              "at once if %d more join%s", n, n == 1 ? "" : "s", sm->cfg.min,
-             sm->cfg.max, left > 0 ? left / 1000.0 : 0.0, more,
-             more == 1 ? "s" : "");
+             sm->cfg.max, s, more, more == 1 ? "s" : "");
     for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].state == M_JOINED)
+        if (sm->m[i].state == M_JOINED && (!who || sm->m[i].who == who))
             emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0, sm->waiting);
 }
 
@@ -408,12 +410,15 @@ static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
     amldist__strlcpy(m->local_addr, ev->join.local_addr,
                      sizeof m->local_addr);
     emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
+    int began = 0;
     if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at == 0 &&
-        count_in_job(sm) >= sm->cfg.min)
+        count_in_job(sm) >= sm->cfg.min) {
         sm->min_at = sm->now;
+        began = 1;
+    }
     if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at &&
         count_in_job(sm) < sm->cfg.max && sm->cfg.last_call_ms > 0)
-        say_waiting(sm);
+        say_waiting(sm, began ? NULL : ev->who);
     if (sm->phase == AMLDIST__RZ_P_RUNNING) {
         /* torchrun's behaviour: a new node restarts every node's workers
          * in a round with it; not counted as a restart. */

@@ -434,7 +434,8 @@ static void test_local_addr_is_master(void)
 }
 
 /* Once min nodes are in and the last call runs, every member hears how
- * many are in and when the round forms; not before min, not at max. */
+ * many are in and when the round forms, and a node that joins during it
+ * hears it alone: one line for each agent; not before min, not at max. */
 static void test_waiting_line(void)
 {
     job(2, 4, 0);
@@ -449,8 +450,13 @@ static void test_waiting_line(void)
         CHECK_STR_HAS(w->text, "forms in 1 s");
         CHECK_STR_HAS(w->text, "if 2 more join");
     }
+    now += 400;
     join(2, -1, 1);
-    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 3);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 1);
+    w = action(AMLDIST__RZ_A_WAIT, 2);
+    CHECK(w != NULL);
+    if (w)
+        CHECK_STR_HAS(w->text, "3 nodes of 2:4 in; the round forms in 0.6 s");
     join(3, -1, 1);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 0);
     amldist__rz_sm_free(sm);
