@@ -97,6 +97,19 @@ expect_eq "--nnodes 1:2 alone: runs after the last call" "${RC[n0]} $(records | 
 has "--nnodes 1:2 alone: one line says how many are in and when the round forms" \
     "$(cat "$RZ_DIR/n0.err")" \
     "^amlrun: rendezvous: 1 node of 1:2 in; the round forms in 1 s \(last_call_timeout\), or at once if 1 more joins$"
+# Two nodes of 1:3: the first in hears that the last call began, the
+# second (joining during it) its own line: one line each.
+rz_case lastcall2
+for n in n0 n1; do
+    rz_start "$n" --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 60))" --nnodes 1:3 \
+        --nproc-per-node 1 --cpu-bind none --rdzv-conf "$RZ_FAST,last_call_timeout=2" "$MW"
+done
+rz_wait n0 n1
+expect_eq "--nnodes 1:3, two nodes: both run" "$(rz_rcs n0 n1) $(records | wc -l)" "n0=0 n1=0 2"
+expect_eq "--nnodes 1:3, two nodes: one line on each node" \
+    "$(grep -c 'round forms' "$RZ_DIR/n0.err") $(grep -c 'round forms' "$RZ_DIR/n1.err")" "1 1"
+expect_eq "--nnodes 1:3, two nodes: the first heard 1 in, the second 2" \
+    "$(cat "$RZ_DIR"/n*.err | sed -n 's/.*rendezvous: \([0-9]\) nodes\{0,1\} of 1:3 in; the round forms in [0-9.]* s (last_call_timeout), or at once if [12] more joins\{0,1\}$/\1/p' | sort | tr '\n' ' ')" "1 2 "
 rz_case lastcallq
 rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 50))" --nnodes 1:2 -q \
     --nproc-per-node 1 --cpu-bind none --rdzv-conf "$RZ_FAST,last_call_timeout=1" "$MW"
