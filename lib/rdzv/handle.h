@@ -90,5 +90,8 @@ int amldist__rz_free_port(void);
 void amldist__rz_note_options(amldist_rdzv_t *r,
                               const amldist_rdzv_options_t *o);
 void amldist__rz_note_round(amldist_rdzv_t *r);
+/* The host's WAIT line, written to the note descriptor (thread). */
+void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
+                           uint32_t len);
 
 #endif /* AMLDIST_RDZV_HANDLE_H */

@@ -192,28 +192,6 @@ static int by_key(const void *a, const void *b, void *sm)
     return ka < kb ? -1 : ka > kb;
 }
 
-/* The nodes of one machine split its GPUs: in node order, each node's
- * ranks come after those of the machine's nodes before it, as if one
- * launcher started them all (its local rank r gets GPU (first + r) mod the
- * GPUs).  A node whose machine is unknown (0) has the machine alone. */
-static void share_gpus(amldist__rz_round_t *rd, struct member *const *nodes,
-                       int n)
-{
-    for (int i = 0; i < n; i++) {
-        int first = 0, all = 0;
-        for (int k = 0; k < n; k++) {
-            if (k != i && (nodes[i]->machine == 0 ||
-                           nodes[k]->machine != nodes[i]->machine))
-                continue;
-            if (k < i)
-                first += nodes[k]->nproc;
-            all += nodes[k]->nproc;
-        }
-        rd->gpu_first[i] = first;
-        rd->machine_ranks[i] = all;
-    }
-}
-
 /* Close the round: every JOINED or DONE member gets a node rank. */
 static void form_round(amldist__rz_sm_t *sm)
 {
@@ -258,9 +236,12 @@ static void form_round(amldist__rz_sm_t *sm)
         rd->master_port = DEFAULT_MASTER_PORT;
     rd->last_call_ms = sm->cfg.last_call_ms;
     rd->join_timeout_ms = sm->cfg.join_timeout_ms;
-    for (int i = 0; i < n; i++)
+    uint64_t machine[AMLDIST_RDZV_MAX_NODES];
+    for (int i = 0; i < n; i++) {
         rd->nproc[i] = nodes[i]->nproc;
-    share_gpus(rd, nodes, n);
+        machine[i] = nodes[i]->machine;
+    }
+    amldist__rz_share_gpus(rd, machine);
     for (int i = 0; i < n; i++) {
         nodes[i]->node = nodes[i]->prev_node = i;
         nodes[i]->state = M_RUNNING;

@@ -144,6 +144,9 @@ typedef struct {
 /* The three arrays of a round of n nodes, in one block at rd->nproc;
  * 0, or -1 when out of memory (rd unchanged). */
 int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n);
+/* Each node's GPU share in round *rd (nnodes and nproc set) among the
+ * nodes of its machine (machine[i], 0: none) (share.c). */
+void amldist__rz_share_gpus(amldist__rz_round_t *rd, const uint64_t *machine);
 
 /* Encode round *rd as an ASSIGN for its node rd->node at p (room for
  * AMLDIST__RZ_ASSIGN_MAX); its length. */

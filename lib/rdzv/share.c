@@ -6,6 +6,7 @@
  * this agent asked (another node's master address won, the host's
  * timeouts differ).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,43 @@ void amldist__rz_note_round(amldist_rdzv_t *r)
             r->cfg.join_timeout_ms / 1000.0, rd->join_timeout_ms / 1000.0);
     free(r->warnings);
     r->warnings = n ? strdup(buf) : NULL;
+}
+
+/* The host's line on the forming round, for whoever reads the note
+ * descriptor (amlrun's stderr): one write, so that lines do not mix, and
+ * only printable characters, whatever the host sent. */
+void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
+                           uint32_t len)
+{
+    char line[AMLDIST__RZ_TEXT_MAX + 100];
+    if (r->note_fd < 0)
+        return;
+    size_t n = (size_t)snprintf(line, sizeof line, "%s", r->note_prefix);
+    for (uint32_t i = 0; i < len && n + 2 < sizeof line; i++)
+        line[n++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    line[n++] = '\n';
+    while (write(r->note_fd, line, n) < 0 && errno == EINTR) {
+    }
+}
+
+/* The nodes of one machine split its GPUs: in node order, each node's
+ * ranks come after those of the machine's nodes before it, as if one
+ * launcher started them all (its local rank r gets GPU (first + r) mod the
+ * GPUs).  A node whose machine is unknown (0) has the machine alone. */
+void amldist__rz_share_gpus(amldist__rz_round_t *rd, const uint64_t *machine)
+{
+    for (int i = 0; i < rd->nnodes; i++) {
+        int first = 0, all = 0;
+        for (int k = 0; k < rd->nnodes; k++) {
+            if (k != i && (machine[i] == 0 || machine[k] != machine[i]))
+                continue;
+            if (k < i)
+                first += rd->nproc[k];
+            all += rd->nproc[k];
+        }
+        rd->gpu_first[i] = first;
+        rd->machine_ranks[i] = all;
+    }
 }
 
 int amldist_rdzv_gpu_share(const amldist_rdzv_t *r, int *first,

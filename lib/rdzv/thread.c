@@ -150,27 +150,12 @@ static int refusal_code(uint32_t reason)
     }
 }
 
-/* The host's line on the forming round, for whoever waits at the note
- * descriptor (amlrun's stderr): one write, so that lines do not mix. */
-static void note(const amldist_rdzv_t *r, const unsigned char *p,
-                 uint32_t len)
-{
-    char line[AMLDIST__RZ_TEXT_MAX + 100];
-    if (r->note_fd < 0)
-        return;
-    int n = snprintf(line, sizeof line, "%s%.*s\n", r->note_prefix,
-                     (int)len, (const char *)p);
-    if (n > 0 && (size_t)n < sizeof line)
-        while (write(r->note_fd, line, (size_t)n) < 0 && errno == EINTR) {
-        }
-}
-
 static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
                      uint32_t len)
 {
     const char *why = NULL;
     if (type == AMLDIST__RZ_WAIT) {
-        note(r, p, len);
+        amldist__rz_note_wait(r, p, len);
         return;
     }
     pthread_mutex_lock(&r->mu);
