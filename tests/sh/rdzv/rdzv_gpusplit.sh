@@ -89,6 +89,35 @@ expect_eq "c10d, 2 x 3 on 4 GPUs: rank 4 on rank 0's GPU" \
 has "c10d, 2 x 3 on 4 GPUs: the warning names the machine's ranks" \
     "$(cat "$RZ_DIR"/n*.err)" "6 ranks on 4 GPUs of this machine"
 
+# An elastic job on 3 GPUs whose second node on the machine joins while the
+# first runs: the job re-forms and the machine's GPUs are split again.  Node
+# 0 alone had GPUs 0 and 1, none shared; in the new round node 1 takes GPUs
+# 2 and 0, and node 0's rank 0 now shares GPU 0 with it, which node 0 must
+# learn too.
+EW=$TEST_TMP/elastic_worker.sh
+cat >"$EW" <<'EOF'
+#!/bin/sh
+echo "$(hostname) $RANK $LOCAL_RANK ${AMLDIST_GPU:-none} ${AMLDIST_GPU_SHARED:-0}" >"$RZ_DIR/w$WORLD_SIZE.$RANK"
+[ "$WORLD_SIZE" = 4 ] || exec sleep 60
+EOF
+chmod +x "$EW"
+rz_case elastic
+for n in n0 n1; do
+    [ "$n" = n1 ] && { rz_wait_files w2. 2 || fail "elastic: node 0 runs alone first"; }
+    CUDA_VISIBLE_DEVICES=0,1,2 rz_start "$n" --rdzv-backend c10d \
+        --rdzv-endpoint "$EP:$((PORT + 25))" --nnodes 1:2 --nproc-per-node 2 \
+        --cpu-bind none --topology "$P4D" --rdzv-conf "$RZ_FAST,last_call_timeout=0.5" "$EW"
+done
+rz_wait n0 n1
+gpu_n() { tr ',' '\n' <<<"$buses" | sed -n "$(($1 + 1))p"; }
+expect_eq "elastic, a second node joins: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
+expect_eq "elastic, a second node joins: node 0 alone had GPUs 0 and 1, unshared" \
+    "$(cat "$RZ_DIR"/w2.* | sort -k2,2n | awk '{ printf "%s:%s ", $4, $5 }')" \
+    "$(gpu_n 0):0 $(gpu_n 1):0 "
+expect_eq "elastic, a second node joins: the new round splits GPUs 0, 1, 2, 0 and marks GPU 0 on both nodes" \
+    "$(cat "$RZ_DIR"/w4.* | sort -k2,2n | awk '{ printf "%s:%s ", $4, $5 }')" \
+    "$(gpu_n 0):1 $(gpu_n 1):0 $(gpu_n 2):0 $(gpu_n 0):1 "
+
 # No GPU (this machine's own topology has none): the job runs as before.
 pair nogpu $((PORT + 30)) 2 "$GW"
 expect_eq "no GPUs: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
