@@ -147,7 +147,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                      options_c10d(o) ? -1 : amldist_node_rank(p->layout),
                      p->nproc, c->path);
     struct control ctl;
-    if ((rc = control_join(o, p, &ctl)) >= 0) {
+    if ((rc = control_join(o, p, b, &ctl)) >= 0) {
         eventlog_close(events);
         bind_free(b);
         return rc;

@@ -41,7 +41,7 @@ typedef struct amldist_rdzv amldist_rdzv_t;
  * id, min/max nodes and max_restarts (an agent that differs is refused,
  * naming the value).
  */
-#define AMLDIST_RDZV_OPTIONS_VERSION 1
+#define AMLDIST_RDZV_OPTIONS_VERSION 2
 typedef struct {
     unsigned version;     /* AMLDIST_RDZV_OPTIONS_VERSION */
     const char *endpoint; /* "HOST:PORT" or "[v6addr]:PORT" (required) */
@@ -67,19 +67,36 @@ typedef struct {
     int last_call_ms;
     /* <= 0: the defaults.  Host and agents send a heartbeat every
      * keepalive_ms; one that is silent for keepalive_ms * keepalive_misses
-     * is declared dead. */
+     * is declared dead.  Every agent must give the host's values (an agent
+     * that differs is refused, naming both). */
     int keepalive_ms;
     int keepalive_misses;
     /* > 0: MASTER_PORT in every round; else node 0's agent picks a free
      * port for each round (PyTorch's store of the new round binds it). */
     int master_port;
-    /* Non-NULL: MASTER_ADDR in every round; else node 0's address as the
-     * host sees its connection. */
+    /* Non-NULL: MASTER_ADDR in every round (the host's counts; another
+     * agent's is named by amldist_rdzv_warnings()); else node 0's
+     * local_addr, else node 0's address as the host sees its connection. */
     const char *master_addr;
+    /* Since version 2. */
+    /* Non-NULL: the address this node is known by in the rendezvous
+     * (torchrun's --local-addr): node 0's becomes MASTER_ADDR. */
+    const char *local_addr;
+    /* Non-NULL: the GPUs this agent's workers may use, as text that
+     * names them (PCI bus ids).  Agents of one machine (one boot of one
+     * kernel, so network namespaces and containers of one host count as
+     * one) that give the same text split those GPUs among them
+     * (amldist_rdzv_gpu_share()).  NULL: this agent shares with none. */
+    const char *gpu_ids;
+    /* >= 0: while the round forms, lines on it (how many nodes are in,
+     * when it forms) are written to this descriptor, each after
+     * note_prefix (NULL: none).  < 0: none. */
+    int note_fd;
+    const char *note_prefix;
 } amldist_rdzv_options_t;
 #define AMLDIST_RDZV_OPTIONS_INIT                                              \
     { AMLDIST_RDZV_OPTIONS_VERSION, NULL, NULL, 1, 1, 1, -1, 0, NULL, 0, -1,   \
-      0, 0, 0, NULL }
+      0, 0, 0, NULL, NULL, NULL, -1, NULL }
 
 /* Flags of amldist_rdzv_fail(). */
 enum {
@@ -170,6 +187,26 @@ AMLDIST_API int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
 AMLDIST_API int amldist_rdzv_done(amldist_rdzv_t *r, int status);
 AMLDIST_API int amldist_rdzv_wait(amldist_rdzv_t *r, int timeout_ms);
 AMLDIST_API int amldist_rdzv_next(amldist_rdzv_t *r, int status);
+
+/*
+ * This node's part of its machine's GPUs in the current round.  The
+ * agents of one machine that gave the same gpu_ids are numbered as if one
+ * launcher started all their workers: *machine_ranks is their workers in
+ * all, *first those of the machine's nodes before this one, so that this
+ * node's local rank r takes GPU (first + r) mod the GPUs (the plan's
+ * gpu_first and machine_ranks, amldist_topo(3)).  A node alone on its
+ * machine gets 0 and its own worker count.  Returns 0 or AMLDIST_EINVAL.
+ * Since AMLDIST_1.1.
+ */
+AMLDIST_API int amldist_rdzv_gpu_share(const amldist_rdzv_t *r, int *first,
+                                       int *machine_ranks);
+
+/* What this agent asked for that the round does not do, one line each
+ * ("" when none), valid until the next round or amldist_rdzv_close(): its
+ * master_addr or master_port where the host's or node 0's won, its
+ * join_timeout_ms or last_call_ms where the host's differ (the host's are
+ * the ones that apply).  Since AMLDIST_1.1. */
+AMLDIST_API const char *amldist_rdzv_warnings(const amldist_rdzv_t *r);
 
 /* The job's exit status: 0, or its first failure's status. */
 AMLDIST_API int amldist_rdzv_exit_status(const amldist_rdzv_t *r);

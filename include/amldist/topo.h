@@ -173,7 +173,7 @@ enum {
 };
 
 /* Initialise with AMLDIST_PLAN_OPTIONS_INIT so later fields keep defaults. */
-#define AMLDIST_PLAN_OPTIONS_VERSION 1
+#define AMLDIST_PLAN_OPTIONS_VERSION 2
 typedef struct {
     unsigned version;             /* AMLDIST_PLAN_OPTIONS_VERSION */
     unsigned flags;               /* AMLDIST_PLAN_* */
@@ -185,11 +185,20 @@ typedef struct {
     /* CPUs the launcher inherited, as a list ("0-15"); NULL: this process's
      * affinity for a live topology, every allowed CPU for an XML file. */
     const char *inherited_cpus;
+    /* Since version 2.  Several launchers of one machine splitting its
+     * GPUs (amldist_rdzv_gpu_share()): this launcher's ranks come after
+     * gpu_first ranks of the others, of machine_ranks in all (0: this
+     * launcher's alone).  Local rank r gets GPU (gpu_first + r) mod the
+     * visible GPUs; ranks of the machine that land on one GPU are told so
+     * (AMLDIST_GPU_SHARED).  With GPUs, cores and NICs are planned for all
+     * the machine's ranks and this launcher keeps its slice. */
+    int gpu_first;
+    int machine_ranks;
 } amldist_plan_options_t;
 #define AMLDIST_PLAN_OPTIONS_INIT                                              \
     {AMLDIST_PLAN_OPTIONS_VERSION, 0u, AMLDIST_CPU_BIND_EXCLUSIVE, NULL,       \
      AMLDIST_MEM_BIND_NONE, AMLDIST_NIC_BIND_EXPORT, AMLDIST_GPU_BIND_NONE,   \
-     NULL}
+     NULL, 0, 0}
 
 /*
  * Set one option from its command-line text, so that every launcher parses

@@ -433,6 +433,8 @@ static const struct handler handlers[O_COUNT] = {
                        0, 0},
     [O_MASTER_PORT] = {on_int, AT(master_port), "want a port 1..65535", 1,
                        65535},
+    [O_LOCAL_ADDR] = {on_name, AT(local_addr), "want a host name or address",
+                      0, 0},
     [O_STANDALONE] = {on_flag, AT(standalone), NULL, 0, 0},
     [O_NO_NODE_CHECK] = {on_flag, AT(no_node_check), NULL, 0, 0},
     [O_MODE] = {on_mode, 0, NULL, 0, 0},

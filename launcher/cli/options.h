@@ -55,6 +55,8 @@ struct amlrun_opts {
     int nnodes_min;          /* MIN of MIN:MAX (= nnodes for N) */
     int node_rank;           /* >= 0 given */
     const char *master_addr; /* NULL: from the library */
+    const char *local_addr;  /* --local-addr: this node's address in the
+                                rendezvous (node 0's: MASTER_ADDR) */
     int master_port;         /* > 0 given */
     int standalone;
     int no_node_check;       /* --no-node-check: no control plane (control.h) */

@@ -10,6 +10,7 @@ const struct option_def opttable[] = {
     {"node-rank", ARG_REQUIRED | PET, O_NODE_RANK},
     {"master-addr", ARG_REQUIRED | PET, O_MASTER_ADDR},
     {"master-port", ARG_REQUIRED | PET, O_MASTER_PORT},
+    {"local-addr", ARG_REQUIRED | PET, O_LOCAL_ADDR},
     {"standalone", ARG_NONE | PET, O_STANDALONE},
     {"no-node-check", ARG_NONE, O_NO_NODE_CHECK},
     {"mode", ARG_REQUIRED, O_MODE},

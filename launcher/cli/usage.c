@@ -32,6 +32,8 @@ static const char usage_text[] =
 "                        them; not with c10d)\n"
 "  --master-addr HOST    address of rank 0's node\n"
 "  --master-port PORT    port of the rendezvous store (default 29500)\n"
+"  --local-addr ADDR     this node's address in the rendezvous; node 0's\n"
+"                        becomes MASTER_ADDR (c10d, as torchrun)\n"
 "  --rdzv-endpoint HOST[:PORT]  static: the same two, torchrun's spelling;\n"
 "                        c10d: where the nodes meet (port 29400 if none)\n"
 "  --rdzv-backend static|c10d   static: node ranks given (default); c10d:\n"

@@ -15,7 +15,10 @@ struct amlrun_binding {
     amldist_topo_t *topo; /* loaded here; NULL when borrowed */
     const amldist_topo_t *used; /* that one or the borrowed one */
     amldist_plan_t *plan;
+    amldist_plan_options_t po; /* the plan's options, for bind_share() */
+    int nlocal;
     int json;
+    char gpu_ids[4096];
 };
 
 static int set_opt(amldist_plan_options_t *po, const char *name,
@@ -85,6 +88,8 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
     if (topo == NULL)
         topo = b->topo;
     b->used = topo;
+    b->po = po;
+    b->nlocal = nlocal;
     if (amldist_plan_compute(topo, &po, nlocal, &b->plan) < 0) {
         fprintf(stderr, "amlrun: %s\n", amldist_last_error());
         bind_free(b);
@@ -139,6 +144,40 @@ void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
         return;
     /* JSON lines stay bare so that tools can parse them as they come. */
     fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
+}
+
+const char *bind_gpu_ids(struct amlrun_binding *b)
+{
+    int n = b != NULL ? amldist_topo_num_gpus(b->used) : 0;
+    size_t len = 0;
+    if (n <= 0)
+        return NULL;
+    b->gpu_ids[0] = '\0';
+    for (int i = 0; i < n && len + 32 < sizeof b->gpu_ids; i++)
+        len += (size_t)snprintf(b->gpu_ids + len, sizeof b->gpu_ids - len,
+                                "%s%s", i ? "," : "",
+                                amldist_topo_gpu_busid(b->used, i));
+    return b->gpu_ids;
+}
+
+int bind_share(struct amlrun_binding *b, int first, int machine_ranks)
+{
+    if (b == NULL || (b->po.gpu_first == first &&
+                      b->po.machine_ranks == machine_ranks))
+        return 0;
+    amldist_plan_options_t po = b->po;
+    amldist_plan_t *plan;
+    po.gpu_first = first;
+    po.machine_ranks = machine_ranks;
+    if (amldist_plan_compute(b->used, &po, b->nlocal, &plan) < 0) {
+        fprintf(stderr, "amlrun: %s\n", amldist_last_error());
+        return -1;
+    }
+    amldist_plan_free(b->plan);
+    b->plan = plan;
+    b->po = po;
+    print_warnings(amldist_plan_warnings(plan));
+    return 0;
 }
 
 const char *bind_gpu_note(const struct amlrun_binding *b)

@@ -36,6 +36,14 @@ int bind_apply_child(const struct amlrun_binding *b, int local_rank);
 /* One --report-bindings line for the rank. */
 void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                  FILE *f);
+/* The GPUs the plan uses, named by PCI bus id ("0000:07:00.0,..."), for
+ * the rendezvous to tell the agents of one machine that share them; NULL
+ * without any. */
+const char *bind_gpu_ids(struct amlrun_binding *b);
+/* Plan again with this node's share of its machine's GPUs
+ * (amldist_rdzv_gpu_share()): local rank r gets GPU (first + r) mod the
+ * GPUs.  0, or -1 after a message (the plan stays as it was). */
+int bind_share(struct amlrun_binding *b, int first, int machine_ranks);
 /* amldist_topo_gpu_note() of the topology planned on (NULL without one). */
 const char *bind_gpu_note(const struct amlrun_binding *b);
 void bind_free(struct amlrun_binding *b);

@@ -53,8 +53,45 @@ static int same_counts(const struct control *c, int nproc)
     return 1;
 }
 
+/* The rendezvous library's warnings, one "amlrun: warning:" line each. */
+static void print_warnings(const char *w)
+{
+    while (w && *w) {
+        size_t len = strcspn(w, "\n");
+        msg("warning: %.*s", (int)len, w);
+        w += len;
+        if (*w == '\n')
+            w++;
+    }
+}
+
+int control_round(const struct control *c, struct amlrun_binding *b)
+{
+    int first = 0, all = 0;
+    if (!c->rz)
+        return 0;
+    /* Once per change, not again at every restart. */
+    static char said[4096];
+    const char *w = amldist_rdzv_warnings(c->rz);
+    if (strncmp(w, said, sizeof said - 1) != 0) {
+        print_warnings(w);
+        snprintf(said, sizeof said, "%s", w);
+    }
+    if (amldist_rdzv_gpu_share(c->rz, &first, &all) < 0)
+        return 0;
+    if (c->verbose && all > amldist_rdzv_node_nproc(c->rz,
+                                                    amldist_rdzv_node_rank(c->rz)))
+        msg("GPUs: this machine runs %d ranks of the job in several amlruns; "
+            "this one's are its ranks %d..%d, which take GPUs (%d + local "
+            "rank) mod the GPUs", all, first,
+            first + amldist_rdzv_node_nproc(c->rz,
+                                            amldist_rdzv_node_rank(c->rz)) - 1,
+            first);
+    return bind_share(b, first, all);
+}
+
 int control_join(const struct amlrun_opts *o, const struct plan *p,
-                 struct control *c)
+                 struct amlrun_binding *b, struct control *c)
 {
     memset(c, 0, sizeof *c);
     const amldist_t *l = p->layout;
@@ -75,6 +112,13 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     if (rc->keep_alive_interval > 0)
         ro.keepalive_ms = ms(rc->keep_alive_interval);
     ro.keepalive_misses = rc->keep_alive_max_attempt;
+    /* The agents of one machine split the GPUs they see alike; where
+     * amlrun has no plan with GPUs there is nothing to split. */
+    ro.gpu_ids = bind_gpu_ids(b);
+    ro.local_addr = o->local_addr;
+    ro.note_fd = o->quiet ? -1 : 2;
+    ro.note_prefix = "amlrun: ";
+    c->verbose = o->verbose;
     int alone = amldist_local_world_size(l) == 1;
     if (c10d) {
         endpoint(c->endpoint, sizeof c->endpoint, o->owned_addr,
@@ -121,6 +165,16 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         msg("cannot join the job's rendezvous: %s; no worker started",
             amldist_last_error());
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
+    }
+    if (control_round(c, b) < 0) {
+        amldist_rdzv_fail(c->rz, AMLDIST_RDZV_FINAL, -1, AMLRUN_EXIT_USAGE,
+                          "amlrun:   this node could not plan its share of "
+                          "its machine's GPUs\n");
+        int status = amldist_rdzv_next(c->rz, AMLRUN_EXIT_USAGE) == 0
+                         ? amldist_rdzv_exit_status(c->rz)
+                         : AMLRUN_EXIT_USAGE;
+        control_close(c);
+        return status;
     }
     if (!c->numbering && !same_counts(c, p->nproc)) {
         /* Every amlrun sees the counts and ends the job so; through the

@@ -16,6 +16,7 @@
 #include "amldist.h"
 #include "cli/mode.h"
 #include "cli/options.h"
+#include "run/bind.h"
 
 struct control {
     amldist_rdzv_t *rz; /* NULL: no control plane (one agent, or off) */
@@ -23,13 +24,20 @@ struct control {
      * worker counts); else by amldist_derive_child(), which needs every
      * agent to start the same count. */
     int numbering;
+    int verbose;
     char endpoint[300];
 };
 
-/* Join the job's control plane if it has one.  -1 to go on (c->rz may be
- * NULL), or an exit status after a message. */
+/* Join the job's control plane if it has one, telling it the GPUs the
+ * binding `b` uses (the agents of one machine split them) and planning
+ * this node's share of them.  -1 to go on (c->rz may be NULL), or an exit
+ * status after a message. */
 int control_join(const struct amlrun_opts *o, const struct plan *p,
-                 struct control *c);
+                 struct amlrun_binding *b, struct control *c);
+/* At every round: the rendezvous's warnings (this node's master address
+ * or timeouts not used), and the binding planned again on this node's
+ * share of its machine's GPUs.  0, or -1 after a message. */
+int control_round(const struct control *c, struct amlrun_binding *b);
 /* One line on what the rendezvous gave this node (--verbose). */
 void control_describe(const struct control *c);
 void control_close(struct control *c);

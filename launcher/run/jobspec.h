@@ -21,7 +21,7 @@ struct job_spec {
     int sfd;                       /* signalfd of the handled signals,
                                       non-blocking */
     int log_dir_fd;                /* -1: no --log-dir */
-    const struct amlrun_binding *binding;
+    struct amlrun_binding *binding; /* planned again at each round */
     amldist_rdzv_t *rz;            /* the control plane, or NULL */
     struct eventlog *events;       /* --event-log, or NULL */
 };

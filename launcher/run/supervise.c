@@ -471,8 +471,13 @@ int supervise(const struct job_spec *s)
             policy_ended(&j.p, 1, 0);
             rz_next = wait_for_job(&j);
             int restarts = rz_next == 1 ? amldist_rdzv_restart_count(s->rz) : 0;
-            if (rz_next == 1)
+            if (rz_next == 1) {
                 report_round(&j, restarts);
+                /* The machine's nodes may have changed (an elastic job):
+                 * its GPUs are split again; a plan that fails to follow
+                 * keeps the last one (said). */
+                (void)control_round(s->env->ctl, s->binding);
+            }
             if (policy_round(&j.p, rz_next == 1, restarts) != PHASE_RESTARTING)
                 break;
         } else {

@@ -226,7 +226,8 @@ static int pick_device(const amldist_t *layout, int rank, int device, int *out)
             !(count == 1 && truthy(getenv("AMLDIST_GPU_SHARE"))))
             return amldist__fail(AMLDIST_ENOGPU,
                                  "rank %d: AMLDIST_GPU=%s is shared with "
-                                 "another rank of this node (amlrun started "
+                                 "another rank of this node (amlrun, or the "
+                                 "amlruns of this machine together, started "
                                  "more workers than GPUs), which NCCL refuses "
                                  "(\"Duplicate GPU detected\"); start one "
                                  "worker per GPU (amlrun --nproc-per-node "

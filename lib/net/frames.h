@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define AMLDIST__FRAME_MAGIC 0x414d4c42u /* "AMLB" */
-#define AMLDIST__FRAME_PROTOCOL 2u
+#define AMLDIST__FRAME_PROTOCOL 3u
 #define AMLDIST__FRAME_HEADER_LEN 12
 
 /* One type of a protocol and the least and most payload it may carry.  A

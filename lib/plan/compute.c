@@ -237,6 +237,52 @@ static int mark_shared(amldist_plan_t *p)
     return rc;
 }
 
+/* Internal flag: the plan is of every rank of a machine whose launchers
+ * split its GPUs (machine_slice()), which its warnings say. */
+#define MACHINE_WIDE (1u << 31)
+
+/*
+ * This launcher's ranks of a machine whose launchers split its GPUs: the
+ * plan of all the machine's ranks, as one launcher would make it (each
+ * NUMA node's cores cut among every rank whose GPU is there, NICs used in
+ * turn over all of them), of which this launcher keeps its slice.  Each
+ * launcher computes the same whole, so their slices never overlap.
+ */
+static int machine_slice(const amldist_topo_t *t,
+                         const amldist_plan_options_t *o, int nlocal,
+                         int machine, amldist_plan_t **out)
+{
+    amldist_plan_options_t wo = *o;
+    amldist_plan_t *whole, *p;
+    wo.gpu_first = wo.machine_ranks = 0;
+    wo.flags |= MACHINE_WIDE;
+    int rc = amldist_plan_compute(t, &wo, machine, &whole);
+    if (rc < 0)
+        return rc;
+    p = malloc(sizeof *p);
+    struct amldist__rank *ranks = calloc((size_t)nlocal, sizeof *ranks);
+    if (p == NULL || ranks == NULL) {
+        free(p);
+        free(ranks);
+        amldist_plan_free(whole);
+        return amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
+    }
+    *p = *whole;
+    p->ranks = ranks;
+    p->opts = *o;
+    p->n = nlocal;
+    for (int r = 0; r < nlocal; r++) {
+        struct amldist__rank *from = &whole->ranks[o->gpu_first + r];
+        p->ranks[r] = *from;
+        from->cpus = NULL; /* now p's */
+        from->cpulist = NULL;
+        from->mask = NULL;
+    }
+    amldist_plan_free(whole);
+    *out = p;
+    return 0;
+}
+
 int amldist_plan_compute(const amldist_topo_t *t,
                          const amldist_plan_options_t *o, int nlocal,
                          amldist_plan_t **out)
@@ -267,10 +313,22 @@ int amldist_plan_compute(const amldist_topo_t *t,
                              "nic_bind %d or gpu_bind %d out of range",
                              (int)o->cpu_bind, (int)o->mem_bind,
                              (int)o->nic_bind, (int)o->gpu_bind);
+    if (o->gpu_first < 0 || o->machine_ranks < 0 ||
+        o->gpu_first > (1 << 30) - nlocal || o->machine_ranks > (1 << 30))
+        return amldist__fail(AMLDIST_EINVAL,
+                             "amldist_plan_compute: gpu_first %d or "
+                             "machine_ranks %d out of range", o->gpu_first,
+                             o->machine_ranks);
     if (o->cpu_bind == AMLDIST_CPU_BIND_LIST && o->cpu_list == NULL)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_plan_compute: cpu_bind LIST without "
                              "cpu_list");
+    int machine = o->machine_ranks > o->gpu_first + nlocal
+                      ? o->machine_ranks : o->gpu_first + nlocal;
+    /* An explicit cpu list is this launcher's own, whatever the others. */
+    if (t->ngpus > 0 && machine > nlocal && machine <= MAX_LOCAL_RANKS &&
+        o->cpu_bind != AMLDIST_CPU_BIND_LIST)
+        return machine_slice(t, o, nlocal, machine, out);
     amldist_plan_t *p = calloc(1, sizeof *p);
     hwloc_bitmap_t allowed = hwloc_bitmap_alloc();
     if (p == NULL || allowed == NULL ||
@@ -281,24 +339,29 @@ int amldist_plan_compute(const amldist_topo_t *t,
     }
     p->opts = *o;
     p->n = nlocal;
+    p->ngpus = t->ngpus;
     p->single_numa = t->nnuma <= 1;
     if (t->vis_warning[0] != '\0')
         amldist__warn(p->warnings, sizeof p->warnings, "%s", t->vis_warning);
     int rc = 0;
     for (int r = 0; r < nlocal; r++) {
-        p->ranks[r].gpu = t->ngpus > 0 ? r % t->ngpus : -1;
+        p->ranks[r].gpu = t->ngpus > 0 ? (o->gpu_first + r) % t->ngpus : -1;
         p->ranks[r].numa = -1;
         p->ranks[r].nic = -1;
         p->ranks[r].mem_mode = -1;
         if ((p->ranks[r].cpus = hwloc_bitmap_alloc()) == NULL)
             rc = amldist__fail(AMLDIST_ENOMEM, "planning: out of memory");
     }
-    if (t->ngpus > 0 && nlocal > t->ngpus)
+    if (t->ngpus > 0 && amldist__plan_machine_ranks(p) > t->ngpus)
         amldist__warn(p->warnings, sizeof p->warnings,
-                      "%d ranks on %d GPU%s: ranks share GPUs, which one NCCL "
-                      "communicator refuses (\"Duplicate GPU detected\"); "
-                      "fine for CPU (gloo) jobs",
-                      nlocal, t->ngpus, t->ngpus == 1 ? "" : "s");
+                      "%d ranks on %d GPU%s%s: ranks share GPUs, which one "
+                      "NCCL communicator refuses (\"Duplicate GPU "
+                      "detected\"); fine for CPU (gloo) jobs",
+                      amldist__plan_machine_ranks(p), t->ngpus,
+                      t->ngpus == 1 ? "" : "s",
+                      o->flags & MACHINE_WIDE
+                          ? " of this machine (its launchers together)"
+                          : "");
     if (rc == 0)
         rc = allowed_cpus(p, t, allowed);
     if (rc == 0)

@@ -65,13 +65,11 @@ int amldist_plan_rank_env(const amldist_plan_t *p, int lrank, char ***envp)
             rc = amldist_envp_set(envp, "AMLDIST_GPU_INDEX", num);
         if (rc == 0 && single)
             rc = amldist_envp_set(envp, "CUDA_VISIBLE_DEVICES", r->gputoken);
-        /* More ranks than GPUs: tell the rank, so that
-         * amldist_nccl_comm_init() refuses before NCCL does. */
-        for (int k = 0; rc == 0 && k < p->n; k++)
-            if (k != lrank && p->ranks[k].gpu == r->gpu) {
-                rc = amldist_envp_set(envp, "AMLDIST_GPU_SHARED", "1");
-                break;
-            }
+        /* More ranks than GPUs on the machine: tell the rank, so that
+         * amldist_nccl_comm_init() refuses before NCCL does.  GPU g has
+         * the machine's ranks g, g + GPUs, ...: shared when two exist. */
+        if (rc == 0 && r->gpu + p->ngpus < amldist__plan_machine_ranks(p))
+            rc = amldist_envp_set(envp, "AMLDIST_GPU_SHARED", "1");
     }
     if (rc == 0 && r->bind_cpus)
         rc = amldist_envp_set(envp, "AMLDIST_CPUS", r->cpulist);

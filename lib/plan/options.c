@@ -1,5 +1,6 @@
 /* Binding options from their command-line text (one parser for every
  * launcher). */
+#include <stddef.h>
 #include <string.h>
 
 #include "topo/topo_internal.h"
@@ -8,7 +9,8 @@
  * version that adds field F makes the last entry
  * offsetof(amldist_plan_options_t, F) and appends the sizeof. */
 static const size_t plan_options_sizes[AMLDIST_PLAN_OPTIONS_VERSION + 1] = {
-    [1] = sizeof(amldist_plan_options_t),
+    [1] = offsetof(amldist_plan_options_t, gpu_first),
+    [2] = sizeof(amldist_plan_options_t),
 };
 const amldist__opts_kind_t amldist__plan_options_kind = {
     "amldist_plan_options_t", "AMLDIST_PLAN_OPTIONS_INIT",

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ static void wake_thread(amldist_rdzv_t *r)
 }
 
 static const size_t options_sizes[AMLDIST_RDZV_OPTIONS_VERSION + 1] = {
-    [1] = sizeof(amldist_rdzv_options_t),
+    [1] = offsetof(amldist_rdzv_options_t, local_addr),
+    [2] = sizeof(amldist_rdzv_options_t),
 };
 static const amldist__opts_kind_t options_kind = {
     "amldist_rdzv_options_t", "AMLDIST_RDZV_OPTIONS_INIT",
@@ -58,6 +60,11 @@ static int check_options(const amldist_rdzv_options_t *o)
                            strlen(o->master_addr) > AMLDIST__RZ_ADDR_MAX))
         return amldist__fail(AMLDIST_EINVAL, "rendezvous: master address "
                              "empty or too long");
+    if (o->local_addr && (strlen(o->local_addr) == 0 ||
+                          strlen(o->local_addr) > AMLDIST__RZ_ADDR_MAX))
+        return amldist__fail(AMLDIST_EINVAL, "rendezvous: local address "
+                             "empty or longer than %d bytes",
+                             AMLDIST__RZ_ADDR_MAX);
     return 0;
 }
 
@@ -77,6 +84,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                                           : AMLDIST_RDZV_KEEPALIVE_MS;
     int misses = o->keepalive_misses > 0 ? o->keepalive_misses
                                          : AMLDIST_RDZV_KEEPALIVE_MISSES;
+    c->keepalive_misses = misses;
     c->dead_ms = (long long)c->keepalive_ms * misses > 3600000
                      ? 3600000 : c->keepalive_ms * misses;
     c->master_port = o->master_port > 0 ? o->master_port : 0;
@@ -110,6 +118,7 @@ static void free_handle(amldist_rdzv_t *r)
         freeaddrinfo(r->ai);
     free(r->cur.nproc);
     free(r->sh.next.nproc);
+    free(r->warnings);
     free(r->sh.failure);
     free(r->sh.fail);
     pthread_mutex_destroy(&r->mu);
@@ -166,17 +175,21 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
     take_wakeups(r);
     if (got) {
         amldist__rz_round_t n = r->sh.next;
-        int *copy = malloc((size_t)n.nnodes * sizeof *copy);
-        if (!copy) {
+        amldist__rz_round_t copy = {0};
+        if (amldist__rz_round_alloc(&copy, n.nnodes) < 0) {
             pthread_mutex_unlock(&r->mu);
             return AMLDIST_ENOMEM;
         }
-        memcpy(copy, n.nproc, (size_t)n.nnodes * sizeof *copy);
+        memcpy(copy.nproc, n.nproc, 3 * (size_t)n.nnodes * sizeof *n.nproc);
         free(r->cur.nproc);
         r->cur = n;
-        r->cur.nproc = copy;
+        r->cur.nproc = copy.nproc;
+        r->cur.gpu_first = copy.gpu_first;
+        r->cur.machine_ranks = copy.machine_ranks;
     }
     pthread_mutex_unlock(&r->mu);
+    if (got)
+        amldist__rz_note_round(r);
     return got;
 }
 
@@ -212,6 +225,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     amldist__strlcpy(r->endpoint, o.endpoint, sizeof r->endpoint);
     r->nproc = o.nproc;
     r->order = o.order;
+    amldist__rz_note_options(r, &o);
     char err[300];
     if (amldist__parse_hostport(o.endpoint, r->ep_host, sizeof r->ep_host,
                                 &r->ep_port) < 0 || r->ep_port <= 0) {

@@ -30,6 +30,16 @@ struct amldist_rdzv {
     /* The caller's copy of the stop's reason, which the thread rewrites in
      * sh at every ASSIGN, STOP and FINISH. */
     char why[AMLDIST__RZ_TEXT_MAX + 1];
+    /* What this agent asked for (share.c), for its JOIN and for
+     * amldist_rdzv_warnings() (the caller's, rewritten at every round). */
+    char local_addr[AMLDIST__RZ_ADDR_MAX + 1];
+    uint64_t machine;
+    int asked_master_port, asked_last_call_ms, asked_join_timeout_ms;
+    char asked_master_addr[AMLDIST__RZ_ADDR_MAX + 1];
+    char *warnings;
+    /* While the round forms: the host's WAIT lines go here (thread). */
+    int note_fd;
+    char note_prefix[64];
 
     pthread_t thread;
     pthread_mutex_t mu;
@@ -74,5 +84,14 @@ void *amldist__rz_thread_main(void *arg);
 int amldist__rz_maybe_host(amldist_rdzv_t *r);
 /* A port nobody listens on now (the kernel's pick); 0 when none. */
 int amldist__rz_free_port(void);
+/* share.c: keep what the options ask for beyond the job's shared values
+ * (local address, machine, note descriptor), at join; compare the round
+ * the caller now has with it (amldist_rdzv_warnings()). */
+void amldist__rz_note_options(amldist_rdzv_t *r,
+                              const amldist_rdzv_options_t *o);
+void amldist__rz_note_round(amldist_rdzv_t *r);
+/* The host's WAIT line, written to the note descriptor (thread). */
+void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
+                           uint32_t len);
 
 #endif /* AMLDIST_RDZV_HANDLE_H */

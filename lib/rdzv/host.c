@@ -174,6 +174,9 @@ static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
             amldist__net_put_u32(assign + 8, a[i].value);
             send_to(m, AMLDIST__RZ_ASSIGN, assign, assign_len);
             break;
+        case AMLDIST__RZ_A_WAIT:
+            send_to(m, AMLDIST__RZ_WAIT, a[i].text, strlen(a[i].text));
+            break;
         case AMLDIST__RZ_A_STOP:
         case AMLDIST__RZ_A_FINISH:
             send_text(m, a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
@@ -213,7 +216,11 @@ static void on_frame(amldist__rz_host_t *h, struct member *m, unsigned type,
             return;
         }
         ev.type = AMLDIST__RZ_EV_JOIN;
-        amldist__rz_get_join(p, &ev.join);
+        if (amldist__rz_get_join(p, len, &ev.join) < 0) {
+            refuse(m, AMLDIST__RZ_R_PROTO, "a malformed JOIN (its local "
+                   "address)");
+            return;
+        }
         ev.addr = m->addr;
         step(h, &ev);
         return;

@@ -32,7 +32,9 @@ struct member {
     int nproc, port, seq;
     int node;      /* in the current round */
     int prev_node; /* in the last round it ran in, -1 */
+    uint64_t machine; /* 0: shares its GPUs with no other node */
     char addr[INET6_ADDRSTRLEN];
+    char local_addr[AMLDIST__RZ_ADDR_MAX + 1]; /* its --local-addr, "" */
 };
 
 struct amldist__rz_sm {
@@ -48,6 +50,7 @@ struct amldist__rz_sm {
     /* One text of each kind per step is all a step ever sends. */
     char stop_why[AMLDIST__RZ_TEXT_MAX + 1];
     char refusal[AMLDIST__RZ_TEXT_MAX + 1];
+    char waiting[AMLDIST__RZ_TEXT_MAX + 1];
     uint64_t lost[LOST_MAX];
     int nlost;
     amldist__rz_round_t rd;
@@ -63,12 +66,12 @@ amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
         return NULL;
     sm->cfg = *cfg;
     /* At most max members are in the job; a step sends each at most an
-     * ADMIT or REFUSE, a STOP, and an ASSIGN, REFUSE or FINISH. */
+     * ADMIT or REFUSE, a STOP or WAIT, and an ASSIGN, REFUSE or FINISH. */
     sm->cap = 3 * cfg->max + 4;
     sm->m = calloc((size_t)cfg->max, sizeof *sm->m);
-    sm->rd.nproc = calloc((size_t)cfg->max, sizeof *sm->rd.nproc);
     sm->acts = calloc((size_t)sm->cap, sizeof *sm->acts);
-    if (!sm->m || !sm->rd.nproc || !sm->acts) {
+    if (!sm->m || amldist__rz_round_alloc(&sm->rd, cfg->max) < 0 ||
+        !sm->acts) {
         amldist__rz_sm_free(sm);
         return NULL;
     }
@@ -213,16 +216,32 @@ static void form_round(amldist__rz_sm_t *sm)
     rd->round = sm->round;
     rd->restarts = sm->restarts;
     rd->nnodes = n;
-    amldist__strlcpy(rd->master_addr, sm->cfg.master_addr[0]
-                                          ? sm->cfg.master_addr
-                                          : nodes[0]->addr,
-                     sizeof rd->master_addr);
+    /* MASTER_ADDR: the host's option, else node 0's --local-addr (as
+     * torchrun's), else node 0's address as the host sees it. */
+    rd->flags = 0;
+    const char *addr = nodes[0]->addr;
+    if (sm->cfg.master_addr[0]) {
+        addr = sm->cfg.master_addr;
+        rd->flags |= AMLDIST__RZ_F_ADDR_OPTION;
+    } else if (nodes[0]->local_addr[0]) {
+        addr = nodes[0]->local_addr;
+        rd->flags |= AMLDIST__RZ_F_ADDR_LOCAL;
+    }
+    amldist__strlcpy(rd->master_addr, addr, sizeof rd->master_addr);
     rd->master_port = sm->cfg.master_port > 0 ? sm->cfg.master_port
                                               : nodes[0]->port;
+    if (sm->cfg.master_port > 0)
+        rd->flags |= AMLDIST__RZ_F_PORT_OPTION;
     if (rd->master_port <= 0 || rd->master_port > 65535)
         rd->master_port = DEFAULT_MASTER_PORT;
-    for (int i = 0; i < n; i++)
+    rd->last_call_ms = sm->cfg.last_call_ms;
+    rd->join_timeout_ms = sm->cfg.join_timeout_ms;
+    uint64_t machine[AMLDIST_RDZV_MAX_NODES];
+    for (int i = 0; i < n; i++) {
         rd->nproc[i] = nodes[i]->nproc;
+        machine[i] = nodes[i]->machine;
+    }
+    amldist__rz_share_gpus(rd, machine);
     for (int i = 0; i < n; i++) {
         nodes[i]->node = nodes[i]->prev_node = i;
         nodes[i]->state = M_RUNNING;
@@ -339,6 +358,25 @@ static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
     return 0;
 }
 
+/* The last call has begun (who: NULL, every member hears it), or node
+ * `who` joined during it: how many nodes are in and when the round forms,
+ * one line for each agent (a silent wait of last_call_ms looks like a
+ * hang; a line at every join would be thousands in a large job). */
+static void say_waiting(amldist__rz_sm_t *sm, void *who)
+{
+    int n = count_in_job(sm), more = sm->cfg.max - n;
+    long long left = sm->min_at + sm->cfg.last_call_ms - sm->now;
+    /* Tenths of a second at most: "30 s", "0.5 s", "12.3 s". */
+    double s = left > 0 ? (double)((left + 50) / 100) / 10 : 0;
+    snprintf(sm->waiting, sizeof sm->waiting, "rendezvous: %d node%s of "
+             "%d:%d in; the round forms in %g s (last_call_timeout), or "
+             "at once if %d more join%s", n, n == 1 ? "" : "s", sm->cfg.min,
+             sm->cfg.max, s, more, more == 1 ? "s" : "");
+    for (int i = 0; i < sm->nm; i++)
+        if (sm->m[i].state == M_JOINED && (!who || sm->m[i].who == who))
+            emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0, sm->waiting);
+}
+
 static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                   int order)
 {
@@ -348,11 +386,20 @@ static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                          .nproc = (int)ev->join.nproc,
                          .port = (int)ev->join.port, .seq = sm->seq++,
                          .prev_node = -1};
+    m->machine = ev->join.machine;
     amldist__strlcpy(m->addr, ev->addr ? ev->addr : "", sizeof m->addr);
+    amldist__strlcpy(m->local_addr, ev->join.local_addr,
+                     sizeof m->local_addr);
     emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
+    int began = 0;
     if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at == 0 &&
-        count_in_job(sm) >= sm->cfg.min)
+        count_in_job(sm) >= sm->cfg.min) {
         sm->min_at = sm->now;
+        began = 1;
+    }
+    if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at &&
+        count_in_job(sm) < sm->cfg.max && sm->cfg.last_call_ms > 0)
+        say_waiting(sm, began ? NULL : ev->who);
     if (sm->phase == AMLDIST__RZ_P_RUNNING) {
         /* torchrun's behaviour: a new node restarts every node's workers
          * in a round with it; not counted as a restart. */
@@ -381,6 +428,17 @@ static void on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
                "--max-restarts %u differ from the job's %d:%d and %d",
                j->min, j->max, j->max_restarts, sm->cfg.min, sm->cfg.max,
                sm->cfg.max_restarts);
+    } else if ((int)j->keepalive_ms != sm->cfg.keepalive_ms ||
+               (int)j->keepalive_misses != sm->cfg.keepalive_misses) {
+        /* Each side declares the other dead by its own values: a node
+         * beating every 30 s would be lost after the host's 3 s. */
+        refuse(sm, who, NULL, AMLDIST__RZ_R_OPTIONS, "--rdzv-conf "
+               "keep_alive_interval=%g,keep_alive_max_attempt=%u differ "
+               "from the job's keep_alive_interval=%g,"
+               "keep_alive_max_attempt=%d (the rendezvous host's): give "
+               "every node the same", j->keepalive_ms / 1000.0,
+               j->keepalive_misses, sm->cfg.keepalive_ms / 1000.0,
+               sm->cfg.keepalive_misses);
     } else if (j->nproc < 1 || j->nproc > AMLDIST__RZ_NPROC_MAX ||
                (order >= 0 && j->order > (1u << 30))) {
         refuse(sm, who, NULL, AMLDIST__RZ_R_PROTO, "worker count %u or "

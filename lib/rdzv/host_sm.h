@@ -60,7 +60,8 @@ enum {
     AMLDIST__RZ_A_ASSIGN, /* ASSIGN of amldist__rz_sm_round() with node
                              rank `value` */
     AMLDIST__RZ_A_STOP,   /* STOP(value: round, text) */
-    AMLDIST__RZ_A_FINISH  /* FINISH(value: status, text) */
+    AMLDIST__RZ_A_FINISH, /* FINISH(value: status, text) */
+    AMLDIST__RZ_A_WAIT    /* WAIT(text): the round is forming */
 };
 
 typedef struct {

@@ -11,11 +11,19 @@
  *           host re-forms the job from the DONEs):
  *           token u64 | agent id u64 | run id hash u64 | round u32 |
  *           nproc u32 | order u32 (0xffffffff: none) | min u32 | max u32 |
- *           max_restarts u32 | master port candidate u32
+ *           max_restarts u32 | master port candidate u32 |
+ *           keepalive ms u32 | keepalive misses u32 | last call ms u32 |
+ *           join timeout ms u32 (the --rdzv-conf values, compared by the
+ *           host) | machine u64 (0: none; agents of one machine that see
+ *           the same GPUs split them) | local addr length u32 | local addr
+ *           (its --local-addr, 0 .. 255 bytes)
  *   REFUSE  host -> agent, then the host closes: reason u32 | text
  *   ASSIGN  host -> agent: round u32 | restarts u32 | node rank u32 |
- *           nodes u32 | master port u32 | addr length u32 | addr |
- *           nproc u32 for each node
+ *           nodes u32 | master port u32 | addr length u32 | flags u32
+ *           (AMLDIST__RZ_F_*: where MASTER_ADDR/PORT come from) | last call
+ *           ms u32 | join timeout ms u32 (the host's) | addr | for each
+ *           node: nproc u32 | GPU offset u32 (its machine's ranks before
+ *           its own) | machine ranks u32 (of every node on its machine)
  *   FAIL    agent -> host: round u32 | flags u32 | rank u32 (0xffffffff:
  *           none) | status u32 | text (the summary)
  *   STOP    host -> agent: round u32 | text (why, one line)
@@ -23,6 +31,8 @@
  *           u32 (for the next round)
  *   FINISH  host -> agent: status u32 | text (the first failure, "" if none)
  *   BEAT    either way, empty: "still here"
+ *   WAIT    host -> agent, while the round forms: text (one line: how
+ *           many nodes are in and when the round forms)
  */
 #ifndef AMLDIST_RDZV_INTERNAL_H
 #define AMLDIST_RDZV_INTERNAL_H
@@ -44,16 +54,28 @@ enum {
     AMLDIST__RZ_STOP = 20,
     AMLDIST__RZ_DONE = 21,
     AMLDIST__RZ_FINISH = 22,
-    AMLDIST__RZ_BEAT = 23
+    AMLDIST__RZ_BEAT = 23,
+    AMLDIST__RZ_WAIT = 24
 };
 
-#define AMLDIST__RZ_JOIN_LEN 52
+/* A JOIN without a local address; the address adds its length. */
+#define AMLDIST__RZ_JOIN_LEN 80
+#define AMLDIST__RZ_JOIN_MAX (AMLDIST__RZ_JOIN_LEN + AMLDIST__RZ_ADDR_MAX)
 #define AMLDIST__RZ_TEXT_MAX 480      /* REFUSE and STOP texts */
 #define AMLDIST__RZ_SUMMARY_MAX 8192  /* FAIL's summary */
 #define AMLDIST__RZ_FINISH_MAX (4 + AMLDIST__RZ_SUMMARY_MAX + 512)
 #define AMLDIST__RZ_ADDR_MAX 255
+#define AMLDIST__RZ_ASSIGN_HEAD 36
+#define AMLDIST__RZ_ASSIGN_NODE 12
 #define AMLDIST__RZ_ASSIGN_MAX                                                 \
-    (24 + AMLDIST__RZ_ADDR_MAX + 4 * AMLDIST_RDZV_MAX_NODES)
+    (AMLDIST__RZ_ASSIGN_HEAD + AMLDIST__RZ_ADDR_MAX +                          \
+     AMLDIST__RZ_ASSIGN_NODE * AMLDIST_RDZV_MAX_NODES)
+/* ASSIGN flags: MASTER_ADDR is the host's option, else node 0's
+ * --local-addr, else node 0's address as the host sees it; MASTER_PORT is
+ * the host's option, else node 0's pick. */
+#define AMLDIST__RZ_F_ADDR_OPTION 1u
+#define AMLDIST__RZ_F_ADDR_LOCAL 2u
+#define AMLDIST__RZ_F_PORT_OPTION 4u
 #define AMLDIST__RZ_NONE 0xffffffffu
 /* Workers: of one node, and of the whole job (the sum over its nodes),
  * that an agent accepts in an ASSIGN: it numbers them in an int. */
@@ -77,10 +99,17 @@ enum {
 typedef struct {
     uint64_t token, agent, run;
     uint32_t round, nproc, order, min, max, max_restarts, port;
+    uint32_t keepalive_ms, keepalive_misses, last_call_ms, join_timeout_ms;
+    uint64_t machine;
+    char local_addr[AMLDIST__RZ_ADDR_MAX + 1]; /* "": none */
 } amldist__rz_join_t;
 
-void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
-void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j);
+/* Encode *j at p (room for AMLDIST__RZ_JOIN_MAX): its length. */
+size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
+/* Decode a JOIN of len bytes: 0, or -1 when its address's length is not
+ * the rest of the frame or the address holds a NUL. */
+int amldist__rz_get_join(const unsigned char *p, uint32_t len,
+                         amldist__rz_join_t *j);
 
 /* The frames of the control plane with their payload limits, and a
  * connection (net/conn.h) whose peer sends them. */
@@ -93,7 +122,8 @@ void amldist__rz_conn_init(amldist__conn_t *c, int fd);
 typedef struct {
     uint64_t token, run, self_agent; /* self_agent: the host's own agent */
     int min, max, max_restarts;
-    int join_timeout_ms, last_call_ms, keepalive_ms, dead_ms;
+    int join_timeout_ms, last_call_ms, keepalive_ms, keepalive_misses,
+        dead_ms;
     int master_port;                  /* > 0: fixed */
     char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
     char token_source[64];
@@ -102,9 +132,21 @@ typedef struct {
 /* A round as an ASSIGN describes it. */
 typedef struct {
     int round, restarts, node, nnodes, master_port;
+    unsigned flags;                  /* AMLDIST__RZ_F_* */
+    int last_call_ms, join_timeout_ms; /* the host's */
     char master_addr[AMLDIST__HOST_MAX];
-    int *nproc; /* nnodes entries, malloc'd */
+    /* nnodes entries each, malloc'd (one block, nproc first): workers,
+     * and the GPU share of each node among the nodes of its machine (the
+     * machine's ranks before the node's own, and all of them). */
+    int *nproc, *gpu_first, *machine_ranks;
 } amldist__rz_round_t;
+
+/* The three arrays of a round of n nodes, in one block at rd->nproc;
+ * 0, or -1 when out of memory (rd unchanged). */
+int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n);
+/* Each node's GPU share in round *rd (nnodes and nproc set) among the
+ * nodes of its machine (machine[i], 0: none) (share.c). */
+void amldist__rz_share_gpus(amldist__rz_round_t *rd, const uint64_t *machine);
 
 /* Encode round *rd as an ASSIGN for its node rd->node at p (room for
  * AMLDIST__RZ_ASSIGN_MAX); its length. */

@@ -154,6 +154,10 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
                      uint32_t len)
 {
     const char *why = NULL;
+    if (type == AMLDIST__RZ_WAIT) {
+        amldist__rz_note_wait(r, p, len);
+        return;
+    }
     pthread_mutex_lock(&r->mu);
     switch (type) {
     case AMLDIST__RZ_BEAT:
@@ -223,7 +227,7 @@ static void on_frame(amldist_rdzv_t *r, unsigned type, const unsigned char *p,
 
 static void send_join(amldist_rdzv_t *r)
 {
-    unsigned char buf[AMLDIST__RZ_JOIN_LEN];
+    unsigned char buf[AMLDIST__RZ_JOIN_MAX];
     amldist__rz_join_t j = {
         .token = r->cfg.token, .agent = r->agent, .run = r->cfg.run,
         .round = 0, .nproc = (uint32_t)r->nproc,
@@ -231,9 +235,15 @@ static void send_join(amldist_rdzv_t *r)
         .min = (uint32_t)r->cfg.min, .max = (uint32_t)r->cfg.max,
         .max_restarts = (uint32_t)r->cfg.max_restarts,
         .port = (uint32_t)amldist__rz_free_port(),
+        .keepalive_ms = (uint32_t)r->cfg.keepalive_ms,
+        .keepalive_misses = (uint32_t)r->cfg.keepalive_misses,
+        .last_call_ms = (uint32_t)r->cfg.last_call_ms,
+        .join_timeout_ms = (uint32_t)r->cfg.join_timeout_ms,
+        .machine = r->machine,
     };
-    amldist__rz_put_join(buf, &j);
-    if (amldist__conn_send(&r->c, AMLDIST__RZ_JOIN, buf, sizeof buf) < 0)
+    amldist__strlcpy(j.local_addr, r->local_addr, sizeof j.local_addr);
+    size_t len = amldist__rz_put_join(buf, &j);
+    if (amldist__conn_send(&r->c, AMLDIST__RZ_JOIN, buf, len) < 0)
         host_lost(r, "cannot send", 1);
 }
 

@@ -17,39 +17,62 @@ static uint64_t get_u64(const unsigned char *p)
     return (uint64_t)amldist__net_get_u32(p) << 32 | amldist__net_get_u32(p + 4);
 }
 
-void amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
+size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
 {
     put_u64(p, j->token);
     put_u64(p + 8, j->agent);
     put_u64(p + 16, j->run);
     const uint32_t v[] = {j->round, j->nproc, j->order, j->min,
-                          j->max,   j->max_restarts, j->port};
+                          j->max,   j->max_restarts, j->port,
+                          j->keepalive_ms, j->keepalive_misses,
+                          j->last_call_ms, j->join_timeout_ms};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         amldist__net_put_u32(p + 24 + 4 * i, v[i]);
+    put_u64(p + 68, j->machine);
+    size_t alen = strnlen(j->local_addr, AMLDIST__RZ_ADDR_MAX);
+    amldist__net_put_u32(p + 76, (uint32_t)alen);
+    memcpy(p + AMLDIST__RZ_JOIN_LEN, j->local_addr, alen);
+    return AMLDIST__RZ_JOIN_LEN + alen;
 }
 
-void amldist__rz_get_join(const unsigned char *p, amldist__rz_join_t *j)
+int amldist__rz_get_join(const unsigned char *p, uint32_t len,
+                         amldist__rz_join_t *j)
 {
     j->token = get_u64(p);
     j->agent = get_u64(p + 8);
     j->run = get_u64(p + 16);
     uint32_t *v[] = {&j->round, &j->nproc, &j->order, &j->min,
-                     &j->max,   &j->max_restarts, &j->port};
+                     &j->max,   &j->max_restarts, &j->port,
+                     &j->keepalive_ms, &j->keepalive_misses,
+                     &j->last_call_ms, &j->join_timeout_ms};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         *v[i] = amldist__net_get_u32(p + 24 + 4 * i);
+    j->machine = get_u64(p + 68);
+    uint32_t alen = amldist__net_get_u32(p + 76);
+    j->local_addr[0] = '\0';
+    if (alen > AMLDIST__RZ_ADDR_MAX ||
+        (uint64_t)len != AMLDIST__RZ_JOIN_LEN + (uint64_t)alen ||
+        memchr(p + AMLDIST__RZ_JOIN_LEN, '\0', alen))
+        return -1;
+    memcpy(j->local_addr, p + AMLDIST__RZ_JOIN_LEN, alen);
+    j->local_addr[alen] = '\0';
+    return 0;
 }
 
 /* The least and most payload of each frame; the connection checks both
  * before anything reads a frame. */
 const amldist__frame_limit_t amldist__rz_frames[] = {
-    {AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN, AMLDIST__RZ_JOIN_LEN},
+    {AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN, AMLDIST__RZ_JOIN_MAX},
     {AMLDIST__RZ_REFUSE, 4, 4 + AMLDIST__RZ_TEXT_MAX},
-    {AMLDIST__RZ_ASSIGN, 28 /* one node */, AMLDIST__RZ_ASSIGN_MAX},
+    /* one node, an address of one byte */
+    {AMLDIST__RZ_ASSIGN, AMLDIST__RZ_ASSIGN_HEAD + 1 + AMLDIST__RZ_ASSIGN_NODE,
+     AMLDIST__RZ_ASSIGN_MAX},
     {AMLDIST__RZ_FAIL, 16, 16 + AMLDIST__RZ_SUMMARY_MAX},
     {AMLDIST__RZ_STOP, 4, 4 + AMLDIST__RZ_TEXT_MAX},
     {AMLDIST__RZ_DONE, 12, 12},
     {AMLDIST__RZ_FINISH, 4, AMLDIST__RZ_FINISH_MAX},
     {AMLDIST__RZ_BEAT, 0, 0},
+    {AMLDIST__RZ_WAIT, 1, AMLDIST__RZ_TEXT_MAX},
     {0, 0, 0},
 };
 
@@ -84,65 +107,105 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
                             amldist__bs_hash("amldist-rdzv|", HASH_START));
 }
 
+int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n)
+{
+    int *block = calloc(3 * (size_t)(n > 0 ? n : 1), sizeof *block);
+    if (!block)
+        return -1;
+    free(rd->nproc);
+    rd->nproc = block;
+    rd->gpu_first = block + n;
+    rd->machine_ranks = block + 2 * n;
+    return 0;
+}
+
 size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p)
 {
     size_t alen = strlen(rd->master_addr);
     const uint32_t v[] = {(uint32_t)rd->round, (uint32_t)rd->restarts,
                           (uint32_t)rd->node, (uint32_t)rd->nnodes,
-                          (uint32_t)rd->master_port, (uint32_t)alen};
+                          (uint32_t)rd->master_port, (uint32_t)alen,
+                          rd->flags, (uint32_t)rd->last_call_ms,
+                          (uint32_t)rd->join_timeout_ms};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         amldist__net_put_u32(p + 4 * i, v[i]);
-    memcpy(p + 24, rd->master_addr, alen);
-    for (int i = 0; i < rd->nnodes; i++)
-        amldist__net_put_u32(p + 24 + alen + 4 * (size_t)i,
-                            (uint32_t)rd->nproc[i]);
-    return 24 + alen + 4 * (size_t)rd->nnodes;
+    unsigned char *q = p + AMLDIST__RZ_ASSIGN_HEAD;
+    memcpy(q, rd->master_addr, alen);
+    q += alen;
+    for (int i = 0; i < rd->nnodes; i++, q += AMLDIST__RZ_ASSIGN_NODE) {
+        amldist__net_put_u32(q, (uint32_t)rd->nproc[i]);
+        amldist__net_put_u32(q + 4, (uint32_t)rd->gpu_first[i]);
+        amldist__net_put_u32(q + 8, (uint32_t)rd->machine_ranks[i]);
+    }
+    return (size_t)(q - p);
 }
 
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why)
 {
-    uint32_t v[6];
-    for (int i = 0; i < 6; i++)
+    uint32_t v[9];
+    for (int i = 0; i < 9; i++)
         v[i] = amldist__net_get_u32(p + 4 * i);
     uint32_t nodes = v[3], alen = v[5];
     if (alen == 0 || alen > AMLDIST__RZ_ADDR_MAX || nodes == 0 ||
         nodes > AMLDIST_RDZV_MAX_NODES || v[2] >= nodes ||
         v[0] > INT32_MAX || v[1] > INT32_MAX || v[4] == 0 || v[4] > 65535 ||
-        (uint64_t)len != 24 + (uint64_t)alen + 4 * (uint64_t)nodes) {
+        v[6] > 7 || v[7] > INT32_MAX || v[8] > INT32_MAX ||
+        (uint64_t)len != AMLDIST__RZ_ASSIGN_HEAD + (uint64_t)alen +
+                             AMLDIST__RZ_ASSIGN_NODE * (uint64_t)nodes) {
         *why = "malformed ASSIGN";
         return -1;
     }
-    int *nproc = malloc(nodes * sizeof *nproc);
-    if (!nproc) {
+    amldist__rz_round_t n = {0};
+    if (amldist__rz_round_alloc(&n, (int)nodes) < 0) {
         *why = "out of memory";
         return -1;
     }
     long long world = 0;
-    for (uint32_t i = 0; i < nodes; i++) {
-        uint32_t k = amldist__net_get_u32(p + 24 + alen + 4 * i);
-        nproc[i] = (int)k;
+    const unsigned char *q = p + AMLDIST__RZ_ASSIGN_HEAD + alen;
+    for (uint32_t i = 0; i < nodes; i++, q += AMLDIST__RZ_ASSIGN_NODE) {
+        uint32_t k = amldist__net_get_u32(q);
+        uint32_t first = amldist__net_get_u32(q + 4);
+        uint32_t all = amldist__net_get_u32(q + 8);
+        n.nproc[i] = (int)k;
         world += k;
         if (k == 0 || k > AMLDIST__RZ_NPROC_MAX || world > AMLDIST__RZ_WORLD_MAX) {
-            free(nproc);
+            free(n.nproc);
             *why = "ASSIGN with an impossible worker count";
             return -1;
         }
-    }
-    for (uint32_t i = 0; i < alen; i++)
-        if (p[24 + i] == '\0') {
-            free(nproc);
-            *why = "ASSIGN with a NUL in the address";
+        /* A node's share lies within its machine's ranks, all of them
+         * ranks of this job. */
+        if (all > AMLDIST__RZ_WORLD_MAX || first > all || all - first < k) {
+            free(n.nproc);
+            *why = "ASSIGN with an impossible GPU share";
             return -1;
         }
+        n.gpu_first[i] = (int)first;
+        n.machine_ranks[i] = (int)all;
+    }
+    for (uint32_t i = 0; i < nodes; i++)
+        if (n.machine_ranks[i] > world) {
+            free(n.nproc);
+            *why = "ASSIGN with an impossible GPU share";
+            return -1;
+        }
+    if (memchr(p + AMLDIST__RZ_ASSIGN_HEAD, '\0', alen)) {
+        free(n.nproc);
+        *why = "ASSIGN with a NUL in the address";
+        return -1;
+    }
     free(out->nproc);
+    *out = n;
     out->round = (int)v[0];
     out->restarts = (int)v[1];
     out->node = (int)v[2];
     out->nnodes = (int)nodes;
     out->master_port = (int)v[4];
-    memcpy(out->master_addr, p + 24, alen);
+    out->flags = v[6];
+    out->last_call_ms = (int)v[7];
+    out->join_timeout_ms = (int)v[8];
+    memcpy(out->master_addr, p + AMLDIST__RZ_ASSIGN_HEAD, alen);
     out->master_addr[alen] = '\0';
-    out->nproc = nproc;
     return 0;
 }

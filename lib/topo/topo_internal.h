@@ -94,8 +94,17 @@ struct amldist_plan {
     struct amldist__rank *ranks;
     int single_numa; /* the machine has one NUMA node */
     int widened;     /* the mpirun trap was fixed by AMLDIST_PLAN_WIDEN */
+    int ngpus;       /* the topology's visible GPUs */
     char warnings[AMLDIST__WARN_MAX];
 };
+
+/* The ranks of the machine whose GPUs the plan's ranks share: its own, or
+ * with those of the machine's other launchers (opts.machine_ranks). */
+static inline int amldist__plan_machine_ranks(const struct amldist_plan *p)
+{
+    int own = p->opts.gpu_first + p->n;
+    return p->opts.machine_ranks > own ? p->opts.machine_ranks : own;
+}
 
 /*
  * Drop from t->all the GPUs this process cannot use (topo/usable.c): on a

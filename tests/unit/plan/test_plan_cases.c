@@ -458,6 +458,69 @@ static void test_omp_threads(void)
     amldist_topo_free(t);
 }
 
+/* Launchers of one machine splitting its GPUs: this one's ranks come
+ * after gpu_first of the machine's, of machine_ranks in all.  With enough
+ * GPUs none is shared; with too few the ranks on a GPU that another rank of
+ * the machine also has are marked, and the warning counts the machine's. */
+static void test_machine_share(void)
+{
+    amldist_topo_t *t = load(fixture("aws-ofi-nccl/p4d-topology.xml"));
+    amldist_plan_options_t o = AMLDIST_PLAN_OPTIONS_INIT;
+    o.cpu_bind = AMLDIST_CPU_BIND_NONE;
+    o.gpu_first = 2;
+    o.machine_ranks = 4;
+    amldist_plan_t *p = plan_opts(t, &o, 2);
+    CHECK_INT_EQ(amldist_plan_rank_gpu(p, 0), 2);
+    CHECK_INT_EQ(amldist_plan_rank_gpu(p, 1), 3);
+    char **env = heap_env((const char *const[]){NULL});
+    CHECK_INT_EQ(amldist_plan_rank_env(p, 1, &env), 0);
+    CHECK_STR_EQ(get(env, "AMLDIST_GPU"), "0000:20:1d.0");
+    CHECK(get(env, "AMLDIST_GPU_SHARED") == NULL);
+    free_env(env);
+    CHECK_STR_EQ(amldist_plan_warnings(p), "");
+    amldist_plan_free(p);
+    /* Cores too are cut as one launcher would cut them for the machine's 4
+     * ranks (GPUs 0..3 are on NUMA node 0): the second launcher's ranks get
+     * the blocks of machine ranks 2 and 3, never the first one's. */
+    o.cpu_bind = AMLDIST_CPU_BIND_EXCLUSIVE;
+    p = plan_opts(t, &o, 2);
+    o.gpu_first = 0;
+    amldist_plan_t *first = plan_opts(t, &o, 2);
+    CHECK_STR_EQ(amldist_plan_rank_cpus(first, 0), "0-5,48-53");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(first, 1), "6-11,54-59");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 0), "12-17,60-65");
+    CHECK_STR_EQ(amldist_plan_rank_cpus(p, 1), "18-23,66-71");
+    amldist_plan_free(first);
+    amldist_plan_free(p);
+    o.cpu_bind = AMLDIST_CPU_BIND_NONE;
+    /* The second of two launchers with 6 ranks each on 8 GPUs: ranks 6..11
+     * of the machine take GPUs 6, 7, 0, 1, 2, 3; all but the first two
+     * share theirs with the first launcher's ranks 0..3. */
+    o.gpu_first = 6;
+    o.machine_ranks = 12;
+    p = plan_opts(t, &o, 6);
+    static const int gpu[6] = {6, 7, 0, 1, 2, 3};
+    for (int r = 0; r < 6; r++) {
+        CHECK_INT_EQ(amldist_plan_rank_gpu(p, r), gpu[r]);
+        env = heap_env((const char *const[]){NULL});
+        CHECK_INT_EQ(amldist_plan_rank_env(p, r, &env), 0);
+        CHECK_STR_EQ(get(env, "AMLDIST_GPU_SHARED") ? "1" : "0",
+                     r < 2 ? "0" : "1");
+        free_env(env);
+    }
+    CHECK_STR_HAS(amldist_plan_warnings(p),
+                  "12 ranks on 8 GPUs of this machine (its launchers "
+                  "together)");
+    amldist_plan_free(p);
+    /* Impossible shares are refused, naming them. */
+    o.gpu_first = -1;
+    amldist_plan_t *bad = NULL;
+    CHECK_INT_EQ(amldist_plan_compute(t, &o, 2, &bad), AMLDIST_EINVAL);
+    CHECK_STR_HAS(amldist_last_error(), "gpu_first -1");
+    CHECK(bad == NULL);
+    amldist_topo_free(t);
+}
+
 static void test_report_formats(void)
 {
     amldist_topo_t *t = load(fixture("aws-ofi-nccl/p4d-topology.xml"));
@@ -596,6 +659,7 @@ int main(void)
     RUN(test_mpirun_trap);
     RUN(test_nic_spread_over_netdevs);
     RUN(test_rank_env);
+    RUN(test_machine_share);
     RUN(test_report_formats);
     RUN(test_apply_here);
     RUN(test_own_affinity_and_node_wide);

@@ -36,6 +36,7 @@ static amldist__rz_cfg_t config(int min, int max, int restarts)
     c.join_timeout_ms = 60000;
     c.last_call_ms = 1000;
     c.keepalive_ms = 1000;
+    c.keepalive_misses = 5;
     c.dead_ms = 5000;
     snprintf(c.token_source, sizeof c.token_source, "the options");
     return c;
@@ -69,7 +70,9 @@ static amldist__rz_join_t join_frame(int i, int order, int nproc)
         .nproc = (uint32_t)nproc,
         .order = order < 0 ? AMLDIST__RZ_NONE : (uint32_t)order,
         .min = 0, .max = 0, .max_restarts = 0,
-        .port = 30000 + (uint32_t)i};
+        .port = 30000 + (uint32_t)i, .keepalive_ms = 1000,
+        .keepalive_misses = 5, .last_call_ms = 1000,
+        .join_timeout_ms = 60000};
     return j;
 }
 
@@ -339,6 +342,158 @@ static void test_no_port_offered(void)
     join_j(0, j);
     tick();
     CHECK_INT_EQ(amldist__rz_sm_round(sm)->master_port, 29500);
+    amldist__rz_sm_free(sm);
+}
+
+/* Agent i joins on machine `machine` (0: none) with nproc workers and
+ * local address `local` (NULL: none). */
+static void join_on(int i, uint64_t machine, int nproc, const char *local)
+{
+    amldist__rz_join_t j = job_join(i, -1, nproc, g_min, g_max, g_restarts);
+    j.machine = machine;
+    if (local)
+        snprintf(j.local_addr, sizeof j.local_addr, "%s", local);
+    join_j(i, j);
+}
+
+/* Nodes of one machine split its GPUs in node order, as one launcher's
+ * local ranks would; a node of another machine, or of none, has its
+ * machine alone.  The shares travel in ASSIGN. */
+static void test_gpu_shares_by_machine(void)
+{
+    job(5, 5, 0);
+    join_on(0, 7, 2, NULL);
+    join_on(1, 7, 3, NULL);
+    join_on(2, 9, 2, NULL);
+    join_on(3, 0, 1, NULL);
+    join_on(4, 7, 1, NULL);
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 5);
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    int first[5] = {0, 2, 0, 0, 5}, all[5] = {6, 6, 2, 1, 6};
+    for (int i = 0; i < 5; i++) {
+        int node = node_of(i);
+        CHECK_INT_EQ(rd->gpu_first[node], first[i]);
+        CHECK_INT_EQ(rd->machine_ranks[node], all[i]);
+    }
+    unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    amldist__rz_round_t copy = *rd, back = {0};
+    copy.node = node_of(4);
+    size_t len = amldist__rz_put_assign(&copy, buf);
+    const char *why = NULL;
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.gpu_first[back.node], 5);
+    CHECK_INT_EQ(back.machine_ranks[back.node], 6);
+    CHECK_INT_EQ(back.last_call_ms, 1000);
+    CHECK_INT_EQ(back.join_timeout_ms, 60000);
+    /* A share beyond its machine's ranks, or ranks beyond the job's, is
+     * no ASSIGN an agent takes. */
+    unsigned char *node4 = buf + AMLDIST__RZ_ASSIGN_HEAD +
+                           strlen(rd->master_addr) +
+                           AMLDIST__RZ_ASSIGN_NODE * (size_t)back.node;
+    amldist__net_put_u32(node4 + 4, 6);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    CHECK_STR_HAS(why, "GPU share");
+    amldist__net_put_u32(node4 + 4, 0);
+    amldist__net_put_u32(node4 + 8, 100);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    free(back.nproc);
+    amldist__rz_sm_free(sm);
+}
+
+/* MASTER_ADDR: node 0's --local-addr, unless the host's options give one;
+ * the flags say which won. */
+static void test_local_addr_is_master(void)
+{
+    job(2, 2, 0);
+    join_on(0, 0, 1, "node0.example");
+    join_on(1, 0, 1, "node1.example");
+    tick();
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_STR_EQ(rd->master_addr, "node0.example");
+    CHECK_INT_EQ(rd->flags, AMLDIST__RZ_F_ADDR_LOCAL);
+    amldist__rz_sm_free(sm);
+    job(2, 2, 0);
+    join_on(0, 0, 1, NULL);
+    join_on(1, 0, 1, "node1.example");
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "10.0.0.0");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags, 0);
+    amldist__rz_sm_free(sm);
+    amldist__rz_cfg_t c = config(2, 2, 0);
+    snprintf(c.master_addr, sizeof c.master_addr, "head.example");
+    c.master_port = 29400;
+    start_cfg(&c);
+    join_on(0, 0, 1, "node0.example");
+    join_on(1, 0, 1, NULL);
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "head.example");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags,
+                 AMLDIST__RZ_F_ADDR_OPTION | AMLDIST__RZ_F_PORT_OPTION);
+    amldist__rz_sm_free(sm);
+}
+
+/* Once min nodes are in and the last call runs, every member hears how
+ * many are in and when the round forms, and a node that joins during it
+ * hears it alone: one line for each agent; not before min, not at max. */
+static void test_waiting_line(void)
+{
+    job(2, 4, 0);
+    join(0, -1, 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 0);
+    join(1, -1, 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 2);
+    const amldist__rz_action_t *w = action(AMLDIST__RZ_A_WAIT, 0);
+    CHECK(w != NULL);
+    if (w) {
+        CHECK_STR_HAS(w->text, "2 nodes of 2:4 in");
+        CHECK_STR_HAS(w->text, "forms in 1 s");
+        CHECK_STR_HAS(w->text, "if 2 more join");
+    }
+    now += 400;
+    join(2, -1, 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 1);
+    w = action(AMLDIST__RZ_A_WAIT, 2);
+    CHECK(w != NULL);
+    if (w)
+        CHECK_STR_HAS(w->text, "3 nodes of 2:4 in; the round forms in 0.6 s");
+    join(3, -1, 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 0);
+    amldist__rz_sm_free(sm);
+    job(1, 2, 0);
+    join(0, -1, 1);
+    w = action(AMLDIST__RZ_A_WAIT, 0);
+    CHECK(w != NULL);
+    if (w)
+        CHECK_STR_HAS(w->text, "1 node of 1:2 in; the round forms in 1 s "
+                               "(last_call_timeout), or at once if 1 more "
+                               "joins");
+    amldist__rz_sm_free(sm);
+}
+
+/* A node whose keepalive differs is refused at JOIN, naming both values:
+ * each side would declare the other dead by its own. */
+static void test_refuse_keepalive_mismatch(void)
+{
+    job(2, 2, 0);
+    join(0, -1, 1);
+    amldist__rz_join_t j = job_join(1, -1, 1, 2, 2, 0);
+    j.keepalive_ms = 30000;
+    join_j(1, j);
+    CHECK_REFUSED(1, AMLDIST__RZ_R_OPTIONS,
+                  "keep_alive_interval=30,keep_alive_max_attempt=5 differ "
+                  "from the job's keep_alive_interval=1,"
+                  "keep_alive_max_attempt=5");
+    j = job_join(2, -1, 1, 2, 2, 0);
+    j.keepalive_misses = 3;
+    join_j(2, j);
+    CHECK_REFUSED(2, AMLDIST__RZ_R_OPTIONS, "keep_alive_max_attempt=3 differ");
+    /* Other timeouts differ without a refusal: the host's apply. */
+    j = job_join(3, -1, 1, 2, 2, 0);
+    j.last_call_ms = 5;
+    j.join_timeout_ms = 7;
+    join_j(3, j);
+    CHECK(action(AMLDIST__RZ_A_ADMIT, 3) != NULL);
     amldist__rz_sm_free(sm);
 }
 
@@ -691,6 +846,10 @@ int main(void)
     RUN(test_order_by_given_rank);
     RUN(test_numbering_and_given_master);
     RUN(test_no_port_offered);
+    RUN(test_gpu_shares_by_machine);
+    RUN(test_local_addr_is_master);
+    RUN(test_waiting_line);
+    RUN(test_refuse_keepalive_mismatch);
     RUN(test_refusals);
     RUN(test_refuse_rank_taken_and_mixed);
     RUN(test_refuse_full_and_fixed_running);

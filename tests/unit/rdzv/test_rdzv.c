@@ -1893,9 +1893,9 @@ static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
 
 static size_t join_frame(unsigned char *f, const amldist__rz_join_t *j)
 {
-    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN);
-    amldist__rz_put_join(f + AMLDIST__FRAME_HEADER_LEN, j);
-    return AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN;
+    size_t len = amldist__rz_put_join(f + AMLDIST__FRAME_HEADER_LEN, j);
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, (uint32_t)len);
+    return AMLDIST__FRAME_HEADER_LEN + len;
 }
 
 /*
@@ -1985,7 +1985,7 @@ static int wait_captured(void)
 static amldist__rz_join_t captured_join(void)
 {
     amldist__rz_join_t j;
-    amldist__rz_get_join(sh->join_frame + AMLDIST__FRAME_HEADER_LEN, &j);
+    amldist__rz_get_join(sh->join_frame + AMLDIST__FRAME_HEADER_LEN, AMLDIST__RZ_JOIN_LEN, &j);
     return j;
 }
 
@@ -2056,6 +2056,18 @@ static void test_hostile_malformed(void)
     join_frame(f, &j);
     amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
     check_dropped(port, f, JOIN - 4, "short JOIN");
+    /* a local address whose length is not the rest of the frame, or that
+     * holds a NUL */
+    join_frame(f, &j);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN + 76, 5);
+    CHECK_INT_EQ(answer(port, f, JOIN, "JOIN lacking its address"),
+                 AMLDIST__RZ_R_PROTO);
+    amldist__rz_join_t k = j;
+    snprintf(k.local_addr, sizeof k.local_addr, "abc");
+    size_t klen = join_frame(f, &k);
+    f[klen - 2] = '\0';
+    CHECK_INT_EQ(answer(port, f, klen, "JOIN with a NUL in its address"),
+                 AMLDIST__RZ_R_PROTO);
     /* frames that only a member may send, as a first frame: FAIL, DONE,
      * BEAT, and the host's own frames */
     unsigned char pay[32] = {0};
@@ -2585,18 +2597,28 @@ static size_t assign_frame(unsigned char *f, uint32_t round, uint32_t nodes,
 {
     const char *addr = "127.0.0.1";
     uint32_t alen = (uint32_t)strlen(addr);
-    uint32_t len = 24 + alen + 4 * nodes;
+    uint32_t len = AMLDIST__RZ_ASSIGN_HEAD + alen +
+                   AMLDIST__RZ_ASSIGN_NODE * nodes;
     amldist__frame_put_header(f, AMLDIST__RZ_ASSIGN, len);
     unsigned char *p = f + AMLDIST__FRAME_HEADER_LEN;
+    memset(p, 0, len);
     amldist__net_put_u32(p, round);
     amldist__net_put_u32(p + 4, 0);
     amldist__net_put_u32(p + 8, node);
     amldist__net_put_u32(p + 12, nodes);
     amldist__net_put_u32(p + 16, 29500);
     amldist__net_put_u32(p + 20, alen_claim ? alen_claim : alen);
-    memcpy(p + 24, addr, alen);
-    for (uint32_t i = 0; i < nodes; i++)
-        amldist__net_put_u32(p + 24 + alen + 4 * i, 1);
+    /* flags 0, the host's last call and join timeout */
+    amldist__net_put_u32(p + 28, 30000);
+    amldist__net_put_u32(p + 32, 300000);
+    memcpy(p + AMLDIST__RZ_ASSIGN_HEAD, addr, alen);
+    for (uint32_t i = 0; i < nodes; i++) {
+        unsigned char *q = p + AMLDIST__RZ_ASSIGN_HEAD + alen +
+                           AMLDIST__RZ_ASSIGN_NODE * i;
+        amldist__net_put_u32(q, 1);     /* one worker */
+        amldist__net_put_u32(q + 4, 0); /* alone on its machine */
+        amldist__net_put_u32(q + 8, 1);
+    }
     return AMLDIST__FRAME_HEADER_LEN + len;
 }
 

@@ -1,0 +1,166 @@
+/*
+ * What an agent asks of the rendezvous beyond the values every agent must
+ * share: the address it is known by (--local-addr), the machine it runs on
+ * (so that agents of one machine split its GPUs), where the forming
+ * round's lines go, and the warnings when the round does otherwise than
+ * this agent asked (another node's master address won, the host's
+ * timeouts differ).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdzv/handle.h"
+
+#define HASH_START 0xcbf29ce484222325ull
+
+/* One machine for GPU purposes is one boot of one kernel: network
+ * namespaces and containers of a host share /proc's boot id (and the
+ * host's GPUs), separate hosts never do.  Its hostname stands in where
+ * the boot id cannot be read. */
+static uint64_t machine_id(const char *gpu_ids)
+{
+    char boot[128] = "";
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, boot, sizeof boot - 1);
+        boot[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    if (!boot[0] && gethostname(boot, sizeof boot - 1) < 0)
+        return 0;
+    uint64_t h = amldist__bs_hash(boot, HASH_START);
+    h = amldist__bs_hash("|gpus|", h);
+    h = amldist__bs_hash(gpu_ids, h);
+    return h ? h : 1; /* 0 means "shares with none" */
+}
+
+void amldist__rz_note_options(amldist_rdzv_t *r,
+                              const amldist_rdzv_options_t *o)
+{
+    amldist__strlcpy(r->local_addr, o->local_addr ? o->local_addr : "",
+                     sizeof r->local_addr);
+    r->machine = o->gpu_ids ? machine_id(o->gpu_ids) : 0;
+    amldist__strlcpy(r->asked_master_addr,
+                     o->master_addr ? o->master_addr : "",
+                     sizeof r->asked_master_addr);
+    r->asked_master_port = o->master_port > 0 ? o->master_port : 0;
+    r->asked_last_call_ms = o->last_call_ms;
+    r->asked_join_timeout_ms = o->join_timeout_ms;
+    r->note_fd = o->note_fd;
+    amldist__strlcpy(r->note_prefix, o->note_prefix ? o->note_prefix : "",
+                     sizeof r->note_prefix);
+}
+
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    AMLDIST__PRINTF(4, 5);
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    if (*n >= size)
+        return;
+    va_start(ap, fmt);
+    int k = vsnprintf(buf + *n, size - *n, fmt, ap);
+    va_end(ap);
+    *n += k > 0 ? (size_t)k : 0;
+}
+
+/* Where the round's MASTER_ADDR came from, in words. */
+static const char *addr_source(unsigned flags)
+{
+    if (flags & AMLDIST__RZ_F_ADDR_OPTION)
+        return "the rendezvous host's --master-addr";
+    if (flags & AMLDIST__RZ_F_ADDR_LOCAL)
+        return "node 0's --local-addr";
+    return "node 0's address as the rendezvous host sees it";
+}
+
+void amldist__rz_note_round(amldist_rdzv_t *r)
+{
+    const amldist__rz_round_t *rd = &r->cur;
+    char buf[2048];
+    size_t n = 0;
+    buf[0] = '\0';
+    if (r->asked_master_addr[0] &&
+        strcmp(r->asked_master_addr, rd->master_addr) != 0)
+        add(buf, sizeof buf, &n, "this node's master address %s is not "
+            "used: MASTER_ADDR=%s is %s (under a rendezvous the host's "
+            "options and node 0 decide)\n", r->asked_master_addr,
+            rd->master_addr, addr_source(rd->flags));
+    if (r->asked_master_port > 0 && r->asked_master_port != rd->master_port)
+        add(buf, sizeof buf, &n, "this node's master port %d is not used: "
+            "MASTER_PORT=%d is %s\n", r->asked_master_port, rd->master_port,
+            rd->flags & AMLDIST__RZ_F_PORT_OPTION
+                ? "the rendezvous host's --master-port"
+                : "the free port node 0 picked (the host gave none)");
+    if (r->asked_last_call_ms >= 0 &&
+        r->asked_last_call_ms != rd->last_call_ms)
+        add(buf, sizeof buf, &n, "this node's last_call_timeout=%g is not "
+            "used: the rendezvous host's %g applies (it forms the rounds)\n",
+            r->asked_last_call_ms / 1000.0, rd->last_call_ms / 1000.0);
+    if (r->cfg.join_timeout_ms != rd->join_timeout_ms)
+        add(buf, sizeof buf, &n, "this node's join timeout %g s differs "
+            "from the rendezvous host's %g s: the host's decides when a "
+            "round that does not form ends the job\n",
+            r->cfg.join_timeout_ms / 1000.0, rd->join_timeout_ms / 1000.0);
+    free(r->warnings);
+    r->warnings = n ? strdup(buf) : NULL;
+}
+
+/* The host's line on the forming round, for whoever reads the note
+ * descriptor (amlrun's stderr): one write, so that lines do not mix, and
+ * only printable characters, whatever the host sent. */
+void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
+                           uint32_t len)
+{
+    char line[AMLDIST__RZ_TEXT_MAX + 100];
+    if (r->note_fd < 0)
+        return;
+    size_t n = (size_t)snprintf(line, sizeof line, "%s", r->note_prefix);
+    for (uint32_t i = 0; i < len && n + 2 < sizeof line; i++)
+        line[n++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    line[n++] = '\n';
+    while (write(r->note_fd, line, n) < 0 && errno == EINTR) {
+    }
+}
+
+/* The nodes of one machine split its GPUs: in node order, each node's
+ * ranks come after those of the machine's nodes before it, as if one
+ * launcher started them all (its local rank r gets GPU (first + r) mod the
+ * GPUs).  A node whose machine is unknown (0) has the machine alone. */
+void amldist__rz_share_gpus(amldist__rz_round_t *rd, const uint64_t *machine)
+{
+    for (int i = 0; i < rd->nnodes; i++) {
+        int first = 0, all = 0;
+        for (int k = 0; k < rd->nnodes; k++) {
+            if (k != i && (machine[i] == 0 || machine[k] != machine[i]))
+                continue;
+            if (k < i)
+                first += rd->nproc[k];
+            all += rd->nproc[k];
+        }
+        rd->gpu_first[i] = first;
+        rd->machine_ranks[i] = all;
+    }
+}
+
+int amldist_rdzv_gpu_share(const amldist_rdzv_t *r, int *first,
+                           int *machine_ranks)
+{
+    amldist__clear_error();
+    if (!r || !first || !machine_ranks || r->cur.round < 0)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_gpu_share: bad "
+                             "argument");
+    *first = r->cur.gpu_first[r->cur.node];
+    *machine_ranks = r->cur.machine_ranks[r->cur.node];
+    return 0;
+}
+
+const char *amldist_rdzv_warnings(const amldist_rdzv_t *r)
+{
+    return r && r->warnings ? r->warnings : "";
+}
