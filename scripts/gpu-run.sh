@@ -135,6 +135,13 @@ EOF
     # Two c10d "nodes" on this one machine: which GPU each binds.
     run 90 sh -c 'a="amlrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29561 --report-bindings"
         $a build/examples/nccl_allreduce & $a build/examples/nccl_allreduce; echo "second exit $?"; wait $!; echo "first exit $?"'
+    # The same as a static job, and a PyTorch job of two c10d nodes here.
+    run 90 sh -c 'a="amlrun --nnodes 2 --nproc-per-node 1 --master-addr 127.0.0.1 --master-port 29571 --report-bindings"
+        $a --node-rank 0 build/examples/nccl_allreduce & $a --node-rank 1 build/examples/nccl_allreduce; echo "second exit $?"; wait $!; echo "first exit $?"'
+    run 120 sh -c 'a="amlrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29581 --report-bindings --no-python python3"
+        $a '"$py"' & $a '"$py"'; echo "second exit $?"; wait $!; echo "first exit $?"'
+    # torchrun 2.x's console events beside amlrun's own JSON lines.
+    run 60 amlrun --nproc-per-node gpu --event-log-handler console --event-log /dev/stdout build/examples/nccl_allreduce
 } >"$out/runs.txt" 2>&1
 rm -f "$py" "$share"
 echo "gpu-run: logs in $out"
