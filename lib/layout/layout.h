@@ -72,6 +72,9 @@ int amldist__src_mvapich2(const amldist__env_t *env, struct amldist *r);
 int amldist__src_mpich(const amldist__env_t *env, struct amldist *r);
 int amldist__src_pmix(const amldist__env_t *env, struct amldist *r);
 int amldist__src_slurm(const amldist__env_t *env, struct amldist *r);
+/* kubeflow.c: a canonical reading (no marker, no local pair) that is a
+ * PyTorchJob pod's one process per PET_NNODES: 1 when r was completed. */
+int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
 /* Azure ML only names the master.  `layout` is the rank layout already
  * chosen (single node or not decides which variable counts). */
 int amldist__src_azureml(const amldist__env_t *env,
