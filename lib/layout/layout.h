@@ -83,8 +83,9 @@ int amldist__src_azureml(const amldist__env_t *env,
 /* pmix.c: ask the PMIx server (dlopen'ed libpmix) about this process. */
 typedef struct {
     long node_id, num_nodes, job_size, local_rank, local_size;
-    /* This host's place in the job's PMIX_NODE_LIST (-1: not found). */
-    long node_index;
+    /* This host's place in the job's PMIX_NODE_LIST (-1: not found), and
+     * the list's length (-1: no list). */
+    long node_index, list_nodes;
     char rank0_host[AMLDIST__HOST_MAX];
     char host[AMLDIST__HOST_MAX];
 } amldist__pmix_info_t;

@@ -20,11 +20,13 @@
 #include <string.h>
 
 #include "layout/layout.h"
+#include "sources/ompi_rankfile.h"
 
 #define DAEMON_URI "OMPI_MCA_orte_local_daemon_uri"
 #define HNP_URI "OMPI_MCA_orte_hnp_uri"
 #define NUM_DAEMONS "OMPI_MCA_ess_base_num_procs"
 #define NO_VM "OMPI_MCA_orte_no_vm"
+#define RANKFILE "OMPI_MCA_orte_rankfile"
 
 /* "<job family>.<vpid>;<contact>" into its two numbers; -1 if malformed. */
 static int parse_uri(const char *uri, long *family, long *vpid)
@@ -142,6 +144,73 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
     return 0;
 }
 
+/*
+ * Under a rankfile the daemons say nothing reliable (ompi_rankfile.c): the
+ * node count, the node index and the master come from the file, all three
+ * or none, on every rank alike.  1 when read.
+ */
+static int from_rankfile(const char *path, struct amldist *r)
+{
+    amldist__rankfile_t rf;
+    char why[96];
+    static const char distrust[] =
+        "OMPI_MCA_orte_num_nodes is not used under a rankfile: Open MPI 4's "
+        "daemons away from mpirun count its nodes twice";
+    if (amldist__ompi_rankfile(path, r->val[AMLDIST_FIELD_RANK],
+                               r->val[AMLDIST_FIELD_WORLD_SIZE], &rf, why,
+                               sizeof why) != 0) {
+        amldist__why(r, AMLDIST_FIELD_NUM_NODES, "unknown: %s; %s=%.48s: %s",
+                     distrust, RANKFILE, path, why);
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: %s=%.48s orders the nodes, and %s", RANKFILE,
+                     path, why);
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.48s places rank 0, and %s", RANKFILE,
+                     path, why);
+        return 0;
+    }
+    amldist__set(r, AMLDIST_FIELD_NUM_NODES, rf.nodes,
+                 "%s=%.64s: %ld hosts (%s)", RANKFILE, path, rf.nodes,
+                 distrust);
+    amldist__set(r, AMLDIST_FIELD_NODE_RANK, rf.node,
+                 "%s=%.64s: this rank's host is the %ld. to appear, in rank "
+                 "order",
+                 RANKFILE, path, rf.node + 1);
+    /* "localhost" names mpirun's node to mpirun, not to the other nodes. */
+    if (amldist__valid_host(rf.rank0_host) == 0 &&
+        strcmp(rf.rank0_host, "localhost") != 0 &&
+        strncmp(rf.rank0_host, "127.", 4) != 0 &&
+        amldist__strlcpy(r->addr, rf.rank0_host, sizeof r->addr) == 0)
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "%s=%.64s: the host of rank 0", RANKFILE, path);
+    else
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.64s places rank 0 on \"%.64s\", which "
+                     "is no address for the other nodes",
+                     RANKFILE, path, rf.rank0_host);
+    return 1;
+}
+
+/* The node count, unless a remote daemon's says more nodes than daemons. */
+static int num_nodes(const amldist__env_t *env, struct amldist *r)
+{
+    int rc = amldist__env_field(env, r, AMLDIST_FIELD_NUM_NODES,
+                                "OMPI_MCA_orte_num_nodes");
+    long daemons;
+    const char *dtext = amldist__env_get(env, NUM_DAEMONS);
+    if (rc == 1 && dtext != NULL &&
+        amldist__parse_long(dtext, 1, 0xffffffffL, &daemons) == 0 &&
+        r->val[AMLDIST_FIELD_NUM_NODES] > daemons) {
+        long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
+        r->val[AMLDIST_FIELD_NUM_NODES] = AMLDIST_EUNKNOWN;
+        amldist__why(r, AMLDIST_FIELD_NUM_NODES,
+                     "unknown: OMPI_MCA_orte_num_nodes=%ld is more than the "
+                     "%s=%ld daemons that run ranks",
+                     nodes, NUM_DAEMONS, daemons);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
 {
     amldist__reading_init(r, "ompi");
@@ -151,8 +220,15 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
                                "OMPI_COMM_WORLD_LOCAL_SIZE");
     if (rc <= 0)
         return rc;
-    if ((rc = amldist__env_field(env, r, AMLDIST_FIELD_NUM_NODES,
-                                 "OMPI_MCA_orte_num_nodes")) < 0)
+    const char *rankfile = amldist__env_get(env, RANKFILE);
+    int ranked = rankfile != NULL && *rankfile != '\0';
+    if (ranked && r->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] !=
+                      r->val[AMLDIST_FIELD_WORLD_SIZE]) {
+        if (!from_rankfile(rankfile, r))
+            r->want_pmix = 1;
+        return 1;
+    }
+    if (!ranked && (rc = num_nodes(env, r)) < 0)
         return rc;
 
     int world = r->val[AMLDIST_FIELD_WORLD_SIZE];
