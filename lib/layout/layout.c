@@ -444,6 +444,10 @@ static int resolve_master(const amldist__env_t *env, struct amldist *h,
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "default (single node: %s, no MASTER_ADDR)",
                          h->why[AMLDIST_FIELD_NUM_NODES]);
+        } else if (launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
+            /* The launcher's reason: why it cannot name the master. */
+            memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
+                   launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
         } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0') {
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "unknown: no MASTER_ADDR, AZ_BATCH_MASTER_NODE or "
@@ -561,12 +565,19 @@ static int same_step_under_srun(const amldist__env_t *env, struct amldist *mpi,
     return 0;
 }
 
-static int needs_pmix(const struct amldist *h)
+/* A field the PMIx server may know is unknown; the master counts where
+ * neither the variables nor the options name one. */
+static int needs_pmix(const amldist__env_t *env, const amldist_options_t *o,
+                      const struct amldist *h, const struct amldist *master)
 {
     for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
         if (!amldist__known(h, (amldist_field_t)f))
             return 1;
-    return 0;
+    return !amldist__known(master, AMLDIST_FIELD_MASTER_ADDR) &&
+           o->master_addr == NULL &&
+           amldist__env_get(env, "MASTER_ADDR") == NULL &&
+           amldist__env_get(env, "AZ_BATCH_MASTER_NODE") == NULL &&
+           amldist__env_get(env, "AZ_BATCHAI_MPI_MASTER_NODE") == NULL;
 }
 
 static int build(const amldist__env_t *env, const amldist_options_t *o,
@@ -618,7 +629,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */
-    if (h->want_pmix && needs_pmix(h))
+    if (h->want_pmix && needs_pmix(env, o, h, &launcher_master))
         amldist__pmix_complete(env, h, &launcher_master);
     if (env->flags & AMLDIST_ONE_PER_NODE)
         alone_on_node(h);

@@ -246,8 +246,19 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
     } else if (r->val[AMLDIST_FIELD_NUM_NODES] == 1) {
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: OMPI_MCA_orte_num_nodes=1");
-    } else if (!node_from_daemon(env, r)) {
-        r->want_pmix = 1;
+    } else {
+        if (!node_from_daemon(env, r))
+            r->want_pmix = 1;
+        /* Ranks on one node may see their node run rank 0 while ranks of
+         * another cannot tell whether mpirun's node, idle or not, holds it:
+         * all of them then ask the PMIx server, or all say the same. */
+        if (!amldist__known(r, AMLDIST_FIELD_MASTER_ADDR)) {
+            amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                         "unknown: mpirun's node (%s) may run no rank, and "
+                         "then only the PMIx server knows the host of rank 0",
+                         HNP_URI);
+            r->want_pmix = 1;
+        }
     }
     return 1;
 }
