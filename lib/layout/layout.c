@@ -102,11 +102,21 @@ static void per_node_launcher(struct amldist *chosen,
     int lrank = canon->val[AMLDIST_FIELD_LOCAL_RANK];
     int orank = outer->val[AMLDIST_FIELD_RANK];
     if (outer->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] != 1 || ow < 1 ||
-        cw < ow || cw % ow != 0 || rank < 0 || orank < 0 ||
-        amldist__known(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE))
+        cw < ow || cw % ow != 0 || rank < 0 || orank < 0)
         return;
     int k = cw / ow;
     if (rank / k != orank || (lrank >= 0 && lrank != rank % k))
+        return;
+    /* Our rank 0 is then a worker of outer rank 0, on its node: the
+     * outer launcher's master (mpirun's node, PMIx's host of rank 0) is
+     * ours, as amlrun's workers get it from the same reading. */
+    if (!amldist__known(chosen, AMLDIST_FIELD_MASTER_ADDR) &&
+        amldist__known(outer, AMLDIST_FIELD_MASTER_ADDR)) {
+        memcpy(chosen->addr, outer->addr, sizeof chosen->addr);
+        memcpy(chosen->why[AMLDIST_FIELD_MASTER_ADDR],
+               outer->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
+    }
+    if (amldist__known(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE))
         return;
     amldist__set(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE, k,
                  "derived: %s / %s, one launcher per node (%s) whose "
@@ -184,6 +194,21 @@ static int relate(struct amldist *canon, const struct amldist *outer,
                          "derived: %s / %d nodes, one launcher per node "
                          "(%s)",
                          canon->why[AMLDIST_FIELD_WORLD_SIZE], ow, nodes);
+    }
+    /* The launcher that set the canonical variables runs where its outer
+     * rank runs, alone there: the node it knows (Hydra's proxy, Open MPI's
+     * daemon) is ours, and the job spans the same nodes.  (Two launchers
+     * on one node would each number their workers from 0.) */
+    static const amldist_field_t same_node[] = {AMLDIST_FIELD_NODE_RANK,
+                                                AMLDIST_FIELD_NUM_NODES};
+    for (size_t i = 0;
+         i < 2 && outer->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] == 1; i++) {
+        amldist_field_t f = same_node[i];
+        if (!amldist__known(chosen, f) && amldist__known(outer, f))
+            amldist__set(chosen, f, outer->val[f],
+                         "derived: %s, the node of the launcher that set "
+                         "RANK",
+                         outer->why[f]);
     }
     return 0;
 }
