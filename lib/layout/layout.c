@@ -517,6 +517,17 @@ static int validate(const struct amldist *h)
         (rc = below(h, AMLDIST_FIELD_NUM_NODES, AMLDIST_FIELD_WORLD_SIZE, 1)))
         return rc;
     int lw = h->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE];
+    int nodes = h->val[AMLDIST_FIELD_NUM_NODES];
+    /* Every other node runs a rank at least. */
+    if (nodes > 1 && lw > 0 &&
+        (long long)lw + nodes - 1 > h->val[AMLDIST_FIELD_WORLD_SIZE])
+        return amldist__fail(AMLDIST_ERANGE,
+                             "local world size %d (%s) and %d nodes (%s) "
+                             "need more than world size %d (%s)",
+                             lw, h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE], nodes,
+                             h->why[AMLDIST_FIELD_NUM_NODES],
+                             h->val[AMLDIST_FIELD_WORLD_SIZE],
+                             h->why[AMLDIST_FIELD_WORLD_SIZE]);
     if (h->val[AMLDIST_FIELD_NUM_NODES] == 1 && lw > 0 &&
         lw != h->val[AMLDIST_FIELD_WORLD_SIZE])
         return amldist__fail(AMLDIST_ERANGE,
