@@ -90,6 +90,13 @@ case_rf "2 nodes, rank 0 on n1, mpirun on n0" "$(rankfile rf10 n1 n1 n0 n0)"
 case_rf "mpirun on n0, ranks on n1 and n2 only" "$(rankfile rf12 n1 n1 n2 n2)"
 case_rf "3 nodes interleaved" "$(rankfile rfi n2 n0 n1 n2 n0 n1)"
 
+# amlrun per node under a rankfile, rank 0 on n1: the workers of outer rank
+# r are ranks 2r and 2r + 1 on its host, as in a rankfile that placed them.
+rf=$(rankfile rfpn n1 n0)
+want=$(expected "$(rankfile rfpn-workers n1 n1 n0 n0)")
+got=$(ranks_of -rf "$rf" -np 2 --bind-to none "$AMLRUN" --nproc-per-node 2 "$REPORT")
+expect_eq "one amlrun per node, rank 0 on n1: the workers' layout" "$got" "$want"
+
 # The same rankfile unreadable on every rank and no PMIx (amlrun): the same
 # unknowns everywhere, never the daemons' numbers.
 rf=$TEST_TMP/rf3
