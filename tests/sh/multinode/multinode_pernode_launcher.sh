@@ -38,6 +38,7 @@ chmod +x "$WORKER"
 # The per-node launcher, written after launch.py's facts: node rank = the
 # outer rank, WORLD_SIZE = K * the outer world, worker i is rank
 # node * K + i with LOCAL_RANK i; the master from the outer environment.
+# It runs its arguments as each worker.
 LAUNCH=$TEST_TMP/launch.sh
 cat >"$LAUNCH" <<EOF
 #!/bin/sh
@@ -45,7 +46,7 @@ node=\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}
 nodes=\${OMPI_COMM_WORLD_SIZE:-\$PMI_SIZE}
 i=0
 while [ \$i -lt $K ]; do
-    RANK=\$((node * $K + i)) LOCAL_RANK=\$i WORLD_SIZE=\$((nodes * $K)) LIB=1 "$WORKER" &
+    RANK=\$((node * $K + i)) LOCAL_RANK=\$i WORLD_SIZE=\$((nodes * $K)) "\$@" &
     i=\$((i + 1))
 done
 wait
@@ -82,9 +83,14 @@ outer_case() {
     on n0 $T "$@" "$OUTER" >"$TEST_TMP/outer" 2>"$TEST_TMP/err"
     expect_eq "$name: the outer launcher runs one process on each node" \
         "$(awk '{print $1, $2, $4}' "$TEST_TMP/outer" | sort -k2,2n | tr '\n' ' ')" "n0 0 1 n1 1 1 "
-    on n0 $T "$@" "$LAUNCH" >"$TEST_TMP/log" 2>&1
+    on n0 $T "$@" "$LAUNCH" env LIB=1 "$WORKER" >"$TEST_TMP/log" 2>&1
     got=$(lines)
     expect_eq "$name: a launch.py-like launcher's workers: amldist_init" "$got" "$(want "$master" "$port")"
+    [ "$got" = "$(want "$master" "$port")" ] || diag "$(tail -c 600 "$TEST_TMP/log")"
+    on n0 $T "$@" "$LAUNCH" "$AMLRUN" --cpu-bind none "$WORKER" >"$TEST_TMP/log" 2>&1
+    got=$(lines)
+    expect_eq "$name: a launch.py-like launcher's workers: amlrun in their place exports the same" \
+        "$got" "$(want "$master" "$port")"
     [ "$got" = "$(want "$master" "$port")" ] || diag "$(tail -c 600 "$TEST_TMP/log")"
     on n0 $T "$@" "$AMLRUN" --nproc-per-node "$K" --master-port "$port" "$WORKER" >"$TEST_TMP/log" 2>&1
     got=$(lines)
