@@ -14,7 +14,9 @@
  * pin the index down, it is known without asking anybody: a PMIx query would
  * cost this rank (and any program it execs) its MPI_Init (sources/pmix_client.c).
  * Otherwise layout.c asks the PMIx server, when this reading is the one
- * used, and if it cannot, the node rank stays unknown.
+ * used, and if it cannot, the node rank stays unknown.  Under a rankfile
+ * (mpirun -rf) the daemons' numbers and node count are wrong
+ * (ompi_rankfile.c): the file decides, or nothing does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,8 +60,14 @@ static void master_is_mpirun(const char *hnp, struct amldist *r)
     const char *p = strstr(hnp, ";tcp://");
     const char *colon;
     if (p == NULL || (colon = strchr(p += 7, ':')) == NULL ||
-        (size_t)(colon - p) >= sizeof host || memchr(p, ',', (size_t)(colon - p)))
+        (size_t)(colon - p) >= sizeof host ||
+        memchr(p, ',', (size_t)(colon - p))) {
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.60s: not one IPv4 address of mpirun's "
+                     "node, which runs rank 0",
+                     HNP_URI, hnp);
         return;
+    }
     memcpy(host, p, (size_t)(colon - p));
     host[colon - p] = '\0';
     if (amldist__valid_host(host) != 0 ||
@@ -173,9 +181,9 @@ static int from_rankfile(const char *path, struct amldist *r)
                  "%s=%.64s: %ld hosts (%s)", RANKFILE, path, rf.nodes,
                  distrust);
     amldist__set(r, AMLDIST_FIELD_NODE_RANK, rf.node,
-                 "%s=%.64s: this rank's host is the %ld. to appear, in rank "
-                 "order",
-                 RANKFILE, path, rf.node + 1);
+                 "%s=%.64s: its hosts numbered by their first rank, this "
+                 "rank's host",
+                 RANKFILE, path);
     /* "localhost" names mpirun's node to mpirun, not to the other nodes. */
     if (amldist__valid_host(rf.rank0_host) == 0 &&
         strcmp(rf.rank0_host, "localhost") != 0 &&
@@ -253,10 +261,12 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
          * another cannot tell whether mpirun's node, idle or not, holds it:
          * all of them then ask the PMIx server, or all say the same. */
         if (!amldist__known(r, AMLDIST_FIELD_MASTER_ADDR)) {
-            amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
-                         "unknown: mpirun's node (%s) may run no rank, and "
-                         "then only the PMIx server knows the host of rank 0",
-                         HNP_URI);
+            if (r->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0')
+                amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                             "unknown: mpirun's node (%s) may run no rank, "
+                             "and then only the PMIx server knows the host "
+                             "of rank 0",
+                             HNP_URI);
             r->want_pmix = 1;
         }
     }
