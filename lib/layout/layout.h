@@ -80,6 +80,15 @@ int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
 int amldist__src_azureml(const amldist__env_t *env,
                          const struct amldist *layout, struct amldist *r);
 
+/* pernode.c: canon's RANK and WORLD_SIZE are a multiple of the outer
+ * launcher's; fill in `chosen` (a copy of canon) what one launcher per node
+ * implies. */
+void amldist__per_node_launcher(struct amldist *chosen,
+                                const struct amldist *canon,
+                                const struct amldist *outer);
+/* The node count equals the world size: one rank per node. */
+void amldist__one_per_node(struct amldist *h);
+
 /* pmix.c: ask the PMIx server (dlopen'ed libpmix) about this process. */
 typedef struct {
     long node_id, num_nodes, job_size, local_rank, local_size;
