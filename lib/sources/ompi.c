@@ -28,7 +28,10 @@
 #define HNP_URI "OMPI_MCA_orte_hnp_uri"
 #define NUM_DAEMONS "OMPI_MCA_ess_base_num_procs"
 #define NO_VM "OMPI_MCA_orte_no_vm"
+/* mpirun -rf FILE exports the first, --mca rmaps_rank_file_path FILE the
+ * second. */
 #define RANKFILE "OMPI_MCA_orte_rankfile"
+#define RANKFILE_MCA "OMPI_MCA_rmaps_rank_file_path"
 
 /* "<job family>.<vpid>;<contact>" into its two numbers; -1 if malformed. */
 static int parse_uri(const char *uri, long *family, long *vpid)
@@ -157,7 +160,8 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
  * node count, the node index and the master come from the file, all three
  * or none, on every rank alike.  1 when read.
  */
-static int from_rankfile(const char *path, struct amldist *r)
+static int from_rankfile(const char *var, const char *path,
+                         struct amldist *r)
 {
     amldist__rankfile_t rf;
     char why[96];
@@ -168,34 +172,34 @@ static int from_rankfile(const char *path, struct amldist *r)
                                r->val[AMLDIST_FIELD_WORLD_SIZE], &rf, why,
                                sizeof why) != 0) {
         amldist__why(r, AMLDIST_FIELD_NUM_NODES, "unknown: %s; %s=%.48s: %s",
-                     distrust, RANKFILE, path, why);
+                     distrust, var, path, why);
         amldist__why(r, AMLDIST_FIELD_NODE_RANK,
-                     "unknown: %s=%.48s orders the nodes, and %s", RANKFILE,
+                     "unknown: %s=%.48s orders the nodes, and %s", var,
                      path, why);
         amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
-                     "unknown: %s=%.48s places rank 0, and %s", RANKFILE,
+                     "unknown: %s=%.48s places rank 0, and %s", var,
                      path, why);
         return 0;
     }
     amldist__set(r, AMLDIST_FIELD_NUM_NODES, rf.nodes,
-                 "%s=%.64s: %ld hosts (%s)", RANKFILE, path, rf.nodes,
+                 "%s=%.64s: %ld hosts (%s)", var, path, rf.nodes,
                  distrust);
     amldist__set(r, AMLDIST_FIELD_NODE_RANK, rf.node,
                  "%s=%.64s: its hosts numbered by their first rank, this "
                  "rank's host",
-                 RANKFILE, path);
+                 var, path);
     /* "localhost" names mpirun's node to mpirun, not to the other nodes. */
     if (amldist__valid_host(rf.rank0_host) == 0 &&
         strcmp(rf.rank0_host, "localhost") != 0 &&
         strncmp(rf.rank0_host, "127.", 4) != 0 &&
         amldist__strlcpy(r->addr, rf.rank0_host, sizeof r->addr) == 0)
         amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
-                     "%s=%.64s: the host of rank 0", RANKFILE, path);
+                     "%s=%.64s: the host of rank 0", var, path);
     else
         amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
                      "unknown: %s=%.64s places rank 0 on \"%.64s\", which "
                      "is no address for the other nodes",
-                     RANKFILE, path, rf.rank0_host);
+                     var, path, rf.rank0_host);
     return 1;
 }
 
@@ -228,11 +232,14 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
                                "OMPI_COMM_WORLD_LOCAL_SIZE");
     if (rc <= 0)
         return rc;
-    const char *rankfile = amldist__env_get(env, RANKFILE);
+    const char *var = RANKFILE;
+    const char *rankfile = amldist__env_get(env, var);
+    if (rankfile == NULL || *rankfile == '\0')
+        rankfile = amldist__env_get(env, var = RANKFILE_MCA);
     int ranked = rankfile != NULL && *rankfile != '\0';
     if (ranked && r->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] !=
                       r->val[AMLDIST_FIELD_WORLD_SIZE]) {
-        if (!from_rankfile(rankfile, r))
+        if (!from_rankfile(var, rankfile, r))
             r->want_pmix = 1;
         return 1;
     }

@@ -90,6 +90,13 @@ case_rf "2 nodes, rank 0 on n1, mpirun on n0" "$(rankfile rf10 n1 n1 n0 n0)"
 case_rf "mpirun on n0, ranks on n1 and n2 only" "$(rankfile rf12 n1 n1 n2 n2)"
 case_rf "3 nodes interleaved" "$(rankfile rfi n2 n0 n1 n2 n0 n1)"
 
+# The same file given as an MCA parameter (--mca rmaps_rank_file_path, which
+# Open MPI exports as OMPI_MCA_rmaps_rank_file_path, not orte_rankfile).
+rf=$TEST_TMP/rf10
+got=$(ranks_of --mca rmaps_rank_file_path "$rf" -np 4 "$AMLRUN" "$REPORT")
+expect_eq "--mca rmaps_rank_file_path, rank 0 on n1: amlrun exports the file's layout" \
+    "$got" "$(expected "$rf")"
+
 # amlrun per node under a rankfile, rank 0 on n1: the workers of outer rank
 # r are ranks 2r and 2r + 1 on its host, as in a rankfile that placed them.
 rf=$(rankfile rfpn n1 n0)

@@ -68,6 +68,20 @@ static void test_rankfile_rank0_away(void)
     unlink(path);
 }
 
+/* mpirun --mca rmaps_rank_file_path FILE names it in another variable. */
+static void test_rankfile_mca_spelling(void)
+{
+    rankfile(rank0_on_n1);
+    snprintf(var, sizeof var, "OMPI_MCA_rmaps_rank_file_path=%s", path);
+    amldist_t *h = layout_of(ENV(REMOTE(3, 1), var), AMLDIST_NO_PMIX);
+    CHECK_LAYOUT(h, 3, 4, 1, 2, 1, 2);
+    CHECK_STR_EQ(amldist_master_addr(h), "n1");
+    CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_NODE_RANK),
+                  "OMPI_MCA_rmaps_rank_file_path=");
+    amldist_free(h);
+    unlink(path);
+}
+
 /* Comments, blank lines, spaces around '=', lines out of rank order;
  * nodes are numbered by their first rank. */
 static void test_rankfile_syntax(void)
@@ -195,6 +209,7 @@ static void test_headnode_master_alike(void)
 int main(void)
 {
     RUN(test_rankfile_rank0_away);
+    RUN(test_rankfile_mca_spelling);
     RUN(test_rankfile_syntax);
     RUN(test_rankfile_unusable);
     RUN(test_rankfile_localhost);
