@@ -141,7 +141,8 @@ expect_eq "--nnodes = WORLD_SIZE, no PET_NNODES: torchrun's numbers" \
 port=$((port + 1))
 # A --node-rank other than the pod's RANK is refused on that pod, naming both.
 rc=0
-on_login n0 env $(operator old 0 "$port") $T "$AMLRUN" --node-rank 1 --no-python "$W" \
+mapfile -t pod0 < <(operator old 0 "$port")
+on_login n0 env "${pod0[@]}" $T "$AMLRUN" --node-rank 1 --no-python "$W" \
     >"$TEST_TMP/nr.0" 2>&1 || rc=$?
 expect_eq "--node-rank 1 in pod 0 (RANK=0): refused (2)" "$rc" 2
 check "--node-rank 1 in pod 0: the message names RANK=0" grep -q 'node_rank=1 conflicts with derived: RANK=0' "$TEST_TMP/nr.0"
