@@ -150,6 +150,7 @@ static int relate(struct amldist *canon, const struct amldist *outer,
                          "(%s)",
                          canon->why[AMLDIST_FIELD_WORLD_SIZE], ow, nodes);
     }
+    amldist__per_node_launcher(chosen, canon, outer);
     return 0;
 }
 
@@ -256,6 +257,9 @@ static void derive(struct amldist *h)
                      "derived: %s equals %s (one node)",
                      h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE],
                      h->why[AMLDIST_FIELD_WORLD_SIZE]);
+    if (v[AMLDIST_FIELD_NUM_NODES] > 1 &&
+        v[AMLDIST_FIELD_NUM_NODES] == v[AMLDIST_FIELD_WORLD_SIZE])
+        amldist__one_per_node(h);
     if (v[AMLDIST_FIELD_NUM_NODES] != 1)
         return;
     const char *one = inner(h->why[AMLDIST_FIELD_NUM_NODES]);
@@ -376,9 +380,8 @@ static int resolve_master(const amldist__env_t *env, struct amldist *h,
             amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
                          "default (single node: %s, no MASTER_ADDR)",
                          h->why[AMLDIST_FIELD_NUM_NODES]);
-        } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0' &&
-                   launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
-            /* The launcher's reason (srun -m arbitrary over many nodes). */
+        } else if (launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
+            /* The launcher's reason: why it cannot name the master. */
             memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
                    launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
         } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0') {
@@ -425,6 +428,17 @@ static int validate(const struct amldist *h)
         (rc = below(h, AMLDIST_FIELD_NUM_NODES, AMLDIST_FIELD_WORLD_SIZE, 1)))
         return rc;
     int lw = h->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE];
+    int nodes = h->val[AMLDIST_FIELD_NUM_NODES];
+    /* Every other node runs a rank at least. */
+    if (nodes > 1 && lw > 0 &&
+        (long long)lw + nodes - 1 > h->val[AMLDIST_FIELD_WORLD_SIZE])
+        return amldist__fail(AMLDIST_ERANGE,
+                             "local world size %d (%s) and %d nodes (%s) "
+                             "need more than world size %d (%s)",
+                             lw, h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE], nodes,
+                             h->why[AMLDIST_FIELD_NUM_NODES],
+                             h->val[AMLDIST_FIELD_WORLD_SIZE],
+                             h->why[AMLDIST_FIELD_WORLD_SIZE]);
     if (h->val[AMLDIST_FIELD_NUM_NODES] == 1 && lw > 0 &&
         lw != h->val[AMLDIST_FIELD_WORLD_SIZE])
         return amldist__fail(AMLDIST_ERANGE,
@@ -498,22 +512,19 @@ static int same_step_under_srun(const amldist__env_t *env, struct amldist *mpi,
     return 0;
 }
 
-static int needs_pmix(const struct amldist *h)
+/* A field the PMIx server may know is unknown; the master counts where
+ * neither the variables nor the options name one. */
+static int needs_pmix(const amldist__env_t *env, const amldist_options_t *o,
+                      const struct amldist *h, const struct amldist *master)
 {
     for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
         if (!amldist__known(h, (amldist_field_t)f))
             return 1;
-    return 0;
-}
-
-/* Nothing names the master (srun -m arbitrary over many nodes, whose
- * SLURM_* cannot say where rank 0 runs): the PMIx server knows its host. */
-static int master_unknown(const amldist__env_t *env, const struct amldist *h,
-                          const struct amldist *launcher)
-{
-    return !amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) &&
-           !amldist__known(launcher, AMLDIST_FIELD_MASTER_ADDR) &&
-           amldist__env_get(env, "MASTER_ADDR") == NULL;
+    return !amldist__known(master, AMLDIST_FIELD_MASTER_ADDR) &&
+           o->master_addr == NULL &&
+           amldist__env_get(env, "MASTER_ADDR") == NULL &&
+           amldist__env_get(env, "AZ_BATCH_MASTER_NODE") == NULL &&
+           amldist__env_get(env, "AZ_BATCHAI_MPI_MASTER_NODE") == NULL;
 }
 
 static int build(const amldist__env_t *env, const amldist_options_t *o,
@@ -565,7 +576,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */
-    if (h->want_pmix && (needs_pmix(h) || master_unknown(env, h, &launcher_master)))
+    if (h->want_pmix && needs_pmix(env, o, h, &launcher_master))
         amldist__pmix_complete(env, h, &launcher_master);
     if (env->flags & AMLDIST_ONE_PER_NODE)
         alone_on_node(h);

@@ -72,16 +72,29 @@ int amldist__src_mvapich2(const amldist__env_t *env, struct amldist *r);
 int amldist__src_mpich(const amldist__env_t *env, struct amldist *r);
 int amldist__src_pmix(const amldist__env_t *env, struct amldist *r);
 int amldist__src_slurm(const amldist__env_t *env, struct amldist *r);
+/* kubeflow.c: a canonical reading (no marker, no local pair) that is a
+ * PyTorchJob pod's one process per PET_NNODES: 1 when r was completed. */
+int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
 /* Azure ML only names the master.  `layout` is the rank layout already
  * chosen (single node or not decides which variable counts). */
 int amldist__src_azureml(const amldist__env_t *env,
                          const struct amldist *layout, struct amldist *r);
 
+/* pernode.c: canon's RANK and WORLD_SIZE are a multiple of the outer
+ * launcher's; fill in `chosen` (a copy of canon) what one launcher per node
+ * implies. */
+void amldist__per_node_launcher(struct amldist *chosen,
+                                const struct amldist *canon,
+                                const struct amldist *outer);
+/* The node count equals the world size: one rank per node. */
+void amldist__one_per_node(struct amldist *h);
+
 /* pmix.c: ask the PMIx server (dlopen'ed libpmix) about this process. */
 typedef struct {
     long node_id, num_nodes, job_size, local_rank, local_size;
-    /* This host's place in the job's PMIX_NODE_LIST (-1: not found). */
-    long node_index;
+    /* This host's place in the job's PMIX_NODE_LIST (-1: not found), and
+     * the list's length (-1: no list). */
+    long node_index, list_nodes;
     char rank0_host[AMLDIST__HOST_MAX];
     char host[AMLDIST__HOST_MAX];
 } amldist__pmix_info_t;

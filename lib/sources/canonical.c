@@ -108,6 +108,8 @@ int amldist__src_canonical(const amldist__env_t *env, struct amldist *r)
         (rc = node_rank(env, r)) < 0)
         return rc;
 
+    if (!marked && amldist__kubeflow_pod(env, r))
+        return 1;
     /* torchrun starts the same number of workers on every node, so older
      * versions that lack GROUP_WORLD_SIZE still tell the node count. */
     int world = r->val[AMLDIST_FIELD_WORLD_SIZE];

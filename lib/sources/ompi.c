@@ -14,17 +14,24 @@
  * pin the index down, it is known without asking anybody: a PMIx query would
  * cost this rank (and any program it execs) its MPI_Init (sources/pmix_client.c).
  * Otherwise layout.c asks the PMIx server, when this reading is the one
- * used, and if it cannot, the node rank stays unknown.
+ * used, and if it cannot, the node rank stays unknown.  Under a rankfile
+ * (mpirun -rf) the daemons' numbers and node count are wrong
+ * (ompi_rankfile.c): the file decides, or nothing does.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "layout/layout.h"
+#include "sources/ompi_rankfile.h"
 
 #define DAEMON_URI "OMPI_MCA_orte_local_daemon_uri"
 #define HNP_URI "OMPI_MCA_orte_hnp_uri"
 #define NUM_DAEMONS "OMPI_MCA_ess_base_num_procs"
 #define NO_VM "OMPI_MCA_orte_no_vm"
+/* mpirun -rf FILE exports the first, --mca rmaps_rank_file_path FILE the
+ * second. */
+#define RANKFILE "OMPI_MCA_orte_rankfile"
+#define RANKFILE_MCA "OMPI_MCA_rmaps_rank_file_path"
 
 /* "<job family>.<vpid>;<contact>" into its two numbers; -1 if malformed. */
 static int parse_uri(const char *uri, long *family, long *vpid)
@@ -56,8 +63,14 @@ static void master_is_mpirun(const char *hnp, struct amldist *r)
     const char *p = strstr(hnp, ";tcp://");
     const char *colon;
     if (p == NULL || (colon = strchr(p += 7, ':')) == NULL ||
-        (size_t)(colon - p) >= sizeof host || memchr(p, ',', (size_t)(colon - p)))
+        (size_t)(colon - p) >= sizeof host ||
+        memchr(p, ',', (size_t)(colon - p))) {
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.60s: not one IPv4 address of mpirun's "
+                     "node, which runs rank 0",
+                     HNP_URI, hnp);
         return;
+    }
     memcpy(host, p, (size_t)(colon - p));
     host[colon - p] = '\0';
     if (amldist__valid_host(host) != 0 ||
@@ -142,6 +155,74 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
     return 0;
 }
 
+/*
+ * Under a rankfile the daemons say nothing reliable (ompi_rankfile.c): the
+ * node count, the node index and the master come from the file, all three
+ * or none, on every rank alike.  1 when read.
+ */
+static int from_rankfile(const char *var, const char *path,
+                         struct amldist *r)
+{
+    amldist__rankfile_t rf;
+    char why[96];
+    static const char distrust[] =
+        "OMPI_MCA_orte_num_nodes is not used under a rankfile: Open MPI 4's "
+        "daemons away from mpirun count its nodes twice";
+    if (amldist__ompi_rankfile(path, r->val[AMLDIST_FIELD_RANK],
+                               r->val[AMLDIST_FIELD_WORLD_SIZE], &rf, why,
+                               sizeof why) != 0) {
+        amldist__why(r, AMLDIST_FIELD_NUM_NODES, "unknown: %s; %s=%.48s: %s",
+                     distrust, var, path, why);
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: %s=%.48s orders the nodes, and %s", var,
+                     path, why);
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.48s places rank 0, and %s", var,
+                     path, why);
+        return 0;
+    }
+    amldist__set(r, AMLDIST_FIELD_NUM_NODES, rf.nodes,
+                 "%s=%.64s: %ld hosts (%s)", var, path, rf.nodes,
+                 distrust);
+    amldist__set(r, AMLDIST_FIELD_NODE_RANK, rf.node,
+                 "%s=%.64s: its hosts numbered by their first rank, this "
+                 "rank's host",
+                 var, path);
+    /* "localhost" names mpirun's node to mpirun, not to the other nodes. */
+    if (amldist__valid_host(rf.rank0_host) == 0 &&
+        strcmp(rf.rank0_host, "localhost") != 0 &&
+        strncmp(rf.rank0_host, "127.", 4) != 0 &&
+        amldist__strlcpy(r->addr, rf.rank0_host, sizeof r->addr) == 0)
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "%s=%.64s: the host of rank 0", var, path);
+    else
+        amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                     "unknown: %s=%.64s places rank 0 on \"%.64s\", which "
+                     "is no address for the other nodes",
+                     var, path, rf.rank0_host);
+    return 1;
+}
+
+/* The node count, unless a remote daemon's says more nodes than daemons. */
+static int num_nodes(const amldist__env_t *env, struct amldist *r)
+{
+    int rc = amldist__env_field(env, r, AMLDIST_FIELD_NUM_NODES,
+                                "OMPI_MCA_orte_num_nodes");
+    long daemons;
+    const char *dtext = amldist__env_get(env, NUM_DAEMONS);
+    if (rc == 1 && dtext != NULL &&
+        amldist__parse_long(dtext, 1, 0xffffffffL, &daemons) == 0 &&
+        r->val[AMLDIST_FIELD_NUM_NODES] > daemons) {
+        long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
+        r->val[AMLDIST_FIELD_NUM_NODES] = AMLDIST_EUNKNOWN;
+        amldist__why(r, AMLDIST_FIELD_NUM_NODES,
+                     "unknown: OMPI_MCA_orte_num_nodes=%ld is more than the "
+                     "%s=%ld daemons that run ranks",
+                     nodes, NUM_DAEMONS, daemons);
+    }
+    return rc < 0 ? rc : 0;
+}
+
 int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
 {
     amldist__reading_init(r, "ompi");
@@ -151,8 +232,18 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
                                "OMPI_COMM_WORLD_LOCAL_SIZE");
     if (rc <= 0)
         return rc;
-    if ((rc = amldist__env_field(env, r, AMLDIST_FIELD_NUM_NODES,
-                                 "OMPI_MCA_orte_num_nodes")) < 0)
+    const char *var = RANKFILE;
+    const char *rankfile = amldist__env_get(env, var);
+    if (rankfile == NULL || *rankfile == '\0')
+        rankfile = amldist__env_get(env, var = RANKFILE_MCA);
+    int ranked = rankfile != NULL && *rankfile != '\0';
+    if (ranked && r->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] !=
+                      r->val[AMLDIST_FIELD_WORLD_SIZE]) {
+        if (!from_rankfile(var, rankfile, r))
+            r->want_pmix = 1;
+        return 1;
+    }
+    if (!ranked && (rc = num_nodes(env, r)) < 0)
         return rc;
 
     int world = r->val[AMLDIST_FIELD_WORLD_SIZE];
@@ -170,8 +261,21 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
     } else if (r->val[AMLDIST_FIELD_NUM_NODES] == 1) {
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: OMPI_MCA_orte_num_nodes=1");
-    } else if (!node_from_daemon(env, r)) {
-        r->want_pmix = 1;
+    } else {
+        if (!node_from_daemon(env, r))
+            r->want_pmix = 1;
+        /* Ranks on one node may see their node run rank 0 while ranks of
+         * another cannot tell whether mpirun's node, idle or not, holds it:
+         * all of them then ask the PMIx server, or all say the same. */
+        if (!amldist__known(r, AMLDIST_FIELD_MASTER_ADDR)) {
+            if (r->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0')
+                amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                             "unknown: mpirun's node (%s) may run no rank, "
+                             "and then only the PMIx server knows the host "
+                             "of rank 0",
+                             HNP_URI);
+            r->want_pmix = 1;
+        }
     }
     return 1;
 }

@@ -189,6 +189,7 @@ static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
 {
     out->node_id = out->num_nodes = out->job_size = -1;
     out->local_rank = out->local_size = out->node_index = -1;
+    out->list_nodes = -1;
     out->rank0_host[0] = out->host[0] = '\0';
     if (amldist__pmix_disabled(env)) {
         snprintf(why, whysz, "PMIx query disabled (AMLDIST_NO_PMIX)");
@@ -248,6 +249,11 @@ static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
         get_string(&api, &me, "pmix.hname", out->host, sizeof out->host);
         get_string(&api, &job, "pmix.nlist", list, AMLDIST__NODE_LIST_MAX);
         out->node_index = list_index(list, out->host);
+        if (list[0] != '\0') {
+            out->list_nodes = 1;
+            for (const char *p = list; (p = strchr(p, ',')) != NULL; p++)
+                out->list_nodes++;
+        }
         free(list);
     }
     if (keep && finalize_at_exit == NULL && atexit(finalize_now) == 0)
@@ -299,7 +305,15 @@ void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
         long nodes = r->val[AMLDIST_FIELD_NUM_NODES];
         if (amldist__known(r, f))
             continue;
-        if (f == AMLDIST_FIELD_NODE_RANK && info.node_index >= 0 &&
+        /* Under a rankfile Open MPI 4's daemons away from mpirun count
+         * the nodes twice in PMIX_NUM_NODES, not in the node list. */
+        if (f == AMLDIST_FIELD_NUM_NODES && info.list_nodes > 0 &&
+            info.list_nodes < INT_MAX && info.list_nodes != vals[i])
+            amldist__set(r, f, info.list_nodes,
+                         "PMIx PMIX_NODE_LIST has %ld hosts (PMIX_NUM_NODES="
+                         "%ld is not their count)",
+                         info.list_nodes, vals[i]);
+        else if (f == AMLDIST_FIELD_NODE_RANK && info.node_index >= 0 &&
             info.node_index < INT_MAX)
             amldist__set(r, f, info.node_index,
                          "PMIx PMIX_HOSTNAME=%.64s is entry %ld of the "

@@ -87,7 +87,46 @@ cases += [
      ompi(0, 8, 0, 4), {"MASTER_ADDR": "unknown", "MASTER_PORT": "29500"}),
 ]
 
+def launch_worker(node, nodes, nproc, local):
+    """A worker of the guide's launch.py, one per node under Azure ML's
+    mpirun: the launcher ran set_environment_variables_for_nccl_backend()
+    (its MPI world is the nodes), then gave each worker RANK, LOCAL_RANK
+    and WORLD_SIZE, and no LOCAL_WORLD_SIZE."""
+    e = ompi(node, nodes, 0, 1, **AZ)
+    e.update(seed(e))
+    del e["LOCAL_WORLD_SIZE"], e["LOCAL_RANK"]
+    e.update({"RANK": str(node * nproc + local), "LOCAL_RANK": str(local),
+              "WORLD_SIZE": str(nodes * nproc)})
+    return e
+
+def seed_launch(env):
+    """What launch.py's worker sees through the seed: its own variables,
+    the seed's master, and get_local_size() (the MPI local size, 1)."""
+    return {"RANK": env["RANK"], "WORLD_SIZE": env["WORLD_SIZE"],
+            "LOCAL_RANK": env["LOCAL_RANK"],
+            "LOCAL_WORLD_SIZE": env["OMPI_COMM_WORLD_LOCAL_SIZE"],
+            "MASTER_ADDR": env["MASTER_ADDR"],
+            "MASTER_PORT": env["MASTER_PORT"]}
+
+# launch.py's workers, 2 nodes of 4: the seed's numbers, and (deliberate
+# difference) LOCAL_WORLD_SIZE 4, the workers of this node, not the MPI
+# local size 1 that its get_local_size() returns.
+launch_cases = [("launch.py worker node %d local %d" % (n, l),
+                 launch_worker(n, 2, 4, l), {"LOCAL_WORLD_SIZE": "4"})
+                for n in range(2) for l in range(4)]
+
 failed = 0
+for name, env, differ in launch_cases:
+    want, got = seed_launch(env), ours(env)
+    bad = "error" in got or any(got.get(k) != want[k] for k in KEYS
+                                if k not in differ)
+    bad = bad or any(got.get(k) != v or want[k] == v
+                     for k, v in differ.items())
+    print(("not ok - " if bad else "ok - ") + "differential: " + name +
+          " (deliberate difference: LOCAL_WORLD_SIZE)")
+    if bad:
+        failed += 1
+        print("# seed: %s\n# ours: %s" % (want, got))
 for name, env, differ in cases:
     want, got = seed(env), ours(env)
     if differ is None:
