@@ -108,6 +108,14 @@ class ExportTest(unittest.TestCase):
         self.assertEqual(after, before.__class__(**dict(
             vars(before), launcher="amlrun")))
 
+    def test_twice_is_once(self):
+        env = dict(OMPI, MASTER_ADDR="node0")
+        amldist.export(env=env)
+        once = dict(env)
+        again = amldist.export(env=env)
+        self.assertEqual(env, once)
+        self.assertEqual((again.rank, again.launcher), (5, "amlrun"))
+
     def test_unknown_values_are_removed(self):
         """A stale value of an outer launcher never survives as ours."""
         env = {"PMI_RANK": "1", "PMI_SIZE": "4", "MASTER_ADDR": "h0",
