@@ -28,6 +28,8 @@ py_setup() {
         exit 1
     fi
     export AMLDIST_LIBRARY=$BUILD/lib/libamldist.so.1
+    # No __pycache__ in the checkout (python/tests runs from there).
+    export PYTHONDONTWRITEBYTECODE=1
     export PYTHONPATH=$PY_SITE${PYTHONPATH:+:$PYTHONPATH}
 }
 
