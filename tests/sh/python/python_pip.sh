@@ -63,3 +63,28 @@ if "$TORCH_PY" -c 'import build' 2>/dev/null; then
 else
     skip "python3 -m build --no-isolation --wheel (pybuild's way)" "no python3-build"
 fi
+
+# Debian's pybuild itself (dh-python, pyproject plugin): build, install
+# into a tree, and run the unit tests the way debian/rules can
+# (PYBUILD_BEFORE_TEST copies python/tests beside the built module).
+if have pybuild; then
+    cp -r "$TOP/python" "$TEST_TMP/psrc"
+    rm -rf "$TEST_TMP/psrc/build" "$TEST_TMP/psrc"/*.egg-info
+    # Debian's interpreters, whatever else PATH puts first.
+    (cd "$TEST_TMP/psrc" && export PATH=/usr/bin:$PATH &&
+        pybuild --build -s pyproject --dest-dir "$TEST_TMP/pdest" &&
+        pybuild --install -s pyproject --dest-dir "$TEST_TMP/pdest") >"$TEST_TMP/pybuild.log" 2>&1
+    expect_eq "pybuild --build, --install (python3-amldist's way): exit 0" "$?" 0
+    got=$(cd "$TEST_TMP/pdest" && find usr/lib/python3*/dist-packages/amldist -name '*.py' 2>/dev/null |
+        sed 's|^usr/lib/python3[^/]*/dist-packages/||' | sort | tr '\n' ' ')
+    expect_eq "pybuild installs amldist/ into dist-packages" "$got" "$want"
+    (cd "$TEST_TMP/psrc" && unset PYTHONPATH && export PATH=/usr/bin:$PATH AMLRUN AMLDIST_TOPOLOGIES=$TOP/tests/topologies/real \
+        PYBUILD_BEFORE_TEST='cp -r {dir}/tests {build_dir}' PYBUILD_AFTER_TEST='rm -rf {build_dir}/tests' \
+        PYBUILD_TEST_ARGS='-s tests -t tests' && pybuild --test -s pyproject) >"$TEST_TMP/pytest.log" 2>&1
+    rc=$?
+    ran=$(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$TEST_TMP/pytest.log" | head -n 1)
+    check "pybuild --test runs python/tests against the built library (exit 0, ${ran:-no} tests)" \
+        test "$rc" = 0 -a "${ran:-0}" -gt 0
+else
+    skip "pybuild --build, --install (python3-amldist's way)" "no dh-python"
+fi
