@@ -53,6 +53,25 @@ got=$(env -u MASTER_PORT $MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_
 expect_eq "mpirun -np 2 without MASTER_*: master 127.0.0.1:29500 on one host" "$got" \
     "0 127.0.0.1 29500 ompi"$'\n'"1 127.0.0.1 29500 ompi"
 
+# binding() under mpirun: each process plans for the whole node, as amlrun
+# plans its workers (Open MPI's own binding of each rank to one core must
+# not shrink the plan to that core).
+# (amlrun's lists, "0-5,48-53", written out one cpu at a time.)
+want=$("$AMLRUN" --dry-run --nproc-per-node 2 /bin/true 2>/dev/null |
+    sed -n 's/^rank \([0-9]*\) .* AMLDIST_CPUS=\([^ ]*\).*/\1 \2/p' |
+    while read -r r list; do
+        printf '%s %s\n' "$r" "$(tr ',' '\n' <<<"$list" | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done |
+            paste -sd, -)"
+    done)
+got=$($MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c '
+import amldist
+b = amldist.binding()
+print(amldist.layout().local_rank, ",".join(map(str, b.planned_cpus or ())), b.source,
+      len(b.warnings.splitlines()), "warnings")' 2>&1 | sort)
+nwarn=$("$AMLRUN" --dry-run --nproc-per-node 2 /bin/true 2>&1 >/dev/null | grep -c '^amlrun: warning: ')
+expect_eq "mpirun -np 2: binding().planned_cpus per local rank and the warnings as amlrun --nproc-per-node 2 plans them" \
+    "$got" "$(sed "s/$/ plan $nwarn warnings/" <<<"$want")"
+
 # torchrun (1.13, through the wrapper the tests use).
 d=$TEST_TMP/torchrun; mkdir -p "$d"
 DDP_OUT=$d/rank timeout 180 "$TORCH_PY" "$TOP/bench/torchrun-wrapper.py" --nproc_per_node 2 \
