@@ -179,6 +179,14 @@ def check(rc):
 def envp(env):
     """A NULL-terminated char *[] of "NAME=value" from a mapping, kept alive
     by the returned array object."""
-    items = [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
+    try:
+        items = [os.fsencode(k) + b"=" + os.fsencode(v)
+                 for k, v in env.items()]
+    except TypeError:
+        bad = next(k for k, v in env.items()
+                   if not isinstance(k, (str, bytes))
+                   or not isinstance(v, (str, bytes)))
+        raise TypeError(f"amldist: environment entry {bad!r}: names and "
+                        "values must be str, as in os.environ") from None
     arr = (ctypes.c_char_p * (len(items) + 1))(*items, None)
     return ctypes.cast(arr, c_char_pp)

@@ -82,6 +82,11 @@ class LayoutTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             amldist.layout(env=env, prefer="mpirun")
 
+    def test_values_must_be_strings(self):
+        with self.assertRaises(TypeError) as cm:
+            amldist.layout(env={"RANK": 1, "WORLD_SIZE": "2"})
+        self.assertIn("'RANK'", str(cm.exception))
+
     def test_explain_unknown_field(self):
         with self.assertRaises(ValueError):
             amldist.layout(env={}).explain("ranks")

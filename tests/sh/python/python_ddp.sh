@@ -37,6 +37,14 @@ ddp_ok "amlrun --nproc-per-node 2: DDP after amldist.export(), binding from amlr
 got=$(cat "$d"/rank.* 2>/dev/null | grep -c 'planned=True cpus_ok=True$')
 expect_eq "amlrun: each rank runs on the cpus binding() names (AMLDIST_CPUS)" "$got" 2
 
+# mpirun -np 2 amlrun train.py (amlrun in place, per process): amlrun's
+# variables and binding again.
+d=$TEST_TMP/inplace; mkdir -p "$d"
+DDP_OUT=$d/rank MASTER_PORT=$(free_port) $MPIRUN -np 2 -x DDP_OUT -x MASTER_PORT -x PYTHONPATH \
+    -x AMLDIST_LIBRARY "$AMLRUN" "$DDP" >/dev/null 2>"$d.err"
+expect_eq "mpirun -np 2 amlrun train.py: exit 0" "$?" 0
+ddp_ok "mpirun -np 2 amlrun: DDP after amldist.export(), binding from amlrun" "$d" 2 amlrun True amlrun
+
 # mpirun running python itself: only OMPI_* variables (and the port).
 for n in 2 3; do
     d=$TEST_TMP/mpirun$n; mkdir -p "$d"
