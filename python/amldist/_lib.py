@@ -71,8 +71,13 @@ def _load():
         except OSError as e:
             why.append(str(e))
             continue
-        lib.amldist_version.restype = ctypes.c_uint
-        major = lib.amldist_version() >> 16
+        try:
+            version = lib.amldist_version
+        except AttributeError:
+            why.append(f"{path}: not libamldist (no amldist_version)")
+            continue
+        version.restype = ctypes.c_uint
+        major = version() >> 16
         if major != MAJOR:
             why.append(f"{path}: library version {major}.x, this module "
                        f"needs {MAJOR}.x")

@@ -40,6 +40,12 @@ err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$TOP/README.md "$TORCH_PY" -c 'import am
 check "AMLDIST_LIBRARY naming a file that is no library: an ImportError" \
     sh -c 'printf "%s\n" "$0" | grep -q "ImportError: amldist: cannot load"' "$err"
 
+# Another shared library under that name.
+libc=$("$TORCH_PY" -c 'import ctypes.util; print(ctypes.util.find_library("c"))')
+err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$libc "$TORCH_PY" -c 'import amldist' 2>&1)
+check "AMLDIST_LIBRARY naming another library ($libc): an ImportError saying so" \
+    sh -c 'printf "%s\n" "$0" | grep -q "ImportError: amldist: cannot load libamldist.so.1: $1: not libamldist"' "$err" "$libc"
+
 # In the checkout (PYTHONPATH=python after make), the build's library.
 if [ "$BUILD" -ef "$TOP/build" ]; then
     got=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY -u LD_LIBRARY_PATH PYTHONPATH="$TOP/python" "$TORCH_PY" -c \
