@@ -3,9 +3,9 @@ derives it, from whatever launched it (amlrun, torchrun, mpirun, srun,
 Azure ML, Kubernetes, or nothing), through ctypes.
 
     import amldist, torch.distributed as dist
-    amldist.export()                      # RANK, WORLD_SIZE, MASTER_* ...
+    job = amldist.export()                # RANK, WORLD_SIZE, MASTER_* ...
     dist.init_process_group("gloo", init_method="env://")
-    print(amldist.layout())               # rank, world_size, ..., launcher
+    print(job)                            # rank, world_size, ..., launcher
     print(amldist.binding())              # this rank's GPU, CPUs and NIC
 
 The library is libamldist.so.1: $AMLDIST_LIBRARY, else the dynamic
