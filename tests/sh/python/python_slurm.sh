@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real PyTorch DDP (gloo, CPU) across the two nodes of a real Slurm
 # (tests/slurm.sh) with srun starting python itself: the tasks have only
-# SLURM_* variables (and PMI_* with --mpi=pmi2), and amldist.export() gives
+# SLURM_* variables (and PMI_* or PMIX_* with --mpi=pmi2, pmix), and amldist.export() gives
 # init_process_group("env://") everything, the master being the step's
 # first node and the port torchrun's default.
 . "$(dirname "$0")/../../lib.sh"
@@ -28,7 +28,7 @@ ddp_ok() {
     else fail "$name"; diag "got: $got"; diag "want: $want"; sed 's/^/# /' "$dir.err" | tail -n 20; fi
 }
 
-for mpi in none pmi2; do
+for mpi in none pmi2 pmix; do
     d=$TEST_TMP/$mpi; mkdir -p "$d"
     t0=$(date +%s)
     DDP_OUT=$d/rank slurm_on n0 $T srun --mpi=$mpi -N2 --ntasks-per-node 2 --kill-on-bad-exit=1 \
@@ -36,10 +36,11 @@ for mpi in none pmi2; do
     rc=$?
     diag "srun --mpi=$mpi: status $rc after $(($(date +%s) - t0)) s"
     expect_eq "srun --mpi=$mpi -N2 --ntasks-per-node 2 python train.py: exit 0" "$rc" 0
-    # With pmi2 the PMI variables lead (the "mpich" reader) and Slurm's
-    # fill in the local rank, node and master (amldist-env(7)).
+    # With pmi2 the PMI variables lead (the "mpich" reader), with pmix the
+    # PMIx server; Slurm's fill in what they lack (amldist-env(7)).
     launcher=slurm
     [ $mpi = pmi2 ] && launcher=mpich
+    [ $mpi = pmix ] && launcher=pmix
     ddp_ok "srun --mpi=$mpi: DDP across nodes after amldist.export() (launcher $launcher)" "$d" "$launcher"
 done
 
