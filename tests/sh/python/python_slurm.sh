@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Real PyTorch DDP (gloo, CPU) across the two nodes of a real Slurm
 # (tests/slurm.sh) with srun starting python itself: the tasks have only
-# SLURM_* variables (and PMI_* or PMIX_* with --mpi=pmi2, pmix), and amldist.export() gives
-# init_process_group("env://") everything, the master being the step's
-# first node and the port torchrun's default.
+# SLURM_* variables (and PMI_* or PMIX_* with --mpi=pmi2 or pmix), and
+# amldist.export() gives init_process_group("env://") everything, the
+# master being the step's first node and the port torchrun's default.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/slurm.sh"
 . "$TOP/tests/python.sh"
