@@ -4,6 +4,7 @@ where export() into os.environ itself is tested).  Run by
 tests/sh/python/python_unit.sh; AMLDIST_LIBRARY names the library, AMLRUN
 the amlrun whose plans binding() must match, AMLDIST_TOPOLOGIES a folder of
 hwloc XML files."""
+import dataclasses
 import glob
 import os
 import subprocess
@@ -110,8 +111,8 @@ class ExportTest(unittest.TestCase):
         # Read back: the same job, now as amlrun's variables.
         after = amldist.layout(env=env)
         self.assertEqual(after.launcher, "amlrun")
-        self.assertEqual(after, before.__class__(**dict(
-            vars(before), launcher="amlrun")))
+        self.assertEqual(after, dataclasses.replace(before,
+                                                    launcher="amlrun"))
 
     def test_twice_is_once(self):
         env = dict(OMPI, MASTER_ADDR="node0")
