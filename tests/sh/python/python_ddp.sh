@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Real PyTorch DDP (gloo, CPU) started with amldist.export() and
 # init_process_group("env://"), on one host, under each launcher: amlrun
-# (which sets the canonical variables and binds the ranks), mpirun running
-# python itself (only OMPI_* variables: the module derives the rest),
-# torchrun; and a bad environment, which raises amldist.LayoutError with the
-# library's message.  Slurm: python_slurm.sh.
+# (which sets the canonical variables and binds the ranks), mpirun and
+# mpiexec.hydra running python itself (only OMPI_* or PMI_* variables: the
+# module derives the rest), torchrun; and a bad environment, which raises
+# amldist.LayoutError with the library's message.  Two nodes:
+# python_multinode.sh (mpirun), python_slurm.sh (srun).
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/python.sh"
 . "$TOP/tests/amlrun/common.sh"
@@ -54,6 +55,16 @@ for n in 2 3; do
     ddp_ok "mpirun -np $n python: DDP after amldist.export() from OMPI_* alone, the plan's binding" \
         "$d" "$n" ompi False plan
 done
+# MPICH's mpiexec.hydra running python itself (PMI_* and Hydra's proxy).
+if have mpiexec.hydra; then
+    d=$TEST_TMP/hydra; mkdir -p "$d"
+    DDP_OUT=$d/rank MASTER_PORT=$(free_port) timeout -k 5 120 mpiexec.hydra -n 2 "$TORCH_PY" "$DDP" \
+        >/dev/null 2>"$d.err"
+    expect_eq "mpiexec.hydra -n 2 python train.py: exit 0" "$?" 0
+    ddp_ok "mpiexec.hydra -n 2 python: DDP after amldist.export() from PMI_* alone" "$d" 2 mpich False plan
+else
+    skip "mpiexec.hydra -n 2 python: DDP after amldist.export()" "no mpiexec.hydra (Debian package mpich)"
+fi
 # A neighbour: mpirun without MASTER_PORT: torchrun's default port, as
 # libamldist derives it (nothing listens: the layout only).
 got=$(env -u MASTER_PORT $MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c \
