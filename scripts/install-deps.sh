@@ -10,6 +10,7 @@ libhwloc-dev hwloc
 openmpi-bin libopenmpi-dev
 mpich libmpich-dev
 python3-torch python3-numpy
+python3-pip python3-setuptools python3-wheel python3-build dh-python pybuild-plugin-pyproject
 mandoc man-db
 valgrind
 iproute2 procps util-linux
