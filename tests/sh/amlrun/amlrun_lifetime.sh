@@ -71,7 +71,7 @@ leftovers "$marker"
 
 # escape LABEL ENV...: a job whose workers start a grandchild that leaves
 # their process group and session (setsid) and whose parent exits
-# (double fork); amlrun is SIGKILLed.  Sets $mode (what -v said) and $cg
+# (double fork); amlrun is SIGKILLed (see ESCAPE_KILL below).  Sets $mode (what -v said) and $cg
 # (the job's cgroup, if any).
 escape() {
     local label=$1; shift
@@ -101,7 +101,15 @@ escape() {
         sleep 0.02
     done
     [ "$n" -ge 2 ] || diag "$label: only $n escaped sessions"
-    kill -KILL "$pid"
+    # ESCAPE_KILL=both: amlrun and its guard in one kill, as pkill -9 amlrun;
+    # guard-then-term: the guard alone, then a stop request to amlrun
+    local guard
+    guard=$(pgrep -P "$pid" -x amlrun-guard)
+    case ${ESCAPE_KILL:-} in
+    both) kill -KILL "$pid" $guard ;;
+    guard-then-term) kill -KILL $guard; kill -TERM "$pid" ;;
+    *) kill -KILL "$pid" ;;
+    esac
     wait "$pid" 2>/dev/null
     return 0
 }
@@ -126,6 +134,43 @@ if escape default; then
 fi
 leftovers "$marker"
 
+# --- cgroup: the guard SIGKILLed alone, amlrun then stopped: amlrun's
+# cgroup.kill at the job's end still takes the escaped sessions
+if ESCAPE_KILL=guard-then-term escape guard AMLDIST_TEST_CONTAIN=cgroup; then
+    if [ "$mode" = cgroup ]; then
+        check "SIGKILL of the guard alone, then SIGTERM: setsid'd grandchildren die too" \
+            wait_gone "$marker" 20
+    else
+        skip "SIGKILL of the guard alone" "no cgroup here: $(grep '^amlrun: orphans: ' "$d/err.guard")"
+    fi
+fi
+leftovers "$marker"
+[ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+
+# --- cgroup: amlrun and its guard SIGKILLed together (pkill -9 amlrun):
+# the window BUGS in amlrun.1 documents, and its way out: what left its
+# group survives, inside the job's cgroup, whose cgroup.kill ends it
+if ESCAPE_KILL=both escape both AMLDIST_TEST_CONTAIN=cgroup; then
+    if [ "$mode" = cgroup ]; then
+        left=$(marked_pids "$marker")
+        check "SIGKILL of amlrun and its guard: the setsid'd grandchildren survive, as documented" \
+            test -n "$left"
+        out=0
+        for p in $left; do
+            grep -q "${cg##*/}\$" "/proc/$p/cgroup" 2>/dev/null || out=$((out + 1))
+        done
+        expect_eq "SIGKILL of both: every survivor is in the job's cgroup ${cg##*/}" "$out" 0
+        echo 1 >"$cg/cgroup.kill"
+        check "SIGKILL of both: the job's cgroup.kill ends them, as BUGS says" \
+            wait_gone "$marker" 20
+        for _ in $(seq 100); do rmdir "$cg" 2>/dev/null && break; sleep 0.05; done
+        check "SIGKILL of both: the emptied cgroup can be removed" test ! -d "$cg"
+    else
+        skip "SIGKILL of amlrun and its guard" "no cgroup here: $(grep '^amlrun: orphans: ' "$d/err.both")"
+    fi
+fi
+leftovers "$marker"
+
 # --- a PID namespace, where permitted (forced by the test hook)
 if escape pidns AMLDIST_TEST_CONTAIN=pidns; then
     if [ "$mode" = pidns ]; then
@@ -133,6 +178,17 @@ if escape pidns AMLDIST_TEST_CONTAIN=pidns; then
             wait_gone "$marker" 20
     else
         skip "PID namespace" "not permitted here: $(grep '^amlrun: orphans: ' "$d/err.pidns")"
+    fi
+fi
+leftovers "$marker"
+
+# --- a PID namespace closes that window: its init's death kills the rest
+if ESCAPE_KILL=both escape pidnsboth AMLDIST_TEST_CONTAIN=pidns; then
+    if [ "$mode" = pidns ]; then
+        check "PID namespace: SIGKILL of amlrun and its guard together: nothing survives" \
+            wait_gone "$marker" 20
+    else
+        skip "PID namespace, SIGKILL of both" "not permitted here: $(grep '^amlrun: orphans: ' "$d/err.pidnsboth")"
     fi
 fi
 leftovers "$marker"
