@@ -1,12 +1,9 @@
 /* The mode decision and the number of workers (see mode.h). */
-#include <arpa/inet.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli/masterport.h"
@@ -208,7 +205,7 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         /* A port nobody listens on now, from the kernel: rank 0 binds it
          * a moment later, as torchrun's does. */
         if (ao.master_port <= 0 && (ao.master_port = master_port_pick()) < 0) {
-            msg("--standalone: cannot find a free port on 127.0.0.1");
+            msg("--standalone: cannot find a free port");
             return AMLRUN_EXIT_SYSTEM;
         }
     }

@@ -63,12 +63,16 @@ static int host_any_port(amldist_rdzv_t *r)
     socklen_t len = sizeof a;
     char num[NI_MAXHOST], why[200];
     struct addrinfo *ai = NULL;
-    if (amldist__net_listen_local(r->ep_host, 0, &fd, 1, &nfds, &err) < 0 ||
-        nfds == 0)
+    int rc = amldist__net_listen_local(r->ep_host, 0, &fd, 1, &nfds, &err);
+    if (nfds == 0 && (err == 0 || err == EADDRNOTAVAIL))
         return amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint %s: port 0 "
                              "means a free port of this machine, and %s is "
-                             "not one of its addresses (%s)", r->endpoint,
-                             r->ep_host, strerror(err ? err : EADDRNOTAVAIL));
+                             "not one of its addresses", r->endpoint,
+                             r->ep_host);
+    if (rc < 0 || nfds == 0)
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
+                             "listen on a free port of %s: %s", r->endpoint,
+                             r->ep_host, strerror(err));
     if (getsockname(fd, (struct sockaddr *)&a, &len) < 0 ||
         getnameinfo((struct sockaddr *)&a, len, num, sizeof num, NULL, 0,
                     NI_NUMERICHOST) != 0) {
