@@ -134,10 +134,14 @@ static int check_master_port(const struct amlrun_opts *o,
                              amldist_options_t *ao, struct plan *p)
 {
     if (amldist_world_size(p->layout) != 1) {
-        if (o->endpoint_any_port && !options_c10d(o) && !o->standalone) {
+        /* Several amlruns (a launcher's, or --nnodes): each would pick a
+         * port of its own and none would meet. */
+        if (o->endpoint_any_port && !o->standalone) {
             msg("--rdzv-endpoint %s:0: port 0 (a free port, picked here) is "
-                "for one node, and this job has %d: give the port the nodes "
-                "meet at", o->owned_addr, amldist_world_size(p->layout));
+                "for one node, and this job has %d amlruns (%s): give the "
+                "port they meet at", o->owned_addr,
+                amldist_world_size(p->layout),
+                amldist_explain(p->layout, AMLDIST_FIELD_WORLD_SIZE));
             return AMLRUN_EXIT_USAGE;
         }
         return -1;

@@ -43,6 +43,17 @@ for n in 2 1:2; do
 done
 "${A[@]}" --rdzv-endpoint localhost:0 --nnodes 2 --node-rank 0 true 2>"$d/e"
 expect_eq "static localhost:0 --nnodes 2: refused (exit 2)" "$?" 2
+if have mpirun; then
+    # two amlruns of one job would each pick a port of their own
+    timeout 60 $MPIRUN -np 2 "${A[@]}" --nproc-per-node 1 --rdzv-backend c10d \
+        --rdzv-endpoint localhost:0 sh -c 'echo started' >"$d/o" 2>"$d/e"
+    check "c10d localhost:0 under mpirun -np 2: refused, nothing started" \
+        test $? != 0 -a ! -s "$d/o"
+    check "c10d localhost:0 under mpirun -np 2: the message names the 2 amlruns" \
+        grep -q 'port 0 .* this job has 2 amlruns (OMPI_COMM_WORLD_SIZE=2)' "$d/e"
+else
+    skip "c10d localhost:0 under mpirun -np 2" "no mpirun"
+fi
 "${A[@]}" --rdzv-backend c10d --rdzv-endpoint 192.0.2.1:0 --nnodes 1 true 2>"$d/e"
 expect_eq "c10d 192.0.2.1:0 (not this machine): refused (exit 2)" "$?" 2
 check "c10d 192.0.2.1:0: the message says why" grep -q 'is not one of its addresses' "$d/e"
