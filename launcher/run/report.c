@@ -203,8 +203,10 @@ static void put_tails(FILE *m, const struct job *j, const struct worker *w,
         if (*tail && log_path(j, w, which, path, sizeof path) == 0)
             fprintf(m, "amlrun:   all of its %s: %s\n", name, path);
         else if (*tail && !all)
-            fprintf(m, "amlrun:   (no more of its %s was kept: --log-dir "
-                    "DIR keeps all of it)\n", name);
+            fprintf(m, "amlrun:   (no more of its %s was kept: %s keeps "
+                    "all of it)\n", name, j->torch_layout
+                        ? "in torchrun's layout, -r or --tee"
+                        : "--log-dir DIR");
     }
 }
 

@@ -61,6 +61,12 @@ f=$(sed -n 's/^amlrun:   all of its stderr: //p' "$d/e")
 case $f in "$d"/tl/none_*/attempt_0/1/stderr.log) ok "-r 2 --log-dir: names the file under --log-dir" ;;
 *) fail "-r 2 --log-dir: names the file under --log-dir"; diag "$f" ;; esac
 
+# --- torchrun's layout without -r: no file holds it, and the way to one
+"${A[@]}" --ranks 0 --log-layout torchrun --log-dir "$d/tn" sh -c "$sh_worker" >"$d/o" 2>"$d/e"
+expect_eq "--ranks 0, torchrun's layout: exit 7" "$?" 7
+check "--ranks 0, torchrun's layout: says -r or --tee would keep it" \
+    grep -q "^amlrun:   (no more of its stderr was kept: in torchrun's layout, -r or --tee keeps all of it)\$" "$d/e"
+
 # --- every rank on the console: nothing quoted twice
 "${A[@]}" sh -c "$sh_worker" >"$d/o" 2>"$d/e"
 expect_eq "all ranks shown: exit 7" "$?" 7
