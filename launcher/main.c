@@ -209,6 +209,7 @@ static void give_job_token(const struct amlrun_opts *o)
 int main(int argc, char **argv)
 {
     ensure_std_fds();
+    (void)msg_stdout_waits();
     if (amldist_version() >> 16 != AMLDIST_VERSION_MAJOR) {
         msg("built for libamldist %d.x but runs with %s",
             AMLDIST_VERSION_MAJOR, amldist_version_string());

@@ -44,7 +44,8 @@ typedef struct amldist_rdzv amldist_rdzv_t;
 #define AMLDIST_RDZV_OPTIONS_VERSION 2
 typedef struct {
     unsigned version;     /* AMLDIST_RDZV_OPTIONS_VERSION */
-    const char *endpoint; /* "HOST:PORT" or "[v6addr]:PORT" (required) */
+    const char *endpoint; /* "HOST:PORT" or "[v6addr]:PORT" (required);
+                             PORT 0 with max_nodes 1: a free port here */
     const char *run_id;   /* NULL: "none" */
     int min_nodes;        /* 1 <= min_nodes <= max_nodes */
     int max_nodes;        /* <= AMLDIST_RDZV_MAX_NODES */

@@ -1,36 +1,14 @@
 /* The mode decision and the number of workers (see mode.h). */
-#include <arpa/inet.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "cli/masterport.h"
 #include "cli/mode.h"
 #include "output/msg.h"
-
-/* --standalone: a port nobody listens on now, from the kernel (bind to 0);
- * rank 0 binds it a moment later, as torchrun does. */
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return -1;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(s);
-    return port;
-}
 
 static int count_nproc(const struct amlrun_opts *o, struct plan *p)
 {
@@ -142,6 +120,62 @@ static int check_size(const struct amlrun_opts *o, const struct plan *p)
     return AMLRUN_EXIT_USAGE;
 }
 
+/*
+ * One node (one amlrun, the static rendezvous): rank 0 binds PyTorch's
+ * store at MASTER_PORT on this machine, so a port some other program
+ * holds is known now, not after PyTorch's "address already in use"
+ * traceback.  The default 29500 that is taken gives way to a free port,
+ * said in one line; a port the user named is never swapped silently: the
+ * job is refused, naming the ways out.  --dry-run shows the plan without
+ * the check; c10d finds its port from the rendezvous (control.h), and in
+ * place the command binds what its launcher gave.
+ */
+static int check_master_port(const struct amlrun_opts *o,
+                             amldist_options_t *ao, struct plan *p)
+{
+    if (amldist_world_size(p->layout) != 1) {
+        /* Several amlruns (a launcher's, or --nnodes): each would pick a
+         * port of its own and none would meet. */
+        if (o->endpoint_any_port && !o->standalone) {
+            msg("--rdzv-endpoint %s:0: port 0 (a free port, picked here) is "
+                "for one node, and this job has %d amlruns (%s): give the "
+                "port they meet at", o->owned_addr,
+                amldist_world_size(p->layout),
+                amldist_explain(p->layout, AMLDIST_FIELD_WORLD_SIZE));
+            return AMLRUN_EXIT_USAGE;
+        }
+        return -1;
+    }
+    if (options_c10d(o) || o->dry_run)
+        return -1;
+    int port = amldist_master_port(p->layout);
+    if (port <= 0 || master_port_free(port) != 0)
+        return -1; /* free, or not to be told: rank 0 will say */
+    const char *why = amldist_explain(p->layout, AMLDIST_FIELD_MASTER_PORT);
+    if (strncmp(why, "default", 7) != 0) {
+        msg("MASTER_PORT %d (%s) is in use on this machine: rank 0 could not "
+            "open its store there; no worker started (give a free port with "
+            "--master-port, or leave it out: amlrun then picks one)", port,
+            why);
+        return AMLRUN_EXIT_USAGE;
+    }
+    int picked = master_port_pick();
+    if (picked < 0)
+        return -1;
+    ao->master_port = picked;
+    amldist_free(p->layout);
+    p->layout = NULL;
+    if (amldist_init_opts(&p->layout, ao) < 0) {
+        msg("cannot work out this job's layout: %s", amldist_last_error());
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    if (!o->quiet)
+        msg("port %d, the default MASTER_PORT, is in use on this machine: "
+            "the workers get MASTER_PORT=%d, a free one (--master-port or "
+            "--standalone choose)", port, picked);
+    return -1;
+}
+
 /* Sources that mean "a launcher started this process as one rank". */
 static int is_launcher_source(const char *src)
 {
@@ -172,10 +206,19 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         ao.node_rank = 0;
         if (!ao.master_addr)
             ao.master_addr = "127.0.0.1";
-        if (ao.master_port <= 0 && (ao.master_port = free_port()) < 0) {
-            msg("--standalone: cannot find a free port on 127.0.0.1");
+        /* A port nobody listens on now, from the kernel: rank 0 binds it
+         * a moment later, as torchrun's does. */
+        if (ao.master_port <= 0 && (ao.master_port = master_port_pick()) < 0) {
+            msg("--standalone: cannot find a free port");
             return AMLRUN_EXIT_SYSTEM;
         }
+    }
+    /* --rdzv-endpoint HOST:0 of the static rendezvous: the master port
+     * is a free one, for one node only (checked below). */
+    if (o->endpoint_any_port && !options_c10d(o) && !o->standalone &&
+        (ao.master_port = master_port_pick()) < 0) {
+        msg("--rdzv-endpoint %s:0: cannot find a free port", o->owned_addr);
+        return AMLRUN_EXIT_SYSTEM;
     }
     int rc = amldist_init_opts(&p->layout, &ao);
     if (rc < 0) {
@@ -207,6 +250,7 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
                  "worker unless --nproc-per-node)");
     }
     if ((rc = need_known(p)) < 0 && p->mode == MODE_NODE &&
+        (rc = check_master_port(o, &ao, p)) < 0 &&
         (rc = count_nproc(o, p)) < 0)
         rc = check_size(o, p);
     if (rc >= 0) {

@@ -227,14 +227,17 @@ static int set_endpoint(struct amlrun_opts *o, const char *v)
     }
     if (hlen == 0)
         return -1;
+    /* Port 0: torchrun 2.x's "a free port", for one node (localhost:0,
+     * checked with --nnodes in optparse.c). */
     int port = 0;
-    if (colon && parse_int(colon + 1, 1, 65535, &port) < 0)
+    if (colon && parse_int(colon + 1, 0, 65535, &port) < 0)
         return -1;
     free(o->owned_addr);
     o->owned_addr = strndup(host, hlen);
     if (!o->owned_addr)
         return -1;
     o->endpoint_port = port;
+    o->endpoint_any_port = colon && port == 0;
     return 0;
 }
 
@@ -247,6 +250,7 @@ static int on_endpoint(struct amlrun_opts *o, const struct handler *h,
         free(o->owned_addr);
         o->owned_addr = NULL;
         o->endpoint_port = 0;
+        o->endpoint_any_port = 0;
     } else if (set_endpoint(o, val) < 0) {
         return bad_value(name, val, "want HOST[:PORT]");
     }

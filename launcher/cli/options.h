@@ -105,6 +105,7 @@ struct amlrun_opts {
     struct headnode_opts head;
     char *owned_addr;        /* --rdzv-endpoint's host (NULL: none) */
     int endpoint_port;       /* and its port (0: none) */
+    int endpoint_any_port;   /* its port is 0: one node, a free port */
 };
 
 /* The defaults, before any option: `argv0` is amlrun's argv[0] (named

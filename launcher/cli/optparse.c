@@ -168,7 +168,18 @@ static int check_combinations(struct amlrun_opts *o)
             "the nodes meet (one of them listens there)");
         return AMLRUN_EXIT_USAGE;
     }
-    if (options_c10d(o) && o->endpoint_port <= 0)
+    /* torchrun 2.x's localhost:0: the agent takes a free port, which the
+     * other nodes could never learn. */
+    if (o->endpoint_any_port && o->nnodes > 1) {
+        char n[32];
+        snprintf(n, sizeof n, o->nnodes_min != o->nnodes ? "%d:%d" : "%d",
+                 o->nnodes_min, o->nnodes);
+        msg("--rdzv-endpoint %s:0: port 0 (a free port, picked here) is for "
+            "one node, and --nnodes is %s: give the port the nodes meet at",
+            o->owned_addr, n);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (options_c10d(o) && o->endpoint_port <= 0 && !o->endpoint_any_port)
         o->endpoint_port = C10D_DEFAULT_PORT; /* torchrun's */
     if (options_c10d(o) && o->node_rank >= 0) {
         msg("--rdzv-backend c10d assigns the node ranks: leave out "

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "contain/cgroup.h"
+#include "output/msg.h"
 
 static struct {
     int dir;         /* the job's cgroup, open; -1 */
@@ -103,9 +104,27 @@ static int rmdir_tree(int parent, const char *name)
     return unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/* Whether the cgroup `name` under `parent` (or one below it) holds a
+ * process: cgroup.events says "populated 1". */
+static int populated(int parent, const char *name)
+{
+    char path[NAME_MAX + 32], buf[256];
+    snprintf(path, sizeof path, "%s/cgroup.events", name);
+    int fd = openat(parent, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strstr(buf, "populated 1") != NULL;
+}
+
 /* Job cgroups that an amlrun left behind when its guard was killed with
- * it: their amlrun gone, older than a minute (not one being set up in
- * another PID namespace), empty (rmdir fails otherwise). */
+ * it (BUGS in amlrun.1): their amlrun gone, older than a minute (not one
+ * being set up in another PID namespace).  An empty one is removed; one
+ * that still holds the processes that escaped is named with the way to
+ * end them, since nothing else would tell (never killed from here: its
+ * amlrun may live in a PID namespace that cannot be seen from this one). */
 static void cg_sweep(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -123,7 +142,13 @@ static void cg_sweep(const char *dir)
             kill((pid_t)pid, 0) == 0 || errno != ESRCH ||
             fstatat(dirfd(d), e->d_name, &st, 0) < 0 || now - st.st_mtime < 60)
             continue;
-        (void)rmdir_tree(dirfd(d), e->d_name);
+        if (rmdir_tree(dirfd(d), e->d_name) < 0 &&
+            populated(dirfd(d), e->d_name))
+            msg("warning: %s/%s, the cgroup of an amlrun (pid %ld) that is "
+                "gone, still holds processes (what left its workers' groups "
+                "when amlrun and its guard were SIGKILLed together): "
+                "'echo 1 > %s/%s/cgroup.kill' ends them", dir, e->d_name,
+                pid, dir, e->d_name);
     }
     closedir(d);
 }

@@ -113,3 +113,25 @@ double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+/* stdio's write of stdout: every byte, waiting for room on EAGAIN. */
+static ssize_t stdout_write(void *cookie, const char *buf, size_t len)
+{
+    (void)cookie;
+    return write_all(1, buf, len) == 0 ? (ssize_t)len : -1;
+}
+
+int msg_stdout_waits(void)
+{
+    cookie_io_functions_t io = {.write = stdout_write};
+    FILE *f = fopencookie(NULL, "w", io);
+    if (!f)
+        return -1;
+    if (isatty(1))
+        setvbuf(f, NULL, _IOLBF, 0);
+    fflush(stdout);
+    /* glibc's stdout is a variable meant to be set so (its manual, "Standard
+     * Streams"); the old stream stays open, its descriptor being ours. */
+    stdout = f;
+    return 0;
+}

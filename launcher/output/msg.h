@@ -34,6 +34,12 @@ int write_all(int fd, const void *buf, size_t len);
 /* The same for an iovec array (which it modifies). */
 int writev_all(int fd, struct iovec *iov, int iovcnt);
 
+/* Make stdout's stdio writes go through write_all: a parent (a shell's
+ * pipeline, a Python harness) may have made the descriptor non-blocking,
+ * and stdio would then drop, with no word, what did not fit (--dry-run of
+ * many ranks, --topo, --help).  0, or -1 (stdout left as it was). */
+int msg_stdout_waits(void);
+
 /* Monotonic seconds. */
 double now_s(void);
 

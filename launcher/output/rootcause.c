@@ -148,9 +148,12 @@ char *rootcause_text(const struct failure *f, const char *forward_to)
         fprintf(m, ": %s", what);
     }
     fputc('\n', m);
+    /* A file that was never written is not named: its directory goes
+     * with the run's, as torchrun 1.13 says <N/A> for it. */
+    int written = f->error_file && strcmp(why, "not written") != 0;
     if (parsed)
         fprintf(m, "amlrun:   error_file: %s\n", f->error_file);
-    else if (f->error_file)
+    else if (written)
         fprintf(m, "amlrun:   error_file: %s (%s)\n", f->error_file, why);
     else
         fprintf(m, "amlrun:   error_file: <N/A>\n");
@@ -165,7 +168,7 @@ char *rootcause_text(const struct failure *f, const char *forward_to)
         /* torchrun's words for a worker that left no error file. */
         fprintf(m, "amlrun:   message   : Signal %d (%s) received by PID %d\n",
                 WTERMSIG(f->status), sig, (int)f->pid);
-    } else if (parsed || (f->error_file && strcmp(why, "not written"))) {
+    } else if (parsed || written) {
         fprintf(m, "amlrun:   message   : <N/A>\n");
     } else {
         fprintf(m, "amlrun:   message   : <N/A> (for the exception and its "
@@ -185,13 +188,4 @@ done:
     errorfile_free(&ef);
     free(buf);
     return out;
-}
-
-void rootcause_report(const struct failure *f, const char *forward_to)
-{
-    char *text = rootcause_text(f, forward_to);
-    /* One write: the block stays whole beside other writers. */
-    if (text)
-        (void)write_all(2, text, strlen(text));
-    free(text);
 }

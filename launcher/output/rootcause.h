@@ -22,11 +22,10 @@ struct failure {
     const char *error_file; /* its TORCHELASTIC_ERROR_FILE, or NULL */
 };
 
-/* The block as text (malloc'd; NULL after a message), and the error file
- * copied to FORWARD_TO as below. */
+/* The block as text (malloc'd; NULL after a message); then the error
+ * file is copied to FORWARD_TO (if not NULL and the error file was written
+ * and is well-formed).  The caller writes the block in one write, so that
+ * it stays whole beside other writers. */
 char *rootcause_text(const struct failure *f, const char *forward_to);
-/* Print the block; then copy the error file to FORWARD_TO (if not NULL
- * and the error file was written and is well-formed). */
-void rootcause_report(const struct failure *f, const char *forward_to);
 
 #endif /* AMLRUN_ROOTCAUSE_H */

@@ -181,12 +181,62 @@ static struct failure failure_of(const struct job *j, const struct worker *w)
     return f;
 }
 
+/* The file that holds all of a worker's stream (1 stdout, 2 stderr), if
+ * one exists now: --log-dir's rank<R>.std*, or in torchrun's layout the
+ * std*.log beside its error file (-r, --tee).  Never a name for a file
+ * that is not there. */
+static int log_path(const struct job *j, const struct worker *w, int which,
+                    char *buf, size_t size)
+{
+    const char *name = which == 1 ? "stdout" : "stderr";
+    int n = -1;
+    if (!j->torch_layout && j->s->log_dir_fd >= 0) {
+        n = snprintf(buf, size, "%s/rank%d.%s", j->s->o->log_dir,
+                     w->id.rank, name);
+    } else if (j->torch_layout && w->error_file) {
+        const char *slash = strrchr(w->error_file, '/');
+        if (slash)
+            n = snprintf(buf, size, "%.*s/%s.log",
+                         (int)(slash - w->error_file), w->error_file, name);
+    }
+    return n > 0 && (size_t)n < size && access(buf, F_OK) == 0 ? 0 : -1;
+}
+
+/* A failing worker's last lines, the same in the job's summary on one node
+ * and on many: on many (all) always, since the summary is printed
+ * elsewhere; on one node those of a stream the console did not show
+ * (--ranks, -r), or its error would be shown nowhere.  Then the log file
+ * that holds the rest, where there is one. */
+static void put_tails(FILE *m, const struct job *j, const struct worker *w,
+                      int all)
+{
+    static const struct { int which, lines; } streams[] = {{2, 10}, {1, 5}};
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        int which = streams[i].which;
+        const struct out_stream *s = which == 1 ? &w->out : &w->err;
+        if (!all && s->console >= 0)
+            continue;
+        char tail[OUT_TAIL_MAX + 512], path[PATH_MAX];
+        out_stream_tail(s, "amlrun:   | ", streams[i].lines, tail,
+                        sizeof tail);
+        const char *name = which == 1 ? "stdout" : "stderr";
+        if (*tail)
+            fprintf(m, "amlrun:   last lines of its %s:\n%s", name, tail);
+        if (*tail && log_path(j, w, which, path, sizeof path) == 0)
+            fprintf(m, "amlrun:   all of its %s: %s\n", name, path);
+        else if (*tail && !all)
+            fprintf(m, "amlrun:   (no more of its %s was kept: %s keeps "
+                    "all of it)\n", name, j->torch_layout
+                        ? "in torchrun's layout, -r or --tee"
+                        : "--log-dir DIR");
+    }
+}
+
 /* This node's first failure, for the job: its root cause block and last
  * lines go to the host, which stops every node and has node 0 print them. */
 void report_tell_failure(struct job *j, const struct worker *w)
 {
-    char what[96], head[256], tail_err[OUT_TAIL_MAX + 512],
-        tail_out[OUT_TAIL_MAX + 512];
+    char what[96], head[256];
     status_describe(w->status, what, sizeof what);
     snprintf(head, sizeof head, "amlrun:   rank %d (local %d, pid %d) on "
              "host %s: %s\n", w->id.rank, w->id.local, (int)w->pid,
@@ -196,17 +246,12 @@ void report_tell_failure(struct job *j, const struct worker *w)
     j->local_block = rootcause_text(&f, getenv("TORCHELASTIC_ERROR_FILE"));
     if (w->error_file && access(w->error_file, F_OK) == 0)
         rundir_keep(j->rd);
-    out_stream_tail(&w->err, "amlrun:   | ", 10, tail_err, sizeof tail_err);
-    out_stream_tail(&w->out, "amlrun:   | ", 5, tail_out, sizeof tail_out);
     char *sum = NULL;
     size_t size = 0;
     FILE *m = open_memstream(&sum, &size);
     if (m) {
         fprintf(m, "%s%s", head, j->local_block ? j->local_block : "");
-        if (*tail_err)
-            fprintf(m, "amlrun:   last lines of its stderr:\n%s", tail_err);
-        if (*tail_out)
-            fprintf(m, "amlrun:   last lines of its stdout:\n%s", tail_out);
+        put_tails(m, j, w, 1);
         if (fclose(m) != 0) {
             free(sum);
             sum = NULL;
@@ -233,7 +278,23 @@ void report_root_cause(struct job *j)
     struct failure f = failure_of(j, w);
     /* Like torchrun's own @record: an agent above amlrun that gave it an
      * error file gets the root cause's. */
-    rootcause_report(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    char *block = rootcause_text(&f, getenv("TORCHELASTIC_ERROR_FILE"));
+    char *text = NULL;
+    size_t size = 0;
+    FILE *m = block ? open_memstream(&text, &size) : NULL;
+    if (m) {
+        fputs(block, m);
+        put_tails(m, j, w, 0);
+        if (fclose(m) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    /* One write: the block stays whole beside other writers. */
+    if (text || block)
+        (void)write_all(2, text ? text : block, strlen(text ? text : block));
+    free(text);
+    free(block);
     /* The summary names the error file: it must still be there to read. */
     if (w->error_file && access(w->error_file, F_OK) == 0)
         rundir_keep(j->rd);

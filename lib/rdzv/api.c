@@ -193,6 +193,26 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
     return got;
 }
 
+/* HOST:PORT where PORT may also be 0 (torchrun 2.x's "a free port",
+ * thread.c), which util's parser, made for real ports, refuses: "host:0"
+ * and "[v6]:0" only, never a bare IPv6 address ending in ":0". */
+static int endpoint_parse(const char *ep, char *host, size_t size, int *port)
+{
+    size_t n = strlen(ep);
+    char buf[AMLDIST__HOST_MAX + 2];
+    if (n > 2 && n - 2 < sizeof buf && strcmp(ep + n - 2, ":0") == 0) {
+        memcpy(buf, ep, n - 2);
+        buf[n - 2] = '\0';
+        int bracketed = buf[0] == '[' && buf[n - 3] == ']';
+        if ((bracketed || !strchr(buf, ':')) &&
+            amldist__parse_hostport(buf, host, size, port) == 0) {
+            *port = 0;
+            return 0;
+        }
+    }
+    return amldist__parse_hostport(ep, host, size, port);
+}
+
 int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
 {
     amldist__clear_error();
@@ -227,10 +247,17 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     r->order = o.order;
     amldist__rz_note_options(r, &o);
     char err[300];
-    if (amldist__parse_hostport(o.endpoint, r->ep_host, sizeof r->ep_host,
-                                &r->ep_port) < 0 || r->ep_port <= 0) {
+    if (endpoint_parse(o.endpoint, r->ep_host, sizeof r->ep_host,
+                       &r->ep_port) < 0 || r->ep_port < 0) {
         rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': want "
                            "HOST:PORT", o.endpoint);
+    } else if (r->ep_port == 0 && o.max_nodes > 1) {
+        /* torchrun 2.x's "pick a free port" (thread.c): the other nodes
+         * could never learn it. */
+        rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': port 0 "
+                           "(a free port, picked here) is for one node only, "
+                           "and up to %d may join: give the port the nodes "
+                           "meet at", o.endpoint, o.max_nodes);
     } else if ((rc = fill_cfg(r, &o)) < 0) {
         /* message set */
     } else if (amldist__net_resolve(r->ep_host, r->ep_port, &r->ai, err,

@@ -88,7 +88,33 @@ check "SIGKILL: exit code -9 and the signal named" \
     grep -Eq '^amlrun:   exitcode  : -9 \(pid: [0-9]+\): killed by signal 9 \(SIGKILL\)$' "$d/e"
 check "SIGKILL: torchrun's message" \
     grep -Eq '^amlrun:   message   : Signal 9 \(SIGKILL\) received by PID [0-9]+$' "$d/e"
-check "SIGKILL: the error file was not written" grep -q 'error_file: .*error.json (not written)$' "$d/e"
+# As torchrun 1.13 says: a file never written is not named (its directory
+# is gone with the run's by the time anyone reads the summary).
+check "SIGKILL: the error file, never written, is not named" \
+    grep -q '^amlrun:   error_file: <N/A>$' "$d/e"
+check "SIGKILL: no path to a file that does not exist" \
+    sh -c '! grep -q "error.json" "$1"' sh "$d/e"
+
+# --- no @record: no error file is written, none is named, as torchrun says
+cat >"$d/norecord.py" <<'EOF'
+import os, time
+if os.environ["RANK"] == "1":
+    raise ValueError("rank 1 refuses without @record")
+time.sleep(60)
+EOF
+before=$(ls "$TMPDIR" | wc -l)
+"${A[@]}" --python "$TORCH_PY" "$d/norecord.py" >"$d/o" 2>"$d/e"
+expect_eq "no @record: job exits 1" "$?" 1
+expect_eq "no @record: the private directory is gone after the job" "$(ls "$TMPDIR" | wc -l)" "$before"
+am_ef=$(sed -n 's/^amlrun:   error_file: //p' "$d/e")
+expect_eq "no @record: the error file is <N/A>" "$am_ef" "<N/A>"
+timeout 120 "$TORCH_PY" "$TR" --nproc_per_node 2 "$d/norecord.py" >"$d/tro" 2>"$d/tre"
+if grep -q 'Root Cause (first observed failure)' "$d/tre"; then
+    expect_eq "no @record: error_file as torchrun's" "$am_ef" \
+        "$(sed -n '/Root Cause/,$s/^  error_file: //p' "$d/tre")"
+else
+    skip "no @record: error_file as torchrun's" "torchrun did not run: $(tail -n 1 "$d/tre")"
+fi
 
 # --- hostile error files: the summary says so, amlrun neither crashes nor hangs
 bad() { # NAME SHELL-CODE-WRITING-$F PATTERN

@@ -30,6 +30,14 @@ jobs() {
     expect_eq "$label: missing command" "$?" 127
     "$@" --nproc-per-node 2 --no-python "$d/plain" >"$d/o" 2>"$d/e"
     expect_eq "$label: command not executable" "$?" 126
+    # a failing rank off the console: its lines quoted, its log file named
+    "$@" --nproc-per-node 2 --ranks 0 --log-dir "$d/logs" \
+        sh -c 'echo "err $RANK" >&2; exit $((RANK * 5))' >"$d/o" 2>"$d/e"
+    expect_eq "$label: failing rank off the console" "$?" 5
+    # torchrun 2.x's localhost:0 (c10d, one node)
+    "$@" --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint localhost:0 \
+        true >"$d/o" 2>"$d/e"
+    expect_eq "$label: c10d localhost:0" "$?" 0
     # the output fault paths: a console gone, a log over `ulimit -f`
     "$@" --nproc-per-node 2 --prefix --log-dir "$d/logs" \
         perl -e '$SIG{PIPE} = "DEFAULT"; exec "yes"' 2>"$d/e" | head -n 1 >/dev/null

@@ -1665,7 +1665,9 @@ static void test_options_invalid(void)
         {ENDPOINT, "", 0},
         {ENDPOINT, "127.0.0.1", 0},
         {ENDPOINT, "127.0.0.1:", 0},
-        {ENDPOINT, "127.0.0.1:0", 0},
+        {ENDPOINT, "127.0.0.1:-1", 0},
+        {ENDPOINT, "127.0.0.1:00x", 0},
+        {ENDPOINT, "[::1]0", 0},
         {ENDPOINT, "127.0.0.1:65536", 0},
         {ENDPOINT, "127.0.0.1:12x", 0},
         {ENDPOINT, ":29400", 0},
@@ -1717,6 +1719,16 @@ static void test_options_invalid(void)
     o = ok;
     o.nproc = 0;
     check_invalid(&o, "nproc = 0", "0 workers");
+    /* Port 0 (a free port) is for one node: nobody else could learn it. */
+    o = ok;
+    o.endpoint = "127.0.0.1:0";
+    o.max_nodes = 2;
+    check_invalid(&o, "127.0.0.1:0 with max_nodes 2", "port 0");
+    o.min_nodes = o.max_nodes = 3;
+    check_invalid(&o, "127.0.0.1:0 with 3 nodes", "up to 3");
+    o = ok;
+    o.endpoint = "192.0.2.1:0"; /* TEST-NET-1: no address of this machine */
+    check_invalid(&o, "192.0.2.1:0", "not one of its addresses");
     CHECK(now_ms() - t0 < 1000);
 }
 
@@ -1756,6 +1768,28 @@ static void test_single_node(void)
     for (int w = 0; w < 4; w++)
         CHECK_INT_EQ(r->rank[w], w);
     CHECK_INT_EQ(sh->a[0].exit_status, 0);
+}
+
+/* torchrun 2.x's localhost:0 on one node: the agent hosts on a port of
+ * the kernel's choosing, and the round forms as on any port. */
+static void test_single_node_any_port(void)
+{
+    static const char *const eps[] = {"127.0.0.1:0", "localhost:0"};
+    for (size_t i = 0; i < sizeof eps / sizeof *eps; i++) {
+        spec_t s;
+        new_job(&s, 1, 1);
+        snprintf(s.ep, sizeof s.ep, "%s", eps[i]);
+        s.o.nproc = 2;
+        s.act[0] = ACT_DONE;
+        reap(start(&s, 0), 0);
+        round_t *r = &sh->a[0].r[0];
+        if (sh->a[0].join_rc != 0)
+            TEST__FAIL("%s: %s", eps[i], sh->a[0].join_err);
+        CHECK_INT_EQ(r->host, 1);
+        CHECK_INT_EQ(r->nodes, 1);
+        CHECK_INT_EQ(r->rank[1], 1);
+        CHECK_INT_EQ(sh->a[0].exit_status, 0);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -2805,6 +2839,7 @@ int main(int argc, char **argv)
     RUNF(test_options_invalid);
     RUNF(test_null_handle);
     RUNF(test_single_node);
+    RUNF(test_single_node_any_port);
     RUNF(test_join_2);
     RUNF(test_join_3);
     RUNF(test_join_8);
