@@ -101,8 +101,12 @@ while read -r opt meta; do
     case $opt in
         # they name the hosts, or are refused in head-node mode (above)
         --hostfile | --hosts | --node-rank) continue ;;
+        # refused in every mode (torchrun 2.x's Python plug-in)
+        --logs-specs) continue ;;
     esac
     val=$(value_for "$meta")
+    # a LIST of signals, not of ranks
+    [ "$opt" = --signals-to-handle ] && val=SIGTERM,SIGUSR1
     for spelling in "$opt" "--$(tr - _ <<<"${opt#--}")"; do
         got=$(dry "$AMLRUN" --hosts a,b --dry-run "$spelling" "$val" t 2>&1)
         expect_eq "head-node mode: $spelling $val t: the command is t" \
