@@ -299,6 +299,14 @@ int command_build(const struct amlrun_opts *o, struct command *c)
         msg_errno(err, "%s", prog);
         return err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
     }
+    /* Each rank's python would say the script is missing, N times over
+     * and with its own status 2: say it once, as for a missing program. */
+    struct stat st;
+    if (c->runs_python && !o->module && stat(o->cmd[0], &st) < 0 &&
+        (errno == ENOENT || errno == ENOTDIR) && !other_machine(o)) {
+        msg_errno(errno, "%s", o->cmd[0]);
+        return AMLRUN_EXIT_NOTFOUND;
+    }
     int len;
     if (why)
         len = asprintf(&c->how, "%s: %s; runs %sunder %s -u%s", o->cmd[0],
