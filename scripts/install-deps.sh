@@ -10,7 +10,7 @@ libhwloc-dev hwloc
 openmpi-bin libopenmpi-dev
 mpich libmpich-dev
 python3-torch python3-numpy
-mandoc man-db
+mandoc man-db zsh
 valgrind
 iproute2 procps util-linux
 slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
