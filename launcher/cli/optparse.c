@@ -12,6 +12,7 @@
 #include "cli/optparse.h"
 #include "cli/opttable.h"
 #include "cli/optsuggest.h"
+#include "cli/usage.h"
 #include "output/msg.h"
 
 /* An option the table lacks, or a prefix of several of its options (as
@@ -253,6 +254,10 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     }
     o->cmd = argv + i;
     o->ncmd = argc - i;
+    if (o->version) {
+        version_print(stdout, o->verbose ? o->python : NULL);
+        return 0;
+    }
     int rc = apply_pet_env(o, given);
     if (rc >= 0)
         return rc;

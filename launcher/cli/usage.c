@@ -107,7 +107,9 @@ static const char usage_text[] =
 "  --launcher mpirun|slurm      how to reach them (default: detect)\n"
 "Other:\n"
 "  -h, --help            this text\n"
-"  -V, --version         amlrun and libamldist versions\n"
+"  -V, --version         amlrun and libamldist versions; with -v also\n"
+"                        hwloc, NCCL, CUDA, PMIx, Slurm and the Python\n"
+"                        module, as built and as found here\n"
 "\n"
 "Exit status: the first failing worker's (128+N when killed by signal N),\n"
 "128+N when stopped by signal N, 2 usage error or refused by the job,\n"
@@ -119,9 +121,11 @@ void usage_print(FILE *f)
     fputs(usage_text, f);
 }
 
-void version_print(FILE *f)
+void version_print(FILE *f, const char *python)
 {
     fprintf(f, "amlrun %d.%d.%d (libamldist %s)\n", AMLDIST_VERSION_MAJOR,
             AMLDIST_VERSION_MINOR, AMLDIST_VERSION_PATCH,
             amldist_version_string());
+    if (python)
+        version_details(f, python);
 }

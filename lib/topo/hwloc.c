@@ -1,9 +1,14 @@
 /* A new hwloc handle with the filters every discovery here uses, and the
  * live discovery of this machine: below both the loader (load.c) and its
  * per-node cache (cache.c), which each start from it. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "topo/topo_internal.h"
+
+typedef unsigned (*hwloc_get_api_version_fn)(void);
 
 /* hwloc components that would open a GPU driver or runtime in the launcher:
  * loading them costs seconds and can create contexts on every GPU.  "pci"
@@ -57,4 +62,22 @@ int amldist__hwloc_discover(hwloc_topology_t *h)
                              "hwloc_topology_load failed");
     }
     return 0;
+}
+
+/* "hwloc: 2.9.0 (/usr/lib/.../libhwloc.so.15); built with 2.9.0": the
+ * library in use and the header the build saw, which may differ (hwloc
+ * keeps its ABI within a major version). */
+void amldist__hwloc_describe(char *line, size_t size)
+{
+    unsigned run = hwloc_get_api_version();
+    Dl_info info;
+    void *addr;
+    hwloc_get_api_version_fn fn = hwloc_get_api_version;
+    memcpy(&addr, &fn, sizeof addr);
+    const char *where = dladdr(addr, &info) && info.dli_fname
+                            ? info.dli_fname : "?";
+    snprintf(line, size, "hwloc: %u.%u.%u (%s); built with %u.%u.%u",
+             run >> 16, (run >> 8) & 0xff, run & 0xff, where,
+             HWLOC_API_VERSION >> 16, (HWLOC_API_VERSION >> 8) & 0xff,
+             HWLOC_API_VERSION & 0xff);
 }
