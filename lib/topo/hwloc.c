@@ -64,9 +64,11 @@ int amldist__hwloc_discover(hwloc_topology_t *h)
     return 0;
 }
 
-/* "hwloc: 2.9.0 (/usr/lib/.../libhwloc.so.15); built with 2.9.0": the
- * library in use and the header the build saw, which may differ (hwloc
- * keeps its ABI within a major version). */
+/* "hwloc: 2.9.0, API 2.8.0 (/usr/lib/.../libhwloc.so.15); built with API
+ * 2.8.0": the release in use, which only a loaded topology tells (its root's
+ * hwlocVersion: a one-PU synthetic one, no discovery), its API version and
+ * file, and the API of the header the build saw, which may be older
+ * (hwloc keeps its ABI within a major version). */
 void amldist__hwloc_describe(char *line, size_t size)
 {
     unsigned run = hwloc_get_api_version();
@@ -76,7 +78,20 @@ void amldist__hwloc_describe(char *line, size_t size)
     memcpy(&addr, &fn, sizeof addr);
     const char *where = dladdr(addr, &info) && info.dli_fname
                             ? info.dli_fname : "?";
-    snprintf(line, size, "hwloc: %u.%u.%u (%s); built with %u.%u.%u",
+    char release[32] = "?";
+    hwloc_topology_t h;
+    if (amldist__hwloc_new(&h) == 0) {
+        const char *v = NULL;
+        if (hwloc_topology_set_synthetic(h, "pu:1") == 0 &&
+            hwloc_topology_load(h) == 0)
+            v = hwloc_obj_get_info_by_name(hwloc_get_root_obj(h),
+                                           "hwlocVersion");
+        if (v != NULL)
+            snprintf(release, sizeof release, "%s", v);
+        hwloc_topology_destroy(h);
+    }
+    snprintf(line, size,
+             "hwloc: %s, API %u.%u.%u (%s); built with API %u.%u.%u", release,
              run >> 16, (run >> 8) & 0xff, run & 0xff, where,
              HWLOC_API_VERSION >> 16, (HWLOC_API_VERSION >> 8) & 0xff,
              HWLOC_API_VERSION & 0xff);
