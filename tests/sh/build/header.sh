@@ -19,14 +19,18 @@ done
 syms=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 != "A" {print $3}')
 bad=$(echo "$syms" | grep -v '^amldist_' || true)
 expect_eq "shared library exports only amldist_*" "$bad" ""
-unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[01]$' || true)
-expect_eq "every exported symbol is versioned AMLDIST_1.0 or 1.1" "$unversioned" ""
+unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[012]$' || true)
+expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1 or 1.2" "$unversioned" ""
 nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {print $3}' | tr '\n' ' ')
-expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 "
+expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 "
 # 1.1 added amldist_plan_rank_omp_threads, and only that.
 expect_eq "AMLDIST_1.1 holds what 1.1 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.1$' | tr '\n' ' ')" \
     "amldist_plan_rank_omp_threads@@AMLDIST_1.1 "
+# 1.2 added amldist_build_info (amlrun --version -v).
+expect_eq "AMLDIST_1.2 holds what 1.2 added" \
+    "$(echo "$syms" | grep '@@AMLDIST_1\.2$' | tr '\n' ' ')" \
+    "amldist_build_info@@AMLDIST_1.2 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')
