@@ -50,6 +50,12 @@ expect_eq "-r3 still torchrun's -r 3" "$("$AMLRUN" --dry-run --nproc-per-node 1 
 out=$("$AMLRUN" --nproc-per-node 1 --no-python -- echo --max 2>&1)
 expect_eq "after --, --max is the command's" "$out" "--max"
 
+# Head-node mode reads the line as the parser does: a prefix (--nproc) and
+# torchrun's -r with its value stay options, the command starts at "true".
+out=$("$AMLRUN" --hosts a,b --dry-run -r 3 --nproc 1 true 2>&1)
+check "head node: -r 3 and --nproc passed on before the command" \
+    has "$out" "amlrun -r 3 --nproc 1 --nnodes 2 true$"
+
 # The same prefixes under real torchrun 1.13: accepted or refused alike.
 if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
     for args in "--max_restart 1" "--nproc_per_no 1" "--ma 1" "--rdzv 1" "--stand"; do
