@@ -103,6 +103,39 @@ if have zsh; then
     out=$(cd "$d" && zsh -f -c 'fpath=("$1" $fpath); autoload -U compinit; compinit -u -D
         autoload -U +X _amlrun && print -r -- ${+functions[_amlrun]}' _ "$(dirname "$zsh_file")" 2>&1)
     expect_eq "_amlrun loads in zsh's compinit" "$out" 1
+    # An interactive zsh on a pseudo-terminal (zsh/zpty) types LINE and a
+    # TAB; compadd, wrapped, writes what it is given to a file.  Each step
+    # waits for its marker in the terminal's output, not for a time, and
+    # nothing is typed before the prompt is up (zsh may drop typeahead when
+    # its line editor starts).
+    cat >"$d/drive.zsh" <<'EOF_ZSH'
+zmodload zsh/zpty
+dir=$1 out=$2 line=$3
+zpty z "PS1='READY> ' zsh -f -i"
+zpty -r z x '*READY> '
+zpty -w z "fpath=($dir \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z "compadd() { if (( \${@[(I)-a]} )); then print -r -- \"\${(P)\${@[-1]}}\" >>$out; else print -r -- \"\$*\" >>$out; fi; builtin compadd \"\$@\" }"
+zpty -w z "print SETUP-DONE"
+zpty -r z x '*SETUP-DONE*SETUP-DONE*READY> '
+zpty -w -n z "$line"$'\t'
+zpty -w -n z $'\C-u'
+zpty -w z "print TAB-DONE"
+zpty -r z x '*TAB-DONE*TAB-DONE*'
+zpty -d z
+EOF_ZSH
+    zsh_complete() {
+        rm -f "$d/zsh.out"
+        (cd "$d" && timeout 120 zsh -f "$d/drive.zsh" "$(dirname "$zsh_file")" "$d/zsh.out" "$1") >/dev/null 2>&1
+        cat "$d/zsh.out" 2>/dev/null
+    }
+    expect_eq "zsh: amlrun --cpu-bind <TAB>" "$(zsh_complete 'amlrun --cpu-bind ')" \
+        "none numa exclusive socket package l3"
+    expect_eq "zsh: amlrun --rdzv-backend <TAB>" "$(zsh_complete 'amlrun --rdzv-backend ')" "static c10d"
+    expect_eq "zsh: amlrun -r <TAB>" "$(zsh_complete 'amlrun -r ')" "0 1 2 3"
+    check "zsh: amlrun --rdzv-b<TAB> offers --rdzv-backend" \
+        sh -c "printf '%s\n' \"\$1\" | grep -qx -- --rdzv-backend" _ "$(zsh_complete 'amlrun --rdzv-b')"
+    check "zsh: amlrun --nproc-per-node 2 trai<TAB>: the file" \
+        sh -c "printf '%s\n' \"\$1\" | grep -q 'train.py'" _ "$(zsh_complete 'amlrun --nproc-per-node 2 trai')"
 else
     skip "zsh completion" "zsh not installed"
 fi
