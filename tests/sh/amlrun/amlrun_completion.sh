@@ -3,8 +3,9 @@
 # the bash function driven as bash drives it (COMP_WORDS, COMP_CWORD,
 # COMP_LINE, COMP_POINT), its options held to --help's, each option's
 # values to what the parser accepts (every word tried with --dry-run, on
-# the Azure NDm A100 v4 XML so that "gpu" has GPUs) and to --help's list;
-# the zsh function parses and loads.
+# the Azure NDm A100 v4 XML so that "gpu" has GPUs, and the words its
+# refusal of a bad value names) and to --help's list; the zsh function
+# parses, loads, and completes on a pseudo-terminal.
 . "$(dirname "$0")/../../lib.sh"
 bash_file=$BUILD/completion/amlrun.bash
 zsh_file=$BUILD/completion/_amlrun
@@ -65,8 +66,16 @@ while IFS=$'\t' read -r kind name arg values; do
     done
     expect_eq "--$name: the parser accepts every value the completion offers" "$bad" ""
     if [ "$arg" = optional ]; then a=("--$name=bogus"); else a=("--$name" bogus); fi
-    "$AMLRUN" --dry-run --topology "$xml" "${ctx[@]}" "${a[@]}" true >/dev/null 2>&1
+    "$AMLRUN" --dry-run --topology "$xml" "${ctx[@]}" "${a[@]}" true >/dev/null 2>"$d/err"
     expect_eq "--$name bogus: refused (2), so the values above were tried" "$?" 2
+    # The other way: the words the refusal names ("want a, b or c",
+    # "expected ...") are the completion's, none missing from it.
+    named=$(head -n 1 "$d/err" | sed -e 's/^[^:]*: [^:]*: \(want\|expected\|only\) //' \
+        -e 's/ (see amlrun --help)$//' -e 's/--[a-z-]*=//' -e 's/, optionally.*//' \
+        -e 's/,\{0,1\} or /, /g' | tr ',' '\n' | sed -e 's/^ *//' -e 's/ (.*)$//' -e "s/'//g" |
+        grep -E '^[a-z0-9][a-z0-9-]*$' | sort -u)
+    # shellcheck disable=SC2086
+    expect_eq "--$name: the values its refusal names are the completion's" "$named" "$(lines $values)"
     # --help's line: "--name a|b|c" or "--name[=a]"; its lower-case words
     # are values, the capitals (N, LIST) placeholders.
     help_words=$("$AMLRUN" --help | sed -n "s/^ *\(-[a-zA-Z], \)\{0,1\}--$name[ =[]\{1,2\}\([^ ]*\).*/\2/p" |
