@@ -16,16 +16,16 @@ bash_completion() {
     echo "# bash completion for amlrun, written by scripts/completion.sh from"
     echo "# amlrun's option table at build time: do not edit."
     echo
-    printf '%s\n' "$spec" | awk -F '\t' '
+    printf '%s\n' "$spec" | awk -F '\t' -v q="'" '
         $1 == "long" { long = long (long ? " " : "") $2
                        if ($3 == "required") req = req (req ? "|" : "") $2
                        if ($3 == "optional") opt = opt (opt ? "|" : "") $2
-                       if ($4 != "") vals = vals "        " $2 ") _amlrun_v=\x27" $4 "\x27 ;;\n" }
+                       if ($4 != "") vals = vals "        " $2 ") _amlrun_v=" q $4 q " ;;\n" }
         $1 == "short" { shorts = shorts (shorts ? " " : "") "-" $2
                         short_case = short_case "        " $2 ") echo " $3 " ;;\n" }
         END {
-            print "_amlrun_long=\x27" long "\x27"
-            print "_amlrun_short=\x27" shorts "\x27"
+            print "_amlrun_long=" q long q
+            print "_amlrun_short=" q shorts q
             print "# What long option $1 takes: none, required or optional (--opt=V)."
             print "_amlrun_arg() {"
             print "    case $1 in"
@@ -188,7 +188,7 @@ zsh_completion() {
     echo
     echo "local -a args"
     echo "args=("
-    printf '%s\n' "$spec" | awk -F '\t' '
+    printf '%s\n' "$spec" | awk -F '\t' -v q="'" '
         function action(v) {
             if (v == "<file>") return ":file:_files"
             if (v == "<dir>") return ":directory:_files -/"
@@ -200,10 +200,10 @@ zsh_completion() {
             if ($3 == "none") spec = "--" $2
             else if ($3 == "required") spec = "--" $2 "=" action($4)
             else spec = "--" $2 "=-" action($4)
-            print "    \x27" spec "\x27" }
+            print "    " q spec q }
         $1 == "short" {
-            if (arg[$3] == "required") print "    \x27-" $2 "+" action(val[$3]) "\x27"
-            else print "    \x27-" $2 "\x27" }'
+            if (arg[$3] == "required") print "    " q "-" $2 "+" action(val[$3]) q
+            else print "    " q "-" $2 q }'
     cat <<'EOF'
     '1:command or script:_files'
     '*::argument:_files'
