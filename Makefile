@@ -137,11 +137,14 @@ EXAMPLES:= $(EX_SRCS:%.c=$(BUILD)/%) $(MPI_EX_SRCS:%.c=$(BUILD)/%)
 TESTS   := $(addprefix $(BUILD)/tests/,$(notdir $(TEST_SRCS:%.c=%)))
 MANPAGES:= $(wildcard man/*.[1-8])
 
+# amlrun's bash and zsh completions, written from its option table.
+COMPLETIONS := $(BUILD)/completion/amlrun.bash $(BUILD)/completion/_amlrun
+
 # Programs find the library next to them, both in $(BUILD) and installed.
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
-all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
+all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
 tests: lib $(TESTS)
 
@@ -205,6 +208,15 @@ $(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
+
+# The option table as amlrun prints it (--complete-spec), made into the
+# completions by one script: they list what --help lists.
+$(BUILD)/completion/amlrun.bash: $(AMLRUN) scripts/completion.sh
+	@mkdir -p $(@D)
+	scripts/completion.sh bash $(AMLRUN) >$@
+$(BUILD)/completion/_amlrun: $(AMLRUN) scripts/completion.sh
+	@mkdir -p $(@D)
+	scripts/completion.sh zsh $(AMLRUN) >$@
 
 # amldist-nccl-check is made of its main file and its parts.
 NCCL_CHECK_SRCS := $(wildcard tools/nccl_check/*.c)
@@ -341,6 +353,8 @@ install: all
 	for m in $(MANPAGES); do \
 	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -D -m 644 $(BUILD)/completion/amlrun.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/amlrun
+	install -D -m 644 $(BUILD)/completion/_amlrun $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_amlrun
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -352,6 +366,8 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(BINDIR)/,$(ALL_TOOL_NAMES))
 	for m in $(MANPAGES); do \
 	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/amlrun \
+	    $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_amlrun
 	rm -rf $(DESTDIR)$(INCDIR)/amldist
 
 clean:

@@ -5,9 +5,13 @@ amlrun).  Every rank trains on different data; DDP averages the gradients,
 so all replicas must end with identical parameters, which is checked with
 an all_gather.  Exits 1 if they differ or nothing was learnt.
 
-    amlrun --nproc-per-node 4 examples/ddp_train.py [STEPS]
+    amlrun --nproc-per-node 4 examples/ddp_train.py [STEPS] [--epochs N]
     mpirun -np 4 amlrun examples/ddp_train.py
+
+--epochs N runs the STEPS (default 20) N times, as the Azure ML examples'
+train.py --epochs 10 asks.
 """
+import argparse
 import os
 import sys
 
@@ -17,7 +21,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    ap = argparse.ArgumentParser()
+    ap.add_argument("steps", nargs="?", type=int, default=20)
+    ap.add_argument("--epochs", type=int, default=1)
+    args = ap.parse_args()
+    steps = args.steps * args.epochs
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
     # The launcher's variables and the process group must agree.

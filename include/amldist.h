@@ -210,6 +210,13 @@ AMLDIST_API const char *amldist_last_error(void);
 /* AMLDIST_VERSION_HEX of the library actually loaded. */
 AMLDIST_API unsigned amldist_version(void);
 AMLDIST_API const char *amldist_version_string(void);
+/* What this library was built with and finds at run time, one "name:
+ * value" line each (libamldist, hwloc, NCCL, CUDA runtime, PMIx: "yes,
+ * VERSION (FILE)" or "no (why)"), as amlrun --version -v prints them.
+ * Loads NCCL, the CUDA runtime and libpmix if they are there (no GPU or
+ * PMIx server is touched).  As snprintf: writes at most size bytes, and
+ * returns the length of the whole text, or < 0.  Since AMLDIST_1.1. */
+AMLDIST_API int amldist_build_info(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@ openmpi-bin libopenmpi-dev
 mpich libmpich-dev
 python3-torch python3-numpy
 python3-pip python3-setuptools python3-wheel python3-build dh-python pybuild-plugin-pyproject
-mandoc man-db
+mandoc man-db zsh
 valgrind
 iproute2 procps util-linux
 slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2

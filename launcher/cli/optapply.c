@@ -416,12 +416,12 @@ static int on_help(struct amlrun_opts *o, const struct handler *h,
 static int on_version(struct amlrun_opts *o, const struct handler *h,
                       const char *name, const char *val)
 {
-    (void)o;
     (void)h;
     (void)name;
     (void)val;
-    version_print(stdout);
-    return 0;
+    /* Printed after the other options: --version -v says more. */
+    o->version = 1;
+    return -1;
 }
 
 #define AT(field) offsetof(struct amlrun_opts, field)

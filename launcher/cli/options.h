@@ -101,6 +101,7 @@ struct amlrun_opts {
     enum log_layout log_layout;
     /* other modules */
     int topo;
+    int version;             /* --version: printed once -v may be known */
     struct amlrun_bind_opts bind;
     struct headnode_opts head;
     char *owned_addr;        /* --rdzv-endpoint's host (NULL: none) */

@@ -11,7 +11,40 @@
 #include "cli/options.h"
 #include "cli/optparse.h"
 #include "cli/opttable.h"
+#include "cli/optsuggest.h"
+#include "cli/usage.h"
 #include "output/msg.h"
+
+/* An option the table lacks, or a prefix of several of its options (as
+ * argparse says it: "ambiguous option: --ma could match ..."). */
+static int unknown_long_option(const char *word, const char *name)
+{
+    const struct option_def *cand[8];
+    size_t n = opttable_candidates(name, cand, 8);
+    const char *whose, *ours = optsuggest(word, &whose);
+    if (n > 1) {
+        char list[256] = "";
+        for (size_t k = 0, len = 0; k < n && k < 8 && len < sizeof list; k++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s--%s",
+                                    k ? ", " : "", cand[k]->name);
+        if (whose)
+            msg("ambiguous option: --%s could match %s%s (%s --%s is "
+                "amlrun's --%s)", name, list, n > 8 ? ", ..." : "", whose,
+                name, ours);
+        else
+            msg("ambiguous option: --%s could match %s%s", name, list,
+                n > 8 ? ", ..." : "");
+    } else if (ours && whose) {
+        msg("unknown option --%s: %s --%s is amlrun's --%s (see amlrun "
+            "--help)", name, whose, name, ours);
+    } else if (ours) {
+        msg("unknown option --%s; did you mean --%s? (see amlrun --help)",
+            name, ours);
+    } else {
+        msg("unknown option --%s (see amlrun --help)", name);
+    }
+    return AMLRUN_EXIT_USAGE;
+}
 
 /* --long[=value] at argv[*i]; advances *i past a separate value and marks
  * the option given. */
@@ -30,19 +63,17 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
         name[k] = arg[k] == '_' ? '-' : arg[k];
     name[n] = '\0';
     const struct option_def *d = opttable_find(name);
-    if (d == NULL) {
-        msg("unknown option --%s (see amlrun --help)", name);
-        return AMLRUN_EXIT_USAGE;
-    }
+    if (d == NULL)
+        return unknown_long_option(argv[*i], name);
     const char *val = eq ? eq + 1 : NULL;
     int kind = d->arg & ARG_MASK;
     if (kind == ARG_NONE && val) {
-        msg("option --%s takes no value", name);
+        msg("option --%s takes no value", d->name);
         return AMLRUN_EXIT_USAGE;
     }
     if (kind == ARG_REQUIRED && !val) {
         if (*i + 1 >= argc) {
-            msg("option --%s needs a value", name);
+            msg("option --%s needs a value", d->name);
             return AMLRUN_EXIT_USAGE;
         }
         val = argv[++*i];
@@ -61,6 +92,12 @@ static int parse_short_options(struct amlrun_opts *o, int argc, char **argv,
     const char *arg = argv[*i];
     for (const char *c = arg + 1; *c; c++) {
         const struct option_def *d = opttable_short(*c);
+        const char *whose, *ours;
+        if (d == NULL && (ours = optsuggest(arg, &whose)) != NULL) {
+            msg("unknown option %s: %s %s is amlrun's --%s (see amlrun "
+                "--help)", arg, whose, arg, ours);
+            return AMLRUN_EXIT_USAGE;
+        }
         if (d == NULL) {
             msg("unknown option -%c (see amlrun --help)", *c);
             return AMLRUN_EXIT_USAGE;
@@ -203,6 +240,12 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
 {
     options_init(o, argc > 0 ? argv[0] : "");
     unsigned char given[O_COUNT] = {0};
+    /* Not an option of the table: the build's generator of the shell
+     * completions reads the table through it (scripts/completion.sh). */
+    if (argc == 2 && strcmp(argv[1], "--complete-spec") == 0) {
+        opttable_print_spec(stdout);
+        return 0;
+    }
     int i;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -222,6 +265,10 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     }
     o->cmd = argv + i;
     o->ncmd = argc - i;
+    if (o->version) {
+        version_print(stdout, o->verbose ? o->python : NULL);
+        return 0;
+    }
     int rc = apply_pet_env(o, given);
     if (rc >= 0)
         return rc;

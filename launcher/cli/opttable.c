@@ -69,17 +69,44 @@ static const struct { char c; enum opt_id id; } short_options[] = {
     {'r', O_REDIRECTS}, {'t', O_TEE},
 };
 
+/* How `name` (up to n bytes, '_' as '-') compares with option `d`'s:
+ * 2 the same, 1 a prefix of it, 0 neither. */
+static int name_match(const struct option_def *d, const char *name, size_t n)
+{
+    size_t j = 0;
+    while (j < n && d->name[j] == (name[j] == '_' ? '-' : name[j]))
+        j++;
+    if (j < n)
+        return 0;
+    return d->name[j] == '\0' ? 2 : 1;
+}
+
+size_t opttable_candidates(const char *name, const struct option_def **out,
+                           size_t max)
+{
+    size_t n = strcspn(name, "="), count = 0;
+    unsigned char seen[O_COUNT] = {0};
+    for (const struct option_def *d = opttable; d->name; d++) {
+        if (!name_match(d, name, n) || seen[d->id])
+            continue;
+        seen[d->id] = 1;
+        if (count < max)
+            out[count] = d;
+        count++;
+    }
+    return count;
+}
+
 const struct option_def *opttable_find(const char *name)
 {
     size_t n = strcspn(name, "=");
-    for (const struct option_def *d = opttable; d->name; d++) {
-        size_t j = 0;
-        while (j < n && d->name[j] == (name[j] == '_' ? '-' : name[j]))
-            j++;
-        if (j == n && d->name[j] == '\0')
+    if (n == 0)
+        return NULL;
+    for (const struct option_def *d = opttable; d->name; d++)
+        if (name_match(d, name, n) == 2)
             return d;
-    }
-    return NULL;
+    const struct option_def *only;
+    return opttable_candidates(name, &only, 1) == 1 ? only : NULL;
 }
 
 const struct option_def *opttable_short(char c)
@@ -98,4 +125,53 @@ int opttable_takes_value(const char *name)
 {
     const struct option_def *d = opttable_find(name);
     return d != NULL && (d->arg & ARG_MASK) == ARG_REQUIRED;
+}
+
+/* What each option's value may be, by option: the parser's words (the
+ * library's, for the binding modes), or a kind of path.  Kept beside the
+ * table so that the completions and --help say the same; the tests try
+ * every word with --dry-run and look for each list in --help. */
+static const struct { enum opt_id id; const char *values; } option_values[] = {
+    {O_NPROC, "gpu auto cpu"},
+    {O_RDZV_BACKEND, "static c10d"},
+    {O_MODE, "auto node process"},
+    {O_TEE, "0 1 2 3"},
+    {O_REDIRECTS, "0 1 2 3"},
+    {O_LOG_LAYOUT, "amlrun torchrun"},
+    {O_CPU_BIND, "none numa exclusive socket package l3"},
+    {O_NUMA_BINDING, "node socket exclusive core-complex"},
+    {O_MEM_BIND, "none local strict"},
+    {O_NIC_BIND, "none export ucx nccl"},
+    {O_GPU_BIND, "none single"},
+    {O_REPORT_BINDINGS, "json"},
+    {O_LAUNCHER, "mpirun slurm"},
+    {O_START_METHOD, "spawn fork forkserver"},
+    {O_PYTHON, "<command>"},
+    {O_LOG_DIR, "<dir>"},
+    {O_TOPOLOGY, "<file>"},
+    {O_HOSTFILE, "<file>"},
+};
+
+const char *opttable_values(const struct option_def *d)
+{
+    for (size_t k = 0; k < sizeof option_values / sizeof option_values[0]; k++)
+        if (option_values[k].id == d->id)
+            return option_values[k].values;
+    return NULL;
+}
+
+void opttable_print_spec(FILE *f)
+{
+    static const char *const kinds[] = {"none", "required", "optional"};
+    for (const struct option_def *d = opttable; d->name; d++) {
+        const char *v = opttable_values(d);
+        fprintf(f, "long\t%s\t%s\t%s\n", d->name, kinds[d->arg & ARG_MASK],
+                v ? v : "");
+    }
+    for (size_t k = 0; k < sizeof short_options / sizeof short_options[0]; k++)
+        for (const struct option_def *d = opttable; d->name; d++)
+            if (d->id == short_options[k].id) {
+                fprintf(f, "short\t%c\t%s\n", short_options[k].c, d->name);
+                break;
+            }
 }

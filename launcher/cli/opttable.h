@@ -8,6 +8,8 @@
 #ifndef AMLRUN_OPTTABLE_H
 #define AMLRUN_OPTTABLE_H
 
+#include <stdio.h>
+
 enum opt_id {
     O_NPROC, O_NNODES, O_NODE_RANK, O_MASTER_ADDR, O_MASTER_PORT,
     O_STANDALONE, O_MODE, O_RUN_ID, O_RDZV_ENDPOINT, O_RDZV_BACKEND,
@@ -43,12 +45,27 @@ struct option_def {
 extern const struct option_def opttable[];
 
 /* The entry of long option `name` (without "--"; read up to an '=', '_'
- * as '-'; no abbreviations), or NULL. */
+ * as '-'): its own spelling, else the one option it begins, as argparse
+ * takes --nproc for --nproc-per-node; NULL when it names none or several. */
 const struct option_def *opttable_find(const char *name);
+/* The options `name` (as for opttable_find) begins, up to `max` of them
+ * in `out`, one entry per option (--run-id and --rdzv-id are one); returns
+ * how many there are. */
+size_t opttable_candidates(const char *name, const struct option_def **out,
+                           size_t max);
 /* The entry of short option -c (-m is --module's), or NULL. */
 const struct option_def *opttable_short(char c);
 /* True when long option `name` (as for opttable_find) takes its value as
  * the next argument. */
 int opttable_takes_value(const char *name);
+
+/* The values option `d` accepts, for completion and the tests that hold
+ * --help to them: words separated by spaces, each one the parser takes
+ * as it is, or one of <file>, <dir>, <command>; NULL when any text goes. */
+const char *opttable_values(const struct option_def *d);
+/* The table as `amlrun --complete-spec` prints it, for the generator of
+ * the shell completions (scripts/completion.sh): "long NAME ARG VALUES"
+ * and "short C NAME" lines, tab-separated. */
+void opttable_print_spec(FILE *f);
 
 #endif /* AMLRUN_OPTTABLE_H */

@@ -18,7 +18,8 @@ static const char usage_text[] =
 "  head-node    --hostfile/--hosts: run one per-node amlrun on every host\n"
 "A command ending in .py, or a file without execute permission, runs under\n"
 "python3 -u.  Options may also be spelled with underscores\n"
-"(--nproc_per_node, --master_addr ...), and torchrun's options default to\n"
+"(--nproc_per_node, --master_addr ...) and shortened while unambiguous\n"
+"(--max_restart, as torchrun's argparse), and torchrun's options default to\n"
 "its PET_<NAME> variables (PET_NPROC_PER_NODE=4); the command line wins.\n"
 "\n"
 "Layout:\n"
@@ -100,12 +101,16 @@ static const char usage_text[] =
 "  -v, --verbose         say which mode and layout source were chosen\n"
 "  -q, --quiet           no notices (OMP_NUM_THREADS default, restarts)\n"
 "Binding (see amlrun(1)):\n"
-"  --cpu-bind none|numa|exclusive|socket|package|l3|LIST   CPU binding per\n"
-"                        rank\n"
+"  --cpu-bind none|numa|exclusive|socket|package|l3|LIST[,widen]   CPU\n"
+"                        binding per rank (,widen: plan over the cgroup's\n"
+"                        cpus when amlrun was bound to too few)\n"
 "  --numa-binding node|socket|exclusive|core-complex   torchrun 2.x's names:\n"
 "                        --cpu-bind numa, package, exclusive, l3\n"
-"  --mem-bind local|none memory policy\n"
-"  --nic-bind none|ucx|nccl     export each rank's nearest NIC\n"
+"  --mem-bind none|local|strict  memory policy (strict: only the rank's\n"
+"                        NUMA nodes)\n"
+"  --nic-bind none|export|ucx|nccl  each rank's nearest NIC in AMLDIST_NIC\n"
+"                        (export, the default); ucx, nccl: also in\n"
+"                        UCX_NET_DEVICES, NCCL_IB_HCA\n"
 "  --gpu-bind none|single       single: CUDA_VISIBLE_DEVICES per rank\n"
 "  --topology FILE       hwloc XML topology instead of this machine\n"
 "  --report-bindings[=json]     one line per rank at start\n"
@@ -116,7 +121,9 @@ static const char usage_text[] =
 "  --launcher mpirun|slurm      how to reach them (default: detect)\n"
 "Other:\n"
 "  -h, --help            this text\n"
-"  -V, --version         amlrun and libamldist versions\n"
+"  -V, --version         amlrun and libamldist versions; with -v also\n"
+"                        hwloc, NCCL, CUDA, PMIx, Slurm and the Python\n"
+"                        module, as built and as found here\n"
 "\n"
 "Exit status: the first failing worker's (128+N when killed by signal N),\n"
 "128+N when stopped by signal N, 2 usage error or refused by the job,\n"
@@ -128,9 +135,11 @@ void usage_print(FILE *f)
     fputs(usage_text, f);
 }
 
-void version_print(FILE *f)
+void version_print(FILE *f, const char *python)
 {
     fprintf(f, "amlrun %d.%d.%d (libamldist %s)\n", AMLDIST_VERSION_MAJOR,
             AMLDIST_VERSION_MINOR, AMLDIST_VERSION_PATCH,
             amldist_version_string());
+    if (python)
+        version_details(f, python);
 }

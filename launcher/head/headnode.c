@@ -105,22 +105,26 @@ static void argv_free(struct argv_buf *b)
     free(b->v);
 }
 
-/* "--master_addr=x" names master-addr: compare up to '=', '_' == '-'. */
+/* "--master_addr=x" (or "--master_a=x") names master-addr: the option
+ * table reads it as the parser does, prefixes and all. */
 static int opt_is(const char *arg, const char *name)
 {
-    const char *a = arg + 2;
-    for (; *name; a++, name++) {
-        char c = *a == '_' ? '-' : *a;
-        if (c != *name)
-            return 0;
-    }
-    return *a == '\0' || *a == '=';
+    const struct option_def *d = opttable_find(arg + 2);
+    return d != NULL && strcmp(d->name, name) == 0;
 }
 
-/* "--name value": the option table says which options take one. */
+/* "--name value", "-r 3": the option table says which options take one; in
+ * a cluster of short ones (-vr 3) the first that does takes the rest. */
 static int takes_value(const char *arg)
 {
-    return strchr(arg, '=') == NULL && opttable_takes_value(arg + 2);
+    if (arg[1] == '-')
+        return strchr(arg, '=') == NULL && opttable_takes_value(arg + 2);
+    for (const char *c = arg + 1; *c; c++) {
+        const struct option_def *d = opttable_short(*c);
+        if (d != NULL && (d->arg & ARG_MASK) == ARG_REQUIRED)
+            return c[1] == '\0';
+    }
+    return 0;
 }
 
 /* What the scan of amlrun's own options found. */
@@ -148,14 +152,14 @@ static int scan_argv(int argc, char *const argv[], struct scan *s)
         }
         if (a[0] != '-' || a[1] == '\0')
             break;
-        int has_next = a[1] == '-' && takes_value(a) && i + 1 < argc;
+        int has_next = takes_value(a) && i + 1 < argc;
         const char *eq = strchr(a, '=');
         const char *val = eq ? eq + 1 : has_next ? argv[i + 1] : NULL;
         /* Options we consume (or set ourselves) are not passed on. */
         const char **slot = NULL;
         int drop = 0;
         if (a[1] != '-')
-            drop = 0; /* short flags (-m, -v, -q) take no value */
+            drop = 0; /* short options are all passed on */
         else if (opt_is(a, "hostfile") || opt_is(a, "hosts") ||
                  opt_is(a, "launcher") || opt_is(a, "dry-run"))
             drop = 1;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "amldist.h"
+#include "output/msg.h"
 #include "run/bind.h"
 
 struct amlrun_binding {
@@ -197,13 +198,15 @@ void bind_free(struct amlrun_binding *b)
 int topo_main(const struct amlrun_bind_opts *o)
 {
     amldist_topo_t *t;
+    /* A topology that does not load is a bad --topology, as in a run (2);
+     * a matrix that cannot be printed is amlrun's failure (125). */
     if (amldist_topo_load(&t, o->topology, 0) < 0) {
         fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
-        return 1;
+        return AMLRUN_EXIT_USAGE;
     }
     int rc = amldist_topo_print_matrix(t, stdout);
     if (rc < 0)
         fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
     amldist_topo_free(t);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? AMLRUN_EXIT_SYSTEM : 0;
 }

@@ -299,6 +299,15 @@ int command_build(const struct amlrun_opts *o, struct command *c)
         msg_errno(err, "%s", prog);
         return err == ENOENT ? AMLRUN_EXIT_NOTFOUND : AMLRUN_EXIT_NOEXEC;
     }
+    /* Each rank's python would say the script is missing, N times over
+     * and with its own status 2: say it once, as for a missing program.
+     * A dry run starts no python, and shows the plan as before. */
+    struct stat st;
+    if (c->runs_python && !o->module && !o->dry_run &&
+        stat(o->cmd[0], &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        msg_errno(errno, "%s", o->cmd[0]);
+        return AMLRUN_EXIT_NOTFOUND;
+    }
     int len;
     if (why)
         len = asprintf(&c->how, "%s: %s; runs %sunder %s -u%s", o->cmd[0],

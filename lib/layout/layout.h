@@ -104,6 +104,9 @@ int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,
                         char *why, size_t whysz);
 /* The PMIx query is skipped when the flag or AMLDIST_NO_PMIX=1 asks so. */
 int amldist__pmix_disabled(const amldist__env_t *env);
+/* One line for amldist_build_info(): the libpmix a query would use, and
+ * its version, or why there is none. */
+void amldist__pmix_describe(char *const *envp, char *line, size_t size);
 /* Fill r's unknown sizes and indices from the PMIx server, and `master`
  * with the host of rank 0; when it cannot be asked, say why in the
  * explanations of what stays unknown. */

@@ -8,9 +8,23 @@
  * the build found them (AMLDIST_HAVE_NCCL); without them the function still
  * exists and says why it cannot work.
  */
+#include <stdio.h>
+
 #include "util/internal.h"
 
+#include "nccl/nccl_internal.h"
+
 #ifndef AMLDIST_HAVE_NCCL
+
+void amldist__nccl_describe(char *nccl, size_t nccl_size, char *cuda,
+                            size_t cuda_size)
+{
+    snprintf(nccl, nccl_size, "NCCL: no (not built in: nccl.h was not found "
+                              "at build time)");
+    snprintf(cuda, cuda_size, "CUDA runtime: no (not built in: "
+                              "cuda_runtime_api.h was not found at build "
+                              "time)");
+}
 
 int amldist_nccl_comm_init(const amldist_t *layout, int device, void *comm_out,
                            const amldist_bootstrap_options_t *opts)
@@ -52,7 +66,9 @@ static struct {
     ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
     const char *(*nccl_error)(ncclResult_t);
     const char *(*nccl_last_error)(ncclComm_t); /* NCCL >= 2.13 only */
+    cudaError_t (*runtime_version)(int *);       /* for --version -v */
     int nccl_version;
+    char cuda_where[256];
     char nccl_where[256]; /* which file the NCCL in use came from */
     int rc;
     char why[640];
@@ -179,9 +195,52 @@ static void load(void)
     LOAD(comm_init_rank, n, "ncclCommInitRank", 1);
     LOAD(nccl_error, n, "ncclGetErrorString", 1);
     LOAD(nccl_last_error, n, "ncclGetLastError", 0);
+    LOAD(runtime_version, c, "cudaRuntimeGetVersion", 0);
+    Dl_info info;
+    void *addr;
+    memcpy(&addr, &api.set_device, sizeof addr);
+    if (addr && dladdr(addr, &info) && info.dli_fname)
+        snprintf(api.cuda_where, sizeof api.cuda_where, "%s", info.dli_fname);
     if (api.rc == 0)
         check_nccl_version();
     /* The handles stay open: the communicator lives on in them. */
+}
+
+/* NCCL's version code as the text its headers would print. */
+static void nccl_version_text(int code, char *out, size_t size)
+{
+    int major = version_major(code);
+    int rest = code >= 10000 ? code % 10000 : code % 1000;
+    snprintf(out, size, "%d.%d.%d", major, rest / 100, rest % 100);
+}
+
+void amldist__nccl_describe(char *nccl, size_t nccl_size, char *cuda,
+                            size_t cuda_size)
+{
+    pthread_once(&api_once, load);
+    char built[32], found[32];
+    nccl_version_text(NCCL_VERSION_CODE, built, sizeof built);
+    int rt = 0;
+    if (api.runtime_version == NULL || api.runtime_version(&rt) != cudaSuccess)
+        rt = 0;
+    if (api.set_device == NULL)
+        snprintf(cuda, cuda_size, "CUDA runtime: no (%s); built with %d.%d",
+                 api.why, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+    else
+        snprintf(cuda, cuda_size, "CUDA runtime: yes, %d.%d (%s); built "
+                                  "with %d.%d",
+                 rt / 1000, rt % 1000 / 10, api.cuda_where,
+                 CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+    if (api.get_version == NULL) {
+        snprintf(nccl, nccl_size, "NCCL: no (%s); built with nccl.h %s",
+                 api.set_device ? api.why : "it needs the CUDA runtime",
+                 built);
+        return;
+    }
+    nccl_version_text(api.nccl_version, found, sizeof found);
+    snprintf(nccl, nccl_size, "NCCL: %s, %s (%s); built with nccl.h %s%s%s",
+             api.rc == 0 ? "yes" : "no", found, api.nccl_where, built,
+             api.rc == 0 ? "" : ": ", api.rc == 0 ? "" : api.why);
 }
 
 static int truthy(const char *v)

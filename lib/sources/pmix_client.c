@@ -342,3 +342,29 @@ void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
                      info.rank0_host);
     }
 }
+
+/* "PMIx: yes, OpenPMIx 4.2.2 (/usr/lib/.../libpmix.so.2)", or why not: the
+ * library amldist__pmix_query() would open, asked its version only (no
+ * PMIx_Init, which needs a server). */
+void amldist__pmix_describe(char *const *envp, char *line, size_t size)
+{
+    amldist__env_t env = {envp, 0};
+    void *h = open_libpmix(&env);
+    if (h == NULL) {
+        snprintf(line, size, "PMIx: no (libpmix.so.2 not found; "
+                             "AMLDIST_PMIX_LIBRARY names the file to use)");
+        return;
+    }
+    const char *(*version)(void);
+    void *p = dlsym(h, "PMIx_Get_version");
+    memcpy(&version, &p, sizeof p);
+    Dl_info info;
+    const char *where = p && dladdr(p, &info) && info.dli_fname
+                            ? info.dli_fname : "?";
+    /* "OpenPMIx 4.2.2 (PMIx Standard: 4.2, ...)": the name and number. */
+    const char *v = version ? version() : "?";
+    size_t n = strcspn(v, "(");
+    while (n > 0 && v[n - 1] == ' ')
+        n--;
+    snprintf(line, size, "PMIx: yes, %.*s (%s)", (int)n, v, where);
+}

@@ -1,9 +1,14 @@
 /* A new hwloc handle with the filters every discovery here uses, and the
  * live discovery of this machine: below both the loader (load.c) and its
  * per-node cache (cache.c), which each start from it. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "topo/topo_internal.h"
+
+typedef unsigned (*hwloc_get_api_version_fn)(void);
 
 /* hwloc components that would open a GPU driver or runtime in the launcher:
  * loading them costs seconds and can create contexts on every GPU.  "pci"
@@ -57,4 +62,39 @@ int amldist__hwloc_discover(hwloc_topology_t *h)
                              "hwloc_topology_load failed");
     }
     return 0;
+}
+
+/* "hwloc: 2.9.0, API 2.8.0 (/usr/lib/.../libhwloc.so.15); built with API
+ * 2.8.0": the release in use, which only a loaded topology tells (its root's
+ * hwlocVersion: a synthetic one-PU one, no discovery), its API version and
+ * file, and the API of the header the build saw, which may be older
+ * (hwloc keeps its ABI within a major version). */
+void amldist__hwloc_describe(char *line, size_t size)
+{
+    unsigned run = hwloc_get_api_version();
+    Dl_info info;
+    void *addr;
+    hwloc_get_api_version_fn fn = hwloc_get_api_version;
+    memcpy(&addr, &fn, sizeof addr);
+    const char *where = dladdr(addr, &info) && info.dli_fname
+                            ? info.dli_fname : "?";
+    char release[32] = "?";
+    hwloc_topology_t h;
+    if (amldist__hwloc_new(&h) == 0) {
+        const char *v = NULL;
+        /* Its NUMA node named: one hwloc adds itself is copied with an
+         * overlapping memcpy (hwloc 2.9), which valgrind reports. */
+        if (hwloc_topology_set_synthetic(h, "numa:1 pu:1") == 0 &&
+            hwloc_topology_load(h) == 0)
+            v = hwloc_obj_get_info_by_name(hwloc_get_root_obj(h),
+                                           "hwlocVersion");
+        if (v != NULL)
+            snprintf(release, sizeof release, "%s", v);
+        hwloc_topology_destroy(h);
+    }
+    snprintf(line, size,
+             "hwloc: %s, API %u.%u.%u (%s); built with API %u.%u.%u", release,
+             run >> 16, (run >> 8) & 0xff, run & 0xff, where,
+             HWLOC_API_VERSION >> 16, (HWLOC_API_VERSION >> 8) & 0xff,
+             HWLOC_API_VERSION & 0xff);
 }

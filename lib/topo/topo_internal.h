@@ -124,6 +124,9 @@ int amldist__usable_gpus(amldist_topo_t *t);
 int amldist__hwloc_new(hwloc_topology_t *h);
 /* amldist__hwloc_new() and hwloc's live discovery of this machine. */
 int amldist__hwloc_discover(hwloc_topology_t *h);
+/* One line for amldist_build_info(): hwloc's version in use, its file, and
+ * the version the build saw (topo/hwloc.c). */
+void amldist__hwloc_describe(char *line, size_t size);
 
 /*
  * This machine's topology through the per-node cache (topo/cache.c): a

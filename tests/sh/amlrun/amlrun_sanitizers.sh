@@ -26,6 +26,14 @@ jobs() {
     expect_eq "$label: dry run" "$?" 0
     "$@" --nproc-per-node 2 --bogus >"$d/o" 2>"$d/e"
     expect_eq "$label: usage error" "$?" 2
+    "$@" --ma 1 --tag-output x >"$d/o" 2>"$d/e"
+    expect_eq "$label: ambiguous prefix" "$?" 2
+    "$@" --nproc_per_nodes 2 x >"$d/o" 2>"$d/e"
+    expect_eq "$label: did you mean" "$?" 2
+    "$@" --version -v >"$d/o" 2>"$d/e"
+    expect_eq "$label: --version -v (NCCL, CUDA, PMIx loaded)" "$?" 0
+    "$@" --nproc 2 no-such-script.py >"$d/o" 2>"$d/e"
+    expect_eq "$label: missing .py" "$?" 127
     "$@" --nproc-per-node 2 ./no-such-program >"$d/o" 2>"$d/e"
     expect_eq "$label: missing command" "$?" 127
     "$@" --nproc-per-node 2 --no-python "$d/plain" >"$d/o" 2>"$d/e"

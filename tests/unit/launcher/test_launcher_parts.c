@@ -19,6 +19,7 @@
 #include "cli/options.h"
 #include "cli/optparse.h"
 #include "cli/opttable.h"
+#include "cli/optsuggest.h"
 #include "output/output.h"
 
 static void test_rankset(void)
@@ -102,10 +103,49 @@ static void test_takes_value(void)
     CHECK_INT_EQ(opttable_takes_value("rdzv_id"), 1); /* an alias */
     CHECK_INT_EQ(opttable_takes_value("standalone"), 0);
     CHECK_INT_EQ(opttable_takes_value("prefix"), 0); /* only --prefix=FMT */
-    CHECK_INT_EQ(opttable_takes_value("nproc"), 0);  /* no prefixes */
+    CHECK_INT_EQ(opttable_takes_value("nproc"), 1);  /* argparse's prefix */
+    CHECK_INT_EQ(opttable_takes_value("ma"), 0);     /* several options */
     CHECK_INT_EQ(opttable_takes_value("nproc-per-node-x"), 0);
     CHECK_INT_EQ(opttable_takes_value("no-such"), 0);
     CHECK_INT_EQ(opttable_takes_value(""), 0);
+}
+
+/* Prefixes as argparse takes them; "did you mean" for the rest. */
+static void test_prefixes_and_suggestions(void)
+{
+    const struct option_def *c[8], *d;
+    d = opttable_find("max_restart=1");
+    CHECK(d != NULL && strcmp(d->name, "max-restarts") == 0);
+    d = opttable_find("topo"); /* its own name, though topology begins so */
+    CHECK(d != NULL && strcmp(d->name, "topo") == 0);
+    d = opttable_find("rdzv-i"); /* --rdzv-id only: one option */
+    CHECK(d != NULL && d->id == O_RUN_ID);
+    CHECK(opttable_find("ma") == NULL);
+    CHECK_INT_EQ((int)opttable_candidates("ma", c, 8), 3);
+    CHECK_INT_EQ((int)opttable_candidates("run-i", c, 8), 1);
+    CHECK_INT_EQ((int)opttable_candidates("zzz", c, 8), 0);
+    CHECK(opttable_find("") == NULL);
+    CHECK(opttable_find("=x") == NULL);
+    const char *whose, *s;
+    s = optsuggest("--tag-output", &whose);
+    CHECK(s != NULL && strcmp(s, "prefix") == 0 && whose != NULL &&
+          strcmp(whose, "mpirun's") == 0);
+    s = optsuggest("--label=1", &whose);
+    CHECK(s != NULL && strcmp(s, "prefix") == 0);
+    s = optsuggest("--nproc_per_nodes", &whose);
+    CHECK(s != NULL && strcmp(s, "nproc-per-node") == 0 && whose == NULL);
+    CHECK(optsuggest("--frobnicate", &whose) == NULL);
+    CHECK(optsuggest("--x", &whose) == NULL);
+    char long_word[200];
+    memset(long_word, 'a', sizeof long_word - 1);
+    long_word[sizeof long_word - 1] = '\0';
+    long_word[0] = long_word[1] = '-';
+    CHECK(optsuggest(long_word, &whose) == NULL);
+    /* Every option has one spelling the completion can offer: values only
+     * for options that take one. */
+    for (d = opttable; d->name; d++)
+        if (opttable_values(d) != NULL)
+            CHECK((d->arg & ARG_MASK) != ARG_NONE);
 }
 
 static void test_status(void)
@@ -189,6 +229,7 @@ int main(void)
     RUN(test_rankset);
     RUN(test_options);
     RUN(test_takes_value);
+    RUN(test_prefixes_and_suggestions);
     RUN(test_status);
     RUN(test_line_assembly);
     RUN(test_prefix_format);
