@@ -11,6 +11,10 @@
  * one with a smaller world size that divides ours is an outer launcher.
  * Explicit options override the environment; Azure ML and MASTER_ADDR only
  * ever name the master.
+ *
+ * This file reads the sources and runs the steps in their order (build());
+ * how two readings combine is merge.c's, the options' part options.c's,
+ * the master master.c's and the final checks validate.c's.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -22,26 +26,19 @@
 
 extern char **environ;
 
-static const char *const field_names[AMLDIST_FIELD_COUNT] = {
-    "rank",      "world size", "local rank",    "local world size",
-    "node rank", "node count", "master address", "master port",
-};
-
-enum { PREFER_NONE, PREFER_CANON, PREFER_LAUNCHER };
-
 static int prefer_of(const amldist__env_t *env)
 {
     if (env->flags & AMLDIST_PREFER_CANONICAL)
-        return PREFER_CANON;
+        return AMLDIST__PREFER_CANON;
     if (env->flags & AMLDIST_PREFER_LAUNCHER)
-        return PREFER_LAUNCHER;
+        return AMLDIST__PREFER_LAUNCHER;
     const char *p = amldist__env_get(env, "AMLDIST_PREFER");
     if (p == NULL || *p == '\0')
-        return PREFER_NONE;
+        return AMLDIST__PREFER_NONE;
     if (strcmp(p, "canonical") == 0)
-        return PREFER_CANON;
+        return AMLDIST__PREFER_CANON;
     if (strcmp(p, "launcher") == 0)
-        return PREFER_LAUNCHER;
+        return AMLDIST__PREFER_LAUNCHER;
     return amldist__fail(AMLDIST_EPARSE,
                          "AMLDIST_PREFER=\"%s\": expected \"canonical\" or "
                          "\"launcher\"",
@@ -63,174 +60,12 @@ static int read_mpi(const amldist__env_t *env, struct amldist *r)
     return 0;
 }
 
-/* Fields `to` lacks, taken from a reading of the same job. */
-static void complement(struct amldist *to, const struct amldist *from)
-{
-    for (int f = 0; f < AMLDIST_FIELD_COUNT; f++) {
-        if (f == AMLDIST_FIELD_MASTER_ADDR || f == AMLDIST_FIELD_MASTER_PORT ||
-            amldist__known(to, (amldist_field_t)f) ||
-            !amldist__known(from, (amldist_field_t)f))
-            continue;
-        to->val[f] = from->val[f];
-        memcpy(to->why[f], from->why[f], sizeof to->why[f]);
-    }
-    to->want_pmix |= from->want_pmix;
-}
-
-/* An explanation quoted inside a derived one, without a second "derived: ". */
-static const char *inner(const char *why)
-{
-    return strncmp(why, "derived: ", 9) == 0 ? why + 9 : why;
-}
-
-/*
- * Canonical variables without a marker, and an MPI or Slurm launcher.  The
- * same world size: one job, which must agree.  A world size that is a
- * multiple of the launcher's: a per-node (or per-slot) launcher started by
- * it set the canonical variables, so they describe us.
- */
-static int relate(struct amldist *canon, const struct amldist *outer,
-                  int prefer, struct amldist *chosen)
-{
-    int cw = canon->val[AMLDIST_FIELD_WORLD_SIZE];
-    int ow = outer->val[AMLDIST_FIELD_WORLD_SIZE];
-    if (cw == ow) {
-        for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++) {
-            if (!amldist__known(canon, (amldist_field_t)f) ||
-                !amldist__known(outer, (amldist_field_t)f) ||
-                canon->val[f] == outer->val[f])
-                continue;
-            if (prefer == PREFER_NONE)
-                return amldist__fail(AMLDIST_ECONFLICT,
-                                     "%s conflicts with %s (both describe a "
-                                     "job of WORLD_SIZE=%d); set "
-                                     "AMLDIST_PREFER=canonical or launcher "
-                                     "to choose",
-                                     canon->why[f], outer->why[f], cw);
-            *chosen = prefer == PREFER_CANON ? *canon : *outer;
-            return 0;
-        }
-        *chosen = *canon;
-        complement(chosen, outer);
-        return 0;
-    }
-    if (ow > 0 && cw % ow != 0) {
-        if (prefer != PREFER_NONE) {
-            *chosen = prefer == PREFER_CANON ? *canon : *outer;
-            return 0;
-        }
-        return amldist__fail(AMLDIST_ECONFLICT,
-                             "WORLD_SIZE=%d conflicts with %s: not the same "
-                             "job, and not a multiple of it as a launcher "
-                             "started by it would set",
-                             cw, outer->why[AMLDIST_FIELD_WORLD_SIZE]);
-    }
-    *chosen = *canon;
-    /* One outer process per node (Azure ML's per-node launchers, the
-     * guide's launch.py): the outer rank is the node index, and the per-node
-     * launchers all ran the same command, so each node has world / nodes
-     * ranks. */
-    if (outer->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] == 1 &&
-        outer->val[AMLDIST_FIELD_NUM_NODES] == ow) {
-        const char *ranks = outer->why[AMLDIST_FIELD_RANK];
-        const char *alone = inner(outer->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE]);
-        const char *nodes = inner(outer->why[AMLDIST_FIELD_NUM_NODES]);
-        if (!amldist__known(chosen, AMLDIST_FIELD_NODE_RANK))
-            amldist__set(chosen, AMLDIST_FIELD_NODE_RANK,
-                         outer->val[AMLDIST_FIELD_RANK],
-                         "derived: %s, one launcher per node (%s, %s)", ranks,
-                         alone, nodes);
-        if (!amldist__known(chosen, AMLDIST_FIELD_NUM_NODES))
-            amldist__set(chosen, AMLDIST_FIELD_NUM_NODES, ow,
-                         "derived: %s, one launcher per node", nodes);
-        if (!amldist__known(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE) &&
-            cw > 0 && ow > 0)
-            amldist__set(chosen, AMLDIST_FIELD_LOCAL_WORLD_SIZE, cw / ow,
-                         "derived: %s / %d nodes, one launcher per node "
-                         "(%s)",
-                         canon->why[AMLDIST_FIELD_WORLD_SIZE], ow, nodes);
-    }
-    amldist__per_node_launcher(chosen, canon, outer);
-    return 0;
-}
-
 static void set_default(struct amldist *h)
 {
     static const int v[] = {0, 1, 0, 1, 0, 1};
     amldist__reading_init(h, "default");
     for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
         amldist__set(h, (amldist_field_t)f, v[f], "default (single process)");
-}
-
-static int apply_options(struct amldist *h, const amldist_options_t *o,
-                         int from_env)
-{
-    int nodes = o->num_nodes > 0 ? o->num_nodes : -1;
-    int node = o->node_rank >= 0 ? o->node_rank : -1;
-    if (!from_env && (nodes > 0 || node >= 0)) {
-        /* A per-node launcher with no launcher around it: it is node
-         * node_rank of num_nodes, one process per node. */
-        if (nodes == 1 && node < 0)
-            node = 0;
-        if (nodes < 0)
-            return amldist__fail(AMLDIST_EMISSING,
-                                 "option node_rank=%d is given but num_nodes "
-                                 "is not, and no launcher variable names it",
-                                 node);
-        if (node < 0)
-            return amldist__fail(AMLDIST_EMISSING,
-                                 "option num_nodes=%d is given but node_rank "
-                                 "is not, and no launcher variable names it",
-                                 nodes);
-        amldist__reading_init(h, "options");
-        amldist__set(h, AMLDIST_FIELD_RANK, node,
-                     "option node_rank=%d (one process per node)", node);
-        amldist__set(h, AMLDIST_FIELD_WORLD_SIZE, nodes,
-                     "option num_nodes=%d (one process per node)", nodes);
-        amldist__set(h, AMLDIST_FIELD_LOCAL_RANK, 0,
-                     "default (one process per node)");
-        amldist__set(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE, 1,
-                     "default (one process per node)");
-    }
-    /* Under a launcher an option fills in what it does not say, or repeats
-     * it.  It may not replace it: the ranks stay the launcher's, so the
-     * workers would get the ranks of one node with NODE_RANK of another. */
-    if (nodes > 0 && amldist__known(h, AMLDIST_FIELD_NUM_NODES) &&
-        h->val[AMLDIST_FIELD_NUM_NODES] != nodes)
-        return amldist__fail(AMLDIST_ECONFLICT,
-                             "option num_nodes=%d conflicts with %s", nodes,
-                             h->why[AMLDIST_FIELD_NUM_NODES]);
-    if (node >= 0 && amldist__known(h, AMLDIST_FIELD_NODE_RANK) &&
-        h->val[AMLDIST_FIELD_NODE_RANK] != node)
-        return amldist__fail(AMLDIST_ECONFLICT,
-                             "option node_rank=%d conflicts with %s", node,
-                             h->why[AMLDIST_FIELD_NODE_RANK]);
-    if (nodes > 0)
-        amldist__set(h, AMLDIST_FIELD_NUM_NODES, nodes, "option num_nodes=%d",
-                     nodes);
-    if (node >= 0)
-        amldist__set(h, AMLDIST_FIELD_NODE_RANK, node, "option node_rank=%d",
-                     node);
-    if (o->master_port > 0) {
-        if (o->master_port > 65535)
-            return amldist__fail(AMLDIST_ERANGE,
-                                 "option master_port=%d: out of range "
-                                 "(1..65535)",
-                                 o->master_port);
-        amldist__set(h, AMLDIST_FIELD_MASTER_PORT, o->master_port,
-                     "option master_port=%d", o->master_port);
-    }
-    if (o->master_addr != NULL) {
-        if (amldist__valid_host(o->master_addr) != 0 ||
-            amldist__strlcpy(h->addr, o->master_addr, sizeof h->addr) != 0)
-            return amldist__fail(AMLDIST_EPARSE,
-                                 "option master_addr=\"%s\": not a host name "
-                                 "or IP address",
-                                 o->master_addr);
-        amldist__why(h, AMLDIST_FIELD_MASTER_ADDR, "option master_addr=%s",
-                     o->master_addr);
-    }
-    return 0;
 }
 
 /* What one known value implies about the others. */
@@ -262,7 +97,7 @@ static void derive(struct amldist *h)
         amldist__one_per_node(h);
     if (v[AMLDIST_FIELD_NUM_NODES] != 1)
         return;
-    const char *one = inner(h->why[AMLDIST_FIELD_NUM_NODES]);
+    const char *one = amldist__why_inner(h->why[AMLDIST_FIELD_NUM_NODES]);
     if (!amldist__known(h, AMLDIST_FIELD_NODE_RANK))
         amldist__set(h, AMLDIST_FIELD_NODE_RANK, 0, "derived: %s (one node)",
                      one);
@@ -317,140 +152,6 @@ static void alone_on_node(struct amldist *h)
                      h->why[AMLDIST_FIELD_WORLD_SIZE]);
 }
 
-static int read_master_env(const amldist__env_t *env, struct amldist *h)
-{
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT)) {
-        long port;
-        int rc = amldist__env_long(env, "MASTER_PORT", 1, 65535, &port);
-        if (rc < 0)
-            return rc;
-        if (rc == 1)
-            amldist__set(h, AMLDIST_FIELD_MASTER_PORT, port, "MASTER_PORT=%ld",
-                         port);
-    }
-    const char *addr = amldist__env_get(env, "MASTER_ADDR");
-    if (amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) || addr == NULL)
-        return 0;
-    int port = -1;
-    if (amldist__parse_hostport(addr, h->addr, sizeof h->addr, &port) != 0 ||
-        port != -1) {
-        h->addr[0] = '\0';
-        return amldist__fail(AMLDIST_EPARSE,
-                             "MASTER_ADDR=\"%s\": not a host name or IP "
-                             "address",
-                             addr);
-    }
-    amldist__why(h, AMLDIST_FIELD_MASTER_ADDR, "MASTER_ADDR=%s", addr);
-    return 0;
-}
-
-static int resolve_master(const amldist__env_t *env, struct amldist *h,
-                          const struct amldist *launcher)
-{
-    int rc = read_master_env(env, h);
-    if (rc < 0)
-        return rc;
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_ADDR)) {
-        struct amldist az;
-        if ((rc = amldist__src_azureml(env, h, &az)) < 0)
-            return rc;
-        if (rc == 1) {
-            memcpy(h->addr, az.addr, sizeof h->addr);
-            memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
-                   az.why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
-            if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT))
-                amldist__set(h, AMLDIST_FIELD_MASTER_PORT,
-                             az.val[AMLDIST_FIELD_MASTER_PORT], "%s",
-                             az.why[AMLDIST_FIELD_MASTER_PORT]);
-        }
-    }
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) &&
-        amldist__known(launcher, AMLDIST_FIELD_MASTER_ADDR)) {
-        memcpy(h->addr, launcher->addr, sizeof h->addr);
-        memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
-               launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
-    }
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_ADDR)) {
-        if (strcmp(h->source, "default") == 0) {
-            strcpy(h->addr, "127.0.0.1");
-            amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
-                         "default (single process)");
-        } else if (h->val[AMLDIST_FIELD_NUM_NODES] == 1) {
-            strcpy(h->addr, "127.0.0.1");
-            amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
-                         "default (single node: %s, no MASTER_ADDR)",
-                         h->why[AMLDIST_FIELD_NUM_NODES]);
-        } else if (launcher->why[AMLDIST_FIELD_MASTER_ADDR][0] != '\0') {
-            /* The launcher's reason: why it cannot name the master. */
-            memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
-                   launcher->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
-        } else if (h->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0') {
-            amldist__why(h, AMLDIST_FIELD_MASTER_ADDR,
-                         "unknown: no MASTER_ADDR, AZ_BATCH_MASTER_NODE or "
-                         "Slurm node list, and more than one node may be "
-                         "involved");
-        }
-    }
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT))
-        amldist__set(h, AMLDIST_FIELD_MASTER_PORT, AMLDIST__DEFAULT_PORT,
-                     "default %d (torchrun's; MASTER_PORT not set)",
-                     AMLDIST__DEFAULT_PORT);
-    return 0;
-}
-
-/* a < b must hold for the two fields when both are known. */
-static int below(const struct amldist *h, amldist_field_t a, amldist_field_t b,
-                 int or_equal)
-{
-    int va = h->val[a], vb = h->val[b];
-    if (va < 0 || vb < 0 || va < vb || (or_equal && va == vb))
-        return 0;
-    return amldist__fail(AMLDIST_ERANGE, "%s %d (%s) must be %s %s %d (%s)",
-                         field_names[a], va, h->why[a],
-                         or_equal ? "at most" : "below the", field_names[b],
-                         vb, h->why[b]);
-}
-
-static int validate(const struct amldist *h)
-{
-    int rc;
-    if (!amldist__known(h, AMLDIST_FIELD_WORLD_SIZE))
-        return amldist__fail(AMLDIST_EMISSING,
-                             "%s is set but the world size is unknown (%s)",
-                             h->why[AMLDIST_FIELD_RANK],
-                             h->why[AMLDIST_FIELD_WORLD_SIZE]);
-    if ((rc = below(h, AMLDIST_FIELD_RANK, AMLDIST_FIELD_WORLD_SIZE, 0)) ||
-        (rc = below(h, AMLDIST_FIELD_LOCAL_RANK,
-                    AMLDIST_FIELD_LOCAL_WORLD_SIZE, 0)) ||
-        (rc = below(h, AMLDIST_FIELD_LOCAL_WORLD_SIZE,
-                    AMLDIST_FIELD_WORLD_SIZE, 1)) ||
-        (rc = below(h, AMLDIST_FIELD_NODE_RANK, AMLDIST_FIELD_NUM_NODES, 0)) ||
-        (rc = below(h, AMLDIST_FIELD_NUM_NODES, AMLDIST_FIELD_WORLD_SIZE, 1)))
-        return rc;
-    int lw = h->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE];
-    int nodes = h->val[AMLDIST_FIELD_NUM_NODES];
-    /* Every other node runs a rank at least. */
-    if (nodes > 1 && lw > 0 &&
-        (long long)lw + nodes - 1 > h->val[AMLDIST_FIELD_WORLD_SIZE])
-        return amldist__fail(AMLDIST_ERANGE,
-                             "local world size %d (%s) and %d nodes (%s) "
-                             "need more than world size %d (%s)",
-                             lw, h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE], nodes,
-                             h->why[AMLDIST_FIELD_NUM_NODES],
-                             h->val[AMLDIST_FIELD_WORLD_SIZE],
-                             h->why[AMLDIST_FIELD_WORLD_SIZE]);
-    if (h->val[AMLDIST_FIELD_NUM_NODES] == 1 && lw > 0 &&
-        lw != h->val[AMLDIST_FIELD_WORLD_SIZE])
-        return amldist__fail(AMLDIST_ERANGE,
-                             "node count 1 (%s) but local world size %d (%s) "
-                             "differs from world size %d (%s)",
-                             h->why[AMLDIST_FIELD_NUM_NODES], lw,
-                             h->why[AMLDIST_FIELD_LOCAL_WORLD_SIZE],
-                             h->val[AMLDIST_FIELD_WORLD_SIZE],
-                             h->why[AMLDIST_FIELD_WORLD_SIZE]);
-    return 0;
-}
-
 static void explain_unknowns(struct amldist *h)
 {
     char source[sizeof h->source];
@@ -459,57 +160,6 @@ static void explain_unknowns(struct amldist *h)
         if (!amldist__known(h, (amldist_field_t)f) && h->why[f][0] == '\0')
             snprintf(h->why[f], sizeof h->why[f],
                      "unknown: the %s variables do not say", source);
-}
-
-/*
- * srun's MPI plugins describe the step they run in: --mpi=pmix names its
- * PMIx namespace "slurm.pmix.<job>.<step>", --mpi=pmi2 sets PMI_JOBID to
- * "<job>.<step>" (beside PMI_RANK and PMI_SIZE, which alone would read as
- * MPICH's Hydra).  Then the MPI reading and SLURM_* are one step: they must
- * agree, and Slurm fills in what the MPI side does not say (PMI-2 has no
- * local rank or node index at all).  A PMI_JOBID of another job or step is
- * a launcher started inside the step (mpiexec under srun): left alone.
- */
-static int same_step_under_srun(const amldist__env_t *env, struct amldist *mpi,
-                                const struct amldist *slurm)
-{
-    char what[96];
-    if (strcmp(mpi->source, "pmix") == 0) {
-        const char *ns = amldist__env_get(env, "PMIX_NAMESPACE");
-        if (ns == NULL || strncmp(ns, "slurm.pmix.", 11) != 0)
-            return 0;
-        snprintf(what, sizeof what, "PMIX_NAMESPACE=%s", ns);
-    } else if (strcmp(mpi->source, "mpich") == 0) {
-        const char *id = amldist__env_get(env, "PMI_JOBID");
-        const char *job = amldist__env_get(env, "SLURM_JOB_ID");
-        const char *step = amldist__env_get(env, "SLURM_STEP_ID");
-        if (step == NULL)
-            step = amldist__env_get(env, "SLURM_STEPID");
-        size_t n = job != NULL ? strlen(job) : 0;
-        if (id == NULL || job == NULL || step == NULL || n == 0 ||
-            strncmp(id, job, n) != 0 || id[n] != '.' ||
-            strcmp(id + n + 1, step) != 0)
-            return 0;
-        snprintf(what, sizeof what, "PMI_JOBID=%s", id);
-    } else {
-        return 0;
-    }
-    for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
-        if (amldist__known(mpi, (amldist_field_t)f) &&
-            amldist__known(slurm, (amldist_field_t)f) &&
-            mpi->val[f] != slurm->val[f])
-            return amldist__fail(AMLDIST_ECONFLICT,
-                                 "%s conflicts with %s (%s is this Slurm "
-                                 "step)",
-                                 mpi->why[f], slurm->why[f], what);
-    complement(mpi, slurm);
-    if (!amldist__known(mpi, AMLDIST_FIELD_MASTER_ADDR) &&
-        amldist__known(slurm, AMLDIST_FIELD_MASTER_ADDR)) {
-        memcpy(mpi->addr, slurm->addr, sizeof mpi->addr);
-        memcpy(mpi->why[AMLDIST_FIELD_MASTER_ADDR],
-               slurm->why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
-    }
-    return 0;
 }
 
 /* A field the PMIx server may know is unknown; the master counts where
@@ -545,14 +195,14 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return has_slurm;
     int rc = 0;
     if (has_mpi && has_slurm &&
-        (rc = same_step_under_srun(env, &mpi, &slurm)) < 0)
+        (rc = amldist__same_step_under_srun(env, &mpi, &slurm)) < 0)
         return rc;
 
     /* Slurm is always outside an MPI launcher in its allocation: inside
      * sbatch every mpirun rank sees the batch step's SLURM_PROCID=0. */
     const struct amldist *outer = has_mpi ? &mpi : has_slurm ? &slurm : NULL;
     if (has_canon && !canon.marker && outer != NULL)
-        rc = relate(&canon, outer, prefer, h);
+        rc = amldist__relate(&canon, outer, prefer, h);
     else if (has_canon)
         *h = canon;
     else if (outer != NULL)
@@ -572,7 +222,7 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     h->addr[0] = '\0';
     h->why[AMLDIST_FIELD_MASTER_ADDR][0] = '\0';
 
-    if ((rc = apply_options(h, o, from_env)) < 0)
+    if ((rc = amldist__apply_options(h, o, from_env)) < 0)
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */
@@ -581,10 +231,10 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     if (env->flags & AMLDIST_ONE_PER_NODE)
         alone_on_node(h);
     derive(h);
-    if ((rc = resolve_master(env, h, &launcher_master)) < 0)
+    if ((rc = amldist__resolve_master(env, h, &launcher_master)) < 0)
         return rc;
     explain_unknowns(h);
-    return validate(h);
+    return amldist__validate(h);
 }
 
 /* Bytes of amldist_options_t in each version (util/optversion.c).  A version

@@ -3,7 +3,8 @@
  * per launcher (lib/src_*.c).  A reader looks at its own variables only and
  * fills a `struct amldist` with what they say, each value with the text that
  * explains it; layout.c decides which reading describes this process
- * (the precedence order in amldist-env(7)) and checks the result.
+ * (the precedence order in amldist-env(7), with merge.c, options.c and
+ * master.c) and validate.c checks the result.
  */
 #ifndef AMLDIST_LAYOUT_H
 #define AMLDIST_LAYOUT_H
@@ -79,6 +80,36 @@ int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
  * chosen (single node or not decides which variable counts). */
 int amldist__src_azureml(const amldist__env_t *env,
                          const struct amldist *layout, struct amldist *r);
+
+/* Which reading wins when two of one job disagree: none (an error),
+ * the canonical variables or the launcher's (AMLDIST_PREFER or the
+ * AMLDIST_PREFER_* flags, as layout.c reads them). */
+enum { AMLDIST__PREFER_NONE, AMLDIST__PREFER_CANON, AMLDIST__PREFER_LAUNCHER };
+
+/* merge.c: canonical variables without a marker (canon) beside an MPI or
+ * Slurm launcher (outer): one job, or outer launched a per-node launcher
+ * that set them.  The reading that describes us into `chosen`; 0 or < 0. */
+int amldist__relate(struct amldist *canon, const struct amldist *outer,
+                    int prefer, struct amldist *chosen);
+/* merge.c: an MPI reading that is srun's own step (--mpi=pmix, pmi2) must
+ * agree with SLURM_*, which fills in what it does not say; 0 or < 0. */
+int amldist__same_step_under_srun(const amldist__env_t *env,
+                                  struct amldist *mpi,
+                                  const struct amldist *slurm);
+/* merge.c: an explanation quoted inside a derived one, without a second
+ * "derived: ". */
+const char *amldist__why_inner(const char *why);
+
+/* options.c: the caller's options over h (from_env: a launcher's reading,
+ * else none); 0 or < 0 when they conflict with it or are out of range. */
+int amldist__apply_options(struct amldist *h, const amldist_options_t *o,
+                           int from_env);
+/* master.c: h's master address and port, from the options already in h,
+ * MASTER_ADDR/PORT, Azure ML, the launcher's idea (`launcher`), defaults. */
+int amldist__resolve_master(const amldist__env_t *env, struct amldist *h,
+                            const struct amldist *launcher);
+/* validate.c: 0 when h's values fit together, else < 0 naming them. */
+int amldist__validate(const struct amldist *h);
 
 /* pernode.c: canon's RANK and WORLD_SIZE are a multiple of the outer
  * launcher's; fill in `chosen` (a copy of canon) what one launcher per node

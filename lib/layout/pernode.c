@@ -2,7 +2,7 @@
  * One process per node, read from what the launchers say: the workers of a
  * per-node launcher that an outer launcher runs alone on each node
  * (launch.py under mpirun --npernode 1), and a job with as many nodes as
- * ranks.  layout.c applies them; amldist-env(7) states the rules.
+ * ranks.  merge.c and layout.c apply them; amldist-env(7) states the rules.
  */
 #include <string.h>
 

@@ -194,7 +194,7 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
 }
 
 /* HOST:PORT where PORT may also be 0 (torchrun 2.x's "a free port",
- * thread.c), which util's parser, made for real ports, refuses: "host:0"
+ * hosting.c), which util's parser, made for real ports, refuses: "host:0"
  * and "[v6]:0" only, never a bare IPv6 address ending in ":0". */
 static int endpoint_parse(const char *ep, char *host, size_t size, int *port)
 {
@@ -252,7 +252,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': want "
                            "HOST:PORT", o.endpoint);
     } else if (r->ep_port == 0 && o.max_nodes > 1) {
-        /* torchrun 2.x's "pick a free port" (thread.c): the other nodes
+        /* torchrun 2.x's "pick a free port" (hosting.c): the other nodes
          * could never learn it. */
         rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': port 0 "
                            "(a free port, picked here) is for one node only, "

@@ -1,10 +1,10 @@
 /*
  * An agent's handle on the control plane (amldist_rdzv_t), shared by its
  * two sides: the caller's (api.c: the public amldist_rdzv_*() calls) and
- * the network thread's (thread.c: the connection to the host, heartbeats
- * and, when this process hosts the endpoint, the host itself).  The two
- * share only `sh` (under `mu`); the thread owns every socket, the caller
- * owns `cur` and `why`.
+ * the network thread's (thread*.c: the connection to the host, heartbeats
+ * and, when this process hosts the endpoint (hosting.c), the host
+ * itself).  The two share only `sh` (under `mu`); the thread owns every
+ * socket, the caller owns `cur` and `why`.
  */
 #ifndef AMLDIST_RDZV_HANDLE_H
 #define AMLDIST_RDZV_HANDLE_H
@@ -77,13 +77,36 @@ struct amldist_rdzv {
     } sh;
 };
 
-/* The thread's body (pthread_create's start routine). */
+/* The thread's body (pthread_create's start routine) (thread.c). */
 void *amldist__rz_thread_main(void *arg);
 /* Host the endpoint when this process can: at join, and again when the
- * host went before the round formed.  0, or an error (out of memory). */
+ * host went before the round formed.  0, or an error (out of memory)
+ * (hosting.c). */
 int amldist__rz_maybe_host(amldist_rdzv_t *r);
-/* A port nobody listens on now (the kernel's pick); 0 when none. */
+/* A port nobody listens on now (the kernel's pick); 0 when none
+ * (hosting.c). */
 int amldist__rz_free_port(void);
+
+/* Among the thread's files only (thread*.c), on the thread. */
+/* thread.c: something for the caller: a stop, a new round, the end (under
+ * mu). */
+void amldist__rz_signal_caller(amldist_rdzv_t *r);
+/* thread.c: the connection to the host opens on fd (watched by the loop
+ * while it is open); 0, or -1 (fd closed). */
+int amldist__rz_client_open(amldist_rdzv_t *r, int fd);
+/* thread.c: the job is over for this agent (FINISH, a refusal, or the
+ * host lost), under mu. */
+void amldist__rz_set_over(amldist_rdzv_t *r, int status, const char *failure);
+/* thread.c: the connection to the host is gone (closed: it merely closed,
+ * which before the first round is tried again). */
+void amldist__rz_host_lost(amldist_rdzv_t *r, const char *why, int closed);
+/* thread_frames.c: one frame from the host. */
+void amldist__rz_on_frame(amldist_rdzv_t *r, unsigned type,
+                          const unsigned char *p, uint32_t len);
+/* thread_connect.c: connect when it is time to (C_CONNECTING), and give
+ * up the connect in progress when the handle closes. */
+void amldist__rz_try_connect(amldist_rdzv_t *r);
+void amldist__rz_connect_abort(amldist_rdzv_t *r);
 /* share.c: keep what the options ask for beyond the job's shared values
  * (local address, machine, note descriptor), at join; compare the round
  * the caller now has with it (amldist_rdzv_warnings()). */

@@ -5,8 +5,8 @@
  * port 6105 unless MASTER_PORT is set (the port inside the variable is Azure
  * Batch's own, not ours); on one node AZ_BATCHAI_MPI_MASTER_NODE with port
  * 54965.  Unlike aml_mpienv.py, MASTER_PORT is kept on one node too and
- * MASTER_ADDR when set (layout.c reads those first); each variable stands in
- * for the other when only one is set.
+ * MASTER_ADDR when set (layout/master.c reads those first); each variable
+ * stands in for the other when only one is set.
  */
 #include "layout/layout.h"
 

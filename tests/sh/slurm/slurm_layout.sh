@@ -25,7 +25,7 @@ for mpi in none pmi2 pmix; do
 done
 
 # What the MPI plugins add is the same step: PMI_JOBID and PMIX_NAMESPACE
-# name it (this is what lib/layout/layout.c merges on).
+# name it (this is what lib/layout/merge.c merges on).
 got=$(slurm_on n0 $T srun --mpi=pmi2 -N2 -n2 sh -c \
       'echo "$PMI_RANK/$PMI_SIZE $PMI_JOBID $SLURM_JOB_ID.$SLURM_STEP_ID"' |
       awk '{print $1, ($2 == $3) ? "same" : $2 " vs " $3}' | sort | tr '\n' ';')

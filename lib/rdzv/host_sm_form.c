@@ -1,0 +1,138 @@
+/*
+ * Forming a round (the host's state machine, host_sm.h): when max nodes
+ * joined, or min did and the last call is over, every waiting member gets
+ * a node rank and the round's ASSIGN; when the join timeout passes first,
+ * every member is refused and the job is over.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rdzv/host_sm.h"
+
+/* MASTER_PORT when node 0's agent offered none. */
+#define DEFAULT_MASTER_PORT 29500
+
+/* Nodes: with orders, by order; else the host's own agent first, then the
+ * ones that ran before in their old order, then newcomers by arrival. */
+static uint64_t sort_key(const amldist__rz_sm_t *sm,
+                         const struct amldist__rz_member *m)
+{
+    if (m->order >= 0)
+        return (uint64_t)m->order;
+    if (m->agent == sm->cfg.self_agent)
+        return 0;
+    if (m->prev_node >= 0)
+        return 1 + (uint64_t)m->prev_node;
+    return (1ull << 32) + (uint64_t)m->seq;
+}
+
+static int by_key(const void *a, const void *b, void *sm)
+{
+    uint64_t ka = sort_key(sm, *(struct amldist__rz_member *const *)a);
+    uint64_t kb = sort_key(sm, *(struct amldist__rz_member *const *)b);
+    return ka < kb ? -1 : ka > kb;
+}
+
+/* Close the round: every JOINED or DONE member gets a node rank. */
+void amldist__rz_sm_form_round(amldist__rz_sm_t *sm)
+{
+    struct amldist__rz_member *nodes[AMLDIST_RDZV_MAX_NODES];
+    int n = 0;
+    for (int i = 0; i < sm->nm; i++) {
+        struct amldist__rz_member *m = &sm->m[i];
+        if (m->state != AMLDIST__RZ_M_JOINED && m->state != AMLDIST__RZ_M_DONE)
+            continue;
+        if (n == sm->cfg.max || n == AMLDIST_RDZV_MAX_NODES)
+            amldist__rz_sm_refuse(sm, m->who, m, AMLDIST__RZ_R_FULL,
+                                  "the job has its %d nodes", sm->cfg.max);
+        else
+            nodes[n++] = m;
+    }
+    qsort_r(nodes, (size_t)n, sizeof *nodes, by_key, sm);
+    if (sm->phase != AMLDIST__RZ_P_FORMING) {
+        sm->round++;
+        sm->restarts += sm->counted;
+    }
+    amldist__rz_round_t *rd = &sm->rd;
+    rd->round = sm->round;
+    rd->restarts = sm->restarts;
+    rd->nnodes = n;
+    /* MASTER_ADDR: the host's option, else node 0's --local-addr (as
+     * torchrun's), else node 0's address as the host sees it. */
+    rd->flags = 0;
+    const char *addr = nodes[0]->addr;
+    if (sm->cfg.master_addr[0]) {
+        addr = sm->cfg.master_addr;
+        rd->flags |= AMLDIST__RZ_F_ADDR_OPTION;
+    } else if (nodes[0]->local_addr[0]) {
+        addr = nodes[0]->local_addr;
+        rd->flags |= AMLDIST__RZ_F_ADDR_LOCAL;
+    }
+    amldist__strlcpy(rd->master_addr, addr, sizeof rd->master_addr);
+    rd->master_port = sm->cfg.master_port > 0 ? sm->cfg.master_port
+                                              : nodes[0]->port;
+    if (sm->cfg.master_port > 0)
+        rd->flags |= AMLDIST__RZ_F_PORT_OPTION;
+    if (rd->master_port <= 0 || rd->master_port > 65535)
+        rd->master_port = DEFAULT_MASTER_PORT;
+    rd->last_call_ms = sm->cfg.last_call_ms;
+    rd->join_timeout_ms = sm->cfg.join_timeout_ms;
+    uint64_t machine[AMLDIST_RDZV_MAX_NODES];
+    for (int i = 0; i < n; i++) {
+        rd->nproc[i] = nodes[i]->nproc;
+        machine[i] = nodes[i]->machine;
+    }
+    amldist__rz_share_gpus(rd, machine);
+    for (int i = 0; i < n; i++) {
+        nodes[i]->node = nodes[i]->prev_node = i;
+        nodes[i]->state = AMLDIST__RZ_M_RUNNING;
+        rd->node = i;
+        amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ASSIGN, nodes[i]->who,
+                            (uint32_t)i, NULL);
+    }
+    sm->phase = AMLDIST__RZ_P_RUNNING;
+    sm->failed = sm->restart_wanted = sm->counted = 0;
+    sm->failure[0] = '\0';
+}
+
+/* The last call has begun (who: NULL, every member hears it), or node
+ * `who` joined during it: how many nodes are in and when the round forms,
+ * one line for each agent (a silent wait of last_call_ms looks like a
+ * hang; a line at every join would be thousands in a large job). */
+void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who)
+{
+    int n = amldist__rz_sm_count_in_job(sm), more = sm->cfg.max - n;
+    long long left = sm->min_at + sm->cfg.last_call_ms - sm->now;
+    /* Tenths of a second at most: "30 s", "0.5 s", "12.3 s". */
+    double s = left > 0 ? (double)((left + 50) / 100) / 10 : 0;
+    snprintf(sm->waiting, sizeof sm->waiting, "rendezvous: %d node%s of "
+             "%d:%d in; the round forms in %g s (last_call_timeout), or "
+             "at once if %d more join%s", n, n == 1 ? "" : "s", sm->cfg.min,
+             sm->cfg.max, s, more, more == 1 ? "s" : "");
+    for (int i = 0; i < sm->nm; i++)
+        if (sm->m[i].state == AMLDIST__RZ_M_JOINED &&
+            (!who || sm->m[i].who == who))
+            amldist__rz_sm_emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0,
+                                sm->waiting);
+}
+
+void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm)
+{
+    if (sm->phase != AMLDIST__RZ_P_FORMING)
+        return;
+    int n = amldist__rz_sm_count_in_job(sm);
+    if (n >= sm->cfg.max ||
+        (n >= sm->cfg.min && sm->min_at &&
+         sm->now - sm->min_at >= sm->cfg.last_call_ms)) {
+        amldist__rz_sm_form_round(sm);
+    } else if (sm->now - sm->started >= sm->cfg.join_timeout_ms) {
+        for (int i = 0; i < sm->nm; i++)
+            if (amldist__rz_in_job(&sm->m[i]))
+                amldist__rz_sm_refuse(
+                    sm, sm->m[i].who, &sm->m[i], AMLDIST__RZ_R_TIMEOUT,
+                    "only %d of the %d nodes needed joined within %.0f s", n,
+                    sm->cfg.min, sm->cfg.join_timeout_ms / 1000.0);
+        sm->phase = AMLDIST__RZ_P_OVER;
+        sm->over_at = sm->now;
+    }
+}

@@ -1,0 +1,168 @@
+/*
+ * Who may join (the host's state machine, host_sm.h): a JOIN is refused
+ * when it is another job's or run's, asks for other options, is stale or
+ * replayed, takes a node rank already taken, or finds the job full or
+ * over; else the agent is admitted, which may begin the last call or, in
+ * a running elastic job, re-form the job with it.
+ */
+#include <stdint.h>
+
+#include "rdzv/host_sm.h"
+
+static const char *taken_order(const amldist__rz_sm_t *sm, int order)
+{
+    for (int i = 0; i < sm->nm; i++)
+        if (amldist__rz_in_job(&sm->m[i]) && sm->m[i].order == order)
+            return sm->m[i].addr;
+    return NULL;
+}
+
+static int mixed_order(const amldist__rz_sm_t *sm, int order)
+{
+    for (int i = 0; i < sm->nm; i++)
+        if (amldist__rz_in_job(&sm->m[i]) &&
+            (sm->m[i].order < 0) != (order < 0))
+            return 1;
+    return 0;
+}
+
+/* The workers of the job's members: of every later round at most. */
+static long long workers(const amldist__rz_sm_t *sm)
+{
+    long long n = 0;
+    for (int i = 0; i < sm->nm; i++)
+        if (amldist__rz_in_job(&sm->m[i]))
+            n += sm->m[i].nproc;
+    return n;
+}
+
+/* 1: a member has this agent id (a replay); 2: a lost one had it. */
+static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
+{
+    for (int i = 0; i < sm->nm; i++)
+        if (amldist__rz_in_job(&sm->m[i]) && sm->m[i].agent == agent)
+            return 1;
+    for (int i = 0; i < sm->nlost && i < AMLDIST__RZ_LOST_MAX; i++)
+        if (sm->lost[i] == agent)
+            return 2;
+    return 0;
+}
+
+static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
+                  int order)
+{
+    struct amldist__rz_member *m = &sm->m[sm->nm++];
+    *m = (struct amldist__rz_member){.who = ev->who,
+                                     .state = AMLDIST__RZ_M_JOINED,
+                                     .agent = ev->join.agent,
+                                     .order = order,
+                                     .nproc = (int)ev->join.nproc,
+                                     .port = (int)ev->join.port,
+                                     .seq = sm->seq++,
+                                     .prev_node = -1};
+    m->machine = ev->join.machine;
+    amldist__strlcpy(m->addr, ev->addr ? ev->addr : "", sizeof m->addr);
+    amldist__strlcpy(m->local_addr, ev->join.local_addr,
+                     sizeof m->local_addr);
+    amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
+    int began = 0;
+    if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at == 0 &&
+        amldist__rz_sm_count_in_job(sm) >= sm->cfg.min) {
+        sm->min_at = sm->now;
+        began = 1;
+    }
+    if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at &&
+        amldist__rz_sm_count_in_job(sm) < sm->cfg.max &&
+        sm->cfg.last_call_ms > 0)
+        amldist__rz_sm_say_waiting(sm, began ? NULL : ev->who);
+    if (sm->phase == AMLDIST__RZ_P_RUNNING) {
+        /* torchrun's behaviour: a new node restarts every node's workers
+         * in a round with it; not counted as a restart. */
+        sm->restart_wanted = 1;
+        sm->counted = 0;
+        amldist__rz_sm_stop_all(
+            sm, "a node (%s) joined: the job re-forms with %d nodes", m->addr,
+            amldist__rz_sm_count_in_job(sm));
+    }
+}
+
+void amldist__rz_sm_on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
+{
+    const amldist__rz_join_t *j = &ev->join;
+    void *who = ev->who;
+    int order = j->order == AMLDIST__RZ_NONE ? -1 : (int)j->order;
+    const char *by = NULL;
+    if (j->token != sm->cfg.token) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_TOKEN,
+                              "another job's token (this job's comes from %s)",
+                              sm->cfg.token_source);
+    } else if (j->run != sm->cfg.run) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_RUN,
+                              "another run id (--rdzv-id)");
+    } else if ((int)j->min != sm->cfg.min || (int)j->max != sm->cfg.max ||
+               (int)j->max_restarts != sm->cfg.max_restarts) {
+        amldist__rz_sm_refuse(
+            sm, who, NULL, AMLDIST__RZ_R_OPTIONS,
+            "--nnodes %u:%u and --max-restarts %u differ from the job's %d:%d "
+            "and %d",
+            j->min, j->max, j->max_restarts, sm->cfg.min, sm->cfg.max,
+            sm->cfg.max_restarts);
+    } else if ((int)j->keepalive_ms != sm->cfg.keepalive_ms ||
+               (int)j->keepalive_misses != sm->cfg.keepalive_misses) {
+        /* Each side declares the other dead by its own values: a node
+         * beating every 30 s would be lost after the host's 3 s. */
+        amldist__rz_sm_refuse(
+            sm, who, NULL, AMLDIST__RZ_R_OPTIONS,
+            "--rdzv-conf keep_alive_interval=%g,keep_alive_max_attempt=%u "
+            "differ from the job's "
+            "keep_alive_interval=%g,keep_alive_max_attempt=%d (the rendezvous "
+            "host's): give every node the same",
+            j->keepalive_ms / 1000.0, j->keepalive_misses,
+            sm->cfg.keepalive_ms / 1000.0, sm->cfg.keepalive_misses);
+    } else if (j->nproc < 1 || j->nproc > AMLDIST__RZ_NPROC_MAX ||
+               (order >= 0 && j->order > (1u << 30))) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_PROTO,
+                              "worker count %u or order %u out of range",
+                              j->nproc, j->order);
+    } else if (sm->phase == AMLDIST__RZ_P_OVER) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_OVER,
+                              "the job is over");
+    } else if (j->round != 0) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_STALE,
+                              "a stale agent (it asks for round %u)", j->round);
+    } else if (known_agent(sm, j->agent) == 1) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_STALE,
+                              "an agent with this id has joined already (a "
+                              "replayed JOIN)");
+    } else if (known_agent(sm, j->agent) == 2) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_STALE,
+                              "a stale agent: this job declared it lost");
+    } else if (mixed_order(sm, order)) {
+        amldist__rz_sm_refuse(
+            sm, who, NULL, AMLDIST__RZ_R_ORDER, "%s",
+            order < 0
+                ? "the other nodes' ranks come from a launcher or "
+                  "--node-rank, this one's do not"
+                : "this node's rank comes from a launcher or --node-rank, "
+                  "the other nodes' do not");
+    } else if (order >= 0 && (by = taken_order(sm, order)) != NULL) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_ORDER,
+                              "node rank %d is already %s's", order, by);
+    } else if (amldist__rz_sm_count_in_job(sm) >= sm->cfg.max ||
+               (sm->phase != AMLDIST__RZ_P_FORMING &&
+                sm->cfg.min == sm->cfg.max)) {
+        amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_FULL,
+                              "the job has its %d node%s (round %d)",
+                              sm->cfg.max, sm->cfg.max == 1 ? "" : "s",
+                              sm->round);
+    } else if (workers(sm) + j->nproc > AMLDIST__RZ_WORLD_MAX) {
+        /* Every agent would reject the round's ASSIGN as malformed. */
+        amldist__rz_sm_refuse(
+            sm, who, NULL, AMLDIST__RZ_R_FULL,
+            "this node's %u workers would make the job's %lld, more than the "
+            "%d that its agents can number",
+            j->nproc, workers(sm) + j->nproc, AMLDIST__RZ_WORLD_MAX);
+    } else {
+        admit(sm, ev, order);
+    }
+}

@@ -1,0 +1,109 @@
+/*
+ * Whether this agent hosts the rendezvous endpoint: it does when the
+ * endpoint's address is this machine's and its port is free (port 0: a
+ * free port the kernel picks).  The host (host.c) then runs on the
+ * handle's thread beside the agent's own connection.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdzv/handle.h"
+
+/* A port nobody listens on now (the kernel's pick); 0 when none. */
+int amldist__rz_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+/* Port 0 (torchrun 2.x's localhost:0, one node only, api.c): the kernel
+ * picks a free port on the endpoint's first local address, and this agent
+ * connects to that address alone, so that nothing else listening on
+ * another address of the name can answer for it.  Nobody else can know
+ * the port, so an endpoint that is not this machine's is an error. */
+static int host_any_port(amldist_rdzv_t *r)
+{
+    int fd, nfds = 0, err = 0;
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    char num[NI_MAXHOST], why[200];
+    struct addrinfo *ai = NULL;
+    int rc = amldist__net_listen_local(r->ep_host, 0, &fd, 1, &nfds, &err);
+    if (nfds == 0 && (err == 0 || err == EADDRNOTAVAIL))
+        return amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint %s: port 0 "
+                             "means a free port of this machine, and %s is "
+                             "not one of its addresses", r->endpoint,
+                             r->ep_host);
+    if (rc < 0 || nfds == 0)
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
+                             "listen on a free port of %s: %s", r->endpoint,
+                             r->ep_host, strerror(err));
+    if (getsockname(fd, (struct sockaddr *)&a, &len) < 0 ||
+        getnameinfo((struct sockaddr *)&a, len, num, sizeof num, NULL, 0,
+                    NI_NUMERICHOST) != 0) {
+        close(fd);
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
+                             "read the port picked", r->endpoint);
+    }
+    int port = ntohs(a.ss_family == AF_INET6
+                         ? ((struct sockaddr_in6 *)&a)->sin6_port
+                         : ((struct sockaddr_in *)&a)->sin_port);
+    if (amldist__net_resolve(num, port, &ai, why, sizeof why) < 0) {
+        close(fd);
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: %s",
+                             r->endpoint, why);
+    }
+    r->host = amldist__rz_host_new(&r->cfg, r->loop, &fd, 1);
+    if (!r->host) {
+        close(fd);
+        freeaddrinfo(ai);
+        return amldist__fail(AMLDIST_ENOMEM, "out of memory");
+    }
+    freeaddrinfo(r->ai);
+    r->ai = ai;
+    r->ep_port = port;
+    snprintf(r->endpoint, sizeof r->endpoint,
+             strchr(r->ep_host, ':') ? "[%s]:%d" : "%s:%d", r->ep_host, port);
+    return 0;
+}
+
+/* Host the endpoint when its address is this machine's and the port is
+ * free; else another agent hosts it.  Node 0 by order (a static job's
+ * MASTER_ADDR may name it from outside: a NAT, a load balancer) hosts it
+ * on every address when none of the endpoint's is its own. */
+int amldist__rz_maybe_host(amldist_rdzv_t *r)
+{
+    int fds[8], nfds = 0, err = 0;
+    if (r->ep_port == 0)
+        return host_any_port(r);
+    if (amldist__net_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
+                                 &err) < 0)
+        return 0; /* another agent's: join as a client */
+    if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
+                      amldist__net_listen(r->ep_host, r->ep_port, fds, 8,
+                                          &nfds, NULL, 0) < 0))
+        return 0; /* not ours: join as a client */
+    r->host = amldist__rz_host_new(&r->cfg, r->loop, fds, nfds);
+    if (!r->host) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        return amldist__fail(AMLDIST_ENOMEM, "out of memory");
+    }
+    return 0;
+}
