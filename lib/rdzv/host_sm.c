@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdzv/host_sm.h"
+#include "rdzv/host_sm_state.h"
 
 amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
                                      long long now)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "rdzv/host_sm.h"
+#include "rdzv/host_sm_state.h"
 
 /* MASTER_PORT when node 0's agent offered none. */
 #define DEFAULT_MASTER_PORT 29500

@@ -7,7 +7,7 @@
  */
 #include <stdint.h>
 
-#include "rdzv/host_sm.h"
+#include "rdzv/host_sm_state.h"
 
 static const char *taken_order(const amldist__rz_sm_t *sm, int order)
 {

@@ -1,0 +1,83 @@
+/*
+ * The host state machine's own state, shared by its files only: host_sm.c
+ * (the machine, the end of a round), host_sm_join.c (who may join),
+ * host_sm_form.c (forming a round).  host.c and the tests see the machine
+ * through host_sm.h alone, so that its state stays its own.
+ */
+#ifndef AMLDIST_RDZV_HOST_SM_STATE_H
+#define AMLDIST_RDZV_HOST_SM_STATE_H
+
+#include "rdzv/host_sm.h"
+
+enum {
+    AMLDIST__RZ_M_JOINED,  /* waits for a round to form */
+    AMLDIST__RZ_M_RUNNING, /* in the round, its workers may run */
+    AMLDIST__RZ_M_DONE,    /* in the round, its workers are down */
+    AMLDIST__RZ_M_GONE     /* refused or lost: forgotten after the step */
+};
+
+/* Agent ids declared dead, remembered to refuse them if they come back. */
+#define AMLDIST__RZ_LOST_MAX 1024
+
+struct amldist__rz_member {
+    void *who;
+    int state;
+    uint64_t agent;
+    int order;     /* -1: none */
+    int nproc, port, seq;
+    int node;      /* in the current round */
+    int prev_node; /* in the last round it ran in, -1 */
+    uint64_t machine; /* 0: shares its GPUs with no other node */
+    char addr[INET6_ADDRSTRLEN];
+    char local_addr[AMLDIST__RZ_ADDR_MAX + 1]; /* its --local-addr, "" */
+};
+
+struct amldist__rz_sm {
+    amldist__rz_cfg_t cfg;
+    struct amldist__rz_member *m; /* admitted, in the order they joined */
+    int nm;
+    int phase, round, restarts, seq;
+    long long now, started, min_at, over_at;
+    /* The round's stop: its first failure (failed), whether the job then
+     * restarts, and whether that restart counts against max_restarts. */
+    int failed, restart_wanted, counted, status;
+    char failure[AMLDIST__RZ_FINISH_MAX];
+    /* One text of each kind per step is all a step ever sends. */
+    char stop_why[AMLDIST__RZ_TEXT_MAX + 1];
+    char refusal[AMLDIST__RZ_TEXT_MAX + 1];
+    char waiting[AMLDIST__RZ_TEXT_MAX + 1];
+    uint64_t lost[AMLDIST__RZ_LOST_MAX];
+    int nlost;
+    amldist__rz_round_t rd;
+    amldist__rz_action_t *acts;
+    int nacts, cap;
+};
+
+static inline int amldist__rz_in_job(const struct amldist__rz_member *m)
+{
+    return m->state != AMLDIST__RZ_M_GONE;
+}
+
+/* host_sm.c: queue an action (texts stay valid until the next step). */
+void amldist__rz_sm_emit(amldist__rz_sm_t *sm, int type, void *who,
+                         uint32_t value, const char *text);
+int amldist__rz_sm_count_in_job(const amldist__rz_sm_t *sm);
+/* host_sm.c: refuse `who` (a member, or a joiner when m is NULL): it
+ * leaves. */
+void amldist__rz_sm_refuse(amldist__rz_sm_t *sm, void *who,
+                           struct amldist__rz_member *m, uint32_t reason,
+                           const char *fmt, ...) AMLDIST__PRINTF(5, 6);
+/* host_sm.c: tell every running node to stop, why in fmt. */
+void amldist__rz_sm_stop_all(amldist__rz_sm_t *sm, const char *fmt, ...)
+    AMLDIST__PRINTF(2, 3);
+/* host_sm_join.c: a JOIN from a connection that is no member yet. */
+void amldist__rz_sm_on_join(amldist__rz_sm_t *sm,
+                            const amldist__rz_event_t *ev);
+/* host_sm_form.c: close the round: every JOINED or DONE member gets a node
+ * rank; the WAIT lines of the last call (who: NULL, to every member); time
+ * passing while the round forms. */
+void amldist__rz_sm_form_round(amldist__rz_sm_t *sm);
+void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who);
+void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm);
+
+#endif /* AMLDIST_RDZV_HOST_SM_STATE_H */
