@@ -136,13 +136,17 @@ TOOLS   := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 EXAMPLES:= $(EX_SRCS:%.c=$(BUILD)/%) $(MPI_EX_SRCS:%.c=$(BUILD)/%)
 TESTS   := $(addprefix $(BUILD)/tests/,$(notdir $(TEST_SRCS:%.c=%)))
 MANPAGES:= $(wildcard man/*.[1-8])
+# One page per function of the section-3 pages, a .so link to its page.
+MAN3LINKS := $(BUILD)/man/man3/.stamp
+CMAKEDIR:= $(BUILD)/lib/cmake/amldist
+CMAKEFILES := $(CMAKEDIR)/amldistConfig.cmake $(CMAKEDIR)/amldistConfigVersion.cmake
 
 # Programs find the library next to them, both in $(BUILD) and installed.
 RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
 all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
-lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
+lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE) $(CMAKEFILES) $(MAN3LINKS)
 tests: lib $(TESTS)
 
 # One rule per source, for the flattened object names.
@@ -201,6 +205,23 @@ $(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -lamldist' \
 	    'Libs.private: -ldl -lpthread' > $@
+
+# The CMake package (cmake/): the version and the install paths filled in.
+# The headers are found from LIBDIR by this relative path when the tree has
+# moved (see amldistConfig.cmake.in).
+SIZEOF_VOID_P := $(shell $(CC) -dM -E - </dev/null | sed -n 's/^\#define __SIZEOF_POINTER__ //p')
+CMAKE_SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' \
+    -e 's|@SONAME@|$(SONAME)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+    -e "s|@LIBDIR_TO_INCDIR@|$$(realpath -m --relative-to='$(LIBDIR)' '$(INCDIR)')|g" \
+    -e 's|@SIZEOF_VOID_P@|$(SIZEOF_VOID_P)|g'
+$(CMAKEDIR)/%.cmake: cmake/%.cmake.in Makefile include/amldist.h $(PC_STAMP)
+	@mkdir -p $(@D)
+	$(CMAKE_SUBST) $< >$@
+
+$(MAN3LINKS): $(filter %.3,$(MANPAGES)) scripts/man-links.sh
+	rm -rf $(@D)
+	scripts/man-links.sh $(@D) $(filter %.3,$(MANPAGES))
+	touch $@
 
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
@@ -341,6 +362,9 @@ install: all
 	for m in $(MANPAGES); do \
 	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -m 644 $(BUILD)/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -d $(DESTDIR)$(LIBDIR)/cmake/amldist
+	install -m 644 $(CMAKEFILES) $(DESTDIR)$(LIBDIR)/cmake/amldist/
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -352,7 +376,9 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(BINDIR)/,$(ALL_TOOL_NAMES))
 	for m in $(MANPAGES); do \
 	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
-	rm -rf $(DESTDIR)$(INCDIR)/amldist
+	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
+	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
+	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz
