@@ -74,10 +74,18 @@ rm -rf "$TEST_TMP/ver"
 # asks for libudev's development files, which the CMake target does not need.)
 sed "s|^prefix=.*|prefix=$d$p|; s|^libdir=.*|libdir=$d$p/lib|; s|^includedir=.*|includedir=$d$p/include|" \
     "$d$p/lib/pkgconfig/amldist.pc" >"$TEST_TMP/amldist.pc"
+# README.md's line, the rpath from the .pc; without it the loader does not
+# find the library (the line the README had).
+export PKG_CONFIG_PATH=$TEST_TMP
 # shellcheck disable=SC2046
 cc -o "$TEST_TMP/hello_pc" "$TOP/examples/hello.c" \
-    $(PKG_CONFIG_PATH=$TEST_TMP pkg-config --cflags --libs amldist) -Wl,-rpath,"$d$p/lib" 2>"$TEST_TMP/cc.err"
-expect_eq "hello builds with pkg-config" "$?" 0
+    $(pkg-config --cflags --libs amldist) -Wl,-rpath,$(pkg-config --variable=libdir amldist) 2>"$TEST_TMP/cc.err"
+expect_eq "hello builds with pkg-config (README.md's line)" "$?" 0
+# shellcheck disable=SC2046
+cc -o "$TEST_TMP/hello_norpath" "$TOP/examples/hello.c" $(pkg-config --cflags --libs amldist) 2>"$TEST_TMP/cc.err"
+env -u LD_LIBRARY_PATH "$TEST_TMP/hello_norpath" >/dev/null 2>"$TEST_TMP/err"
+check "without the rpath: libamldist.so.1 not found" grep -q 'libamldist.so.1: cannot open' "$TEST_TMP/err"
+unset PKG_CONFIG_PATH
 values() { sed -n "s/^$1=//p" "$2" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
 port=$((20000 + RANDOM % 10000))
 for prog in "$TEST_TMP/moved/b/hello" "$TEST_TMP/moved/b/hello_static" "$TEST_TMP/hello_pc"; do
