@@ -141,8 +141,12 @@ MAN3LINKS := $(BUILD)/man/man3/.stamp
 CMAKEDIR:= $(BUILD)/lib/cmake/amldist
 CMAKEFILES := $(CMAKEDIR)/amldistConfig.cmake $(CMAKEDIR)/amldistConfigVersion.cmake
 
-# Programs find the library next to them, both in $(BUILD) and installed.
-RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+# Programs find the library next to them, both in $(BUILD) and installed,
+# and where LIBDIR is not BINDIR/../lib (Debian's lib/<multiarch>) by the
+# path between the two (so also in a tree unpacked elsewhere).
+LIB_FROM_BIN := $(shell realpath -m --relative-to='$(BINDIR)' '$(LIBDIR)')
+RPATH := -Wl,-rpath,'$$ORIGIN/../lib' \
+    $(if $(filter-out ../lib,$(LIB_FROM_BIN)),-Wl$(comma)-rpath$(comma)'$$ORIGIN/$(LIB_FROM_BIN)')
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
 all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES)
@@ -189,7 +193,7 @@ $(STLIB): $(STATIC_OBJS)
 
 # The .pc holds the install paths: a stamp of their values makes it follow
 # `make install PREFIX=...` after a plain `make`.
-PC_VARS := $(PREFIX) $(LIBDIR) $(INCDIR)
+PC_VARS := $(PREFIX) $(LIBDIR) $(INCDIR) $(BINDIR)
 PC_STAMP := $(BUILD)/lib/pkgconfig/.paths
 $(PC_STAMP): FORCE
 	@mkdir -p $(@D)
@@ -223,6 +227,7 @@ $(MAN3LINKS): $(filter %.3,$(MANPAGES)) scripts/man-links.sh
 	scripts/man-links.sh $(@D) $(filter %.3,$(MANPAGES))
 	touch $@
 
+$(AMLRUN) $(TOOLS): $(PC_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
