@@ -17,7 +17,10 @@ ver=$(cd "$src" && dpkg-parsechangelog -S Version)
 want=$(sed -n 's/^#define AMLDIST_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' "$TOP/include/amldist.h" | paste -sd.)
 expect_eq "debian/changelog's version is the header's" "$ver" "$want"
 arch=$(dpkg-architecture -qDEB_HOST_ARCH) ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-(cd "$src" && dpkg-buildpackage -us -uc -b -j2) >"$TEST_TMP/build.log" 2>&1
+# The system's tools only, as a Debian build machine has them (pybuild would
+# take a pyenv's python3 first in PATH).
+(cd "$src" && env PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b -j2) \
+    >"$TEST_TMP/build.log" 2>&1
 rc=$?
 expect_eq "dpkg-buildpackage -us -uc -b: exit 0" "$rc" 0
 [ "$rc" = 0 ] || { tail -30 "$TEST_TMP/build.log" | sed 's/^/# /'; exit 0; }
@@ -103,6 +106,12 @@ fi
 cc -o "$TEST_TMP/hello_pc" "$TOP/examples/hello.c" $(PKG_CONFIG_SYSROOT_DIR=$x \
     PKG_CONFIG_LIBDIR=$x/usr/lib/$ma/pkgconfig:/usr/lib/$ma/pkgconfig:/usr/share/pkgconfig pkg-config --cflags --libs amldist) 2>"$TEST_TMP/cc.err"
 expect_eq "the packaged .pc builds hello (PKG_CONFIG_SYSROOT_DIR)" "$?" 0
+
+if [ -e "$TOP/python/pyproject.toml" ]; then
+    PYTHONPATH=$x/usr/lib/python3/dist-packages LD_LIBRARY_PATH=$x/usr/lib/$ma \
+        /usr/bin/python3 -c 'import amldist' >"$TEST_TMP/py" 2>&1
+    expect_eq "python3-amldist: import amldist from the tree" "$?" 0
+fi
 
 # The symbols file: every function the packaged library exports, with its
 # version node, and nothing else.
