@@ -193,7 +193,7 @@ $(STLIB): $(STATIC_OBJS)
 
 # The .pc holds the install paths: a stamp of their values makes it follow
 # `make install PREFIX=...` after a plain `make`.
-PC_VARS := $(PREFIX) $(LIBDIR) $(INCDIR) $(BINDIR)
+PC_VARS := $(PREFIX) $(LIBDIR) $(INCDIR)
 PC_STAMP := $(BUILD)/lib/pkgconfig/.paths
 $(PC_STAMP): FORCE
 	@mkdir -p $(@D)
@@ -227,7 +227,13 @@ $(MAN3LINKS): $(filter %.3,$(MANPAGES)) scripts/man-links.sh
 	scripts/man-links.sh $(@D) $(filter %.3,$(MANPAGES))
 	touch $@
 
-$(AMLRUN) $(TOOLS): $(PC_STAMP)
+# The installed programs' rpath follows LIBDIR: they relink when the path
+# from BINDIR to LIBDIR changes, and only then.
+RPATH_STAMP := $(BUILD)/bin/.rpath
+$(RPATH_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(LIB_FROM_BIN)' | cmp -s - $@ || echo '$(LIB_FROM_BIN)' >$@
+$(AMLRUN) $(TOOLS): $(RPATH_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
