@@ -12,7 +12,11 @@ done
 src=$TEST_TMP/src out=$TEST_TMP
 mkdir -p "$src"
 # The tree as it is, committed or not; none of its builds.
-(cd "$TOP" && git ls-files -co --exclude-standard -z | tar --null -cf - -T -) | tar -xf - -C "$src"
+if git -C "$TOP" rev-parse --git-dir >/dev/null 2>&1; then
+    (cd "$TOP" && git ls-files -co --exclude-standard -z | tar --null -cf - -T -) | tar -xf - -C "$src"
+else
+    (cd "$TOP" && tar --exclude='./build' --exclude='./build-*' -cf - .) | tar -xf - -C "$src"
+fi
 ver=$(cd "$src" && dpkg-parsechangelog -S Version)
 want=$(sed -n 's/^#define AMLDIST_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' "$TOP/include/amldist.h" | paste -sd.)
 expect_eq "debian/changelog's version is the header's" "$ver" "$want"
