@@ -39,10 +39,12 @@ configure() {
         >"$TEST_TMP/$1.log" 2>&1
 }
 
-configure moved "$d$p" "1.0"
-expect_eq "cmake configures against the installed tree" "$?" 0
-expect_eq "amldist_VERSION is the header's" \
-    "$(sed -n 's/^-- amldist_VERSION=//p' "$TEST_TMP/moved.log")" "$want"
+# examples/CMakeLists.txt, as its comment says to build it.
+mkdir -p "$TEST_TMP/moved"
+cmake -S "$TOP/examples" -B "$TEST_TMP/moved/b" -DCMAKE_PREFIX_PATH="$d$p" >"$TEST_TMP/moved.log" 2>&1
+expect_eq "cmake -S examples configures against the installed tree" "$?" 0
+expect_eq "amldist_VERSION is the header's, amldist_DIR the installed package" \
+    "$(sed -n 's/^-- libamldist //p' "$TEST_TMP/moved.log")" "$want from $d$p/lib/cmake/amldist"
 cmake --build "$TEST_TMP/moved/b" >"$TEST_TMP/build.log" 2>&1
 expect_eq "cmake --build: hello with amldist::amldist and amldist::amldist_static" "$?" 0
 grep -q -- "-I$d$p/include\|-isystem $d$p/include" "$TEST_TMP/moved/b/CMakeFiles/hello.dir/flags.make"
@@ -53,6 +55,20 @@ expect_eq "hello_static needs no libamldist.so" "$(needs "$TEST_TMP/moved/b/hell
 if cat "$TEST_TMP/build.log" "$TEST_TMP/moved.log" | grep -q -i 'warning'; then
     fail "no CMake or compiler warnings"; grep -i warning "$TEST_TMP/build.log" "$TEST_TMP/moved.log" | sed 's/^/# /' | head -5
 else ok "no CMake or compiler warnings"; fi
+
+# A C++ program (libtorch's trainers are), with either target.
+mkdir -p "$TEST_TMP/cxx"
+printf '%s\n' '#include <amldist.h>' '#include <cstdio>' \
+    'int main() { std::puts(amldist_version_string()); return 0; }' >"$TEST_TMP/cxx/v.cpp"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'project(v CXX)' \
+    'find_package(amldist 1.0 CONFIG REQUIRED)' \
+    'add_executable(v v.cpp)' 'target_link_libraries(v PRIVATE amldist::amldist)' \
+    'add_executable(v_static v.cpp)' 'target_link_libraries(v_static PRIVATE amldist::amldist_static)' \
+    >"$TEST_TMP/cxx/CMakeLists.txt"
+cmake -S "$TEST_TMP/cxx" -B "$TEST_TMP/cxx/b" -DCMAKE_PREFIX_PATH="$d$p" >"$TEST_TMP/cxx.log" 2>&1 &&
+    cmake --build "$TEST_TMP/cxx/b" >>"$TEST_TMP/cxx.log" 2>&1
+expect_eq "a C++ project (project(v CXX)) builds with both targets" "$?" 0
+expect_eq "and they run" "$("$TEST_TMP/cxx/b/v" 2>&1) $("$TEST_TMP/cxx/b/v_static" 2>&1)" "$want $want"
 
 # The version file: the same major, at least the minor asked for; ranges.
 major=${want%%.*} rest=${want#*.} minor=${rest%%.*}
