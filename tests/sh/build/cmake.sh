@@ -82,6 +82,11 @@ for c in "$major.0:0" "$major:0" "$major.$minor:0" "$want EXACT:0" \
     expect_eq "find_package(amldist $args): $([ "$rc" = 0 ] && echo found || echo refused)" "$got" "$rc"
     rm -rf "$TEST_TMP/ver"
 done
+configure ver "$d$p" "COMPONENTS static"
+expect_eq "find_package(amldist COMPONENTS static): refused (no components)" "$?" 1
+tr -s ' \n' '  ' <"$TEST_TMP/ver.log" | grep -q "has no components (asked for: static)"
+expect_eq "and says so" "$?" 0
+rm -rf "$TEST_TMP/ver"
 configure ver "$d$p" "$major.$((minor + 1))"
 check "a refused version says which one was found" grep -q "$want" "$TEST_TMP/ver.log"
 rm -rf "$TEST_TMP/ver"
