@@ -23,12 +23,13 @@ expect_eq "debian/changelog's version is the header's" "$ver" "$want"
 arch=$(dpkg-architecture -qDEB_HOST_ARCH) ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 # The system's tools only, as a Debian build machine has them (pybuild would
 # take a pyenv's python3 first in PATH).
-(cd "$src" && env PATH=/usr/sbin:/usr/bin:/sbin:/bin dpkg-buildpackage -us -uc -b -j2) \
+sysenv=(env PATH=/usr/sbin:/usr/bin:/sbin:/bin)
+(cd "$src" && "${sysenv[@]}" dpkg-buildpackage -us -uc -b -j2) \
     >"$TEST_TMP/build.log" 2>&1
 rc=$?
 expect_eq "dpkg-buildpackage -us -uc -b: exit 0" "$rc" 0
 [ "$rc" = 0 ] || { tail -30 "$TEST_TMP/build.log" | sed 's/^/# /'; exit 0; }
-deb() { echo "$out/$1_${ver}_$arch.deb"; }
+deb() { local a=$arch; [ "$1" != python3-amldist ] || a=all; echo "$out/$1_${ver}_$a.deb"; }
 pkgs="libamldist1 libamldist-dev amlrun"
 # The Python module joins when the tree has it.
 [ -e "$TOP/python/pyproject.toml" ] && pkgs="$pkgs python3-amldist"
@@ -111,10 +112,21 @@ cc -o "$TEST_TMP/hello_pc" "$TOP/examples/hello.c" $(PKG_CONFIG_SYSROOT_DIR=$x \
     PKG_CONFIG_LIBDIR=$x/usr/lib/$ma/pkgconfig:/usr/lib/$ma/pkgconfig:/usr/share/pkgconfig pkg-config --cflags --libs amldist) 2>"$TEST_TMP/cc.err"
 expect_eq "the packaged .pc builds hello (PKG_CONFIG_SYSROOT_DIR)" "$?" 0
 
+# python3-amldist: the module, run by the packaged amlrun over the packaged
+# library (LD_LIBRARY_PATH: the loader's way to a tree not installed).
 if [ -e "$TOP/python/pyproject.toml" ]; then
-    PYTHONPATH=$x/usr/lib/python3/dist-packages LD_LIBRARY_PATH=$x/usr/lib/$ma \
-        /usr/bin/python3 -c 'import amldist' >"$TEST_TMP/py" 2>&1
-    expect_eq "python3-amldist: import amldist from the tree" "$?" 0
+    check "python3-amldist: the module" has python3-amldist /usr/lib/python3/dist-packages/amldist/__init__.py
+    check "python3-amldist needs libamldist1" \
+        sh -c "dpkg-deb -f '$(deb python3-amldist)' Depends | grep -q 'libamldist1'"
+    check "python3-amldist: the unit tests ran in the build" grep -q '^Ran [1-9][0-9]* test' "$TEST_TMP/build.log"
+    timeout 120 env PYTHONPATH="$x/usr/lib/python3/dist-packages" LD_LIBRARY_PATH="$x/usr/lib/$ma" \
+        "$x/usr/bin/amlrun" --nproc-per-node 2 --master-port $((port + 1)) --cpu-bind none \
+        /usr/bin/python3 -c 'import amldist; l = amldist.layout(); print("RANK=%d %s %s" % (l.rank, l.launcher, amldist.__file__))' \
+        >"$TEST_TMP/py" 2>&1
+    expect_eq "python3-amldist under the packaged amlrun: exit 0" "$?" 0
+    expect_eq "python3-amldist under the packaged amlrun: ranks, the tree's module" \
+        "$(sed -n 's/^RANK=//p' "$TEST_TMP/py" | sort)" \
+        "$(printf '%s\n' "0 amlrun $x/usr/lib/python3/dist-packages/amldist/__init__.py" "1 amlrun $x/usr/lib/python3/dist-packages/amldist/__init__.py")"
 fi
 
 # The symbols file: every function the packaged library exports, with its
@@ -126,13 +138,13 @@ expect_eq "the symbols file lists every exported function with its version" "$li
 # An ABI change fails the build: a function the map hides (gone from the
 # library), and a symbol the symbols file has not heard of.
 sed -i 's/^    local:$/&\n        amldist_envp_unset;/' "$src/lib/amldist.map"
-rm -f "$src/debian/debhelper-build-stamp"
-(cd "$src" && fakeroot debian/rules binary) >"$TEST_TMP/abi-gone.log" 2>&1
+rm -rf "$src/debian/debhelper-build-stamp" "$src/.pybuild"
+(cd "$src" && "${sysenv[@]}" fakeroot debian/rules binary) >"$TEST_TMP/abi-gone.log" 2>&1
 expect_eq "amldist_envp_unset hidden: the build fails" "$?" 2
 check "dpkg-gensymbols says the symbol disappeared" grep -q -- '^- *amldist_envp_unset@AMLDIST_1.0' "$TEST_TMP/abi-gone.log"
 cp "$TOP/lib/amldist.map" "$src/lib/amldist.map"
 sed -i '/amldist_rank@AMLDIST_1.0/d' "$src/debian/libamldist1.symbols"
-rm -f "$src/debian/debhelper-build-stamp"
-(cd "$src" && fakeroot debian/rules binary) >"$TEST_TMP/abi-new.log" 2>&1
+rm -rf "$src/debian/debhelper-build-stamp" "$src/.pybuild"
+(cd "$src" && "${sysenv[@]}" fakeroot debian/rules binary) >"$TEST_TMP/abi-new.log" 2>&1
 expect_eq "a symbol missing from the symbols file: the build fails" "$?" 2
 check "dpkg-gensymbols names it" grep -q -- '^+ *amldist_rank@AMLDIST_1.0' "$TEST_TMP/abi-new.log"
