@@ -136,16 +136,24 @@ TOOLS   := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
 EXAMPLES:= $(EX_SRCS:%.c=$(BUILD)/%) $(MPI_EX_SRCS:%.c=$(BUILD)/%)
 TESTS   := $(addprefix $(BUILD)/tests/,$(notdir $(TEST_SRCS:%.c=%)))
 MANPAGES:= $(wildcard man/*.[1-8])
+# One page per function of the section-3 pages, a .so link to its page.
+MAN3LINKS := $(BUILD)/man/man3/.stamp
+CMAKEDIR:= $(BUILD)/lib/cmake/amldist
+CMAKEFILES := $(CMAKEDIR)/amldistConfig.cmake $(CMAKEDIR)/amldistConfigVersion.cmake
 
 # amlrun's bash and zsh completions, written from its option table.
 COMPLETIONS := $(BUILD)/completion/amlrun.bash $(BUILD)/completion/_amlrun
 
-# Programs find the library next to them, both in $(BUILD) and installed.
-RPATH := -Wl,-rpath,'$$ORIGIN/../lib'
+# Programs find the library next to them, both in $(BUILD) and installed,
+# and where LIBDIR is not BINDIR/../lib (Debian's lib/<multiarch>) by the
+# path between the two (so also in a tree unpacked elsewhere).
+LIB_FROM_BIN := $(shell realpath -m --relative-to='$(BINDIR)' '$(LIBDIR)')
+RPATH := -Wl,-rpath,'$$ORIGIN/../lib' \
+    $(if $(filter-out ../lib,$(LIB_FROM_BIN)),-Wl$(comma)-rpath$(comma)'$$ORIGIN/$(LIB_FROM_BIN)')
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
 all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
-lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE)
+lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE) $(CMAKEFILES) $(MAN3LINKS)
 tests: lib $(TESTS)
 
 # One rule per source, for the flattened object names.
@@ -205,6 +213,30 @@ $(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 	    'Libs: -L$${libdir} -lamldist' \
 	    'Libs.private: -ldl -lpthread' > $@
 
+# The CMake package (cmake/): the version and the install paths filled in.
+# The headers are found from LIBDIR by this relative path when the tree has
+# moved (see amldistConfig.cmake.in).
+SIZEOF_VOID_P := $(shell $(CC) -dM -E - </dev/null | sed -n 's/^\#define __SIZEOF_POINTER__ //p')
+CMAKE_SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@MAJOR@|$(MAJOR)|g' \
+    -e 's|@SONAME@|$(SONAME)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+    -e "s|@LIBDIR_TO_INCDIR@|$$(realpath -m --relative-to='$(LIBDIR)' '$(INCDIR)')|g" \
+    -e 's|@SIZEOF_VOID_P@|$(SIZEOF_VOID_P)|g'
+$(CMAKEDIR)/%.cmake: cmake/%.cmake.in Makefile include/amldist.h $(PC_STAMP)
+	@mkdir -p $(@D)
+	$(CMAKE_SUBST) $< >$@
+
+$(MAN3LINKS): $(filter %.3,$(MANPAGES)) scripts/man-links.sh
+	rm -rf $(@D)
+	scripts/man-links.sh $(@D) $(filter %.3,$(MANPAGES))
+	touch $@
+
+# The installed programs' rpath follows LIBDIR: they relink when the path
+# from BINDIR to LIBDIR changes, and only then.
+RPATH_STAMP := $(BUILD)/bin/.rpath
+$(RPATH_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(LIB_FROM_BIN)' | cmp -s - $@ || echo '$(LIB_FROM_BIN)' >$@
+$(AMLRUN) $(TOOLS): $(RPATH_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
@@ -355,6 +387,9 @@ install: all
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 	install -D -m 644 $(BUILD)/completion/amlrun.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/amlrun
 	install -D -m 644 $(BUILD)/completion/_amlrun $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_amlrun
+	install -m 644 $(BUILD)/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -d $(DESTDIR)$(LIBDIR)/cmake/amldist
+	install -m 644 $(CMAKEFILES) $(DESTDIR)$(LIBDIR)/cmake/amldist/
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -368,7 +403,9 @@ uninstall:
 	    rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/amlrun \
 	    $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_amlrun
-	rm -rf $(DESTDIR)$(INCDIR)/amldist
+	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
+	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
+	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

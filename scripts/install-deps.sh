@@ -16,6 +16,9 @@ valgrind
 iproute2 procps util-linux
 slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
 hyperfine time
+cmake
+debhelper dpkg-dev fakeroot lintian
+dh-python python3-all pybuild-plugin-pyproject python3-setuptools
 "
 
 missing=""
