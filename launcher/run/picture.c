@@ -133,9 +133,10 @@ int picture_draw(const amldist_plan_t *p, const amldist_topo_t *t,
          * glyphs), so that a reader or a test can find "rank N". */
         if (strcmp(fmt, "svg") == 0)
             fmt = "nativesvg";
-        char *argv[] = {lstopo,        "-f",   "--if", "xml",
-                        "-i",          tmp,    "--of", (char *)fmt,
-                        (char *)path,  NULL};
+        /* Every core drawn, none folded into "N x total". */
+        char *argv[] = {lstopo, "-f",         "--no-factorize", "--if",
+                        "xml",  "-i",         tmp,              "--of",
+                        (char *)fmt, (char *)path, NULL};
         rc = run_lstopo(argv, path);
     }
     unlink(tmp);

@@ -10,10 +10,12 @@
 
 #include "topo/topo_internal.h"
 
-/* Colours far apart, dark enough for white text. */
+/* Colours far apart, dark enough for white text; 16, a DGX-2's GPUs,
+ * before they repeat. */
 static const char *const palette[] = {
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
     "#e377c2", "#17becf", "#7f7f7f", "#bcbd22", "#393b79", "#637939",
+    "#843c39", "#7b4173", "#3182bd", "#31a354",
 };
 #define NCOLOURS (sizeof palette / sizeof palette[0])
 
