@@ -50,6 +50,12 @@ for r in ranks:
         bad.append('%s: legend lacks GPU %s' % (label, r['gpu_busid']))
     if r.get('nic') and r['nic'] not in leg[0]:
         bad.append('%s: legend lacks NIC %s' % (label, r['nic']))
+    # One Misc "rank N" on its cores, one on its GPU, one on its NIC.
+    want = bool(r.get('cpus')) + bool(r.get('gpu_busid')) + bool(r.get('nic'))
+    got = sum(1 for k, v in texts.items()
+              if k.startswith('Misc_') and v == label)
+    if got != want:
+        bad.append('%s: %d labels, want %d' % (label, got, want))
 # The PUs as drawn: rect PU_<L>_rect, its OS index in text "P#<os>".
 drawn = {}
 for rect in root.iter(ns + 'rect'):
