@@ -128,6 +128,23 @@ else
     fail "--topo --output: exit status"; sed 's/^/# /' "$TEST_TMP/err"
 fi
 
+# Per-process mode (under mpirun): local rank 0 draws the node's plan, the
+# one a per-node dry run of as many ranks makes.
+svg=$TEST_TMP/inplace.svg
+if env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=4 \
+       OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=4 \
+       "$AMLRUN" --dry-run --topology "$dir/aws-ofi-nccl/p4d-topology.xml" \
+       --output "$svg" true >/dev/null 2>"$TEST_TMP/err" &&
+   "$AMLRUN" --dry-run --report-bindings=json --nproc-per-node 4 \
+       --topology "$dir/aws-ofi-nccl/p4d-topology.xml" true \
+       >"$TEST_TMP/inplace.json" 2>/dev/null; then
+    check "per-process --dry-run --output: the node's plan" "$svg" \
+        "$TEST_TMP/inplace.json"
+else
+    fail "per-process --dry-run --output: exit status"
+    sed 's/^/# /' "$TEST_TMP/err"
+fi
+
 # magic FORMAT BYTES: the file starts as a file of that format does.
 magic() {
     local f=$TEST_TMP/pic.$1
