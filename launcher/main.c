@@ -128,6 +128,8 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                    "from it, shown here as for a node alone\n", o->owned_addr,
                    o->endpoint_port);
         rc = dry_run_node(o, p, c, &es, b);
+        if (rc == 0 && o->bind.output && bind_picture(b, o->bind.output) < 0)
+            rc = AMLRUN_EXIT_SYSTEM;
         bind_free(b);
         return rc;
     }
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
     if (rc >= 0)
         goto out;
     if (o.topo) {
-        rc = topo_main(&o.bind);
+        rc = topo_main(&o.bind, o.nproc_kind == NPROC_NUM ? o.nproc : 0);
         goto out;
     }
     if (headnode_wanted(&o.head)) {

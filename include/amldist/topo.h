@@ -287,6 +287,19 @@ AMLDIST_API int amldist_plan_rank_omp_threads(const amldist_plan_t *p,
  */
 AMLDIST_API int amldist_plan_apply(const amldist_plan_t *p, int lrank);
 
+/*
+ * Write the topology `t` the plan was computed on as an hwloc XML file at
+ * `path`, annotated for lstopo(1) to draw the plan: each rank's PUs and
+ * cores, GPU and NIC get an "lstopoStyle" colour and a Misc object named
+ * "rank N", and the root one "lstopoLegend" line per rank ("rank N
+ * (#rrggbb): cores LIST; GPU BUSID; NIC NAME").  `t` itself is unchanged.
+ * Returns 0, AMLDIST_EINVAL, AMLDIST_ENOMEM or AMLDIST_ESYS (not written).
+ * Since AMLDIST_1.1.
+ */
+AMLDIST_API int amldist_plan_export_xml(const amldist_plan_t *p,
+                                        const amldist_topo_t *t,
+                                        const char *path);
+
 /* Flags for amldist_plan_format(). */
 enum { AMLDIST_FORMAT_JSON = 1u << 0 };
 /*

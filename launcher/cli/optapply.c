@@ -477,6 +477,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_TOPOLOGY] = {on_string, AT(bind.topology), NULL, 0, 0},
     [O_REPORT_BINDINGS] = {on_report_bindings, 0, NULL, 0, 0},
     [O_TOPO] = {on_flag, AT(topo), NULL, 0, 0},
+    [O_OUTPUT] = {on_string, AT(bind.output), NULL, 0, 0},
     [O_HOSTFILE] = {on_string, AT(head.hostfile), NULL, 0, 0},
     [O_HOSTS] = {on_string, AT(head.hosts), NULL, 0, 0},
     [O_LAUNCHER] = {on_launcher, 0, NULL, 0, 0},

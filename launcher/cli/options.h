@@ -19,6 +19,7 @@ struct amlrun_bind_opts {
     const char *gpu_bind;  /* --gpu-bind: none|single */
     const char *topology;  /* --topology FILE (hwloc XML) */
     int report_bindings;   /* --report-bindings */
+    const char *output;    /* --output FILE.svg|png|pdf: draw the plan */
     int json;              /* --report-bindings=json */
     /* Per-process mode: each process plans the whole node, so its own
      * affinity (set by mpirun/srun for that one process) is not the

@@ -190,6 +190,11 @@ static int check_combinations(struct amlrun_opts *o)
         msg("--module runs a Python module: it cannot go with --no-python");
         return AMLRUN_EXIT_USAGE;
     }
+    if (o->bind.output && !o->topo && !o->dry_run) {
+        msg("--output %s draws the plan of --topo or --dry-run: give one "
+            "of them", o->bind.output);
+        return AMLRUN_EXIT_USAGE;
+    }
     if (o->standalone && o->nnodes > 1) {
         msg("--standalone is for one node, but --nnodes is %d", o->nnodes);
         return AMLRUN_EXIT_USAGE;

@@ -44,6 +44,7 @@ const struct option_def opttable[] = {
     {"topology", ARG_REQUIRED, O_TOPOLOGY},
     {"report-bindings", ARG_OPTIONAL, O_REPORT_BINDINGS},
     {"topo", ARG_NONE, O_TOPO},
+    {"output", ARG_REQUIRED, O_OUTPUT},
     {"hostfile", ARG_REQUIRED, O_HOSTFILE},
     {"hosts", ARG_REQUIRED, O_HOSTS},
     {"launcher", ARG_REQUIRED, O_LAUNCHER},
@@ -149,6 +150,7 @@ static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_PYTHON, "<command>"},
     {O_LOG_DIR, "<dir>"},
     {O_TOPOLOGY, "<file>"},
+    {O_OUTPUT, "<file>"},
     {O_HOSTFILE, "<file>"},
 };
 

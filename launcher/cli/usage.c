@@ -6,7 +6,7 @@
 
 static const char usage_text[] =
 "usage: amlrun [options] [--] command [args...]\n"
-"       amlrun --topo [--topology FILE]\n"
+"       amlrun --topo [--topology FILE] [--output FILE.svg|png|pdf]\n"
 "\n"
 "Start a distributed training job: every worker gets RANK, LOCAL_RANK,\n"
 "WORLD_SIZE, MASTER_ADDR, MASTER_PORT and the rest of torchrun's variables,\n"
@@ -115,6 +115,9 @@ static const char usage_text[] =
 "  --topology FILE       hwloc XML topology instead of this machine\n"
 "  --report-bindings[=json]     one line per rank at start\n"
 "  --topo                print the GPU/NIC/CPU topology matrix and exit\n"
+"  --output FILE.svg|png|pdf    with --topo or --dry-run: also draw the\n"
+"                        node with lstopo, each rank's cores, GPU and NIC\n"
+"                        coloured and labelled \"rank N\", and a legend\n"
 "Head node:\n"
 "  --hostfile FILE       hosts (\"host slots=N\") to start per-node amlruns on\n"
 "  --hosts H1,H2,...     the same as a list\n"

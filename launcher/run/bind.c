@@ -11,6 +11,7 @@
 #include "amldist.h"
 #include "output/msg.h"
 #include "run/bind.h"
+#include "run/picture.h"
 
 struct amlrun_binding {
     amldist_topo_t *topo; /* loaded here; NULL when borrowed */
@@ -68,6 +69,7 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
         po.mem_bind == AMLDIST_MEM_BIND_NONE &&
         po.nic_bind == AMLDIST_NIC_BIND_NONE &&
         po.gpu_bind == AMLDIST_GPU_BIND_NONE && !o->report_bindings &&
+        o->output == NULL &&
         !(po.flags & AMLDIST_PLAN_WIDEN))
         return 0;
     struct amlrun_binding *b = calloc(1, sizeof *b);
@@ -195,7 +197,30 @@ void bind_free(struct amlrun_binding *b)
     free(b);
 }
 
-int topo_main(const struct amlrun_bind_opts *o)
+int bind_picture(const struct amlrun_binding *b, const char *path)
+{
+    if (b == NULL || b->plan == NULL) {
+        fprintf(stderr, "amlrun: --output %s: no topology to draw\n", path);
+        return -1;
+    }
+    return picture_draw(b->plan, b->used, path);
+}
+
+/* --topo --output: the plan of `nlocal` ranks, one per GPU when 0. */
+static int topo_picture(const struct amlrun_bind_opts *o,
+                        const amldist_topo_t *t, int nlocal)
+{
+    struct amlrun_binding *b;
+    if (nlocal <= 0)
+        nlocal = amldist_topo_num_gpus(t) > 0 ? amldist_topo_num_gpus(t) : 1;
+    if (bind_setup(o, nlocal, t, &b) < 0)
+        return AMLRUN_EXIT_USAGE;
+    int rc = bind_picture(b, o->output) < 0 ? AMLRUN_EXIT_SYSTEM : 0;
+    bind_free(b);
+    return rc;
+}
+
+int topo_main(const struct amlrun_bind_opts *o, int nlocal)
 {
     amldist_topo_t *t;
     /* A topology that does not load is a bad --topology, as in a run (2);
@@ -207,6 +232,8 @@ int topo_main(const struct amlrun_bind_opts *o)
     int rc = amldist_topo_print_matrix(t, stdout);
     if (rc < 0)
         fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
+    else if (o->output != NULL)
+        rc = topo_picture(o, t, nlocal) != 0 ? -1 : 0;
     amldist_topo_free(t);
     return rc < 0 ? AMLRUN_EXIT_SYSTEM : 0;
 }

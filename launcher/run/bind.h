@@ -47,7 +47,11 @@ int bind_share(struct amlrun_binding *b, int first, int machine_ranks);
 /* amldist_topo_gpu_note() of the topology planned on (NULL without one). */
 const char *bind_gpu_note(const struct amlrun_binding *b);
 void bind_free(struct amlrun_binding *b);
-/* amlrun --topo: print the topology matrix; returns the exit status. */
-int topo_main(const struct amlrun_bind_opts *o);
+/* --output: draw the plan with lstopo (run/picture.h).  0, or -1 after a
+ * message. */
+int bind_picture(const struct amlrun_binding *b, const char *path);
+/* amlrun --topo: print the topology matrix, and with o->output draw the
+ * plan of `nlocal` ranks (0: one per GPU); returns the exit status. */
+int topo_main(const struct amlrun_bind_opts *o, int nlocal);
 
 #endif /* AMLRUN_BIND_H */

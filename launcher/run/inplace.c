@@ -95,6 +95,10 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         printf("amlrun: command: %s\n", c->how);
         dryrun_line(stdout, &id, env, environ, c->path, argv, o->verbose);
         rc = 0;
+        /* Every process plans the whole node: local rank 0 draws it. */
+        if (o->bind.output && id.local == 0 &&
+            bind_picture(b, o->bind.output) < 0)
+            rc = AMLRUN_EXIT_SYSTEM;
         goto out;
     }
     if (o->verbose) {
