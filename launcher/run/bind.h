@@ -47,7 +47,13 @@ int bind_share(struct amlrun_binding *b, int first, int machine_ranks);
 /* amldist_topo_gpu_note() of the topology planned on (NULL without one). */
 const char *bind_gpu_note(const struct amlrun_binding *b);
 void bind_free(struct amlrun_binding *b);
-/* amlrun --topo: print the topology matrix; returns the exit status. */
-int topo_main(const struct amlrun_bind_opts *o);
+struct json;
+/* "binding": the rank's plan as an object (null when nothing is planned). */
+void bind_json(const struct amlrun_binding *b, int lrank, struct json *j);
+/* amlrun --topo: print the topology matrix (json: as JSON, topo_json());
+ * returns the exit status. */
+int topo_main(const struct amlrun_bind_opts *o, int json);
+/* --topo=json: the topology from the library's queries; 0 or -1. */
+int topo_json(const amldist_topo_t *t, FILE *f);
 
 #endif /* AMLRUN_BIND_H */
