@@ -374,7 +374,7 @@ static int on_json_able(struct amlrun_opts *o, const struct handler *h,
                         const char *name, const char *val)
 {
     if (val && strcmp(val, "json"))
-        return bad_value(name, val, "only =json");
+        return bad_value(name, val, "want json");
     *FIELD(o, h, int) = val ? OPT_JSON : 1;
     o->head.dry_run = o->dry_run != 0;
     return -1;
