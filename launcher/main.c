@@ -123,11 +123,12 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
         msg("torch %d.%d under %s", es.torch / 1000, es.torch % 1000, c->path);
     int rc;
     if (o->dry_run) {
-        if (options_c10d(o))
+        if (options_c10d(o) && o->dry_run != OPT_JSON)
             printf("amlrun: rendezvous: c10d at %s:%d; the node rank comes "
                    "from it, shown here as for a node alone\n", o->owned_addr,
                    o->endpoint_port);
-        rc = dry_run_node(o, p, c, &es, b);
+        rc = o->dry_run == OPT_JSON ? dryrun_json(o, p, c, &es, b, stdout)
+                                    : dry_run_node(o, p, c, &es, b);
         if (rc == 0 && o->bind.output && bind_picture(b, o->bind.output) < 0)
             rc = AMLRUN_EXIT_SYSTEM;
         bind_free(b);
@@ -222,7 +223,8 @@ int main(int argc, char **argv)
     if (rc >= 0)
         goto out;
     if (o.topo) {
-        rc = topo_main(&o.bind, o.nproc_kind == NPROC_NUM ? o.nproc : 0);
+        rc = topo_main(&o.bind, o.nproc_kind == NPROC_NUM ? o.nproc : 0,
+                       o.topo == OPT_JSON);
         goto out;
     }
     if (headnode_wanted(&o.head)) {

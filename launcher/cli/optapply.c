@@ -369,13 +369,14 @@ static int on_log_layout(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
-static int on_dry_run(struct amlrun_opts *o, const struct handler *h,
-                      const char *name, const char *val)
+/* --dry-run, --topo: on, or OPT_JSON with =json. */
+static int on_json_able(struct amlrun_opts *o, const struct handler *h,
+                        const char *name, const char *val)
 {
-    (void)h;
-    (void)name;
-    (void)val;
-    o->dry_run = o->head.dry_run = 1;
+    if (val && strcmp(val, "json"))
+        return bad_value(name, val, "want json");
+    *FIELD(o, h, int) = val ? OPT_JSON : 1;
+    o->head.dry_run = o->dry_run != 0;
     return -1;
 }
 
@@ -466,7 +467,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_LOG_LAYOUT] = {on_log_layout, 0, NULL, 0, 0},
     [O_RANKS] = {on_rankset, AT(ranks), WANT_RANKS, 0, 0},
     [O_LOCAL_RANKS] = {on_rankset, AT(local_ranks), WANT_RANKS, 0, 0},
-    [O_DRY_RUN] = {on_dry_run, 0, NULL, 0, 0},
+    [O_DRY_RUN] = {on_json_able, AT(dry_run), NULL, 0, 0},
     [O_VERBOSE] = {on_flag, AT(verbose), NULL, 0, 0},
     [O_QUIET] = {on_flag, AT(quiet), NULL, 0, 0},
     [O_CPU_BIND] = {on_string, AT(bind.cpu_bind), NULL, 0, 0},
@@ -476,7 +477,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_NUMA_BINDING] = {on_string, AT(bind.numa_binding), NULL, 0, 0},
     [O_TOPOLOGY] = {on_string, AT(bind.topology), NULL, 0, 0},
     [O_REPORT_BINDINGS] = {on_report_bindings, 0, NULL, 0, 0},
-    [O_TOPO] = {on_flag, AT(topo), NULL, 0, 0},
+    [O_TOPO] = {on_json_able, AT(topo), NULL, 0, 0},
     [O_OUTPUT] = {on_string, AT(bind.output), NULL, 0, 0},
     [O_HOSTFILE] = {on_string, AT(head.hostfile), NULL, 0, 0},
     [O_HOSTS] = {on_string, AT(head.hosts), NULL, 0, 0},
@@ -487,6 +488,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_EVENT_LOG_HANDLER] = {on_event_log_handler, 0, NULL, 0, 0},
     [O_LOGS_SPECS] = {on_logs_specs, 0, NULL, 0, 0},
     [O_EVENT_LOG] = {on_name, AT(event_log), "want a file", 0, 0},
+    [O_RESULT_JSON] = {on_name, AT(result_json), "want a file", 0, 0},
 };
 
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,

@@ -35,6 +35,9 @@ struct headnode_opts {
     int dry_run;          /* --dry-run: print the command, run nothing */
 };
 
+/* --dry-run=json, --topo=json */
+#define OPT_JSON 2
+
 enum nproc_kind { NPROC_UNSET, NPROC_NUM, NPROC_GPU, NPROC_AUTO };
 
 /* Most workers on one node: the binding plan's limit (libamldist plans at
@@ -79,6 +82,7 @@ struct amlrun_opts {
     /* events: --event-log-handler console, --event-log FILE */
     int event_console;
     const char *event_log;
+    const char *result_json; /* --result-json FILE: the job's result */
     /* command */
     int module, no_python, use_env, legacy;
     int run_path;            /* runpy.run_path(script) under python */
@@ -95,7 +99,7 @@ struct amlrun_opts {
     int prefix_streams;      /* 1 stdout, 2 stderr, 3 both */
     const char *log_dir;
     struct rankset ranks, local_ranks; /* console filters */
-    int dry_run, verbose, quiet;
+    int dry_run, verbose, quiet; /* dry_run, topo: OPT_JSON with =json */
     /* torchrun's -r/--redirects and -t/--tee, by local rank */
     struct std_map redirects, tee;
     int redirects_given;

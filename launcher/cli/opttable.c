@@ -33,7 +33,7 @@ const struct option_def opttable[] = {
     {"local-ranks-filter", ARG_REQUIRED, O_LOCAL_RANKS},
     {"redirects", ARG_REQUIRED | PET, O_REDIRECTS},
     {"log-layout", ARG_REQUIRED, O_LOG_LAYOUT},
-    {"dry-run", ARG_NONE, O_DRY_RUN},
+    {"dry-run", ARG_OPTIONAL, O_DRY_RUN},
     {"verbose", ARG_NONE, O_VERBOSE},
     {"quiet", ARG_NONE, O_QUIET},
     {"cpu-bind", ARG_REQUIRED, O_CPU_BIND},
@@ -43,7 +43,7 @@ const struct option_def opttable[] = {
     {"numa-binding", ARG_REQUIRED, O_NUMA_BINDING}, /* torchrun 2.x */
     {"topology", ARG_REQUIRED, O_TOPOLOGY},
     {"report-bindings", ARG_OPTIONAL, O_REPORT_BINDINGS},
-    {"topo", ARG_NONE, O_TOPO},
+    {"topo", ARG_OPTIONAL, O_TOPO},
     {"output", ARG_REQUIRED, O_OUTPUT},
     {"hostfile", ARG_REQUIRED, O_HOSTFILE},
     {"hosts", ARG_REQUIRED, O_HOSTS},
@@ -60,6 +60,7 @@ const struct option_def opttable[] = {
     {"event-log-handler", ARG_REQUIRED | PET, O_EVENT_LOG_HANDLER},
     {"logs-specs", ARG_REQUIRED, O_LOGS_SPECS},
     {"event-log", ARG_REQUIRED, O_EVENT_LOG},
+    {"result-json", ARG_REQUIRED, O_RESULT_JSON},
     {NULL, ARG_NONE, O_COUNT},
 };
 
@@ -145,6 +146,9 @@ static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_NIC_BIND, "none export ucx nccl"},
     {O_GPU_BIND, "none single"},
     {O_REPORT_BINDINGS, "json"},
+    {O_DRY_RUN, "json"},
+    {O_TOPO, "json"},
+    {O_RESULT_JSON, "<file>"},
     {O_LAUNCHER, "mpirun slurm"},
     {O_START_METHOD, "spawn fork forkserver"},
     {O_PYTHON, "<command>"},

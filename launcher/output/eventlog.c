@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "output/eventlog.h"
+#include "output/json.h"
 #include "output/msg.h"
 
 struct eventlog {
@@ -223,15 +224,10 @@ static void put(struct event *v, const char *fmt, ...)
 
 static void put_string(struct event *v, const char *s)
 {
+    char e[8];
     put(v, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p && !v->full; p++) {
-        if (*p == '"' || *p == '\\')
-            put(v, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f) /* ASCII only: always valid */
-            put(v, "\\u%04x", *p);
-        else
-            put(v, "%c", *p);
-    }
+    for (const unsigned char *p = (const unsigned char *)s; *p && !v->full; p++)
+        put(v, "%s", json_char(*p, e));
     put(v, "\"");
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "amldist.h"
+#include "output/json.h"
 #include "output/msg.h"
 #include "run/bind.h"
 #include "run/picture.h"
@@ -149,6 +150,38 @@ void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
     fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
 }
 
+/* From the plan's queries, with the names of amldist_plan_format()'s JSON
+ * so that --report-bindings=json and --dry-run=json say the same. */
+void bind_json(const struct amlrun_binding *b, int lrank, struct json *j)
+{
+    if (b == NULL || lrank < 0 || lrank >= amldist_plan_size(b->plan)) {
+        json_null(j, "binding");
+        return;
+    }
+    const amldist_plan_t *p = b->plan;
+    int gpu = amldist_plan_rank_gpu(p, lrank);
+    const char *cpus = amldist_plan_rank_cpus(p, lrank);
+    const char *nic = amldist_plan_rank_nic(p, lrank);
+    json_object(j, "binding");
+    json_id(j, "gpu", gpu);
+    json_str(j, "gpu_busid", gpu >= 0 ? amldist_plan_rank_gpu_busid(p, lrank)
+                                       : NULL);
+    json_str(j, "cpus", cpus && *cpus ? cpus : NULL);
+    json_int(j, "cores", amldist_plan_rank_ncores(p, lrank));
+    json_id(j, "numa", amldist_plan_rank_numa(p, lrank));
+    json_bool(j, "numa_guessed", amldist_plan_rank_numa_guessed(p, lrank) > 0);
+    json_str(j, "nic", nic);
+    if (nic) {
+        json_int(j, "nic_port", amldist_plan_rank_nic_port(p, lrank));
+        json_str(j, "nic_distance",
+                 amldist_dist_name(amldist_plan_rank_nic_dist(p, lrank)));
+    } else {
+        json_null(j, "nic_port");
+        json_null(j, "nic_distance");
+    }
+    json_close(j);
+}
+
 const char *bind_gpu_ids(struct amlrun_binding *b)
 {
     int n = b != NULL ? amldist_topo_num_gpus(b->used) : 0;
@@ -220,7 +253,7 @@ static int topo_picture(const struct amlrun_bind_opts *o,
     return rc;
 }
 
-int topo_main(const struct amlrun_bind_opts *o, int nlocal)
+int topo_main(const struct amlrun_bind_opts *o, int nlocal, int json)
 {
     amldist_topo_t *t;
     /* A topology that does not load is a bad --topology, as in a run (2);
@@ -229,7 +262,7 @@ int topo_main(const struct amlrun_bind_opts *o, int nlocal)
         fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
         return AMLRUN_EXIT_USAGE;
     }
-    int rc = amldist_topo_print_matrix(t, stdout);
+    int rc = json ? topo_json(t, stdout) : amldist_topo_print_matrix(t, stdout);
     if (rc < 0)
         fprintf(stderr, "amlrun: --topo: %s\n", amldist_last_error());
     else if (o->output != NULL)

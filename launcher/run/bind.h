@@ -50,8 +50,14 @@ void bind_free(struct amlrun_binding *b);
 /* --output: draw the plan with lstopo (run/picture.h).  0, or -1 after a
  * message. */
 int bind_picture(const struct amlrun_binding *b, const char *path);
-/* amlrun --topo: print the topology matrix, and with o->output draw the
- * plan of `nlocal` ranks (0: one per GPU); returns the exit status. */
-int topo_main(const struct amlrun_bind_opts *o, int nlocal);
+struct json;
+/* "binding": the rank's plan as an object (null when nothing is planned). */
+void bind_json(const struct amlrun_binding *b, int lrank, struct json *j);
+/* amlrun --topo: print the topology matrix (json: as JSON, topo_json()),
+ * and with o->output draw the plan of `nlocal` ranks (0: one per GPU);
+ * returns the exit status. */
+int topo_main(const struct amlrun_bind_opts *o, int nlocal, int json);
+/* --topo=json: the topology from the library's queries; 0 or -1. */
+int topo_json(const amldist_topo_t *t, FILE *f);
 
 #endif /* AMLRUN_BIND_H */

@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 
+#include "cli/mode.h"
+#include "run/command.h"
 #include "run/workerenv.h"
 
 /* One line: "rank R (local L, node N): NAME=value ... -- argv..." with the
@@ -12,5 +14,12 @@
 void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
                  char *const *base, const char *path, char *const *argv,
                  int all);
+
+/* --dry-run=json: one document for this node, rank by rank: the variables
+ * as in the text (all of them with -v), the argv, the binding.  0, or an
+ * exit status. */
+int dryrun_json(const struct amlrun_opts *o, const struct plan *p,
+                const struct command *c, struct env_spec *es,
+                const struct amlrun_binding *b, FILE *f);
 
 #endif /* AMLRUN_DRYRUN_H */

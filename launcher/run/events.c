@@ -9,6 +9,7 @@
 #include "output/exitstatus.h"
 #include "output/msg.h"
 #include "run/events.h"
+#include "run/result.h"
 
 static int node_of(const struct job *j)
 {
@@ -343,6 +344,7 @@ static void console_end(const struct job *j, int status)
 
 void events_end(const struct job *j, int status)
 {
+    result_write(j, status);
     if (j->s->o->event_console)
         console_end(j, status);
     if (!j->s->events)

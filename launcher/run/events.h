@@ -37,7 +37,8 @@ void events_stop(const struct job *j, const char *reason, int sig);
 /* Every worker of the attempt has started: torchrun's console events of
  * the rendezvous and the workers' START. */
 void events_attempt_started(const struct job *j);
-/* "end" with amlrun's exit status, and torchrun's console events. */
+/* "end" with amlrun's exit status, torchrun's console events, and
+ * --result-json (result.h). */
 void events_end(const struct job *j, int status);
 
 #endif /* AMLRUN_EVENTS_H */

@@ -90,6 +90,10 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         goto out;
     if (o->bind.report_bindings)
         bind_report(b, id.local, id.rank, stderr);
+    if (o->dry_run == OPT_JSON) {
+        rc = dryrun_json(o, p, c, &es, b, stdout);
+        goto out;
+    }
     if (o->dry_run) {
         printf("amlrun: mode: %s\n", p->why);
         printf("amlrun: command: %s\n", c->how);

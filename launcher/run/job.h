@@ -31,6 +31,7 @@ struct worker {
     int status;
     double t_start;
     time_t t_end;      /* wall clock when it was reaped */
+    double t_done;     /* now_s() then (t_start's clock) */
     char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;
     struct out_stream out, err;

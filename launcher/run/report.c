@@ -22,6 +22,7 @@ void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure)
 {
     char what[96];
+    w->t_done = now_s();
     /* torchrun's TERMINATED: stopped by the agent, not a failure of its
      * own (the first failure itself has just begun the stop). */
     w->terminated = !first_failure && (j->p.phase == PHASE_STOPPING ||
