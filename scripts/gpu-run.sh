@@ -140,6 +140,15 @@ EOF
         $a --node-rank 0 build/examples/nccl_allreduce & $a --node-rank 1 build/examples/nccl_allreduce; echo "second exit $?"; wait $!; echo "first exit $?"'
     run 120 sh -c 'a="amlrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29581 --report-bindings --no-python python3"
         $a '"$py"' & $a '"$py"'; echo "second exit $?"; wait $!; echo "first exit $?"'
+    # What was built in and is found here; the machine and a job as JSON;
+    # the Python module's layout, binding and export under a real NCCL job.
+    run 30 amlrun --version -v
+    run 30 amlrun --topo=json
+    run 60 amlrun --nproc-per-node gpu --result-json /dev/stdout build/examples/nccl_allreduce
+    run 120 env PYTHONPATH=python AMLDIST_LIBRARY="$PWD/build/lib/libamldist.so.1" \
+        amlrun --nproc-per-node gpu --no-python python3 -c 'import amldist, torch, torch.distributed as d
+amldist.export(); d.init_process_group("nccl"); t = torch.ones(1, device="cuda"); d.all_reduce(t)
+print(amldist.layout(), amldist.binding(), t.item())'
     # torchrun 2.x's console events beside amlrun's own JSON lines.
     run 60 amlrun --nproc-per-node gpu --event-log-handler console --event-log /dev/stdout build/examples/nccl_allreduce
 } >"$out/runs.txt" 2>&1
