@@ -1298,8 +1298,12 @@ static void test_host_killed_while_forming(void)
     pid_t pids[3];
     int port = new_job(s, 3, 4); /* a fourth never comes */
     set_keepalive(s, 3, 100, 3);
+    /* The survivors wait out their join timeout: scaled with slow(), but
+     * never so far that the wait outlives the case's alarm (valgrind under
+     * load makes slow() 32: 160 s against TEST_TIMEOUT_S). */
+    int join_ms = 5000 * slow() < 60000 ? 5000 * slow() : 60000;
     for (int i = 0; i < 3; i++)
-        s[i].o.join_timeout_ms = 5000 * slow();
+        s[i].o.join_timeout_ms = join_ms;
     start_hosted(s, 3, pids, port, 0);
     sleep_ms(500 * slow());
     long long kill_at = now_ms();
