@@ -147,6 +147,11 @@ void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                             sizeof line) < 0)
         return;
     /* JSON lines stay bare so that tools can parse them as they come. */
+    if (local_rank == 0 && !b->json)
+        fprintf(f, "amlrun: NUMA locality of GPUs and NICs %s (topology: "
+                   "%s)\n",
+                amldist_topo_locality(b->used),
+                amldist_topo_source(b->used));
     fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
 }
 
