@@ -179,8 +179,18 @@ char *amldist__nx_hwloc_xml(const struct amldist__nx *nx)
         rc = sets(&o, all, nodes);
         fputs(">\n", o.f);
     }
+    /* hwloc wants siblings in the order of their first CPU. */
+    int order[AMLDIST__NX_MAX_CPUS];
+    for (int i = 0; i < nx->ncpus; i++) {
+        int j = i;
+        for (; j > 0 && hwloc_bitmap_first(nx->cpus[order[j - 1]].cpus) >
+                            hwloc_bitmap_first(nx->cpus[i].cpus);
+             j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
     for (int i = 0; rc == 0 && i < nx->ncpus; i++)
-        rc = emit_cpu(&o, nx, i);
+        rc = emit_cpu(&o, nx, order[i]);
     fputs("</object>\n</topology>\n", o.f);
     hwloc_bitmap_free(all);
     hwloc_bitmap_free(nodes);
