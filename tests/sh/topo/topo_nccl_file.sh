@@ -131,3 +131,32 @@ check "malformed NCCL_TOPO_FILE: --topo still succeeds" \
     sh -c "NCCL_TOPO_FILE='$bad' '$AMLRUN' --topo --topology '$hw' >'$out' 2>&1"
 check "malformed NCCL_TOPO_FILE: noticed" grep -q \
     "NCCL topology file $bad: not well-formed XML.*; locality from hwloc alone" "$out"
+
+# A file that names only the PCI switch above GPUs (as AWS g5's does): the
+# GPUs under it get its NUMA node.  The fixture's last two GPUs are put
+# under a switch 0000:a0:01.0 here.
+sw=$TEST_TMP/switch.xml
+python3 - "$hw" "$sw" <<'PY'
+import sys, xml.etree.ElementTree as ET
+tree = ET.parse(sys.argv[1])
+for parent in tree.iter("object"):
+    kids = [k for k in parent if k.get("pci_busid") in ("0000:a0:1c.0", "0000:a0:1d.0")]
+    if not kids:
+        continue
+    at = list(parent).index(kids[0])
+    br = ET.Element("object", {"type": "Bridge", "gp_index": "9999",
+        "bridge_type": "1-1", "depth": "1", "bridge_pci": "0000:[a0-a0]",
+        "pci_busid": "0000:a0:01.0", "pci_type": "0604 [0000:0000] [0000:0000] 00"})
+    for k in kids:
+        parent.remove(k)
+        br.append(k)
+    parent.insert(at, br)
+    break
+tree.write(sys.argv[2])
+PY
+printf '<system version="1">\n  <cpu numaid="1">\n    <pci busid="0000:a0:01.0"/>\n  </cpu>\n</system>\n' >"$bad"
+NCCL_TOPO_FILE=$bad "$AMLRUN" --topo --topology "$sw" >"$out" 2>&1
+got=$(awk '/^GPU[67] / {print $1, $NF}' "$out" | tr '\n' ' ')
+expect_eq "switch only: GPUs 6 and 7 on its NUMA node" "$got" "GPU6 1 GPU7 1 "
+check "switch only: says it placed them" grep -q \
+    "^NUMA locality of GPUs and NICs from NCCL_TOPO_FILE=$bad for 2 GPUs" "$out"
