@@ -4,7 +4,8 @@
 # file itself gives (read here with python3's xml.etree, not amlrun's code);
 # --dry-run --report-bindings binds each rank to its GPU's NUMA node's CPUs
 # per the file; NCCL_TOPO_FILE places the GPUs an hwloc topology leaves
-# without a NUMA node; malformed files and unknown bus ids are named.
+# without a NUMA node; malformed files and unknown bus ids are named; -v,
+# --topo and --report-bindings say where the locality came from.
 . "$(dirname "$0")/../../lib.sh"
 if [ ! -x "$AMLRUN" ]; then fail "nccl file: $AMLRUN not built"; exit 0; fi
 if ! have python3; then skip "nccl file" "no python3"; exit 0; fi
@@ -160,3 +161,8 @@ got=$(awk '/^GPU[67] / {print $1, $NF}' "$out" | tr '\n' ' ')
 expect_eq "switch only: GPUs 6 and 7 on its NUMA node" "$got" "GPU6 1 GPU7 1 "
 check "switch only: says it placed them" grep -q \
     "^NUMA locality of GPUs and NICs from NCCL_TOPO_FILE=$bad for 2 GPUs" "$out"
+
+# -v says it too.
+"$AMLRUN" -v --dry-run --nproc-per-node 2 --topology "$p4d" true >"$out" 2>&1
+check "-v says where locality came from" grep -q \
+    "^amlrun: NUMA locality of GPUs and NICs from the NCCL topology file $p4d (topology: NCCL topology file $p4d)\$" "$out"
