@@ -117,6 +117,8 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct amlrun_binding *b = NULL;
     if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
         return AMLRUN_EXIT_USAGE;
+    if (o->verbose && !o->bind.report_bindings)
+        bind_say_locality(b, stderr);
     struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
     es.torch = torch_version(c, environ);
     if (o->verbose && es.torch)

@@ -45,8 +45,15 @@ enum {
  * under NVIDIA_VISIBLE_DEVICES=none or void; an XML topology keeps all of
  * its GPUs.  Unless flags has AMLDIST_TOPO_ALL_GPUS, the GPUs are then
  * restricted by CUDA_VISIBLE_DEVICES, whose indices count the usable GPUs.
- * Errors: EINVAL, ENOMEM, ETOPO (unreadable or non-hwloc file; an NCCL
- * topology file is recognised and named as such).
+ * `xml_path` may also be an NCCL topology file (NCCL_TOPO_FILE's format,
+ * <system>): it then stands for a machine of its own, one package per
+ * <cpu> with one core per CPU of its affinity, its GPUs and NICs (named by
+ * <net name>, else "nic@BUSID") under them.  When GPUs or NICs of an hwloc
+ * topology have no NUMA node (a VM) and NCCL_TOPO_FILE names an NCCL
+ * topology file, the node that file gives them (or a PCI device above
+ * them) by bus id is used (amldist_topo_locality()).
+ * Errors: EINVAL, ENOMEM, ETOPO (unreadable, malformed or unusable file,
+ * an NCCL graph file, an NCCL file without CPU affinities).
  */
 AMLDIST_API int amldist_topo_load(amldist_topo_t **out, const char *xml_path,
                                   unsigned flags);
@@ -66,6 +73,11 @@ AMLDIST_API int amldist_topo_set_visible(amldist_topo_t *t, const char *value);
 
 /* "this machine" or the XML path the topology came from. */
 AMLDIST_API const char *amldist_topo_source(const amldist_topo_t *t);
+/* Where the GPUs' and NICs' NUMA locality came from, for messages: "from
+ * hwloc", "from the NCCL topology file PATH", or "from NCCL_TOPO_FILE=PATH
+ * for N GPUs and M NICs (hwloc gives them none), else from hwloc".
+ * Since AMLDIST_1.1. */
+AMLDIST_API const char *amldist_topo_locality(const amldist_topo_t *t);
 /* Notes from discovery, one per line ("" when none): a GPU without NUMA
  * locality, an unresolved CUDA_VISIBLE_DEVICES entry ... */
 AMLDIST_API const char *amldist_topo_warnings(const amldist_topo_t *t);

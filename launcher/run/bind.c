@@ -136,6 +136,15 @@ int bind_apply_child(const struct amlrun_binding *b, int local_rank)
     return errno != 0 ? errno : EINVAL;
 }
 
+void bind_say_locality(const struct amlrun_binding *b, FILE *f)
+{
+    if (b != NULL)
+        fprintf(f, "amlrun: NUMA locality of GPUs and NICs %s (topology: "
+                   "%s)\n",
+                amldist_topo_locality(b->used),
+                amldist_topo_source(b->used));
+}
+
 void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                  FILE *f)
 {
@@ -147,6 +156,8 @@ void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                             sizeof line) < 0)
         return;
     /* JSON lines stay bare so that tools can parse them as they come. */
+    if (local_rank == 0 && !b->json)
+        bind_say_locality(b, f);
     fprintf(f, "%s%s\n", b->json ? "" : "amlrun: ", line);
 }
 

@@ -33,6 +33,9 @@ int bind_worker_env(const struct amlrun_binding *b, int local_rank,
 /* In the child, between fork and exec: async-signal-safe.  Returns 0 or an
  * errno value. */
 int bind_apply_child(const struct amlrun_binding *b, int local_rank);
+/* "amlrun: NUMA locality of GPUs and NICs from ... (topology: ...)", for
+ * -v; --report-bindings prints it before local rank 0's line. */
+void bind_say_locality(const struct amlrun_binding *b, FILE *f);
 /* One --report-bindings line for the rank. */
 void bind_report(const struct amlrun_binding *b, int local_rank, int rank,
                  FILE *f);

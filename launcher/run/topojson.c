@@ -29,6 +29,7 @@ int topo_json(const amldist_topo_t *t, FILE *f)
     json_begin(&j, f);
     json_object(&j, NULL);
     json_str(&j, "source", amldist_topo_source(t));
+    json_str(&j, "locality", amldist_topo_locality(t));
     json_str(&j, "gpu_note", amldist_topo_gpu_note(t));
     json_int(&j, "numa_nodes", amldist_topo_num_numa(t));
     json_int(&j, "cores", amldist_topo_num_cores(t));

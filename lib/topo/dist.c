@@ -10,6 +10,10 @@
 
 hwloc_obj_t amldist__io_numa(hwloc_topology_t h, hwloc_obj_t io)
 {
+    /* The node an NCCL topology file gave a device hwloc placed nowhere
+     * (topo/ncclxml_use.c). */
+    if (io->userdata != NULL)
+        return io->userdata;
     hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(h, io);
     int nnuma = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_NUMANODE);
     if (nnuma == 1)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo/topo_internal.h"
+#include "topo/ncclxml.h"
 
 static int is_nvidia_gpu(hwloc_obj_t pci)
 {
@@ -76,19 +76,43 @@ static int find_gpus(amldist_topo_t *t)
     qsort(t->all, (size_t)t->nall, sizeof *t->all, cmp_gpu);
     for (int i = 0; i < t->nall; i++)
         describe_gpu(t, &t->all[i]);
-    int rc = amldist__usable_gpus(t);
-    if (rc < 0)
-        return rc;
+    return amldist__usable_gpus(t);
+}
+
+/* A topology from hwloc whose GPUs or NICs have no NUMA node (a VM): take
+ * their locality from NCCL_TOPO_FILE when it names them; then say which
+ * GPUs still have none. */
+static void nccl_locality(amldist_topo_t *t)
+{
+    int missing = 0;
+    for (int i = 0; i < t->nall; i++)
+        missing += t->all[i].numa == NULL;
+    for (int i = 0; i < t->nnics; i++)
+        missing += amldist__io_numa(t->h, t->nics[i].pci) == NULL;
+    const char *path = getenv("NCCL_TOPO_FILE");
+    if (missing > 0 && path != NULL && path[0] != '\0') {
+        struct amldist__nx *nx = NULL;
+        if (amldist__nx_read(path, &nx) == 0)
+            amldist__nx_apply(t, nx);
+        else
+            amldist__warn(t->warnings, sizeof t->warnings,
+                          "%s; locality from hwloc alone",
+                          amldist_last_error());
+        amldist__nx_free(nx);
+        amldist__clear_error();
+    }
     for (int i = 0; i < t->nall; i++) {
         const struct amldist__gpu *g = &t->all[i];
         if (g->numa == NULL)
             amldist__warn(t->warnings, sizeof t->warnings,
                           "GPU %s has no known NUMA node (the machine "
-                          "reports none for it): ranks on it are spread "
+                          "reports none for it%s): ranks on it are spread "
                           "over the NUMA nodes",
-                          g->busid);
+                          g->busid,
+                          path != NULL && path[0] != '\0'
+                              ? ""
+                              : ", and no NCCL_TOPO_FILE gives one");
     }
-    return 0;
 }
 
 static hwloc_obj_t pci_parent(hwloc_obj_t o)
@@ -153,27 +177,35 @@ static int find_nics(amldist_topo_t *t)
     return rc;
 }
 
-/* NCCL topology files (<system version=...>) look like XML to users but
- * hwloc refuses them with a vague message: name the mistake. */
-static int check_not_nccl(const char *path)
+/* An NCCL topology file stands for a machine of its own: its CPUs, NUMA
+ * nodes, GPUs and NICs, as hwloc XML (topo/ncclxml_use.c). */
+static int load_nccl(amldist_topo_t *t, const char *path)
 {
-    char head[4096];
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return amldist__fail(AMLDIST_ETOPO, "topology file %s: cannot open",
-                             path);
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    fclose(f);
-    head[n] = '\0';
-    if (strstr(head, "<topology") == NULL &&
-        (strstr(head, "<system") != NULL || strstr(head, "<graphs") != NULL))
-        return amldist__fail(AMLDIST_ETOPO,
-                             "topology file %s is an NCCL topology file "
-                             "(<system> or <graphs>), not an hwloc XML "
-                             "export: run `lstopo FILE.xml` on the machine "
-                             "instead",
-                             path);
-    return 0;
+    struct amldist__nx *nx = NULL;
+    int rc = amldist__nx_read(path, &nx);
+    char *xml = rc == 0 ? amldist__nx_hwloc_xml(nx) : NULL;
+    if (rc == 0 && xml == NULL)
+        rc = AMLDIST_ETOPO;
+    if (rc == 0)
+        rc = amldist__hwloc_new(&t->h);
+    if (rc == 0 &&
+        (hwloc_topology_set_xmlbuffer(t->h, xml, (int)strlen(xml) + 1) < 0 ||
+         hwloc_topology_load(t->h) < 0))
+        rc = amldist__fail(AMLDIST_ETOPO,
+                           "NCCL topology file %s: hwloc refuses the machine "
+                           "made of it",
+                           path);
+    if (rc == 0) {
+        snprintf(t->source, sizeof t->source, "NCCL topology file %.480s",
+                 path);
+        snprintf(t->locality, sizeof t->locality,
+                 "from the NCCL topology file %.500s", path);
+        if (nx->notes[0] != '\0')
+            amldist__warn(t->warnings, sizeof t->warnings, "%s", nx->notes);
+    }
+    free(xml);
+    amldist__nx_free(nx);
+    return rc;
 }
 
 static int load_hwloc(amldist_topo_t *t, const char *xml)
@@ -182,10 +214,9 @@ static int load_hwloc(amldist_topo_t *t, const char *xml)
      * else discovered (and the copy stored) (cache.c). */
     if (xml == NULL)
         return amldist__topo_live(&t->h);
-    int rc = check_not_nccl(xml);
-    if (rc < 0)
-        return rc;
-    rc = amldist__hwloc_new(&t->h);
+    if (amldist__nx_sniff(xml))
+        return load_nccl(t, xml);
+    int rc = amldist__hwloc_new(&t->h);
     if (rc < 0)
         return rc;
     if (hwloc_topology_set_xml(t->h, xml) < 0)
@@ -216,11 +247,14 @@ int amldist_topo_load(amldist_topo_t **out, const char *xml_path,
     t->from_xml = xml != NULL;
     amldist__strlcpy(t->source, xml != NULL ? xml : "this machine",
                      sizeof t->source);
+    amldist__strlcpy(t->locality, "from hwloc", sizeof t->locality);
     int rc = load_hwloc(t, xml);
     if (rc == 0)
         rc = find_gpus(t);
     if (rc == 0)
         rc = find_nics(t);
+    if (rc == 0)
+        nccl_locality(t);
     if (rc == 0) {
         t->nnuma = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_NUMANODE);
         t->ncores = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_CORE);

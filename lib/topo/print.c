@@ -119,10 +119,11 @@ int amldist_topo_print_matrix(const amldist_topo_t *t, FILE *f)
         return amldist__fail(AMLDIST_EINVAL,
                              "amldist_topo_print_matrix: NULL argument");
     fprintf(f, "Topology of %s: %d GPU%s, %d NIC%s, %d NUMA node%s, %d "
-               "cores\n\n",
+               "cores\n",
             t->source, t->ngpus, t->ngpus == 1 ? "" : "s", t->nnics,
             t->nnics == 1 ? "" : "s", t->nnuma, t->nnuma == 1 ? "" : "s",
             t->ncores);
+    fprintf(f, "NUMA locality of GPUs and NICs %s\n\n", t->locality);
     if (t->ngpus + t->nnics > 0) {
         print_matrix(t, f);
         fputc('\n', f);

@@ -16,6 +16,11 @@ const char *amldist_topo_source(const amldist_topo_t *t)
     return t != NULL ? t->source : NULL;
 }
 
+const char *amldist_topo_locality(const amldist_topo_t *t)
+{
+    return t != NULL ? t->locality : NULL;
+}
+
 const char *amldist_topo_warnings(const amldist_topo_t *t)
 {
     static _Thread_local char buf[AMLDIST__WARN_MAX + 512];

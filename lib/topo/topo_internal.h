@@ -50,6 +50,9 @@ struct amldist_topo {
     hwloc_topology_t h;
     char source[512];
     int from_xml;
+    /* Where the NUMA locality of GPUs and NICs came from: "from hwloc",
+     * or an NCCL topology file (topo/ncclxml_use.c). */
+    char locality[640];
     struct amldist__gpu *all; /* the GPUs this process can use, PCI order */
     int nall;
     int npci; /* NVIDIA GPUs on the PCI bus, usable or not */

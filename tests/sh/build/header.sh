@@ -25,10 +25,11 @@ nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {prin
 expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 "
 # 1.1 added amldist_build_info (amlrun --version -v),
 # amldist_plan_export_xml (amlrun --output), amldist_plan_rank_omp_threads,
-# amldist_rdzv_gpu_share and amldist_rdzv_warnings, and only those.
+# amldist_rdzv_gpu_share, amldist_rdzv_warnings and amldist_topo_locality
+# (NCCL topology files), and only those.
 expect_eq "AMLDIST_1.1 holds what 1.1 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.1$' | tr '\n' ' ')" \
-    "amldist_build_info@@AMLDIST_1.1 amldist_plan_export_xml@@AMLDIST_1.1 amldist_plan_rank_omp_threads@@AMLDIST_1.1 amldist_rdzv_gpu_share@@AMLDIST_1.1 amldist_rdzv_warnings@@AMLDIST_1.1 "
+    "amldist_build_info@@AMLDIST_1.1 amldist_plan_export_xml@@AMLDIST_1.1 amldist_plan_rank_omp_threads@@AMLDIST_1.1 amldist_rdzv_gpu_share@@AMLDIST_1.1 amldist_rdzv_warnings@@AMLDIST_1.1 amldist_topo_locality@@AMLDIST_1.1 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')
