@@ -28,6 +28,7 @@
 #include "run/events.h"
 #include "run/inplace.h"
 #include "run/jobtoken.h"
+#include "run/result.h"
 #include "run/supervise.h"
 #include "run/torchver.h"
 #include "run/workerenv.h"
@@ -144,6 +145,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     /* Before the rendezvous: a log that cannot be opened is an error at
      * once, and the job's first event comes first. */
     struct eventlog *events = NULL;
+    if (o->result_json && result_check(o->result_json) < 0) {
+        bind_free(b);
+        return AMLRUN_EXIT_USAGE;
+    }
     if (o->event_log && !(events = eventlog_open(o->event_log))) {
         bind_free(b);
         return AMLRUN_EXIT_USAGE;

@@ -1,8 +1,10 @@
 /* The job's result as JSON (see result.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "amldist.h"
 #include "output/exitstatus.h"
@@ -93,6 +95,30 @@ static void put_failure(struct json *js, const struct job *j, int status)
     } else {
         json_null(js, "first_failure");
     }
+}
+
+int result_check(const char *path)
+{
+    /* access(2), not an open: a check must not create or truncate the
+     * file of an earlier job before this one has a result. */
+    int rc = access(path, W_OK);
+    if (rc < 0 && errno == ENOENT) {
+        const char *slash = strrchr(path, '/');
+        char dir[4096];
+        if (slash == NULL)
+            rc = access(".", W_OK | X_OK);
+        else if ((size_t)(slash - path) < sizeof dir) {
+            size_t n = slash == path ? 1 : (size_t)(slash - path);
+            memcpy(dir, path, n);
+            dir[n] = '\0';
+            rc = access(dir, W_OK | X_OK);
+        }
+    }
+    if (rc < 0) {
+        msg_errno(errno, "--result-json %s: cannot write it", path);
+        return -1;
+    }
+    return 0;
 }
 
 void result_write(const struct job *j, int status)

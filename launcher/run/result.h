@@ -9,8 +9,13 @@
 
 struct job;
 
-/* Write it if --result-json was given; a file that cannot be written is
- * said, and changes nothing else. */
+/* At start, before any worker: 0 when `path` can be written (the file,
+ * or a new one in its directory); else -1 after a message, so that a job
+ * does not run for hours to lose its result at the end. */
+int result_check(const char *path);
+
+/* Write it if --result-json was given; a file that cannot be written then
+ * (it went away since result_check) is said, and changes nothing else. */
 void result_write(const struct job *j, int status);
 
 #endif /* AMLRUN_RESULT_H */

@@ -173,8 +173,18 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["exit_status"], r["first_failure"], [(k["status"], k["exit_code"], k["start_time"] <= k["end_time"]) for k in r["ranks"]])' "$d/ok.json")" \
     "0 None [('succeeded', 0, True), ('succeeded', 0, True)]"
-"$AMLRUN" -q --nproc-per-node 1 --result-json "$d/no/such/dir/r.json" true >/dev/null 2>"$d/err"
-expect_eq "an unwritable --result-json is said; the job's status stays" "$?:$(grep -c 'result-json' "$d/err")" "0:1"
+# A path that cannot be written is refused at start (2), before any worker
+# runs, not found out when the job ends; an existing file is not touched
+# until the result is written.
+"$AMLRUN" -q --nproc-per-node 1 --result-json "$d/no/such/dir/r.json" \
+    sh -c "touch '$d/ran'" >/dev/null 2>"$d/err"
+expect_eq "an unwritable --result-json is refused at start, no worker run" \
+    "$?:$(grep -c 'result-json .*cannot write it' "$d/err"):$([ -e "$d/ran" ] && echo ran)" "2:1:"
+echo old >"$d/keep.json"
+"$AMLRUN" -q --nproc-per-node 1 --result-json "$d/keep.json" \
+    sh -c "cat '$d/keep.json' >'$d/seen'" >/dev/null 2>&1
+expect_eq "the check leaves an earlier result as it was until the end" \
+    "$(cat "$d/seen"):$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_status"])' "$d/keep.json")" "old:0"
 
 # --- values
 for opt in --dry-run=xml --topo=yaml; do
