@@ -376,7 +376,7 @@ static int on_json_able(struct amlrun_opts *o, const struct handler *h,
     if (val && strcmp(val, "json"))
         return bad_value(name, val, "want json");
     *FIELD(o, h, int) = val ? OPT_JSON : 1;
-    o->head.dry_run = o->dry_run != 0;
+    o->head.dry_run = o->dry_run; /* 0, 1 or OPT_JSON */
     return -1;
 }
 

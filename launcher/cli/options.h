@@ -32,7 +32,8 @@ struct headnode_opts {
     const char *hostfile; /* --hostfile FILE (Open MPI / DeepSpeed format) */
     const char *hosts;    /* --hosts a,b,c */
     const char *launcher; /* --launcher mpirun|slurm; NULL: detect */
-    int dry_run;          /* --dry-run: print the command, run nothing */
+    int dry_run;          /* --dry-run: print the command (OPT_JSON: as
+                           * JSON), run nothing */
 };
 
 /* --dry-run=json, --topo=json */

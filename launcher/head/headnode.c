@@ -20,6 +20,7 @@
 
 #include "cli/hostfile.h"
 #include "cli/opttable.h"
+#include "head/headjson.h"
 #include "head/headnode.h"
 #include "output/msg.h"
 
@@ -285,7 +286,6 @@ static int parse_nnodes(const char *s)
     return (int)n;
 }
 
-/* Everything headnode_run decides before it builds the command. */
 /* "a<suffix>,b<suffix>,...": srun's --nodelist, mpirun's --host. */
 static char *join_hosts(const struct hostlist *hl, const char *suffix)
 {
@@ -310,6 +310,7 @@ static char *join_hosts(const struct hostlist *hl, const char *suffix)
     return list;
 }
 
+/* Everything headnode_run decides before it builds the command. */
 struct plan {
     int slurm;
     struct hostlist hosts;
@@ -465,7 +466,10 @@ int headnode_run(const struct headnode_opts *o, const char *self, int argc,
             rc = AMLRUN_EXIT_SYSTEM;
         }
     }
-    if (rc < 0 && o->dry_run) {
+    if (rc < 0 && o->dry_run == OPT_JSON) {
+        rc = headnode_print_json(p.slurm ? "srun" : "mpirun", &p.hosts,
+                                 p.slots, b.v) < 0 ? AMLRUN_EXIT_SYSTEM : 0;
+    } else if (rc < 0 && o->dry_run) {
         print_command(b.v);
         rc = 0;
     }

@@ -186,6 +186,25 @@ echo old >"$d/keep.json"
 expect_eq "the check leaves an earlier result as it was until the end" \
     "$(cat "$d/seen"):$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_status"])' "$d/keep.json")" "old:0"
 
+# --- head-node mode and per-process mode
+# Head node: the command it would exec, one string per word: the same words
+# as the text dry run's shell line.
+"$AMLRUN" --hosts a:2,b:2 --dry-run ./train --lr 'x y' >"$d/head.txt"
+"$AMLRUN" --hosts a:2,b:2 --dry-run=json ./train --lr 'x y' >"$d/head.json"
+expect_eq "head node --dry-run=json: the text's words, hosts and slots" \
+    "$(python3 -c 'import json, shlex, sys
+j = json.load(open(sys.argv[1])); t = shlex.split(open(sys.argv[2]).read())
+print(j["mode"], j["launcher"], j["command"] == t, [(h["name"], h["slots"]) for h in j["hosts"]], j["nproc_per_node"], j["command"][-3:])' \
+        "$d/head.json" "$d/head.txt")" \
+    "head mpirun True [('a', 2), ('b', 2)] 2 ['./train', '--lr', 'x y']"
+# In place under mpirun: each process prints its own rank's document.
+$MPIRUN -np 2 "$AMLRUN" --dry-run=json true >"$d/inplace.json" 2>/dev/null
+expect_eq "mpirun -np 2 amlrun --dry-run=json: one document per rank, ranks 0 and 1" \
+    "$(python3 -c 'import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(sorted(r["rank"] for d in docs for r in d["ranks"]), sorted({r["env"]["WORLD_SIZE"] for d in docs for r in d["ranks"]}))' \
+        "$d/inplace.json")" "[0, 1] ['2']"
+
 # --- values
 for opt in --dry-run=xml --topo=yaml; do
     "$AMLRUN" "$opt" true >/dev/null 2>"$d/err"
