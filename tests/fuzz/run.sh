@@ -7,8 +7,10 @@ name=$1 secs=$2
 out=build-fuzz
 mkdir -p "$out/corpus-$name"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=all -Iinclude -Ilib -Ilauncher $(pkg-config --cflags hwloc) \
-    -o "$out/$name" "tests/fuzz/$name.c" lib/*/*.c $(pkg-config --libs hwloc) -ldl -lpthread
+    -fno-sanitize-recover=all -Iinclude -Ilib -Ilauncher \
+    $(pkg-config --cflags hwloc libxml-2.0) \
+    -o "$out/$name" "tests/fuzz/$name.c" lib/*/*.c \
+    $(pkg-config --libs hwloc libxml-2.0) -ldl -lpthread
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")

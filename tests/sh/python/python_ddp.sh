@@ -67,8 +67,14 @@ else
 fi
 # A neighbour: mpirun without MASTER_PORT: torchrun's default port, as
 # libamldist derives it (nothing listens: the layout only).
-got=$(env -u MASTER_PORT $MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c \
-    'import amldist; l = amldist.layout(); print(l.rank, l.master_addr, l.master_port, l.launcher)' 2>&1 | sort)
+# (each rank its own file, as below: mpirun's forwarded output can
+# interleave two ranks' lines)
+rm -rf "$TEST_TMP/nomaster" && mkdir -p "$TEST_TMP/nomaster"
+env -u MASTER_PORT $MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c \
+    'import amldist, sys; l = amldist.layout()
+print(l.rank, l.master_addr, l.master_port, l.launcher, file=open("%s/%d" % (sys.argv[1], l.rank), "w"))' \
+    "$TEST_TMP/nomaster" >/dev/null 2>&1
+got=$(cat "$TEST_TMP/nomaster"/* 2>/dev/null | sort)
 expect_eq "mpirun -np 2 without MASTER_*: master 127.0.0.1:29500 on one host" "$got" \
     "0 127.0.0.1 29500 ompi"$'\n'"1 127.0.0.1 29500 ompi"
 
@@ -82,11 +88,17 @@ want=$("$AMLRUN" --dry-run --nproc-per-node 2 /bin/true 2>/dev/null |
         printf '%s %s\n' "$r" "$(tr ',' '\n' <<<"$list" | while IFS=- read -r a b; do seq "$a" "${b:-$a}"; done |
             paste -sd, -)"
     done)
-got=$($MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c '
-import amldist
+# Each rank writes its own file: mpirun forwards output in chunks, and two
+# ranks' lines on one pipe can interleave mid-line.
+rm -rf "$TEST_TMP/planned" && mkdir -p "$TEST_TMP/planned"
+$MPIRUN -np 2 -x PYTHONPATH -x AMLDIST_LIBRARY "$TORCH_PY" -c '
+import amldist, sys
 b = amldist.binding()
-print(amldist.layout().local_rank, ",".join(map(str, b.planned_cpus or ())), b.source,
-      len(b.warnings.splitlines()), "warnings")' 2>&1 | sort)
+r = amldist.layout().local_rank
+with open("%s/%d" % (sys.argv[1], r), "w") as f:
+    print(r, ",".join(map(str, b.planned_cpus or ())), b.source,
+          len(b.warnings.splitlines()), "warnings", file=f)' "$TEST_TMP/planned" >/dev/null 2>&1
+got=$(cat "$TEST_TMP/planned"/* 2>/dev/null | sort)
 nwarn=$("$AMLRUN" --dry-run --nproc-per-node 2 /bin/true 2>&1 >/dev/null | grep -c '^amlrun: warning: ')
 expect_eq "mpirun -np 2: binding().planned_cpus per local rank and the warnings as amlrun --nproc-per-node 2 plans them" \
     "$got" "$(sed "s/$/ plan $nwarn warnings/" <<<"$want")"
