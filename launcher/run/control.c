@@ -54,6 +54,19 @@ static int same_counts(const struct control *c, int nproc)
 }
 
 /* The rendezvous library's warnings, one "amlrun: warning:" line each. */
+/* A job this node cannot start in: ended through the host, so that every
+ * node exits together with one status (usage, 2, unless the job ended
+ * otherwise first); the connection is closed. */
+static int end_before_start(struct control *c, const char *why)
+{
+    amldist_rdzv_fail(c->rz, AMLDIST_RDZV_FINAL, -1, AMLRUN_EXIT_USAGE, why);
+    int status = amldist_rdzv_next(c->rz, AMLRUN_EXIT_USAGE) == 0
+                     ? amldist_rdzv_exit_status(c->rz)
+                     : AMLRUN_EXIT_USAGE;
+    control_close(c);
+    return status;
+}
+
 static void print_warnings(const char *w)
 {
     while (w && *w) {
@@ -166,28 +179,13 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
             amldist_last_error());
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
     }
-    if (control_round(c, b) < 0) {
-        amldist_rdzv_fail(c->rz, AMLDIST_RDZV_FINAL, -1, AMLRUN_EXIT_USAGE,
-                          "amlrun:   this node could not plan its share of "
-                          "its machine's GPUs\n");
-        int status = amldist_rdzv_next(c->rz, AMLRUN_EXIT_USAGE) == 0
-                         ? amldist_rdzv_exit_status(c->rz)
-                         : AMLRUN_EXIT_USAGE;
-        control_close(c);
-        return status;
-    }
-    if (!c->numbering && !same_counts(c, p->nproc)) {
-        /* Every amlrun sees the counts and ends the job so; through the
-         * host, so that all exit together with one status. */
-        amldist_rdzv_fail(c->rz, AMLDIST_RDZV_FINAL, -1, AMLRUN_EXIT_USAGE,
-                          "amlrun:   the amlruns sharing a node start "
-                          "different numbers of workers\n");
-        int status = amldist_rdzv_next(c->rz, AMLRUN_EXIT_USAGE) == 0
-                         ? amldist_rdzv_exit_status(c->rz)
-                         : AMLRUN_EXIT_USAGE;
-        control_close(c);
-        return status;
-    }
+    if (control_round(c, b) < 0)
+        return end_before_start(c, "amlrun:   this node could not plan its "
+                                   "share of its machine's GPUs\n");
+    /* Every amlrun sees the counts and ends the job so. */
+    if (!c->numbering && !same_counts(c, p->nproc))
+        return end_before_start(c, "amlrun:   the amlruns sharing a node "
+                                   "start different numbers of workers\n");
     return -1;
 }
 
