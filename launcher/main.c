@@ -30,7 +30,6 @@
 #include "run/jobtoken.h"
 #include "run/result.h"
 #include "run/supervise.h"
-#include "run/torchver.h"
 #include "run/workerenv.h"
 
 extern char **environ;
@@ -121,7 +120,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     if (o->verbose && !o->bind.report_bindings)
         bind_say_locality(b, stderr);
     struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
-    es.torch = torch_version(c, environ);
+    es.torch = workers_torch(c, environ);
     if (o->verbose && es.torch)
         msg("torch %d.%d under %s", es.torch / 1000, es.torch % 1000, c->path);
     int rc;

@@ -7,7 +7,6 @@
 
 #include "run/dryrun.h"
 #include "run/inplace.h"
-#include "run/torchver.h"
 #include "output/msg.h"
 #include "run/workerenv.h"
 
@@ -80,7 +79,7 @@ int inplace_run(const struct amlrun_opts *o, const struct plan *p,
         return AMLRUN_EXIT_USAGE;
     }
     struct env_spec es = {o, p->layout, 0, environ, b, 0, NULL, 0};
-    es.torch = torch_version(c, environ);
+    es.torch = workers_torch(c, environ);
     struct worker_id id;
     int rc = AMLRUN_EXIT_SYSTEM;
     char **env = worker_env(&es, 0, 0, &id);

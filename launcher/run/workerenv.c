@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "output/msg.h"
+#include "run/torchver.h"
 #include "run/workerenv.h"
 
 const char *worker_id_str(int v, char *buf)
@@ -35,10 +36,15 @@ static int set_int(char ***env, const char *name, int v)
  * keeps it and gets neither, so that a value meant as "off" is never
  * overridden through the other name.
  */
+static int user_sets_nccl_handling(char *const *env)
+{
+    return amldist_envp_get(env, "NCCL_ASYNC_ERROR_HANDLING") ||
+           amldist_envp_get(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING");
+}
+
 static int nccl_error_handling(char ***env, int torch)
 {
-    if (amldist_envp_get(*env, "NCCL_ASYNC_ERROR_HANDLING") ||
-        amldist_envp_get(*env, "TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+    if (user_sets_nccl_handling(*env))
         return 0;
     if (torch < TORCH_NEW_NCCL_NAME &&
         amldist_envp_set(env, "NCCL_ASYNC_ERROR_HANDLING", "1") < 0)
@@ -47,6 +53,13 @@ static int nccl_error_handling(char ***env, int torch)
         amldist_envp_set(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1") < 0)
         return -1;
     return 0;
+}
+
+int workers_torch(const struct command *c, char *const *base)
+{
+    /* The version only picks that name: with the user's own, no Python is
+     * started to ask (tens of milliseconds of every start). */
+    return user_sets_nccl_handling(base) ? 0 : torch_version(c, base);
 }
 
 /* What torchrun's agent sets beside the layout, in one place. */

@@ -9,6 +9,7 @@
 
 #include "amldist.h"
 #include "run/bind.h"
+#include "run/command.h"
 #include "run/control.h"
 #include "cli/options.h"
 
@@ -26,6 +27,11 @@ struct env_spec {
 
 /* The first torch that reads TORCH_NCCL_ASYNC_ERROR_HANDLING (2.2). */
 #define TORCH_NEW_NCCL_NAME 2002
+
+/* env_spec.torch for command c: its torch's version (torch_version()),
+ * or 0 without asking when `base` already names the NCCL error handling
+ * variable, the one thing the version decides. */
+int workers_torch(const struct command *c, char *const *base);
 
 /* Where a worker sits, for prefixes, logs and messages.  A value the
  * launcher does not give is negative (the library's code): show it with

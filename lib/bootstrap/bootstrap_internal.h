@@ -106,6 +106,9 @@ int amldist__bs_exchange(const amldist__bs_params_t *p, void *blob,
                          size_t len);
 
 /* Configuration from options and the environment (getenv). */
+/* FNV-1a of s continuing from h; a hash starts at AMLDIST__BS_HASH_START
+ * (FNV's offset basis). */
+#define AMLDIST__BS_HASH_START 0xcbf29ce484222325ull
 uint64_t amldist__bs_hash(const char *s, uint64_t h);
 int amldist__bs_token(const char *explicit_token, const char *host, int port,
                       int world, uint64_t *token, char *source,

@@ -19,8 +19,6 @@ uint64_t amldist__bs_hash(const char *s, uint64_t h)
     return h;
 }
 
-#define HASH_START 0xcbf29ce484222325ull
-
 static const char *env(const char *name)
 {
     const char *v = getenv(name);
@@ -44,16 +42,16 @@ int amldist__bs_token(const char *explicit_token, const char *host, int port,
         if (!*explicit_token)
             return amldist__fail(AMLDIST_EINVAL,
                                  "bootstrap token in the options is empty");
-        *token = amldist__bs_hash(explicit_token, HASH_START);
+        *token = amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
         amldist__strlcpy(source, "the options", source_size);
         return 0;
     }
     if ((v = env("AMLDIST_JOB_TOKEN"))) {
-        *token = amldist__bs_hash(v, HASH_START);
+        *token = amldist__bs_hash(v, AMLDIST__BS_HASH_START);
         amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", source_size);
         return 0;
     }
-    uint64_t h = amldist__bs_hash("amldist-bootstrap", HASH_START);
+    uint64_t h = amldist__bs_hash("amldist-bootstrap", AMLDIST__BS_HASH_START);
     const char *name = NULL;
     for (size_t i = 0; i < sizeof job_vars / sizeof *job_vars && !name; i++) {
         if ((v = env(job_vars[i]))) {

@@ -73,6 +73,18 @@ static int valid_cpu_lists(const char *s)
     return 1;
 }
 
+/* The value of option `opt` named in table t, or AMLDIST_EINVAL naming the
+ * names it takes (`expected`). */
+static int named(const char *opt, const struct name_value *t,
+                 const char *expected, const char *value)
+{
+    int v;
+    if (lookup(t, value, strlen(value), &v) < 0)
+        return amldist__fail(AMLDIST_EINVAL, "--%s %s: expected %s", opt,
+                             value, expected);
+    return v;
+}
+
 static int set_cpu(amldist_plan_options_t *o, const char *v)
 {
     size_t len = strcspn(v, ",");
@@ -116,42 +128,28 @@ int amldist_plan_options_set(amldist_plan_options_t *o, const char *name,
         return v;
     if (strcmp(name, "cpu-bind") == 0)
         return set_cpu(o, value);
+    /* The enumerated options: their names' table, and the field set. */
     if (strcmp(name, "numa-binding") == 0) {
-        if (lookup(numa_binding_names, value, strlen(value), &v) < 0)
-            return amldist__fail(AMLDIST_EINVAL,
-                                 "--numa-binding %s: expected node, socket, "
-                                 "exclusive or core-complex",
-                                 value);
-        o->cpu_bind = (amldist_cpu_bind_t)v;
-        return 0;
+        v = named(name, numa_binding_names,
+                  "node, socket, exclusive or core-complex", value);
+        if (v >= 0)
+            o->cpu_bind = (amldist_cpu_bind_t)v;
+    } else if (strcmp(name, "mem-bind") == 0) {
+        v = named(name, mem_names, "none, local or strict", value);
+        if (v >= 0)
+            o->mem_bind = (amldist_mem_bind_t)v;
+    } else if (strcmp(name, "nic-bind") == 0) {
+        v = named(name, nic_names, "none, export, ucx or nccl", value);
+        if (v >= 0)
+            o->nic_bind = (amldist_nic_bind_t)v;
+    } else if (strcmp(name, "gpu-bind") == 0) {
+        v = named(name, gpu_names, "none or single", value);
+        if (v >= 0)
+            o->gpu_bind = (amldist_gpu_bind_t)v;
+    } else {
+        return amldist__fail(AMLDIST_EINVAL,
+                             "amldist_plan_options_set: unknown option \"%s\"",
+                             name);
     }
-    if (strcmp(name, "mem-bind") == 0) {
-        if (lookup(mem_names, value, strlen(value), &v) < 0)
-            return amldist__fail(AMLDIST_EINVAL,
-                                 "--mem-bind %s: expected none, local or "
-                                 "strict",
-                                 value);
-        o->mem_bind = (amldist_mem_bind_t)v;
-        return 0;
-    }
-    if (strcmp(name, "nic-bind") == 0) {
-        if (lookup(nic_names, value, strlen(value), &v) < 0)
-            return amldist__fail(AMLDIST_EINVAL,
-                                 "--nic-bind %s: expected none, export, ucx "
-                                 "or nccl",
-                                 value);
-        o->nic_bind = (amldist_nic_bind_t)v;
-        return 0;
-    }
-    if (strcmp(name, "gpu-bind") == 0) {
-        if (lookup(gpu_names, value, strlen(value), &v) < 0)
-            return amldist__fail(AMLDIST_EINVAL,
-                                 "--gpu-bind %s: expected none or single",
-                                 value);
-        o->gpu_bind = (amldist_gpu_bind_t)v;
-        return 0;
-    }
-    return amldist__fail(AMLDIST_EINVAL,
-                         "amldist_plan_options_set: unknown option \"%s\"",
-                         name);
+    return v < 0 ? v : 0;
 }

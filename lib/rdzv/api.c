@@ -93,7 +93,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                          sizeof c->master_addr);
     c->token = amldist__rz_token(o->token, o->endpoint, c->token_source,
                                  sizeof c->token_source);
-    c->run = amldist__bs_hash(run, 0xcbf29ce484222325ull);
+    c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
         (ssize_t)sizeof r->agent)
         r->agent = (uint64_t)getpid() << 32 ^ (uint64_t)amldist__now_ms();

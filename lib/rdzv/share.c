@@ -16,8 +16,6 @@
 
 #include "rdzv/handle.h"
 
-#define HASH_START 0xcbf29ce484222325ull
-
 /* One machine for GPU purposes is one boot of one kernel: network
  * namespaces and containers of a host share /proc's boot id (and the
  * host's GPUs), separate hosts never do.  Its hostname stands in where
@@ -33,7 +31,7 @@ static uint64_t machine_id(const char *gpu_ids)
     }
     if (!boot[0] && gethostname(boot, sizeof boot - 1) < 0)
         return 0;
-    uint64_t h = amldist__bs_hash(boot, HASH_START);
+    uint64_t h = amldist__bs_hash(boot, AMLDIST__BS_HASH_START);
     h = amldist__bs_hash("|gpus|", h);
     h = amldist__bs_hash(gpu_ids, h);
     return h ? h : 1; /* 0 means "shares with none" */

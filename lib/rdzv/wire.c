@@ -86,25 +86,23 @@ void amldist__rz_conn_init(amldist__conn_t *c, int fd)
     amldist__conn_init(c, fd, amldist__rz_frames);
 }
 
-#define HASH_START 0xcbf29ce484222325ull
-
 uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
                            char *source, size_t size)
 {
     const char *v = getenv("AMLDIST_JOB_TOKEN");
     if (explicit_token) {
         amldist__strlcpy(source, "the options", size);
-        return amldist__bs_hash(explicit_token, HASH_START);
+        return amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
     }
     if (v && *v) {
         amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
-        return amldist__bs_hash(v, HASH_START);
+        return amldist__bs_hash(v, AMLDIST__BS_HASH_START);
     }
     /* Same endpoint, same job: what every node's command line says alike.
      * The run id is not in it, so that another one is refused as such. */
     amldist__strlcpy(source, "the endpoint", size);
     return amldist__bs_hash(endpoint,
-                            amldist__bs_hash("amldist-rdzv|", HASH_START));
+                            amldist__bs_hash("amldist-rdzv|", AMLDIST__BS_HASH_START));
 }
 
 int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n)
