@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* One frame: function and file may be NULL (unknown); line 0 unknown. */
+/* One frame: function and file may be NULL (unknown); line 0 unknown.
+ * file is the source file (a Python frame's, or a native frame's from its
+ * debug information); module is a native frame's ELF object (its path),
+ * NULL for a Python frame: it tells user code from system libraries. */
 struct stk_frame {
     char *function;
     char *file;
     int line;
+    char *module;
 };
 
 /* One thread: frames innermost first. */

@@ -1,0 +1,30 @@
+/*
+ * The job's secret (issue 21), one reader for the control plane and the
+ * bootstrap: AMLDIST_JOB_TOKEN, else the file AMLDIST_JOB_TOKEN_FILE names,
+ * else ${XDG_CONFIG_HOME:-~/.config}/amldist/secret if it exists.  A file
+ * must be a regular file (not a symlink) owned by the user and unreadable
+ * by group and others; anything else is refused with a line naming the
+ * file and its mode.  The secret's bytes never leave this process: the
+ * channel (lib/net) derives its keys from them and the wire never carries
+ * them nor anything that would let a reader join.
+ */
+#ifndef AMLDIST_UTIL_SECRET_H
+#define AMLDIST_UTIL_SECRET_H
+
+#include <stddef.h>
+
+#define AMLDIST__SECRET_MAX 4096
+
+typedef struct {
+    unsigned char bytes[AMLDIST__SECRET_MAX];
+    size_t len;
+    char source[300];   /* "AMLDIST_JOB_TOKEN", or the file's path */
+} amldist__secret_t;
+
+/* 1 with the secret in *out, 0 when the job has none, -1 when a source is
+ * given but refused (why says which file and why, one line). */
+int amldist__secret_load(amldist__secret_t *out, char *why, size_t why_size);
+/* Overwrite the secret's bytes (explicit_bzero). */
+void amldist__secret_clear(amldist__secret_t *s);
+
+#endif /* AMLDIST_UTIL_SECRET_H */
