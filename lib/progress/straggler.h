@@ -9,7 +9,8 @@
  * when a rank recorded a step twice, its latest time counts; at most
  * AMLDIST__STRAGGLER_MAX_STEPS, the newest, fewer for very many ranks):
  *   - a step's time is the median of the ranks' times for it;
- *   - a rank's lag at a step is its time minus the step's time, and its lag
+ *   - a rank's lag at a step is its time minus the step's time (with two
+ *     ranks, half the gap between them), and its lag
  *     is the median of those over the common steps (robust to a few odd
  *     steps: a checkpoint, a pause);
  *   - a rank is last at a step when its time is the one latest (a tie is
