@@ -13,6 +13,12 @@ BINDIR  ?= $(PREFIX)/bin
 INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PKGDIR  ?= $(LIBDIR)/pkgconfig
+# The Python module (python/amldist, pure Python) goes where that Python
+# looks for a prefix's packages (lib/pythonX.Y/dist-packages on Debian,
+# site-packages elsewhere); PYTHONDIR= (empty): not installed (Debian's
+# python3-amldist installs it with pybuild).  Asked of Python at install.
+PYTHON  ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("%s/lib/python%d.%d/%s" % (sys.argv[1], *sys.version_info[:2], "dist-packages" if any(p.endswith("dist-packages") for p in sys.path) else "site-packages"))' '$(PREFIX)' 2>/dev/null)
 
 CC      ?= cc
 CLANG   ?= clang
@@ -396,6 +402,8 @@ install: all
 	install -m 644 $(BUILD)/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -d $(DESTDIR)$(LIBDIR)/cmake/amldist
 	install -m 644 $(CMAKEFILES) $(DESTDIR)$(LIBDIR)/cmake/amldist/
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/amldist)
+	$(if $(PYTHONDIR),install -m 644 python/amldist/*.py $(DESTDIR)$(PYTHONDIR)/amldist/)
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -412,6 +420,7 @@ uninstall:
 	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
+	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz
