@@ -26,6 +26,14 @@ static void set_env(const amldist__progress_page_t *pg, int slot)
     setenv(AMLDIST__PROGRESS_SLOT_ENV, s, 1);
 }
 
+/* A page of n slots, its descriptor's number written in fd[16]. */
+static amldist__progress_page_t *new_page(unsigned n, char *fd)
+{
+    amldist__progress_page_t *pg = amldist__progress_page_create(n);
+    snprintf(fd, 16, "%d", amldist__progress_page_fd(pg));
+    return pg;
+}
+
 static void test_create(void)
 {
     errno = 0;
@@ -59,9 +67,8 @@ static void test_create(void)
 
 static void test_open_refuses_bad_values(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(2);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(2, fd);
     const char *bad_fd[] = {NULL, "", "-1", "x", "3x", " 3", "+3",
                             "99999999999999999999", "1000000"};
     for (size_t i = 0; i < sizeof bad_fd / sizeof *bad_fd; i++)
@@ -99,9 +106,8 @@ static void test_open_refuses_bad_values(void)
 
 static void test_claim(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(1);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(1, fd);
     CHECK(amldist__progress_slot_open(fd, "0", 100) != NULL);
     /* Another process that inherited the descriptor finds it taken. */
     CHECK(amldist__progress_slot_open(fd, "0", 200) == NULL);
@@ -115,9 +121,8 @@ static void test_claim(void)
 
 static void test_write_read_marks(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(2);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(2, fd);
     void *s = amldist__progress_slot_open(fd, "1", 7);
     CHECK(s != NULL);
     for (uint64_t k = 1; k <= 3; k++)
@@ -207,9 +212,8 @@ static void *reader(void *arg)
 
 static void race(int writers)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(1);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(1, fd);
     struct race r = {.slot = amldist__progress_slot_open(fd, "0", 9), .pg = pg};
     CHECK(r.slot != NULL);
     pthread_t w[2], rd;
