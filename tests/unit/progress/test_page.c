@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -179,6 +180,7 @@ struct race {
     void *slot;
     const amldist__progress_page_t *pg;
     atomic_int done;
+    atomic_uint reads; /* the reader's rounds */
     int bad;
     uint64_t seen;
 };
@@ -186,8 +188,17 @@ struct race {
 static void *writer(void *arg)
 {
     struct race *r = arg;
-    for (uint64_t k = 1; k <= CALLS; k++)
+    for (uint64_t k = 1; k <= CALLS; k++) {
         amldist__progress_slot_write(r->slot, k, (int64_t)k * 10);
+        /* Now and then, let the reader take a whole round with the
+         * writers still (however the threads are scheduled), so that it
+         * surely sees marks; the other rounds race with the writers. */
+        if (k % 20000 == 0) {
+            unsigned r0 = atomic_load(&r->reads);
+            while (atomic_load(&r->reads) < r0 + 2)
+                sched_yield();
+        }
+    }
     return NULL;
 }
 
@@ -196,7 +207,9 @@ static void *reader(void *arg)
     struct race *r = arg;
     uint64_t cur = 0;
     amldist__progress_mark_t m[AMLDIST__PROGRESS_RING];
-    while (!atomic_load(&r->done)) {
+    /* Rounds while the writers run, and one after they ended. */
+    for (int last = 0; !last;) {
+        last = atomic_load(&r->done);
         size_t n = amldist__progress_page_marks(r->pg, 0, &cur, m, 64);
         for (size_t i = 0; i < n; i++)
             if (m[i].t_ns != (int64_t)m[i].step * 10)
@@ -206,6 +219,7 @@ static void *reader(void *arg)
         if (amldist__progress_page_read(r->pg, 0, &s) == 0 && s.calls &&
             s.t_ns != (int64_t)s.step * 10)
             r->bad++;
+        atomic_fetch_add(&r->reads, 1);
     }
     return NULL;
 }
