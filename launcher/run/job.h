@@ -54,6 +54,8 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    /* The workers' progress page and its readings (progresspage.h). */
+    struct progress_watch *progress;
 };
 
 #endif /* AMLRUN_JOB_H */

@@ -22,6 +22,7 @@
 #include "output/exitstatus.h"
 #include "output/msg.h"
 #include "run/events.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -392,6 +393,7 @@ static void start_attempt(struct job *j)
     }
     if (!failed)
         report_started(j);
+    progress_attempt_start(j);
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -417,6 +419,7 @@ static void end_attempt(struct job *j)
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
+    progress_attempt_end(j);
     for (int i = 0; i < j->n; i++) {
         stream_close(j, &j->w[i].out);
         stream_close(j, &j->w[i].err);
@@ -498,6 +501,7 @@ int supervise(const struct job_spec *s)
         if (j.p.start_status < 0 && j.p.fail >= 0)
             report_root_cause(&j);
     }
+    progress_report_slowest(&j);
     report_slurm_stop(&j, status);
     events_end(&j, status);
     job_free(&j);
