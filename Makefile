@@ -13,6 +13,12 @@ BINDIR  ?= $(PREFIX)/bin
 INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PKGDIR  ?= $(LIBDIR)/pkgconfig
+# The Python module (python/amldist, pure Python) goes where that Python
+# looks for a prefix's packages (lib/pythonX.Y/dist-packages on Debian,
+# site-packages elsewhere); PYTHONDIR= (empty): not installed (Debian's
+# python3-amldist installs it with pybuild).  Asked of Python at install.
+PYTHON  ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("%s/lib/python%d.%d/%s" % (sys.argv[1], *sys.version_info[:2], "dist-packages" if any(p.endswith("dist-packages") for p in sys.path) else "site-packages"))' '$(PREFIX)' 2>/dev/null)
 
 CC      ?= cc
 CLANG   ?= clang
@@ -97,7 +103,7 @@ LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) -ldl -lpthread
 # part of the library; launcher/main.c and launcher/<component>/*.c make
 # amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
 # is one program.
-LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl progress
+LIB_PARTS  := util sources layout topo progress plan net bootstrap rdzv nccl
 RUN_PARTS_DIRS := cli head run contain output
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
@@ -113,8 +119,10 @@ STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
-# the one monotonic clock).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/progress/hang.c
+# the one monotonic clock; the progress page it makes for its workers, the
+# straggler statistics it prints and the hang decision it makes).
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
+RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
@@ -394,6 +402,8 @@ install: all
 	install -m 644 $(BUILD)/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -d $(DESTDIR)$(LIBDIR)/cmake/amldist
 	install -m 644 $(CMAKEFILES) $(DESTDIR)$(LIBDIR)/cmake/amldist/
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/amldist)
+	$(if $(PYTHONDIR),install -m 644 python/amldist/*.py $(DESTDIR)$(PYTHONDIR)/amldist/)
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -410,6 +420,7 @@ uninstall:
 	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
+	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

@@ -8,6 +8,7 @@
 #include "progress/hang.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 
 /* The first notice of ranks still running, and the longest interval
@@ -108,9 +109,14 @@ static void stacks_report(struct job *j, const char *reason,
 
 /* ---- --hang-timeout ----------------------------------------------------- */
 
-/* This node's ranks of the attempt, as the decision sees them. */
-static size_t view_of(const struct job *j, amldist__hang_rank_t *v)
+/* This node's ranks of the attempt, as the decision sees them: their
+ * output lines, and their calls of the progress API (the page's slots,
+ * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
+ * index in idx[] (may be NULL). */
+static size_t view_of(struct job *j, amldist__hang_rank_t *v, int *idx)
 {
+    struct progress_lag *lags = malloc((size_t)j->n * sizeof *lags);
+    int api = lags && progress_lags(j, lags) == 0;
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
@@ -118,12 +124,16 @@ static size_t view_of(const struct job *j, amldist__hang_rank_t *v)
             continue; /* not started in this attempt */
         int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                        : w->err.line_ns;
+        if (idx)
+            idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
-            .rank = w->id.rank, .alive = w->running, .uses_api = 0,
-            .start_ns = w->start_ns, .progress_ns = 0, .line_ns = line,
-            .end_ns = w->end_ns,
+            .rank = w->id.rank, .alive = w->running,
+            .uses_api = api && lags[i].calls > 0,
+            .start_ns = w->start_ns, .progress_ns = api ? lags[i].t_ns : 0,
+            .line_ns = line, .end_ns = w->end_ns,
         };
     }
+    free(lags);
     return n;
 }
 
@@ -135,18 +145,24 @@ static void hung(struct job *j, const amldist__hang_verdict_t *v,
     const struct amlrun_opts *o = j->s->o;
     double idle = (double)v->idle_ns / 1e9;
     char list[256];
-    if (v->per_rank) {
+    if (v->single_out) {
         rank_list(stalled, v->nstalled, list, sizeof list);
         msg("hang: rank%s %s made no progress for %.1f s (--hang-timeout "
             "%g): reading the stacks of the %d rank%s", plural(v->nstalled),
             list, idle, o->hang_timeout, j->live, plural((size_t)j->live));
+    } else if (v->per_rank) {
+        msg("hang: no rank made progress for %.1f s (--hang-timeout %g): "
+            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
+            j->live, plural((size_t)j->live));
     } else {
         msg("hang: no rank wrote a line for %.1f s (--hang-timeout %g): "
             "reading the stacks of the %d rank%s", idle, o->hang_timeout,
             j->live, plural((size_t)j->live));
     }
     events_hang(j, "hang", idle, stalled, v->nstalled);
-    stacks_report(j, "hang", v->per_rank ? stalled : NULL, v->nstalled);
+    /* Every rank stalled (a collective): the stacks single them out. */
+    stacks_report(j, "hang", v->single_out ? stalled : NULL,
+                  v->single_out ? v->nstalled : 0);
     report_tell_hang(j, idle);
     enum action a = policy_hung(&j->p);
     report_stopping(j, "hang", a);
@@ -167,7 +183,7 @@ static void on_look(void *arg)
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, view_of(j, view), now,
+    } else if (amldist__hang_check(view, view_of(j, view, NULL), now,
                                    s_to_ns(j->s->o->hang_timeout), stalled,
                                    &v)) {
         hung(j, &v, stalled);

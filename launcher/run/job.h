@@ -57,6 +57,8 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    /* The workers' progress page and its readings (progresspage.h). */
+    struct progress_watch *progress;
     /* Timers of hangwatch.c (0: none): --hang-timeout's next look, the
      * job's --timeout, the next notice of ranks still running after
      * others ended (notice_every: the interval after it, in s). */
