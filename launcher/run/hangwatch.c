@@ -196,9 +196,13 @@ static void on_look(void *arg)
 
 void watch_attempt(struct job *j)
 {
-    if (j->s->o->hang_timeout > 0 && j->p.phase == PHASE_RUNNING)
-        j->hang_timer = timer_at(
-            j, out_now_ns() + s_to_ns(j->s->o->hang_timeout), on_look);
+    double sec = j->s->o->hang_timeout;
+    if (sec <= 0 || j->p.phase != PHASE_RUNNING)
+        return;
+    j->hang_timer = timer_at(j, out_now_ns() + s_to_ns(sec), on_look);
+    if (j->hang_timer && j->s->o->verbose)
+        msg("hang watch: a hang is %g s without progress; first look in "
+            "%.1f s", sec, sec);
 }
 
 /* ---- --timeout ---------------------------------------------------------- */
