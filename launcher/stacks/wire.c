@@ -6,7 +6,7 @@
  *     r RANK LOCAL_RANK NODE PID LAST_PROGRESS_S HOST ERROR
  *     t TID NAME                      a thread of the rank above
  *     p LINE FUNCTION FILE MODULE     a Python frame of the thread above
- *     n LINE FUNCTION FILE MODULE     a native frame of the thread above
+ *     n LINE FUNCTION FILE MODULE     a native frame of it (after the p lines)
  *     end NRANKS
  *
  * A string is "-" for NULL, or "=" and its bytes with every byte that is
@@ -347,7 +347,7 @@ static int decode_lines(const char *p, const char *end, struct stk_set *s)
         } else if (p[0] == 't' && r) {
             bad = thread_line(&l, r, &tcap) < 0;
             pcap = ncap = 0;
-        } else if (p[0] == 'p' && t) {
+        } else if (p[0] == 'p' && t && !t->nnative) { /* Python frames first */
             bad = frame_line(&l, &t->python, &t->npython, &pcap) < 0;
         } else if (p[0] == 'n' && t) {
             bad = frame_line(&l, &t->native, &t->nnative, &ncap) < 0;

@@ -228,6 +228,7 @@ static void test_malformed(void)
         HEAD "r\nend 1\n",
         HEAD "\nend 0\n",
         HEAD RANK "t 10 -\nq 3 =f =a.py -\nend 1\n",
+        HEAD RANK "t 10 -\nn 3 =f =a.c -\np 3 =f =a.py -\nend 1\n", /* out of order */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (decodes(bad[i]))
