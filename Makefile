@@ -429,6 +429,7 @@ uninstall:
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
 	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
+	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/amldist 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz
