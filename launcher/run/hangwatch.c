@@ -1,15 +1,18 @@
 /* Hangs, --timeout and the notices of ranks still running (see
  * hangwatch.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "output/msg.h"
+#include "output/ranklist.h"
 #include "progress/hang.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/progresspage.h"
 #include "run/report.h"
+#include "stacks/stacks.h"
 
 /* The first notice of ranks still running, and the longest interval
  * between two. */
@@ -29,23 +32,8 @@ static int cmp_int(const void *a, const void *b)
 
 void rank_list(int *ranks, size_t n, char *buf, size_t size)
 {
-    size_t o = 0;
-    buf[0] = '\0';
     qsort(ranks, n, sizeof *ranks, cmp_int);
-    for (size_t i = 0; i < n && o < size;) {
-        size_t k = i;
-        while (k + 1 < n && ranks[k + 1] <= ranks[k] + 1)
-            k++;
-        int w = ranks[k] == ranks[i]
-                    ? snprintf(buf + o, size - o, "%s%d", o ? "," : "",
-                               ranks[i])
-                    : snprintf(buf + o, size - o, "%s%d-%d", o ? "," : "",
-                               ranks[i], ranks[k]);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-        i = k + 1;
-    }
+    (void)ranklist_format(ranks, n, buf, size);
 }
 
 /* This node's workers still running: their ranks in `ranks` (room for
@@ -94,19 +82,6 @@ static int64_t s_to_ns(double s)
     return (int64_t)(s * 1e9);
 }
 
-/* ---- the stacks ------------------------------------------------------- */
-
-/* Every rank's stack, merged, on stderr (and --hang-report): `stalled`
- * names the ranks that stopped progressing when progress is per rank. */
-static void stacks_report(struct job *j, const char *reason,
-                          const int *stalled, size_t nstalled)
-{
-    (void)j;
-    (void)reason;
-    (void)stalled;
-    (void)nstalled;
-}
-
 /* ---- --hang-timeout ----------------------------------------------------- */
 
 /* This node's ranks of the attempt, as the decision sees them: their
@@ -135,6 +110,70 @@ static size_t view_of(struct job *j, amldist__hang_rank_t *v, int *idx)
     }
     free(lags);
     return n;
+}
+
+/* How long the capture of every rank's stack may take. */
+#define CAPTURE_MS 10000
+
+/* Every running rank's stack, merged, on stderr (and --hang-report):
+ * `stalled` names the ranks that stopped progressing when progress is per
+ * rank; NULL: the stacks name the outliers. */
+static void stacks_report(struct job *j, const char *reason,
+                          const int *stalled, size_t nstalled)
+{
+    const struct amlrun_opts *o = j->s->o;
+    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
+    int *idx = malloc((size_t)j->n * sizeof *idx);
+    struct stk_target *t = calloc((size_t)j->n, sizeof *t);
+    struct stk_set set = {NULL, 0};
+    struct stk_report r;
+    memset(&r, 0, sizeof r);
+    int64_t now = out_now_ns();
+    size_t n = 0, nv = view && idx && t ? view_of(j, view, idx) : 0;
+    for (size_t k = 0; k < nv; k++) {
+        const struct worker *w = &j->w[idx[k]];
+        if (!w->running)
+            continue;
+        /* Per rank, its last call (its start before any); else its last
+         * line (its start before any). */
+        int64_t last = view[k].uses_api ? view[k].progress_ns
+                                        : view[k].line_ns;
+        if (last < view[k].start_ns)
+            last = view[k].start_ns;
+        t[n++] = (struct stk_target){
+            .rank = w->id.rank, .local_rank = w->id.local, .node = w->id.node,
+            .pid = w->pid, .last_progress_s = (double)(now - last) / 1e9,
+            .python_fd = w->stack_fd,
+        };
+    }
+    double timeout = strcmp(reason, "timeout") == 0 ? o->timeout
+                                                    : o->hang_timeout;
+    if (!view || !idx || !t ||
+        stk_capture(t, n, j->s->host, CAPTURE_MS, &set) < 0 ||
+        stk_merge(&set, stalled, nstalled, reason, timeout, &r) < 0) {
+        msg("out of memory reading the workers' stacks");
+    } else {
+        /* Into memory first: each of its lines goes out in one write. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            stk_print(m, &set, &r);
+            if (fclose(m) == 0)
+                (void)write_all(2, text, len);
+        }
+        free(text);
+        if (o->hang_report && stk_write_json(o->hang_report, &set, &r) < 0)
+            msg_errno(errno, "--hang-report %s: cannot write it",
+                      o->hang_report);
+        else if (o->hang_report && !o->quiet)
+            msg("the stacks are in %s", o->hang_report);
+    }
+    stk_report_free(&r);
+    stk_set_free(&set);
+    free(t);
+    free(idx);
+    free(view);
 }
 
 static void on_look(void *arg);
