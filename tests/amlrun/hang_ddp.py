@@ -41,7 +41,7 @@ def train(stuck):
     beat.join()
     if rank == stuck:
         stuck_in_data_loader()
-    dist.all_reduce(t)
+    dist.all_reduce(t)  # the others wait here
 
 
 stuck_rank, d = int(sys.argv[1]), sys.argv[2]
