@@ -183,21 +183,23 @@ static void hung(struct job *j, const amldist__hang_verdict_t *v,
 {
     const struct amlrun_opts *o = j->s->o;
     double idle = (double)v->idle_ns / 1e9;
-    char list[256];
+    char list[96]; /* cut with ",..." beyond */
+    char *why = j->hang_why;
+    size_t size = sizeof j->hang_why;
     if (v->single_out) {
         rank_list(stalled, v->nstalled, list, sizeof list);
-        msg("hang: rank%s %s made no progress for %.1f s (--hang-timeout "
-            "%g): reading the stacks of the %d rank%s", plural(v->nstalled),
-            list, idle, o->hang_timeout, j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: rank%s %s made no progress for %.1f s "
+                 "(--hang-timeout %g)", plural(v->nstalled), list, idle,
+                 o->hang_timeout);
     } else if (v->per_rank) {
-        msg("hang: no rank made progress for %.1f s (--hang-timeout %g): "
-            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
-            j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: no rank made progress for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     } else {
-        msg("hang: no rank wrote a line for %.1f s (--hang-timeout %g): "
-            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
-            j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: no rank wrote a line for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     }
+    msg("%s: reading the stacks of the %d rank%s", why, j->live,
+        plural((size_t)j->live));
     events_hang(j, "hang", idle, stalled, v->nstalled);
     /* Every rank stalled (a collective): the stacks single them out. */
     stacks_report(j, "hang", v->single_out ? stalled : NULL,
@@ -253,13 +255,13 @@ static void on_timeout(void *arg)
     job_take_signals(j);
     const struct amlrun_opts *o = j->s->o;
     int stacks = j->p.phase == PHASE_RUNNING && j->live > 0;
+    snprintf(j->hang_why, sizeof j->hang_why, "--timeout %g: the job ran "
+             "%.1f s", o->timeout, now_s() - j->t_begin);
     if (stacks)
-        msg("--timeout %g: the job ran %.1f s: reading the stacks of the %d "
-            "rank%s", o->timeout, now_s() - j->t_begin, j->live,
+        msg("%s: reading the stacks of the %d rank%s", j->hang_why, j->live,
             plural((size_t)j->live));
     else
-        msg("--timeout %g: the job ran %.1f s: it ends", o->timeout,
-            now_s() - j->t_begin);
+        msg("%s: it ends", j->hang_why);
     events_hang(j, "timeout", now_s() - j->t_begin, NULL, 0);
     if (stacks)
         stacks_report(j, "timeout", NULL, 0);

@@ -35,9 +35,15 @@ expect_eq "the command line beats AMLRUN_HANG_TIMEOUT" "$?" 0
 
 # --- no line for SEC: a hang, 124; the event log's record
 d=$(fresh lines)
-"$AMLRUN" --hang-timeout 1 --event-log "$d/ev" --nproc-per-node 3 --no-python \
-    sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
+TORCHELASTIC_ERROR_FILE=$d/agent.json "$AMLRUN" --hang-timeout 1 --event-log "$d/ev" \
+    --nproc-per-node 3 --no-python sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
 expect_eq "silent ranks: a hang, exit status 124" "$?" 124
+check "silent ranks: the job's end says hang" \
+    grep -q "^amlrun: job failed (exit status 124): hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1)$" "$d/err"
+check "silent ranks: an agent above amlrun gets the hang in its error file" \
+    "$TORCH_PY" -c 'import json, sys
+e = json.load(open(sys.argv[1]))
+sys.exit(0 if e["message"]["message"].startswith("hang: no rank wrote a line") and e["message"]["errorCode"] == 124 and e["message"]["extraInfo"]["timestamp"].isdigit() else 1)' "$d/agent.json"
 check "silent ranks: said, with the timeout" \
     grep -q "^amlrun: hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1): reading the stacks of the 3 ranks$" "$d/err"
 check "silent ranks: the stop names the ranks" \
