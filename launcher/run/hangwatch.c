@@ -12,6 +12,7 @@
 #include "run/hangwatch.h"
 #include "run/progresspage.h"
 #include "run/report.h"
+#include "stacks/frames.h"
 #include "stacks/stacks.h"
 
 /* The first notice of ranks still running, and the longest interval
@@ -24,15 +25,10 @@ static const char *plural(size_t n)
     return n == 1 ? "" : "s";
 }
 
-static int cmp_int(const void *a, const void *b)
+/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
+static void rank_list(int *ranks, size_t n, char *buf, size_t size)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-void rank_list(int *ranks, size_t n, char *buf, size_t size)
-{
-    qsort(ranks, n, sizeof *ranks, cmp_int);
+    qsort(ranks, n, sizeof *ranks, stk_int_cmp);
     (void)ranklist_format(ranks, n, buf, size);
 }
 
@@ -63,8 +59,8 @@ static int timer_at(struct job *j, int64_t at_ns, amldist__loop_timer_fn *fn)
     long long ms = at_ns / 1000000 + (at_ns % 1000000 != 0);
     int id = amldist__loop_timer(j->loop, ms, fn, j);
     if (id < 0) {
-        msg("out of memory for a timer: %s", fn ? "a hang or a time limit "
-            "may go unseen" : "");
+        msg("out of memory for a timer: a hang, a time limit or a notice "
+            "may go unseen");
         return 0;
     }
     return id;

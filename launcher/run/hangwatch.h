@@ -25,9 +25,7 @@ void watch_worker_done(struct job *j);
 /* The attempt's workers have all ended: its timers go. */
 void watch_attempt_end(struct job *j);
 
-/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
-void rank_list(int *ranks, size_t n, char *buf, size_t size);
-/* The ranks of this node's workers still running, as rank_list. */
+/* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 
 #endif /* AMLRUN_HANGWATCH_H */
