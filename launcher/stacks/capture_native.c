@@ -494,6 +494,7 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
     if (!w)
         rc = -1;
     size_t unstopped = 0;
+    const char *unreadable = NULL; /* why a thread had no frame at all */
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (!k[i].seized || k[i].gone)
             continue;
@@ -507,12 +508,16 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
             continue;
         }
         w->n = 0;
-        if (!why)
-            (void)dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w);
+        if (!why && dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
+            w->n == 0 && !unreadable)
+            unreadable = dwfl_errmsg(-1);
         if (resolve(dwfl, cache, w, th) < 0)
             rc = -1;
     }
     free(w);
+    if (rc == 0 && unreadable)
+        rc = cap_error(r, "no native frames for a thread: libdwfl: %s",
+                       unreadable);
     dwfl_end(dwfl);
     if (rc == 0 && unstopped)
         rc = cap_error(r, "%zu of %zu threads did not stop in time "
