@@ -300,7 +300,8 @@ static void test_c_loop(void)
     CHECK(f && f->file && strstr(f->file, "test_stacks_capture.c"));
     CHECK(f && f->line >= SPIN_FIRST && f->line <= SPIN_LAST);
     CHECK(f && f->module && strstr(f->module, "test_stacks_capture"));
-    if (r->error || !f)
+    if (r->error || !f || !f->file || f->line < SPIN_FIRST ||
+        f->line > SPIN_LAST)
         dump_rank(r);
     /* It runs on, traced by nobody. */
     CHECK(untraced(pid));
