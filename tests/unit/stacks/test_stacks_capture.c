@@ -120,18 +120,36 @@ static void end_child(pid_t pid)
     }
 }
 
-static char proc_state(pid_t pid)
+/* /proc/PID/stat past the command's name ("S ppid ..."), in a static
+ * buffer; NULL when it is gone. */
+static const char *stat_fields(pid_t pid)
 {
-    char path[64], buf[512];
+    static char buf[512];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;
+        return NULL;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
     char *p = strrchr(buf, ')');
-    return p ? p[2] : 0;
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+static char proc_state(pid_t pid)
+{
+    const char *p = stat_fields(pid);
+    return p ? p[0] : 0;
+}
+
+/* Its user CPU time (state ppid pgrp session tty tpgid flags minflt
+ * cminflt majflt cmajflt utime). */
+static int utime_of(pid_t pid, unsigned long *utime)
+{
+    const char *p = stat_fields(pid);
+    return p && sscanf(p, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu",
+                       utime) == 1;
 }
 
 /* The state a stopped worker settles in: let go, it passes through
@@ -171,44 +189,20 @@ static int untraced(pid_t pid)
     return ok;
 }
 
-/* The counter of a spinning child moves: it runs. */
+/* A spinning child gets CPU time: it runs (within a generous bound: a
+ * loaded machine). */
 static int runs(pid_t pid)
 {
-    char path[64], buf[512];
-    unsigned long t1 = 0, t2 = 0;
-    for (int round = 0; round < 2; round++) {
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
+    unsigned long t1, t2;
+    if (!utime_of(pid, &t1))
+        return 0;
+    for (int i = 0; i < 1000; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (!utime_of(pid, &t2))
             return 0;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')');
-        unsigned long utime = 0;
-        /* state ppid pgrp session tty tpgid flags minflt cminflt majflt
-         * cmajflt utime */
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-                                "%lu", &utime) != 1)
-            return 0;
-        if (round == 0) {
-            t1 = utime;
-            /* Wait for CPU time to show (generous: a loaded machine). */
-            for (int i = 0; i < 1000; i++) {
-                struct timespec ts = {0, 10 * 1000 * 1000};
-                nanosleep(&ts, NULL);
-                f = fopen(path, "r");
-                if (!f)
-                    return 0;
-                n = fread(buf, 1, sizeof buf - 1, f);
-                fclose(f);
-                buf[n] = '\0';
-                p = strrchr(buf, ')');
-                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
-                                       "%*u %*u %lu", &t2) == 1 && t2 > t1)
-                    return 1;
-            }
-        }
+        if (t2 > t1)
+            return 1;
     }
     return 0;
 }
@@ -451,20 +445,27 @@ static void test_exits_during_capture(void)
     }
 }
 
+/* Run as an unprivileged user (nobody's uid), dumpable as amlrun started
+ * by a user is (the change of user made this process non-dumpable, and its
+ * children would inherit that).  0 after a failed check. */
+static int become_user(void)
+{
+    if (getuid() == 0 && (setresgid(65534, 65534, 65534) < 0 ||
+                          setresuid(65534, 65534, 65534) < 0)) {
+        TEST__FAIL("cannot become uid 65534: %s", strerror(errno));
+        return 0;
+    }
+    prctl(PR_SET_DUMPABLE, 1);
+    return 1;
+}
+
 /* An unprivileged capturer (amlrun run by a user, no CAP_SYS_PTRACE) and a
  * worker that made itself non-dumpable: one line says why; its neighbour,
  * dumpable, is read. */
 static void test_not_dumpable(void)
 {
-    if (getuid() == 0 &&
-        (setresgid(65534, 65534, 65534) < 0 ||
-         setresuid(65534, 65534, 65534) < 0)) {
-        TEST__FAIL("cannot become uid 65534: %s", strerror(errno));
+    if (!become_user())
         return;
-    }
-    /* A change of user made this process non-dumpable, and its children
-     * would inherit that: amlrun started by the user is dumpable. */
-    prctl(PR_SET_DUMPABLE, 1);
     pid_t hidden = fork();
     if (hidden == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -589,33 +590,61 @@ static int python_frame_is(const struct stk_thread *t, const char *file,
            !strcmp(f->function, fn) && f->line >= l1 && f->line <= l2;
 }
 
+/* A Python worker under capture: started on a script (python3 [opt]),
+ * ready, captured as often as asked, ended. */
+struct py {
+    const char *script;
+    pid_t pid;
+    int chan, out;
+    struct stk_set s;
+};
+
+static void py_start(struct py *p, const char *script, const char *opt)
+{
+    memset(p, 0, sizeof *p);
+    p->script = script;
+    p->pid = start_python(opt, script, &p->chan, &p->out);
+    CHECK(p->pid > 0 && ready(p->out));
+}
+
+/* Its stacks, read afresh (the last ones freed). */
+static const struct stk_rank *py_capture(struct py *p)
+{
+    struct stk_target t = target(p->pid, 0, p->chan);
+    set_free(&p->s);
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &p->s), 0);
+    CHECK_INT_EQ(p->s.n, 1);
+    return &p->s.ranks[0];
+}
+
+/* Let go of it: it ran on, traced by nobody. */
+static void py_end(struct py *p, int check_runs)
+{
+    CHECK(untraced(p->pid));
+    if (check_runs)
+        CHECK(runs(p->pid));
+    set_free(&p->s);
+    end_child(p->pid);
+    close(p->chan);
+    close(p->out);
+}
+
 static void test_python_one(void)
 {
-    const char *script = write_script("one.py", py_one);
-    int chan, out;
-    pid_t pid = start_python(NULL, script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    struct py p;
+    py_start(&p, write_script("one.py", py_one), NULL);
+    const struct stk_rank *r = py_capture(&p);
     CHECK(r->error == NULL);
     const struct stk_thread *m = main_of(r);
-    CHECK(python_frame_is(m, script, "stuck_here", 3, 5));
+    CHECK(python_frame_is(m, p.script, "stuck_here", 3, 5));
     CHECK(m && m->npython == 2 && !strcmp(m->python[1].function, "<module>"));
     CHECK(m && m->nnative > 0);
-    if (r->error || !python_frame_is(m, script, "stuck_here", 3, 5))
+    if (r->error || !python_frame_is(m, p.script, "stuck_here", 3, 5))
         dump_rank(r);
-    set_free(&s);
-    CHECK(untraced(pid));
     /* Again: a second capture reads a fresh dump. */
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    CHECK(python_frame_is(main_of(&s.ranks[0]), script, "stuck_here", 3, 5));
-    set_free(&s);
-    CHECK(runs(pid));
-    end_child(pid);
-    close(chan);
-    close(out);
+    r = py_capture(&p);
+    CHECK(python_frame_is(main_of(r), p.script, "stuck_here", 3, 5));
+    py_end(&p, 1);
 }
 
 static const char py_two[] =
@@ -634,111 +663,80 @@ static const char py_two[] =
 
 static void test_python_two_threads(void)
 {
-    const char *script = write_script("two.py", py_two);
-    int chan, out;
-    pid_t pid = start_python(NULL, script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    struct py p;
+    py_start(&p, write_script("two.py", py_two), NULL);
+    const struct stk_rank *r = py_capture(&p);
     CHECK(r->error == NULL);
-    CHECK(python_frame_is(main_of(r), script, "main_waits", 10, 11));
+    CHECK(python_frame_is(main_of(r), p.script, "main_waits", 10, 11));
     const struct stk_thread *other = NULL;
     for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].tid != pid && r->threads[i].npython)
+        if (r->threads[i].tid != p.pid && r->threads[i].npython)
             other = &r->threads[i];
-    CHECK(python_frame_is(other, script, "worker_spins", 4, 6));
+    CHECK(python_frame_is(other, p.script, "worker_spins", 4, 6));
 #if defined(__x86_64__)
     /* Mapped to its own native thread (thread pointers). */
     CHECK(other && other->tid > 0 && other->nnative > 0);
 #endif
     if (!other || r->error)
         dump_rank(r);
-    set_free(&s);
-    CHECK(untraced(pid));
-    end_child(pid);
-    close(chan);
-    close(out);
+    py_end(&p, 0);
 }
 
 /* python -S never reads sitecustomize: the capture says so in one line and
- * still has the native frames. */
+ * still has the native frames; the signal it does not handle is never
+ * sent (it would end it). */
 static void test_python_no_site(void)
 {
-    const char *script = write_script("nosite.py", py_one);
-    int chan, out;
-    pid_t pid = start_python("-S", script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    struct py p;
+    py_start(&p, write_script("nosite.py", py_one), "-S");
+    const struct stk_rank *r = py_capture(&p);
     CHECK_STR_HAS(r->error, "no Python frames");
     CHECK_STR_HAS(r->error, "-S");
     CHECK(main_of(r) && main_of(r)->nnative > 0);
     CHECK(main_of(r) && main_of(r)->npython == 0);
-    set_free(&s);
-    /* And it was not killed by the signal it does not handle. */
-    CHECK(runs(pid));
-    end_child(pid);
-    close(chan);
-    close(out);
+    py_end(&p, 1);
 }
 
 /* A stopped Python worker: native frames, no Python ones (said), and it
  * stays stopped, with no dump to come when it is continued. */
 static void test_python_stopped(void)
 {
-    const char *script = write_script("stopped.py", py_one);
-    int chan, out;
-    pid_t pid = start_python(NULL, script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    kill(pid, SIGSTOP);
+    struct py p;
+    py_start(&p, write_script("stopped.py", py_one), NULL);
+    kill(p.pid, SIGSTOP);
     siginfo_t si;
-    CHECK(waitid(P_PID, (id_t)pid, &si, WSTOPPED) == 0);
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    CHECK(waitid(P_PID, (id_t)p.pid, &si, WSTOPPED) == 0);
+    const struct stk_rank *r = py_capture(&p);
     CHECK_STR_HAS(r->error, "stopped");
     CHECK(main_of(r) && main_of(r)->nnative > 0);
-    CHECK_INT_EQ(settled_state(pid), 'T');
-    CHECK(untraced(pid));
-    set_free(&s);
-    kill(pid, SIGCONT);
-    CHECK(runs(pid));
+    CHECK_INT_EQ(settled_state(p.pid), 'T');
+    kill(p.pid, SIGCONT);
+    CHECK(runs(p.pid));
     /* Nothing was sent: nothing comes. */
     char c;
-    CHECK(read(chan, &c, 1) < 0 && errno == EAGAIN);
-    end_child(pid);
-    close(chan);
-    close(out);
+    CHECK(read(p.chan, &c, 1) < 0 && errno == EAGAIN);
+    py_end(&p, 0);
 }
 
 /* A Python worker with 200 threads: faulthandler writes 100 of them (its
  * limit) into the pipe; the capture ends, the worker runs on. */
 static void test_python_many_threads(void)
 {
-    const char *script = write_script(
-        "many_threads.py",
-        "import os, threading, time\n"
-        "def parked():\n"
-        "    time.sleep(3600)\n"
-        "for _ in range(200):\n"
-        "    threading.Thread(target=parked, daemon=True).start()\n"
-        "def stuck_here():\n"
-        "    os.write(1, b'ready\\n')\n"
-        "    while True:\n"
-        "        pass\n"
-        "stuck_here()\n");
-    int chan, out;
-    pid_t pid = start_python(NULL, script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    struct py p;
+    py_start(&p, write_script("many_threads.py",
+                              "import os, threading, time\n"
+                              "def parked():\n"
+                              "    time.sleep(3600)\n"
+                              "for _ in range(200):\n"
+                              "    threading.Thread(target=parked, "
+                              "daemon=True).start()\n"
+                              "def stuck_here():\n"
+                              "    os.write(1, b'ready\\n')\n"
+                              "    while True:\n"
+                              "        pass\n"
+                              "stuck_here()\n"),
+             NULL);
+    const struct stk_rank *r = py_capture(&p);
     CHECK(r->nthreads >= 201);
     size_t with_python = 0;
     for (size_t i = 0; i < r->nthreads; i++)
@@ -746,12 +744,7 @@ static void test_python_many_threads(void)
     CHECK(with_python >= 100);
     if (r->error || with_python < 100)
         dump_rank(r);
-    set_free(&s);
-    CHECK(untraced(pid));
-    CHECK(runs(pid));
-    end_child(pid);
-    close(chan);
-    close(out);
+    py_end(&p, 1);
 }
 
 /* A non-dumpable Python worker under an unprivileged amlrun: no native
@@ -766,28 +759,15 @@ static void test_python_not_dumpable(void)
                      "    while True:\n"
                      "        pass\n"
                      "stuck_here()\n");
-    if (getuid() == 0 &&
-        (setresgid(65534, 65534, 65534) < 0 ||
-         setresuid(65534, 65534, 65534) < 0)) {
-        TEST__FAIL("cannot become uid 65534: %s", strerror(errno));
+    if (!become_user())
         return;
-    }
-    prctl(PR_SET_DUMPABLE, 1);
-    int chan, out;
-    pid_t pid = start_python(NULL, script, &chan, &out);
-    CHECK(pid > 0 && ready(out));
-    struct stk_target t = target(pid, 0, chan);
-    struct stk_set s = {0};
-    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
-    const struct stk_rank *r = &s.ranks[0];
+    struct py p;
+    py_start(&p, script, NULL);
+    const struct stk_rank *r = py_capture(&p);
     CHECK_STR_HAS(r->error, "not dumpable");
     CHECK(r->error && !strchr(r->error, '\n'));
     CHECK(python_frame_is(main_of(r), script, "stuck_here", 4, 6));
-    set_free(&s);
-    CHECK(runs(pid));
-    end_child(pid);
-    close(chan);
-    close(out);
+    py_end(&p, 1);
 }
 
 /* What a Python program sees of itself (the sitecustomize it loaded,
