@@ -459,6 +459,66 @@ static int become_user(void)
     return 1;
 }
 
+/* A worker whose thread never stops for ptrace (waiting for its vfork
+ * child, in an uninterruptible sleep as on a dead NFS server): the capture
+ * ends in its time and says so; once the thread wakes it goes on, traced
+ * by nobody. */
+static void test_never_stops(void)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (write(p[1], "v", 1) != 1)
+            _exit(4);
+        pid_t kid = vfork();
+        if (kid == 0) {
+            pause(); /* the parent waits for it without end */
+            _exit(0);
+        }
+        if (write(p[1], "w", 1) != 1) /* woken: it ran on */
+            _exit(4);
+        _exit(0);
+    }
+    char c;
+    CHECK(read(p[0], &c, 1) == 1 && c == 'v');
+    for (int i = 0; i < 2000 && proc_state(pid) != 'D'; i++)
+        usleep(5000);
+    CHECK_INT_EQ(proc_state(pid), 'D');
+    struct stk_target t = target(pid, 0, -1);
+    struct stk_set s = {0};
+    double t0 = cap_now_ms();
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, 1000, &s), 0);
+    CHECK(cap_now_ms() - t0 < 30000); /* bounded, not hung */
+    CHECK_STR_HAS(s.ranks[0].error, "did not stop");
+    set_free(&s);
+    /* Its tracer is gone (the kernel lets go when the capture's thread
+     * ends, just after it returns). */
+    int traced = 1;
+    for (int i = 0; i < 1000 && traced; i++) {
+        traced = !untraced(pid);
+        if (traced)
+            usleep(5000);
+    }
+    CHECK(!traced);
+    /* Wake it: its vfork child ends; it goes on and says so. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid,
+             (int)pid);
+    FILE *f = fopen(path, "r");
+    int kid = 0;
+    CHECK(f && fscanf(f, "%d", &kid) == 1);
+    if (f)
+        fclose(f);
+    if (kid > 0)
+        kill(kid, SIGKILL);
+    CHECK(read(p[0], &c, 1) == 1 && c == 'w');
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+}
+
 /* An unprivileged capturer (amlrun run by a user, no CAP_SYS_PTRACE) and a
  * worker that made itself non-dumpable: one line says why; its neighbour,
  * dumpable, is read. */
@@ -961,7 +1021,7 @@ int main(void)
     RUN(test_exits_during_capture);
     RUN(test_python_hook_invisible);
     static const char *const native_cases[] = {
-        "test_c_loop", "test_blocked_read", "test_stopped",
+        "test_c_loop", "test_blocked_read", "test_stopped", "test_never_stops",
         "test_not_dumpable", "test_python_one", "test_python_two_threads",
         "test_python_no_site", "test_python_stopped",
         "test_python_many_threads", "test_python_not_dumpable",
@@ -976,6 +1036,7 @@ int main(void)
         RUN(test_c_loop);
         RUN(test_blocked_read);
         RUN(test_stopped);
+        RUN(test_never_stops);
         RUN(test_not_dumpable);
         RUN(test_python_one);
         RUN(test_python_two_threads);
