@@ -349,7 +349,10 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
     }
     for (size_t k = 0; k < nd && rc == 0; k++) {
         struct stk_rank *rk = &r[d[k].i];
-        if (!d[k].len)
+        if (!d[k].len && cap_gone_state(cap_task_state(rk->pid, rk->pid)))
+            rc = cap_error(rk, "it exited before its Python stack could be "
+                               "read");
+        else if (!d[k].len)
             rc = cap_error(rk, "no Python frames: no answer from its "
                                "faulthandler in time");
         else if (!d[k].done &&
