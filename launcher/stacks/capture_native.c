@@ -40,7 +40,6 @@ struct task {
     int seized, stopped, gone;
     int inject;      /* the signal its stop reported, handed back */
     int group_stop;  /* the stop signal of its group-stop, else 0 */
-    unsigned long tp;
 };
 
 char cap_task_state(pid_t pid, pid_t tid)
