@@ -105,7 +105,8 @@ static int not_proven(client_t *c, const char *why)
                              p->rank, c->addr);
     return amldist__fail(AMLDIST_EDENIED,
                          "rank %d: the endpoint %s did not prove the job's "
-                         "secret (from %.200s): it serves another job, an "
+                         "secret (the job token from %.200s): it serves "
+                         "another job, an "
                          "impostor holds the port, or the ranks disagree on "
                          "the secret (%s)",
                          p->rank, c->addr, p->secret_source, why);

@@ -257,10 +257,15 @@ static int check_header(amldist__conn_t *c, unsigned *type, uint32_t *len,
 {
     int st = c->ch ? amldist__chan_state(c->ch) : -1;
     if (st == AMLDIST__CHAN_OPEN) {
+        /* A sealed frame's header is checked before its tag: one that
+         * fails was altered or cut short on the way. */
         if (amldist__frame_get_header_sealed(c->in, c->limits,
                                              AMLDIST__CHAN_TAG_LEN, type, len,
-                                             why) < 0)
-            return AMLDIST__CONN_EMALFORMED;
+                                             why) < 0) {
+            *why = "integrity error: a sealed frame's header is malformed "
+                   "(altered or cut short)";
+            return AMLDIST__CONN_EINTEGRITY;
+        }
         *wire = (size_t)*len + AMLDIST__CHAN_TAG_LEN;
         return 0;
     }

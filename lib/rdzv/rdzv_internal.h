@@ -188,8 +188,9 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
 
-/* The token both sides expect: the options', AMLDIST_JOB_TOKEN (unless it
- * is the job's secret: `secure`), or one derived from the endpoint. */
+/* The token both sides expect: the options', else with the job's secret
+ * (`secure`) 0 (the channel proves the secret), else AMLDIST_JOB_TOKEN's
+ * digest, else one derived from the endpoint. */
 uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
                            int secure, char *source, size_t size);
 /* A connection (net/conn.h) of the control plane on fd, the channel's

@@ -109,8 +109,9 @@ static void not_proven(amldist_rdzv_t *r, const char *why)
         if (r->cfg.secure)
             snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
                      "rendezvous: the endpoint %.200s did not prove the "
-                     "job's secret (from %.150s): another job, an impostor, "
-                     "or a node without the secret holds it (%.80s)",
+                     "job's secret (the job token from %.150s): another "
+                     "job, an impostor, or a node without the secret holds "
+                     "it (%.80s)",
                      r->endpoint, r->cfg.secret_source, why);
         else
             snprintf(r->sh.errmsg, sizeof r->sh.errmsg,

@@ -110,6 +110,12 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
         amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
         return amldist__bs_hash(v, AMLDIST__BS_HASH_START);
     }
+    /* The secret names the job: nodes may reach the endpoint by other
+     * names (a proxy, a load balancer). */
+    if (secure) {
+        amldist__strlcpy(source, "the job's secret", size);
+        return 0;
+    }
     /* Same endpoint, same job: what every node's command line says alike.
      * The run id is not in it, so that another one is refused as such. */
     amldist__strlcpy(source, "the endpoint", size);
