@@ -6,7 +6,8 @@
 Relays each connection to the target, frame by frame (net/frames.h's
 12-byte header: magic, protocol, type, length), and records both
 directions' bytes as DIR/c2s.K and DIR/s2c.K (K: the connection's number,
-from 1) with --record DIR.  Only the first connection is tampered with:
+from 1, of those that reached the target) with --record DIR.  Only the
+first connection that reaches the target is tampered with:
 
     --flip DIR:N       flip one bit of frame N (from 0) in direction DIR
                        (c2s: client to server, s2c: the other way), in its
@@ -125,8 +126,11 @@ def pump(src, dst, direction, rec, first):
             pass
 
 
+reached = [0]  # connections that reached the target
+lock = threading.Lock()
+
+
 def serve(client, k):
-    first = k == 1
     if replay is not None:
         say("replayed %d recorded bytes to connection %d" % (len(replay), k))
         try:
@@ -137,7 +141,16 @@ def serve(client, k):
             pass
         client.close()
         return
-    server = socket.create_connection((taddr, tport))
+    try:
+        server = socket.create_connection((taddr, tport))
+    except OSError as e:
+        say("connection %d: the target refused (%s)" % (k, e))
+        client.close()
+        return
+    with lock:
+        reached[0] += 1
+        k = reached[0]
+    first = k == 1
     recs = [open("%s/%s.%d" % (record, d, k), "wb") if record else None
             for d in ("c2s", "s2c")]
     t = threading.Thread(target=pump, args=(server, client, "s2c", recs[1],
