@@ -299,7 +299,7 @@ $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 # (the bootstrap's internals, which the static library holds), linked like
 # the unit tests.
 BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/bootstrap_bench \
-    $(BUILD)/bench/launch_floor
+    $(BUILD)/bench/launch_floor $(BUILD)/bench/chan_bench
 $(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)

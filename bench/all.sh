@@ -21,6 +21,7 @@ bootstrap|7|1 129 2
 nodecheck|20|1
 rdzv_peers|5|1
 rdzv|7|1 2
+chan|1000|2
 topo_cache|20 200000|1 100"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) CPUs usable," \

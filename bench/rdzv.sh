@@ -9,6 +9,9 @@
 # columns, and stop/over); "prefork": processes forked beforehand and
 # released at once; "threads": threads of one process (no process start or
 # scheduling: what the library itself costs, as with one agent a machine).
+# "secret": the forked agents' join again with the job's secret
+# (AMLDIST_JOB_TOKEN: every connection the channel's, lib/net/chan.h), and
+# its ratio to the join without one.
 #     bench/rdzv.sh [REPS] [N...]
 set -eu
 cd "$(dirname "$0")/.."
@@ -21,16 +24,20 @@ make -s BUILD="$build" "$out/rdzv_bench" >/dev/null
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amldist-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "# control-plane rendezvous on loopback, $reps runs each, $(nproc) CPUs; times in ms"
-printf '%6s  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' agents "join med" \
-    "join max" "prefork med" "threads med" "stop med" "stop max" "over med"
+printf '%6s  %9s  %9s  %12s  %12s  %9s  %9s  %9s  %10s  %6s\n' agents "join med" \
+    "join max" "prefork med" "threads med" "stop med" "stop max" "over med" \
+    "secret med" ratio
 # med FILE COLUMN: "median worst" of that column
 med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%s %s ", v[int((NR + 1) / 2)], v[NR] }'; }
 for n in $agents; do
-    for mode in fork prefork threads; do
-        arg=$mode; [ "$mode" = fork ] && arg=
-        "$out/rdzv_bench" "$n" "$reps" $arg >"$tmp/rdzv_$mode" ||
+    for mode in fork prefork threads secret; do
+        arg=$mode; [ "$mode" = fork ] || [ "$mode" = secret ] && arg=
+        secret=; [ "$mode" = secret ] && secret=bench-secret-$RANDOM$RANDOM
+        env -u AMLDIST_JOB_TOKEN ${secret:+AMLDIST_JOB_TOKEN=$secret} \
+            "$out/rdzv_bench" "$n" "$reps" $arg >"$tmp/rdzv_$mode" ||
             { echo "n=$n ($mode) failed" >&2; exit 1; }
     done
-    read -r jm jx sm sx om _ pm _ tm _ <<<"$(med "$tmp/rdzv_fork" 1; med "$tmp/rdzv_fork" 2; med "$tmp/rdzv_fork" 3; med "$tmp/rdzv_prefork" 1; med "$tmp/rdzv_threads" 1)"
-    printf '%6d  %9s  %9s  %12s  %12s  %9s  %9s  %9s\n' "$n" "$jm" "$jx" "$pm" "$tm" "$sm" "$sx" "$om"
+    read -r jm jx sm sx om _ pm _ tm _ km _ <<<"$(med "$tmp/rdzv_fork" 1; med "$tmp/rdzv_fork" 2; med "$tmp/rdzv_fork" 3; med "$tmp/rdzv_prefork" 1; med "$tmp/rdzv_threads" 1; med "$tmp/rdzv_secret" 1)"
+    printf '%6d  %9s  %9s  %12s  %12s  %9s  %9s  %9s  %10s  %6s\n' "$n" "$jm" "$jx" "$pm" "$tm" "$sm" "$sx" "$om" \
+        "$km" "$(awk -v a="$km" -v b="$jm" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')"
 done
