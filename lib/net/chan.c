@@ -3,6 +3,7 @@
  * which spares every process libcrypto's DRBG set-up (half a millisecond
  * at its first use). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,33 @@ struct amldist__chan {
     uint64_t tx_seq, rx_seq;
 };
 
+/* The algorithms, fetched once per process (a fetch looks up libcrypto's
+ * store under a lock; the first one builds it). */
+static EVP_KDF *hkdf_alg;
+static EVP_MAC *hmac_alg;
+static EVP_CIPHER *aead_alg;
+static pthread_once_t fetched = PTHREAD_ONCE_INIT;
+
+static void fetch(void)
+{
+    hkdf_alg = EVP_KDF_fetch(NULL, "HKDF", NULL);
+    hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    aead_alg = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+}
+
+static int algorithms(void)
+{
+    pthread_once(&fetched, fetch);
+    return hkdf_alg && hmac_alg && aead_alg ? 0 : -1;
+}
+
 /* HKDF-SHA256 in `mode` (EVP_KDF_HKDF_MODE_*): key, salt and info to
  * out_len bytes at out. */
 static int hkdf(int mode, const void *key, size_t key_len, const void *salt,
                 size_t salt_len, const char *info, unsigned char *out,
                 size_t out_len)
 {
-    EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
-    EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+    EVP_KDF_CTX *ctx = algorithms() == 0 ? EVP_KDF_CTX_new(hkdf_alg) : NULL;
     OSSL_PARAM params[6], *p = params;
     int rc = -1;
     *p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
@@ -52,7 +72,6 @@ static int hkdf(int mode, const void *key, size_t key_len, const void *salt,
     if (ctx && EVP_KDF_derive(ctx, out, out_len, params) > 0)
         rc = 0;
     EVP_KDF_CTX_free(ctx);
-    EVP_KDF_free(kdf);
     return rc;
 }
 
@@ -119,23 +138,29 @@ void amldist__chan_fail(amldist__chan_t *ch)
 static int mac(const amldist__chan_t *ch, const char *role,
                unsigned char out[AMLDIST__CHAN_MAC_LEN])
 {
-    unsigned char msg[8 + 2 * AMLDIST__CHAN_NONCE_LEN];
-    size_t rl = strlen(role), n = 0;
-    memcpy(msg, role, rl);
-    memcpy(msg + rl, ch->nc, sizeof ch->nc);
-    memcpy(msg + rl + sizeof ch->nc, ch->ns, sizeof ch->ns);
-    return EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, ch->k.auth,
-                     sizeof ch->k.auth, msg, rl + 2 * AMLDIST__CHAN_NONCE_LEN,
-                     out, AMLDIST__CHAN_MAC_LEN, &n) && n == AMLDIST__CHAN_MAC_LEN
-               ? 0
-               : -1;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+                                         (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end()};
+    EVP_MAC_CTX *ctx = algorithms() == 0 ? EVP_MAC_CTX_new(hmac_alg) : NULL;
+    size_t n = 0;
+    int ok = ctx &&
+             EVP_MAC_init(ctx, ch->k.auth, sizeof ch->k.auth, params) > 0 &&
+             EVP_MAC_update(ctx, (const unsigned char *)role,
+                            strlen(role)) > 0 &&
+             EVP_MAC_update(ctx, ch->nc, sizeof ch->nc) > 0 &&
+             EVP_MAC_update(ctx, ch->ns, sizeof ch->ns) > 0 &&
+             EVP_MAC_final(ctx, out, &n, AMLDIST__CHAN_MAC_LEN) > 0 &&
+             n == AMLDIST__CHAN_MAC_LEN;
+    EVP_MAC_CTX_free(ctx);
+    return ok ? 0 : -1;
 }
 
 static EVP_CIPHER_CTX *aead(const unsigned char *key, int enc)
 {
     EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    if (c && EVP_CipherInit_ex(c, EVP_chacha20_poly1305(), NULL, key, NULL,
-                               enc) > 0)
+    if (c && algorithms() == 0 &&
+        EVP_CipherInit_ex(c, aead_alg, NULL, key, NULL, enc) > 0)
         return c;
     EVP_CIPHER_CTX_free(c);
     return NULL;
