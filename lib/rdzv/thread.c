@@ -102,9 +102,9 @@ void amldist__rz_host_lost(amldist_rdzv_t *r, const char *why, int closed)
  * to it but a random nonce. */
 static void not_proven(amldist_rdzv_t *r, const char *why)
 {
-    client_close(r);
     pthread_mutex_lock(&r->mu);
-    if (r->sh.state < C_RUNNING && !r->sh.err) {
+    int joining = r->sh.state < C_RUNNING && !r->sh.err;
+    if (joining) {
         r->sh.err = AMLDIST_EDENIED;
         if (r->cfg.secure)
             snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
@@ -119,13 +119,12 @@ static void not_proven(amldist_rdzv_t *r, const char *why)
                      "secret and this node has none: set the same "
                      "AMLDIST_JOB_TOKEN on every node", r->endpoint);
         amldist__rz_set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
-    } else if (r->sh.state != C_OVER) {
-        char text[700];
-        snprintf(text, sizeof text, "the rendezvous host at %s was lost: %s",
-                 r->endpoint, why);
-        amldist__rz_set_over(r, AMLDIST_RDZV_STATUS_LOST, text);
     }
     pthread_mutex_unlock(&r->mu);
+    if (joining)
+        client_close(r);
+    else
+        amldist__rz_host_lost(r, why, 0);
 }
 
 /* What the caller queued: a FAIL, a DONE. */

@@ -329,6 +329,19 @@ static void conn_pair(amldist__conn_t *c, amldist__conn_t *s)
     amldist__conn_init(s, sv[1], limits);
 }
 
+/* A connected pair, the server's with keys sk and the client's with ck
+ * (NULL: plain). */
+static void sealed_pair(amldist__conn_t *c, amldist__conn_t *s,
+                        const amldist__chan_keys_t *sk,
+                        const amldist__chan_keys_t *ck)
+{
+    conn_pair(c, s);
+    if (sk)
+        CHECK_INT_EQ(amldist__conn_secure(s, sk, 1), 0);
+    if (ck)
+        CHECK_INT_EQ(amldist__conn_secure(c, ck, 0), 0);
+}
+
 /* Read c until a frame or an error (the peer's handshake answered by
  * pumping p meanwhile); the result of amldist__conn_recv. */
 static int pump(amldist__conn_t *c, amldist__conn_t *p, unsigned *type,
@@ -360,9 +373,7 @@ static void test_conn_sealed(void)
     unsigned type;
     char text[256];
     const char *why;
-    conn_pair(&c, &s);
-    CHECK_INT_EQ(amldist__conn_secure(&s, &k, 1), 0);
-    CHECK_INT_EQ(amldist__conn_secure(&c, &k, 0), 0);
+    sealed_pair(&c, &s, &k, &k);
     /* Sent before the server is proven: held back, then sealed. */
     CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, "hello there", 11), 0);
     CHECK_INT_EQ(amldist__conn_send(&c, T_EMPTY, NULL, 0), 0);
@@ -386,9 +397,7 @@ static void test_conn_sealed(void)
     amldist__conn_close(&s);
     /* A sealed header beyond its type's limits is refused before its
      * payload: altered on the way. */
-    conn_pair(&c, &s);
-    CHECK_INT_EQ(amldist__conn_secure(&s, &k, 1), 0);
-    CHECK_INT_EQ(amldist__conn_secure(&c, &k, 0), 0);
+    sealed_pair(&c, &s, &k, &k);
     CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, "x", 1), 0);
     CHECK_INT_EQ(pump(&s, &c, &type, text, &why), 1);
     amldist__frame_put_header(f, T_EMPTY, 1 + TAG);
@@ -406,8 +415,7 @@ static void test_conn_mismatch(void)
     unsigned type;
     const char *why;
     /* A plain client at a sealed server: the server says so, plain. */
-    conn_pair(&c, &s);
-    CHECK_INT_EQ(amldist__conn_secure(&s, &k, 1), 0);
+    sealed_pair(&c, &s, &k, NULL);
     CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, "JOIN", 4), 0);
     CHECK_INT_EQ(pump(&s, NULL, &type, NULL, &why), AMLDIST__CONN_EAUTH);
     CHECK_STR_HAS(why, "no secret");
@@ -419,8 +427,7 @@ static void test_conn_mismatch(void)
     amldist__conn_close(&c);
     amldist__conn_close(&s);
     /* A sealed client at a plain server. */
-    conn_pair(&c, &s);
-    CHECK_INT_EQ(amldist__conn_secure(&c, &k, 0), 0);
+    sealed_pair(&c, &s, NULL, &k);
     CHECK_INT_EQ(pump(&s, NULL, &type, NULL, &why), AMLDIST__CONN_EAUTH);
     CHECK_STR_HAS(why, "has a secret");
     /* ... whose plain answer the client takes for no proof. */
@@ -430,9 +437,7 @@ static void test_conn_mismatch(void)
     amldist__conn_close(&s);
     /* Another secret: the client refuses the server, and sent nothing of
      * its own. */
-    conn_pair(&c, &s);
-    CHECK_INT_EQ(amldist__conn_secure(&s, &w, 1), 0);
-    CHECK_INT_EQ(amldist__conn_secure(&c, &k, 0), 0);
+    sealed_pair(&c, &s, &w, &k);
     CHECK_INT_EQ(amldist__conn_send(&c, T_TEXT, "JOIN secret stuff", 17), 0);
     CHECK_INT_EQ(pump(&c, &s, &type, NULL, &why), AMLDIST__CONN_EAUTH);
     CHECK_STR_HAS(why, "did not prove the job's secret");
