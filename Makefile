@@ -31,9 +31,9 @@ HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 # OpenSSL 3's libcrypto: the control plane's and the bootstrap's channel
-# (lib/net/chan.c: HKDF, HMAC, ChaCha20-Poly1305).
+# (lib/net/chan.c: HKDF, HMAC, ChaCha20-Poly1305), its headers only: the
+# library loads libcrypto.so.3 (dlopen) when a job has a secret.
 CRYPTO_CFLAGS := $(shell pkg-config --cflags libcrypto 2>/dev/null)
-CRYPTO_LIBS   := $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 
 # NCCL support is built when the CUDA runtime headers and NCCL are found:
 # nccl.h under NCCL_HOME (when given, it must hold it), pkg-config's nccl,
@@ -95,7 +95,7 @@ LIB_CFLAGS  = $(ALL_CFLAGS) -Ilib -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_
 ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
 # The library reaches NCCL and the CUDA runtime through dlopen, so that
 # linking it (and starting amlrun) never loads them.
-LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) $(CRYPTO_LIBS) -ldl -lpthread
+LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) -ldl -lpthread
 
 # Sources: one flat list per component folder.  Every lib/<component>/*.c is
 # part of the library; launcher/main.c and launcher/<component>/*.c make
@@ -216,7 +216,7 @@ $(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 	    'Name: amldist' \
 	    'Description: canonical distributed-training layout, topology and binding' \
 	    'Version: $(VERSION)' \
-	    'Requires.private: hwloc libxml-2.0 libcrypto' \
+	    'Requires.private: hwloc libxml-2.0' \
 	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -lamldist' \
 	    'Libs.private: -ldl -lpthread' > $@

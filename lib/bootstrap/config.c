@@ -167,8 +167,10 @@ int amldist__bs_secure(amldist__bs_params_t *p)
     amldist__strlcpy(p->secret_source, secret.source, sizeof p->secret_source);
     amldist__secret_clear(&secret);
     if (rc < 0)
-        return amldist__fail(AMLDIST_ESYS, "rank %d: bootstrap: libcrypto "
-                             "cannot derive the channel's keys", p->rank);
+        return amldist__fail(AMLDIST_ESYS, "rank %d: bootstrap: the job has a "
+                             "secret, and OpenSSL 3's libcrypto.so.3 cannot "
+                             "be loaded or failed (install libssl3)",
+                             p->rank);
     p->secure = 1;
     /* The secret's digest never goes on the wire: the channel proves it. */
     if (!strcmp(p->token_source, "AMLDIST_JOB_TOKEN")) {

@@ -1,13 +1,19 @@
 /* The authenticated channel (see chan.h), on libcrypto's HKDF, HMAC and
  * ChaCha20-Poly1305; the nonces from the kernel's CSPRNG (getrandom(2)),
  * which spares every process libcrypto's DRBG set-up (half a millisecond
- * at its first use). */
+ * at its first use).
+ *
+ * libcrypto.so.3 is loaded (dlopen) at the first key derivation, as NCCL
+ * is (lib/nccl): a process that never meets a secret (amlrun without one,
+ * every training rank that links the library) never maps it, and its
+ * start costs what it did (loading libcrypto costs about 0.6 ms of CPU). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <dlfcn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -28,23 +34,56 @@ struct amldist__chan {
     uint64_t tx_seq, rx_seq;
 };
 
-/* The algorithms, fetched once per process (a fetch looks up libcrypto's
- * store under a lock; the first one builds it). */
+/* The libcrypto functions the channel calls, by name, with the types of
+ * OpenSSL 3's own declarations. */
+#define CRYPTO_FUNCTIONS(X)                                                    \
+    X(EVP_KDF_fetch) X(EVP_KDF_CTX_new) X(EVP_KDF_CTX_free) X(EVP_KDF_derive)  \
+    X(EVP_MAC_fetch) X(EVP_MAC_CTX_new) X(EVP_MAC_CTX_free) X(EVP_MAC_init)    \
+    X(EVP_MAC_update) X(EVP_MAC_final) X(EVP_CIPHER_fetch)                     \
+    X(EVP_CIPHER_CTX_new) X(EVP_CIPHER_CTX_free) X(EVP_CipherInit_ex)          \
+    X(EVP_CipherUpdate) X(EVP_CipherFinal_ex) X(EVP_CIPHER_CTX_ctrl)           \
+    X(CRYPTO_memcmp) X(OPENSSL_cleanse)
+#define FIELD(name) __typeof__(&name) name;
+static struct {
+    CRYPTO_FUNCTIONS(FIELD)
+} lc;
+#define C(name) (lc.name)
+
+/* Cleared without libcrypto (it may never be loaded): the compiler may
+ * not drop it. */
+static void cleanse(void *p, size_t n)
+{
+    explicit_bzero(p, n);
+}
+
+/* The algorithms, fetched once per process after libcrypto is loaded (a
+ * fetch looks up libcrypto's store under a lock; the first one builds
+ * it). */
 static EVP_KDF *hkdf_alg;
 static EVP_MAC *hmac_alg;
 static EVP_CIPHER *aead_alg;
-static pthread_once_t fetched = PTHREAD_ONCE_INIT;
+static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 
-static void fetch(void)
+static void load(void)
 {
-    hkdf_alg = EVP_KDF_fetch(NULL, "HKDF", NULL);
-    hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    aead_alg = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+    void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    int all = h != NULL;
+#define RESOLVE(name)                                                          \
+    if (all && !(*(void **)&lc.name = dlsym(h, #name)))                       \
+        all = 0;
+    CRYPTO_FUNCTIONS(RESOLVE)
+#undef RESOLVE
+    if (!all)
+        return;
+    hkdf_alg = C(EVP_KDF_fetch)(NULL, "HKDF", NULL);
+    hmac_alg = C(EVP_MAC_fetch)(NULL, "HMAC", NULL);
+    aead_alg = C(EVP_CIPHER_fetch)(NULL, "ChaCha20-Poly1305", NULL);
 }
 
+/* 0 once libcrypto and the algorithms are there, else -1. */
 static int algorithms(void)
 {
-    pthread_once(&fetched, fetch);
+    pthread_once(&loaded, load);
     return hkdf_alg && hmac_alg && aead_alg ? 0 : -1;
 }
 
@@ -54,24 +93,26 @@ static int hkdf(int mode, const void *key, size_t key_len, const void *salt,
                 size_t salt_len, const char *info, unsigned char *out,
                 size_t out_len)
 {
-    EVP_KDF_CTX *ctx = algorithms() == 0 ? EVP_KDF_CTX_new(hkdf_alg) : NULL;
+    EVP_KDF_CTX *ctx =
+        algorithms() == 0 ? C(EVP_KDF_CTX_new)(hkdf_alg) : NULL;
     OSSL_PARAM params[6], *p = params;
     int rc = -1;
-    *p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
-    *p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
-                                            (char *)"SHA256", 0);
-    *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)key,
-                                             key_len);
+    *p++ = (OSSL_PARAM)OSSL_PARAM_int(OSSL_KDF_PARAM_MODE, &mode);
+    *p++ = (OSSL_PARAM)OSSL_PARAM_utf8_string(OSSL_KDF_PARAM_DIGEST,
+                                              (char *)"SHA256", 6);
+    *p++ = (OSSL_PARAM)OSSL_PARAM_octet_string(OSSL_KDF_PARAM_KEY,
+                                               (void *)key, key_len);
     if (salt)
-        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
-                                                 (void *)salt, salt_len);
+        *p++ = (OSSL_PARAM)OSSL_PARAM_octet_string(OSSL_KDF_PARAM_SALT,
+                                                   (void *)salt, salt_len);
     if (info)
-        *p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
-                                                 (void *)info, strlen(info));
-    *p = OSSL_PARAM_construct_end();
-    if (ctx && EVP_KDF_derive(ctx, out, out_len, params) > 0)
+        *p++ = (OSSL_PARAM)OSSL_PARAM_octet_string(
+            OSSL_KDF_PARAM_INFO, (void *)info, strlen(info));
+    *p = (OSSL_PARAM)OSSL_PARAM_END;
+    if (ctx && C(EVP_KDF_derive)(ctx, out, out_len, params) > 0)
         rc = 0;
-    EVP_KDF_CTX_free(ctx);
+    if (ctx)
+        C(EVP_KDF_CTX_free)(ctx);
     return rc;
 }
 
@@ -92,7 +133,7 @@ int amldist__chan_keys(amldist__chan_keys_t *k, const char *label,
     snprintf(info, sizeof info, VERSION " %s keys", label);
     rc |= hkdf(EVP_KDF_HKDF_MODE_EXPAND_ONLY, prk, sizeof prk, NULL, 0, info,
                k->master, sizeof k->master);
-    OPENSSL_cleanse(prk, sizeof prk);
+    cleanse(prk, sizeof prk);
     if (rc < 0)
         amldist__chan_keys_clear(k);
     return rc < 0 ? -1 : 0;
@@ -100,7 +141,7 @@ int amldist__chan_keys(amldist__chan_keys_t *k, const char *label,
 
 void amldist__chan_keys_clear(amldist__chan_keys_t *k)
 {
-    OPENSSL_cleanse(k, sizeof *k);
+    cleanse(k, sizeof *k);
 }
 
 amldist__chan_t *amldist__chan_new(const amldist__chan_keys_t *k, int server)
@@ -118,9 +159,11 @@ void amldist__chan_free(amldist__chan_t *ch)
 {
     if (!ch)
         return;
-    EVP_CIPHER_CTX_free(ch->tx);
-    EVP_CIPHER_CTX_free(ch->rx);
-    OPENSSL_cleanse(ch, sizeof *ch);
+    if (ch->tx)
+        C(EVP_CIPHER_CTX_free)(ch->tx);
+    if (ch->rx)
+        C(EVP_CIPHER_CTX_free)(ch->rx);
+    cleanse(ch, sizeof *ch);
     free(ch);
 }
 
@@ -139,30 +182,33 @@ static int mac(const amldist__chan_t *ch, const char *role,
                unsigned char out[AMLDIST__CHAN_MAC_LEN])
 {
     OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-                                         (char *)"SHA256", 0),
-        OSSL_PARAM_construct_end()};
-    EVP_MAC_CTX *ctx = algorithms() == 0 ? EVP_MAC_CTX_new(hmac_alg) : NULL;
+        OSSL_PARAM_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 6),
+        OSSL_PARAM_END};
+    EVP_MAC_CTX *ctx =
+        algorithms() == 0 ? C(EVP_MAC_CTX_new)(hmac_alg) : NULL;
     size_t n = 0;
     int ok = ctx &&
-             EVP_MAC_init(ctx, ch->k.auth, sizeof ch->k.auth, params) > 0 &&
-             EVP_MAC_update(ctx, (const unsigned char *)role,
-                            strlen(role)) > 0 &&
-             EVP_MAC_update(ctx, ch->nc, sizeof ch->nc) > 0 &&
-             EVP_MAC_update(ctx, ch->ns, sizeof ch->ns) > 0 &&
-             EVP_MAC_final(ctx, out, &n, AMLDIST__CHAN_MAC_LEN) > 0 &&
+             C(EVP_MAC_init)(ctx, ch->k.auth, sizeof ch->k.auth, params) > 0 &&
+             C(EVP_MAC_update)(ctx, (const unsigned char *)role,
+                               strlen(role)) > 0 &&
+             C(EVP_MAC_update)(ctx, ch->nc, sizeof ch->nc) > 0 &&
+             C(EVP_MAC_update)(ctx, ch->ns, sizeof ch->ns) > 0 &&
+             C(EVP_MAC_final)(ctx, out, &n, AMLDIST__CHAN_MAC_LEN) > 0 &&
              n == AMLDIST__CHAN_MAC_LEN;
-    EVP_MAC_CTX_free(ctx);
+    if (ctx)
+        C(EVP_MAC_CTX_free)(ctx);
     return ok ? 0 : -1;
 }
 
 static EVP_CIPHER_CTX *aead(const unsigned char *key, int enc)
 {
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    if (c && algorithms() == 0 &&
-        EVP_CipherInit_ex(c, aead_alg, NULL, key, NULL, enc) > 0)
+    if (algorithms() < 0)
+        return NULL;
+    EVP_CIPHER_CTX *c = C(EVP_CIPHER_CTX_new)();
+    if (c && C(EVP_CipherInit_ex)(c, aead_alg, NULL, key, NULL, enc) > 0)
         return c;
-    EVP_CIPHER_CTX_free(c);
+    if (c)
+        C(EVP_CIPHER_CTX_free)(c);
     return NULL;
 }
 
@@ -181,7 +227,7 @@ static int open_session(amldist__chan_t *ch)
     const unsigned char *c2s = keys, *s2c = keys + 32;
     ch->tx = aead(ch->server ? s2c : c2s, 1);
     ch->rx = aead(ch->server ? c2s : s2c, 0);
-    OPENSSL_cleanse(keys, sizeof keys);
+    cleanse(keys, sizeof keys);
     if (!ch->tx || !ch->rx)
         return -1;
     ch->state = AMLDIST__CHAN_OPEN;
@@ -253,7 +299,7 @@ int amldist__chan_handshake(amldist__chan_t *ch, unsigned type,
         memcpy(ch->ns, p, sizeof ch->ns);
         if (mac(ch, "server", want) < 0)
             return failed(ch, why, "HMAC failed");
-        if (CRYPTO_memcmp(want, p + sizeof ch->ns, sizeof want))
+        if (C(CRYPTO_memcmp)(want, p + sizeof ch->ns, sizeof want))
             return failed(ch, why, "the peer did not prove the job's secret");
         if (mac(ch, "client", out) < 0 || open_session(ch) < 0)
             return failed(ch, why, "libcrypto failed");
@@ -265,7 +311,7 @@ int amldist__chan_handshake(amldist__chan_t *ch, unsigned type,
             return failed(ch, why, "the peer did not finish the handshake");
         if (mac(ch, "client", want) < 0)
             return failed(ch, why, "HMAC failed");
-        if (CRYPTO_memcmp(want, p, sizeof want))
+        if (C(CRYPTO_memcmp)(want, p, sizeof want))
             return failed(ch, why, "the peer did not prove the job's secret");
         if (open_session(ch) < 0)
             return failed(ch, why, "libcrypto failed");
@@ -291,13 +337,13 @@ int amldist__chan_seal(amldist__chan_t *ch, const unsigned char *hdr,
         len > INT32_MAX)
         return -1;
     nonce(ch->tx_seq, iv);
-    if (EVP_EncryptInit_ex(ch->tx, NULL, NULL, NULL, iv) <= 0 ||
-        EVP_EncryptUpdate(ch->tx, NULL, &n, hdr, AMLDIST__FRAME_HEADER_LEN) <=
-            0 ||
-        (len && EVP_EncryptUpdate(ch->tx, out, &n, p, (int)len) <= 0) ||
-        EVP_EncryptFinal_ex(ch->tx, out + (len ? n : 0), &m) <= 0 ||
-        EVP_CIPHER_CTX_ctrl(ch->tx, EVP_CTRL_AEAD_GET_TAG,
-                            AMLDIST__CHAN_TAG_LEN, out + len) <= 0)
+    if (C(EVP_CipherInit_ex)(ch->tx, NULL, NULL, NULL, iv, 1) <= 0 ||
+        C(EVP_CipherUpdate)(ch->tx, NULL, &n, hdr,
+                            AMLDIST__FRAME_HEADER_LEN) <= 0 ||
+        (len && C(EVP_CipherUpdate)(ch->tx, out, &n, p, (int)len) <= 0) ||
+        C(EVP_CipherFinal_ex)(ch->tx, out + (len ? n : 0), &m) <= 0 ||
+        C(EVP_CIPHER_CTX_ctrl)(ch->tx, EVP_CTRL_AEAD_GET_TAG,
+                               AMLDIST__CHAN_TAG_LEN, out + len) <= 0)
         return -1;
     ch->tx_seq++;
     return 0;
@@ -313,15 +359,15 @@ int amldist__chan_open(amldist__chan_t *ch, const unsigned char *hdr,
         return -1;
     size_t plen = len - AMLDIST__CHAN_TAG_LEN;
     nonce(ch->rx_seq, iv);
-    if (EVP_DecryptInit_ex(ch->rx, NULL, NULL, NULL, iv) <= 0 ||
-        EVP_DecryptUpdate(ch->rx, NULL, &n, hdr, AMLDIST__FRAME_HEADER_LEN) <=
-            0 ||
-        (plen && EVP_DecryptUpdate(ch->rx, p, &n, p, (int)plen) <= 0) ||
-        EVP_CIPHER_CTX_ctrl(ch->rx, EVP_CTRL_AEAD_SET_TAG,
-                            AMLDIST__CHAN_TAG_LEN, p + plen) <= 0 ||
-        EVP_DecryptFinal_ex(ch->rx, p + (plen ? n : 0), &m) <= 0) {
+    if (C(EVP_CipherInit_ex)(ch->rx, NULL, NULL, NULL, iv, 0) <= 0 ||
+        C(EVP_CipherUpdate)(ch->rx, NULL, &n, hdr,
+                            AMLDIST__FRAME_HEADER_LEN) <= 0 ||
+        (plen && C(EVP_CipherUpdate)(ch->rx, p, &n, p, (int)plen) <= 0) ||
+        C(EVP_CIPHER_CTX_ctrl)(ch->rx, EVP_CTRL_AEAD_SET_TAG,
+                               AMLDIST__CHAN_TAG_LEN, p + plen) <= 0 ||
+        C(EVP_CipherFinal_ex)(ch->rx, p + (plen ? n : 0), &m) <= 0) {
         /* Once a frame failed, nothing after it can be trusted. */
-        OPENSSL_cleanse(p, plen);
+        cleanse(p, plen);
         ch->state = AMLDIST__CHAN_FAILED;
         return -1;
     }

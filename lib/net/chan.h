@@ -61,7 +61,8 @@ typedef struct {
     char label[32];
 } amldist__chan_keys_t;
 
-/* Derive the keys of `label` from the secret; 0, or -1 (libcrypto failed). */
+/* Derive the keys of `label` from the secret; 0, or -1 (libcrypto.so.3,
+ * loaded at the first call, is missing or failed). */
 int amldist__chan_keys(amldist__chan_keys_t *k, const char *label,
                        const void *secret, size_t len);
 void amldist__chan_keys_clear(amldist__chan_keys_t *k);

@@ -103,8 +103,10 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                          sizeof c->secret_source);
         amldist__secret_clear(&secret);
         if (rc < 0)
-            return amldist__fail(AMLDIST_ESYS, "rendezvous: libcrypto cannot "
-                                 "derive the channel's keys");
+            return amldist__fail(AMLDIST_ESYS, "rendezvous: the job has a "
+                                 "secret, and OpenSSL 3's libcrypto.so.3 "
+                                 "cannot be loaded or failed (install "
+                                 "libssl3)");
         c->secure = 1;
     }
     c->token = amldist__rz_token(o->token, o->endpoint, c->secure,
