@@ -223,6 +223,7 @@ static void test_injected(void)
     size_t n = seal(s2, 22, "FINISH 0", f);
     CHECK_INT_EQ(open_copy(c, f, n, out), -1);
     amldist__chan_free(c);
+    amldist__chan_free(s);
     open_pair(&c, &s);
     amldist__frame_put_header(f, 22, 8 + TAG);
     memcpy(f + HDR, "FINISH 0", 8);
