@@ -11,6 +11,7 @@
  *
  *     header   net/frames.h's: magic "AMLB" | protocol | type | length
  *     HELLO    rank u32 | world u32 | round u32 | blob length u32 | token u64
+ *              (0 with the job's secret, when it would be its digest)
  *     BLOB     the blob (exactly the length both sides agreed on)
  *     REFUSE   reason u32 | the server's own value u32
  *     FAIL     HELLO | why (480 bytes, NUL-padded): a rank that cannot go

@@ -3,7 +3,9 @@
  * the host's I/O (its decisions: host_sm.h; the agent's handle: handle.h).
  * Frames use net/frames.h's header (magic "AMLB", protocol, type, payload
  * length), shared with the bootstrap, with types of their own, on one
- * long-lived TCP connection per agent (net/conn.h).  All integers are
+ * long-lived TCP connection per agent (net/conn.h), behind the channel's
+ * handshake and each frame sealed when the job has a secret (net/chan.h;
+ * the JOIN's token is then 0, or the options').  All integers are
  * big-endian; "text" is the rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
