@@ -40,6 +40,10 @@ XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 # amlrun links it, the library does not.
 DW_CFLAGS := $(shell pkg-config --cflags libdw 2>/dev/null)
 DW_LIBS   := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
+# OpenSSL 3's libcrypto: the control plane's and the bootstrap's channel
+# (lib/net/chan.c: HKDF, HMAC, ChaCha20-Poly1305), its headers only: the
+# library loads libcrypto.so.3 (dlopen) when a job has a secret.
+CRYPTO_CFLAGS := $(shell pkg-config --cflags libcrypto 2>/dev/null)
 
 # NCCL support is built when the CUDA runtime headers and NCCL are found:
 # nccl.h under NCCL_HOME (when given, it must hold it), pkg-config's nccl,
@@ -97,7 +101,7 @@ CPPFLAGS ?=
 LDFLAGS  ?=
 ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(HARDEN) -Iinclude $(HWLOC_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 LIB_CFLAGS  = $(ALL_CFLAGS) -Ilib -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_CFLAGS) \
-              $(XML_CFLAGS)
+              $(XML_CFLAGS) $(CRYPTO_CFLAGS)
 ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
 # The library reaches NCCL and the CUDA runtime through dlopen, so that
 # linking it (and starting amlrun) never loads them.
@@ -317,7 +321,7 @@ $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 # the unit tests.
 BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/bootstrap_bench \
     $(BUILD)/bench/progress_bench \
-    $(BUILD)/bench/launch_floor
+    $(BUILD)/bench/launch_floor $(BUILD)/bench/chan_bench
 $(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)

@@ -61,7 +61,7 @@ int amldist__bs_setup(const amldist_t *layout,
                                 &p->token, p->token_source,
                                 sizeof p->token_source)) < 0)
         return rc;
-    return 0;
+    return amldist__bs_secure(p);
 }
 
 int amldist_bootstrap_bcast(const amldist_t *layout, void *buf, size_t len,
@@ -81,5 +81,7 @@ int amldist_bootstrap_bcast(const amldist_t *layout, void *buf, size_t len,
     }
     if ((rc = amldist__bs_setup(layout, opts, &p)) < 0)
         return rc;
-    return amldist__bs_exchange(&p, buf, len);
+    rc = amldist__bs_exchange(&p, buf, len);
+    amldist__chan_keys_clear(&p.keys);
+    return rc;
 }

@@ -6,10 +6,12 @@
  * without a layout.
  *
  * Wire format (all integers big-endian), one request and one reply per
- * connection:
+ * connection, behind the channel's handshake and each frame sealed when the
+ * job has a secret (net/chan.h):
  *
  *     header   net/frames.h's: magic "AMLB" | protocol | type | length
  *     HELLO    rank u32 | world u32 | round u32 | blob length u32 | token u64
+ *              (0 with the job's secret, when it would be its digest)
  *     BLOB     the blob (exactly the length both sides agreed on)
  *     REFUSE   reason u32 | the server's own value u32
  *     FAIL     HELLO | why (480 bytes, NUL-padded): a rank that cannot go
@@ -26,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/chan.h"
 #include "net/frames.h"
 #include "net/sockets.h"
 #include "util/internal.h"
@@ -88,6 +91,12 @@ typedef struct {
      * is such a rank, and `why` its error, which every rank then reports. */
     int barrier, failed;
     char why[AMLDIST__BS_WHY_LEN];
+    /* The job's secret (util/secret.h): every connection is the channel's
+     * (net/chan.h), and HELLO's token is 0 where it would be the secret's
+     * digest. */
+    int secure;
+    amldist__chan_keys_t keys;
+    char secret_source[300];
 } amldist__bs_params_t;
 
 /* Parameters of the next call from the layout, the options and the
@@ -95,6 +104,9 @@ typedef struct {
 int amldist__bs_setup(const amldist_t *layout,
                       const amldist_bootstrap_options_t *opts,
                       amldist__bs_params_t *p);
+/* The job's secret, if any, into p's keys (the secret cleared at once); 0,
+ * or an error (a secret source refused, libcrypto). */
+int amldist__bs_secure(amldist__bs_params_t *p);
 
 /* Rank 0: serve `len` bytes to ranks 1 .. world-1, then close. */
 int amldist__bs_serve(const amldist__bs_params_t *p, const void *blob,

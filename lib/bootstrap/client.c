@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap_internal.h"
+#include "net/conn.h"
 
 /* One connection attempt may take this long before the next one. */
 #define ATTEMPT_MS 10000
@@ -85,82 +86,97 @@ static int refused(client_t *c, uint32_t reason, uint32_t value, size_t len)
     }
 }
 
-static int io_failed(client_t *c, const char *what)
+static int io_failed(client_t *c, const char *what, const char *why)
 {
-    snprintf(c->last, sizeof c->last, "%s: %s", what, strerror(errno));
+    snprintf(c->last, sizeof c->last, "%s: %s", what, why);
     return RETRY;
 }
 
-static int ack(int fd, long long deadline)
+/* Rank 0 did not prove the job's secret, or one side has a secret and the
+ * other none: no retry cures it. */
+static int not_proven(client_t *c, const char *why)
 {
-    unsigned char a[AMLDIST__FRAME_HEADER_LEN];
-    amldist__frame_put_header(a, AMLDIST__BS_ACK, 0);
-    return amldist__net_io(fd, a, sizeof a, 1, deadline);
+    const amldist__bs_params_t *p = c->p;
+    if (!p->secure)
+        return amldist__fail(AMLDIST_EDENIED,
+                             "rank %d: %s speaks with a job secret and this "
+                             "rank has none: export the same AMLDIST_JOB_TOKEN "
+                             "to every rank",
+                             p->rank, c->addr);
+    return amldist__fail(AMLDIST_EDENIED,
+                         "rank %d: the endpoint %s did not prove the job's "
+                         "secret (the job token from %.200s): it serves "
+                         "another job, an "
+                         "impostor holds the port, or the ranks disagree on "
+                         "the secret (%s)",
+                         p->rank, c->addr, p->secret_source, why);
 }
 
-/* One request and its reply on a connected socket. */
-static int talk(client_t *c, int fd, void *blob, size_t len,
+/* One request and its reply on a connected socket (the connection's). */
+static int talk(client_t *c, amldist__conn_t *cn, void *blob, size_t len,
                 long long deadline)
 {
     const amldist__bs_params_t *p = c->p;
-    unsigned char req[AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_FAIL_LEN];
-    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], ref[AMLDIST__BS_PEER_LEN];
-    size_t req_len = AMLDIST__FRAME_HEADER_LEN +
-                     (p->failed ? AMLDIST__BS_FAIL_LEN : AMLDIST__BS_HELLO_LEN);
+    unsigned char req[AMLDIST__BS_FAIL_LEN];
+    size_t req_len = p->failed ? AMLDIST__BS_FAIL_LEN : AMLDIST__BS_HELLO_LEN;
     amldist__bs_hello_t h = {(uint32_t)p->rank, (uint32_t)p->world, p->round,
                              (uint32_t)len, p->token};
     unsigned type;
     uint32_t plen;
+    const unsigned char *reply;
     const char *why;
 
-    amldist__frame_put_header(req, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
-                           (uint32_t)(req_len - AMLDIST__FRAME_HEADER_LEN));
-    amldist__bs_put_hello(req + AMLDIST__FRAME_HEADER_LEN, &h);
-    memset(req + AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN, 0,
-           AMLDIST__BS_WHY_LEN);
-    memcpy(req + AMLDIST__FRAME_HEADER_LEN + AMLDIST__BS_HELLO_LEN, p->why,
+    amldist__bs_put_hello(req, &h);
+    memset(req + AMLDIST__BS_HELLO_LEN, 0, AMLDIST__BS_WHY_LEN);
+    memcpy(req + AMLDIST__BS_HELLO_LEN, p->why,
            strnlen(p->why, AMLDIST__BS_WHY_LEN - 1));
-    if (amldist__net_io(fd, req, req_len, 1, deadline) < 0)
-        return io_failed(c, "sending the request");
-    if (amldist__net_io(fd, hdr, sizeof hdr, 0, deadline) < 0)
-        return io_failed(c, "reading the reply");
+    if ((p->secure && amldist__conn_secure(cn, &p->keys, 0) < 0) ||
+        amldist__conn_send(cn, p->failed ? AMLDIST__BS_FAIL : AMLDIST__BS_HELLO,
+                           req, req_len) < 0)
+        return io_failed(c, "sending the request", strerror(errno));
+    int rc = amldist__conn_wait(cn, deadline, &type, &reply, &plen, &why);
+    if (rc == AMLDIST__CONN_EAUTH)
+        return not_proven(c, why);
     /* Something answered, but not our server: retrying will not help. */
-    if (amldist__bs_get_header(hdr, &type, &plen, &why) < 0 ||
-        type == AMLDIST__BS_HELLO)
+    if (rc == AMLDIST__CONN_EMALFORMED || (rc == 1 && type == AMLDIST__BS_HELLO))
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: %s answered with %s: is another "
                              "service listening on the bootstrap port?",
                              p->rank, c->addr,
-                             type == AMLDIST__BS_HELLO ? "a request" : why);
+                             rc == 1 ? "a request" : why);
+    if (rc == AMLDIST__CONN_EINTEGRITY)
+        return amldist__fail(AMLDIST_EPROTO, "rank %d: %s: %s", p->rank,
+                             c->addr, why);
+    if (rc < 0)
+        return io_failed(c, "reading the reply", why);
+    if (type == AMLDIST__BS_REFUSE)
+        return refused(c, amldist__net_get_u32(reply),
+                       amldist__net_get_u32(reply + 4), len);
     if (type == AMLDIST__BS_PEER) {
-        if (amldist__net_io(fd, ref, AMLDIST__BS_PEER_LEN, 0, deadline) < 0)
-            return io_failed(c, "reading the failure");
-        if (ack(fd, deadline) < 0)
-            return io_failed(c, "acknowledging the failure");
+        char text[AMLDIST__BS_WHY_LEN];
+        uint32_t who = amldist__net_get_u32(reply);
+        memcpy(text, reply + 4, sizeof text);
+        text[sizeof text - 1] = '\0';
+        /* Rank 0 counts this rank told only on the ACK. */
+        if (amldist__conn_send(cn, AMLDIST__BS_ACK, NULL, 0) < 0 ||
+            amldist__conn_drain(cn, deadline) < 0)
+            return io_failed(c, "acknowledging the failure", strerror(errno));
         if (p->failed)
             return DONE; /* our own failure, or an earlier one: told */
-        ref[AMLDIST__BS_PEER_LEN - 1] = '\0';
         return amldist__fail(AMLDIST_EPEER, "rank %d: rank %u failed: %s",
-                             p->rank, amldist__net_get_u32(ref),
-                             (const char *)ref + 4);
-    }
-    if (type == AMLDIST__BS_REFUSE) {
-        if (amldist__net_io(fd, ref, AMLDIST__BS_REFUSE_LEN, 0, deadline) < 0)
-            return io_failed(c, "reading the refusal");
-        return refused(c, amldist__net_get_u32(ref), amldist__net_get_u32(ref + 4),
-                       len);
+                             p->rank, who, text);
     }
     if (plen != len)
         return amldist__fail(AMLDIST_EPROTO,
                              "rank %d: rank 0 at %s sent %u bytes, this rank "
                              "expects %zu",
                              p->rank, c->addr, plen, len);
-    if (amldist__net_io(fd, blob, len, 0, deadline) < 0)
-        return io_failed(c, "reading the blob");
+    memcpy(blob, reply, len);
     /* Rank 0 counts this rank served only on the ACK: if it cannot be
      * sent, fetch again rather than leave rank 0 waiting. */
-    if (ack(fd, deadline) < 0)
-        return io_failed(c, "acknowledging the blob");
+    if (amldist__conn_send(cn, AMLDIST__BS_ACK, NULL, 0) < 0 ||
+        amldist__conn_drain(cn, deadline) < 0)
+        return io_failed(c, "acknowledging the blob", strerror(errno));
     return DONE;
 }
 
@@ -202,11 +218,13 @@ int amldist__bs_fetch(const amldist__bs_params_t *p, void *blob, size_t len)
                                                             : deadline;
                 int fd = amldist__net_connect(ai, end), rc;
                 if (fd < 0) {
-                    io_failed(&c, "connecting");
+                    io_failed(&c, "connecting", strerror(errno));
                     continue;
                 }
-                rc = talk(&c, fd, blob, len, end);
-                close(fd);
+                amldist__conn_t cn;
+                amldist__conn_init(&cn, fd, amldist__bs_frames);
+                rc = talk(&c, &cn, blob, len, end);
+                amldist__conn_close(&cn);
                 if (rc != RETRY) {
                     freeaddrinfo(res);
                     return rc;

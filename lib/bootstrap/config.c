@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap_internal.h"
+#include "util/secret.h"
 
 /* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
  * attacker (the exchange is as open as PyTorch's TCPStore). */
@@ -148,5 +149,34 @@ int amldist__bs_timeout(int explicit_ms, int *ms)
         return 0;
     }
     *ms = AMLDIST_BOOTSTRAP_TIMEOUT_MS;
+    return 0;
+}
+
+int amldist__bs_secure(amldist__bs_params_t *p)
+{
+    amldist__secret_t secret;
+    char why[400];
+    int have = amldist__secret_load(&secret, why, sizeof why);
+    if (have < 0)
+        return amldist__fail(AMLDIST_EDENIED, "rank %d: bootstrap: %s",
+                             p->rank, why);
+    if (have == 0)
+        return 0;
+    int rc = amldist__chan_keys(&p->keys, "bootstrap", secret.bytes,
+                                secret.len);
+    amldist__strlcpy(p->secret_source, secret.source, sizeof p->secret_source);
+    amldist__secret_clear(&secret);
+    if (rc < 0)
+        return amldist__fail(AMLDIST_ESYS, "rank %d: bootstrap: the job has a "
+                             "secret, and OpenSSL 3's libcrypto.so.3 cannot "
+                             "be loaded or failed (install libssl3)",
+                             p->rank);
+    p->secure = 1;
+    /* The secret's digest never goes on the wire: the channel proves it. */
+    if (!strcmp(p->token_source, "AMLDIST_JOB_TOKEN")) {
+        p->token = 0;
+        amldist__strlcpy(p->token_source, "the job's secret",
+                         sizeof p->token_source);
+    }
     return 0;
 }

@@ -9,6 +9,7 @@
  * of any size needs no more descriptors than a plain broadcast).
  */
 #include <errno.h>
+#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,7 @@ struct server {
     conn_t **spare; /* the free ones */
     int nspare, max_conns;
     unsigned char ready[MAX_LISTEN]; /* listener i has connections waiting */
+    char bad[200]; /* the last peer whose frame failed authentication */
 };
 
 static void drop(server_t *s, conn_t *c)
@@ -135,6 +137,19 @@ static int answer(server_t *s, conn_t *c, unsigned type,
     return admit(s, c, type, req, (int)h.rank);
 }
 
+/* A peer's frame failed authentication: noted, with who it was, for the
+ * message should the exchange time out. */
+static void note_bad(server_t *s, conn_t *c, const char *why)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[128] = "?", port[16] = "?";
+    if (getpeername(c->c.fd, (struct sockaddr *)&ss, &sl) == 0)
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, port,
+                    sizeof port, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(s->bad, sizeof s->bad, "%s from %s port %s", why, host, port);
+}
+
 /* Progress on one connection; returns 1 when it is finished or broken. */
 static int step(server_t *s, conn_t *c)
 {
@@ -144,7 +159,7 @@ static int step(server_t *s, conn_t *c)
                 return 1;
             if (amldist__conn_pending(&c->c))
                 return 0;
-            if (c->rank <= 0)
+            if (c->answered && c->rank <= 0)
                 return 1; /* a refusal: nothing more to hear */
             /* The answer is out; the rank is done once it says it has it. */
         }
@@ -155,6 +170,17 @@ static int step(server_t *s, conn_t *c)
         int rc = amldist__conn_recv(&c->c, &type, &req, &len, &why);
         if (rc == 0)
             return 0;
+        /* A peer that did not prove the job's secret, or has one where the
+         * job has none: told only that, plain. */
+        if (rc == AMLDIST__CONN_EAUTH && !c->answered) {
+            note_bad(s, c, why);
+            c->answered = 1;
+            if (refuse(c, AMLDIST__BS_R_TOKEN, 0) < 0)
+                return 1;
+            continue;
+        }
+        if (rc == AMLDIST__CONN_EINTEGRITY)
+            note_bad(s, c, why);
         /* Garbage, a foreign protocol or an oversized length, or closed
          * before a whole HELLO or without an ACK. */
         if (rc < 0)
@@ -226,6 +252,10 @@ static void accept_all(server_t *s, int lfd, long long now)
             drop(s, victim);
         conn_t *c = s->spare[--s->nspare];
         amldist__conn_init(&c->c, fd, requests);
+        if (s->p->secure && amldist__conn_secure(&c->c, &s->p->keys, 1) < 0) {
+            drop(s, c);
+            return;
+        }
         c->s = s;
         c->deadline = now + CONN_MS;
         c->answered = 0;
@@ -239,7 +269,7 @@ static void accept_all(server_t *s, int lfd, long long now)
 
 static int timed_out(const server_t *s)
 {
-    char addr[300], missing[256];
+    char addr[300], missing[448];
     size_t used = 0;
     int shown = 0;
     missing[0] = '\0';
@@ -252,6 +282,9 @@ static int timed_out(const server_t *s)
     if (s->p->world - 1 - s->nserved > shown)
         snprintf(missing + used, sizeof missing - used, ", ...");
     amldist__net_format_addr(s->p->host, s->p->port, addr, sizeof addr);
+    if (s->bad[0])
+        snprintf(missing + strlen(missing), sizeof missing - strlen(missing),
+                 "; last refused: %.150s", s->bad);
     if (s->failed >= 0)
         return amldist__fail(AMLDIST_EPEER,
                              "rank 0: rank %d failed, and %d of %d ranks did "

@@ -1,5 +1,6 @@
 /* The framed connection (see conn.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,8 +22,10 @@ void amldist__conn_close(amldist__conn_t *c)
 {
     if (c->fd >= 0)
         close(c->fd);
+    amldist__chan_free(c->ch);
     free(c->in);
     free(c->buf);
+    free(c->held);
     memset(c, 0, sizeof *c);
     c->fd = -1;
 }
@@ -68,21 +71,75 @@ static int reserve_out(amldist__conn_t *c, size_t more)
     return 0;
 }
 
-int amldist__conn_send(amldist__conn_t *c, unsigned type, const void *p,
+/* Whether frames go out plain: no channel, or one whose handshake failed
+ * (a refusal that says only so). */
+static int plain(const amldist__conn_t *c)
+{
+    return !c->ch || amldist__chan_state(c->ch) == AMLDIST__CHAN_FAILED;
+}
+
+/* Queue one frame as it is (plain, or the handshake's). */
+static int queue_plain(amldist__conn_t *c, unsigned type, const void *p,
                        size_t len)
 {
-    if (reserve_out(c, AMLDIST__FRAME_HEADER_LEN + len) < 0)
+    const size_t h = AMLDIST__FRAME_HEADER_LEN;
+    if (reserve_out(c, h + len) < 0)
         return -1;
     amldist__frame_put_header(c->buf + c->out_len, type, (uint32_t)len);
     if (len)
-        memcpy(c->buf + c->out_len + AMLDIST__FRAME_HEADER_LEN, p, len);
-    c->out_len += AMLDIST__FRAME_HEADER_LEN + len;
+        memcpy(c->buf + c->out_len + h, p, len);
+    c->out_len += h + len;
+    return 0;
+}
+
+/* Queue one frame: plain, sealed, or held back until the channel opens. */
+static int queue(amldist__conn_t *c, unsigned type, const void *p, size_t len)
+{
+    const size_t h = AMLDIST__FRAME_HEADER_LEN;
+    if (plain(c)) {
+        return queue_plain(c, type, p, len);
+    } else if (amldist__chan_state(c->ch) != AMLDIST__CHAN_OPEN) {
+        if (c->held_len + h + len > AMLDIST__CONN_OUT_MAX ||
+            grow(&c->held, &c->held_cap, c->held_len + h + len) < 0)
+            return -1;
+        amldist__frame_put_header(c->held + c->held_len, type, (uint32_t)len);
+        if (len)
+            memcpy(c->held + c->held_len + h, p, len);
+        c->held_len += h + len;
+    } else {
+        if (len > UINT32_MAX - AMLDIST__CHAN_TAG_LEN ||
+            reserve_out(c, h + len + AMLDIST__CHAN_TAG_LEN) < 0)
+            return -1;
+        unsigned char *f = c->buf + c->out_len;
+        amldist__frame_put_header(f, type,
+                                  (uint32_t)(len + AMLDIST__CHAN_TAG_LEN));
+        if (amldist__chan_seal(c->ch, f, p, len, f + h) < 0)
+            return -1;
+        c->out_len += h + len + AMLDIST__CHAN_TAG_LEN;
+    }
+    return 0;
+}
+
+int amldist__conn_send(amldist__conn_t *c, unsigned type, const void *p,
+                       size_t len)
+{
+    if (queue(c, type, p, len) < 0)
+        return -1;
     return amldist__conn_flush(c);
 }
 
 int amldist__conn_send_ref(amldist__conn_t *c, const void *frame,
                            size_t len)
 {
+    /* Sealed, a frame is this connection's own: queued as a copy. */
+    if (!plain(c)) {
+        const unsigned char *f = frame;
+        if (len < AMLDIST__FRAME_HEADER_LEN)
+            return -1;
+        return amldist__conn_send(c, (unsigned)f[6] << 8 | f[7],
+                                  f + AMLDIST__FRAME_HEADER_LEN,
+                                  len - AMLDIST__FRAME_HEADER_LEN);
+    }
     if (amldist__conn_pending(c)) {
         if (reserve_out(c, len) < 0)
             return -1;
@@ -118,6 +175,128 @@ int amldist__conn_flush(amldist__conn_t *c)
     return 0;
 }
 
+int amldist__conn_secure(amldist__conn_t *c, const amldist__chan_keys_t *k,
+                         int server)
+{
+    unsigned char out[AMLDIST__HS_SERVER_LEN];
+    unsigned type;
+    uint32_t len;
+    const char *why;
+    amldist__chan_free(c->ch);
+    if (!(c->ch = amldist__chan_new(k, server)))
+        return -1;
+    if (server)
+        return 0;
+    if (amldist__chan_start(c->ch, &type, out, &len, &why) < 0 ||
+        queue_plain(c, type, out, len) < 0)
+        return -1;
+    return amldist__conn_flush(c);
+}
+
+int amldist__conn_auth_failed(const amldist__conn_t *c)
+{
+    return c->ch && amldist__chan_state(c->ch) == AMLDIST__CHAN_FAILED;
+}
+
+/* The frames a channel takes before it opens. */
+static const amldist__frame_limit_t handshake[] = {
+    {AMLDIST__HS_HELLO, AMLDIST__HS_HELLO_LEN, AMLDIST__HS_HELLO_LEN},
+    {AMLDIST__HS_SERVER, AMLDIST__HS_SERVER_LEN, AMLDIST__HS_SERVER_LEN},
+    {AMLDIST__HS_CLIENT, AMLDIST__HS_CLIENT_LEN, AMLDIST__HS_CLIENT_LEN},
+    {0, 0, 0},
+};
+
+/* The channel opened: the frames held back go out sealed, in order. */
+static int release_held(amldist__conn_t *c)
+{
+    size_t at = 0;
+    int rc = 0;
+    while (rc == 0 && at + AMLDIST__FRAME_HEADER_LEN <= c->held_len) {
+        const unsigned char *f = c->held + at;
+        uint32_t len = amldist__net_get_u32(f + 8);
+        rc = queue(c, (unsigned)f[6] << 8 | f[7],
+                   f + AMLDIST__FRAME_HEADER_LEN, len);
+        at += AMLDIST__FRAME_HEADER_LEN + len;
+    }
+    free(c->held);
+    c->held = NULL;
+    c->held_len = c->held_cap = 0;
+    return rc < 0 ? -1 : amldist__conn_flush(c);
+}
+
+/* A whole handshake frame came: answer it, and open when it is the last. */
+static int on_handshake(amldist__conn_t *c, unsigned type,
+                        const unsigned char *p, uint32_t len, const char **why)
+{
+    unsigned char out[AMLDIST__HS_SERVER_LEN];
+    unsigned out_type;
+    uint32_t out_len;
+    if (amldist__chan_handshake(c->ch, type, p, len, &out_type, out,
+                                &out_len, why) < 0)
+        return AMLDIST__CONN_EAUTH;
+    /* The reply goes out before anything sealed behind it. */
+    if (out_type && queue_plain(c, out_type, out, out_len) < 0) {
+        *why = "cannot queue the handshake";
+        return AMLDIST__CONN_ECLOSED;
+    }
+    if (amldist__chan_state(c->ch) == AMLDIST__CHAN_OPEN && release_held(c) < 0) {
+        *why = "cannot send";
+        return AMLDIST__CONN_ECLOSED;
+    }
+    if (amldist__conn_flush(c) < 0) {
+        *why = strerror(errno);
+        return AMLDIST__CONN_ECLOSED;
+    }
+    return 0;
+}
+
+/* Check the header at c->in as what may come now: 0 with the payload's
+ * length, the bytes that follow the header in *wire, or an error. */
+static int check_header(amldist__conn_t *c, unsigned *type, uint32_t *len,
+                        size_t *wire, const char **why)
+{
+    int st = c->ch ? amldist__chan_state(c->ch) : -1;
+    if (st == AMLDIST__CHAN_OPEN) {
+        /* A sealed frame's header is checked before its tag: one that
+         * fails was altered or cut short on the way. */
+        if (amldist__frame_get_header_sealed(c->in, c->limits,
+                                             AMLDIST__CHAN_TAG_LEN, type, len,
+                                             why) < 0) {
+            *why = "integrity error: a sealed frame's header is malformed "
+                   "(altered or cut short)";
+            return AMLDIST__CONN_EINTEGRITY;
+        }
+        *wire = (size_t)*len + AMLDIST__CHAN_TAG_LEN;
+        return 0;
+    }
+    if (st == AMLDIST__CHAN_FAILED) {
+        *why = "the handshake failed";
+        return AMLDIST__CONN_EAUTH;
+    }
+    if (c->ch) {
+        if (amldist__frame_get_header(c->in, handshake, type, len, why) == 0) {
+            *wire = *len;
+            return 0;
+        }
+        /* A frame of the protocol itself, plain: the peer has no secret. */
+        if (amldist__frame_get_header(c->in, c->limits, type, len, why) == 0) {
+            *why = "the peer has no secret (it sent a plain frame)";
+            amldist__chan_fail(c->ch);
+            return AMLDIST__CONN_EAUTH;
+        }
+        return AMLDIST__CONN_EMALFORMED;
+    }
+    if (amldist__frame_get_header(c->in, c->limits, type, len, why) == 0) {
+        *wire = *len;
+        return 0;
+    }
+    if (((unsigned)c->in[6] << 8 | c->in[7]) == AMLDIST__HS_HELLO) {
+        *why = "the peer has a secret and this side none";
+        return AMLDIST__CONN_EAUTH;
+    }
+    return AMLDIST__CONN_EMALFORMED;
+}
+
 int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                        const unsigned char **payload, uint32_t *len,
                        const char **why)
@@ -129,21 +308,36 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                          (size_t)amldist__net_get_u32(c->in + 8))
         c->in_len = 0;
     for (;;) {
-        size_t want = AMLDIST__FRAME_HEADER_LEN;
+        size_t want = AMLDIST__FRAME_HEADER_LEN, wire = 0;
         if (c->in_len >= AMLDIST__FRAME_HEADER_LEN) {
-            if (amldist__frame_get_header(c->in, c->limits, type, len, why) <
-                0)
-                return -1;
-            want += *len;
+            int rc = check_header(c, type, len, &wire, why);
+            if (rc < 0)
+                return rc;
+            want += wire;
             if (c->in_len == want) {
-                *payload = c->in + AMLDIST__FRAME_HEADER_LEN;
+                unsigned char *p = c->in + AMLDIST__FRAME_HEADER_LEN;
+                int st = c->ch ? amldist__chan_state(c->ch) : -1;
+                if (st == AMLDIST__CHAN_OPEN) {
+                    if (amldist__chan_open(c->ch, c->in, p, wire) < 0) {
+                        *why = "integrity error: a frame failed "
+                               "authentication (altered, replayed, "
+                               "reordered, injected or cut short)";
+                        return AMLDIST__CONN_EINTEGRITY;
+                    }
+                } else if (c->ch) {
+                    c->in_len = 0;
+                    if ((rc = on_handshake(c, *type, p, *len, why)) < 0)
+                        return rc;
+                    continue;
+                }
+                *payload = p;
                 c->last_rx = amldist__now_ms();
                 return 1;
             }
         }
         if (grow(&c->in, &c->in_cap, want) < 0) {
             *why = "out of memory";
-            return -1;
+            return AMLDIST__CONN_EMALFORMED;
         }
         ssize_t n = recv(c->fd, c->in + c->in_len, want - c->in_len,
                          MSG_DONTWAIT);
@@ -156,7 +350,7 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         *why = n == 0 ? "connection closed" : strerror(errno);
-        return -2;
+        return AMLDIST__CONN_ECLOSED;
     }
 }
 
@@ -173,6 +367,53 @@ int amldist__conn_read(amldist__conn_t *c, amldist__conn_frame_fn *fn,
             return rc;
         if (fn(arg, type, p, len))
             return 0;
+    }
+    return 0;
+}
+
+int amldist__conn_wait(amldist__conn_t *c, long long deadline, unsigned *type,
+                       const unsigned char **payload, uint32_t *len,
+                       const char **why)
+{
+    for (;;) {
+        int rc = amldist__conn_recv(c, type, payload, len, why);
+        if (rc != 0)
+            return rc;
+        if (amldist__conn_flush(c) < 0) {
+            *why = strerror(errno);
+            return AMLDIST__CONN_ECLOSED;
+        }
+        long long left = deadline - amldist__now_ms();
+        if (left <= 0) {
+            *why = "timed out";
+            return AMLDIST__CONN_ETIME;
+        }
+        struct pollfd pfd = {c->fd, (short)(POLLIN | (amldist__conn_pending(c)
+                                                          ? POLLOUT : 0)), 0};
+        if (poll(&pfd, 1, left > 1000 ? 1000 : (int)left) < 0 &&
+            errno != EINTR) {
+            *why = strerror(errno);
+            return AMLDIST__CONN_ECLOSED;
+        }
+    }
+}
+
+int amldist__conn_drain(amldist__conn_t *c, long long deadline)
+{
+    while (amldist__conn_pending(c)) {
+        if (amldist__conn_flush(c) < 0)
+            return -1;
+        if (!amldist__conn_pending(c))
+            break;
+        long long left = deadline - amldist__now_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd pfd = {c->fd, POLLOUT, 0};
+        if (poll(&pfd, 1, left > 1000 ? 1000 : (int)left) < 0 &&
+            errno != EINTR)
+            return -1;
     }
     return 0;
 }

@@ -6,6 +6,12 @@
  * buffered, and no byte of the next frame taken before this one is handed
  * out.  Nothing here blocks; the caller polls fd (POLLOUT while
  * amldist__conn_pending()).
+ *
+ * With the job's secret (amldist__conn_secure(), net/chan.h) the first
+ * frames are the channel's handshake, taken here without the caller
+ * seeing them; frames the caller sends meanwhile are held back, in order,
+ * until the peer has proven the secret, and every frame after it is sealed
+ * and opened here: the caller sees the same frames as without a secret.
  */
 #ifndef AMLDIST_NET_CONN_H
 #define AMLDIST_NET_CONN_H
@@ -13,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/chan.h"
 #include "net/frames.h"
 
 typedef struct {
@@ -27,7 +34,22 @@ typedef struct {
     unsigned char *buf;
     size_t buf_cap;
     long long last_rx;       /* ms of amldist__now_ms(): last frame in */
+    /* The channel (NULL: plain frames), and the caller's whole frames,
+     * unsealed, held back until it opens. */
+    amldist__chan_t *ch;
+    unsigned char *held;
+    size_t held_len, held_cap;
 } amldist__conn_t;
+
+/* amldist__conn_recv()'s and amldist__conn_read()'s answers beyond a frame
+ * (1) and none yet (0). */
+#define AMLDIST__CONN_EMALFORMED (-1) /* a malformed frame or beyond its limits */
+#define AMLDIST__CONN_ECLOSED (-2)    /* end of file, or a socket error */
+#define AMLDIST__CONN_EAUTH (-3)      /* the handshake failed: the peer did not
+                                         prove the job's secret, or one side
+                                         has a secret and the other none */
+#define AMLDIST__CONN_EINTEGRITY (-4) /* a sealed frame failed authentication */
+#define AMLDIST__CONN_ETIME (-5)      /* amldist__conn_wait(): the deadline */
 
 /* Bytes a connection may queue unsent before its peer counts as stuck. */
 #define AMLDIST__CONN_OUT_MAX (1u << 20)
@@ -41,6 +63,14 @@ void amldist__conn_init(amldist__conn_t *c, int fd,
                         const amldist__frame_limit_t *limits);
 /* Close fd and free the buffers; fd becomes -1.  Closing twice is fine. */
 void amldist__conn_close(amldist__conn_t *c);
+/* Speak through the channel of keys `k` (copied) from now on, as its
+ * server or its client (which sends its first handshake frame now); 0, or
+ * -1 when out of memory or on a write error. */
+int amldist__conn_secure(amldist__conn_t *c, const amldist__chan_keys_t *k,
+                         int server);
+/* Whether the connection has a channel whose handshake failed: frames sent
+ * now go out plain (a refusal that says only so). */
+int amldist__conn_auth_failed(const amldist__conn_t *c);
 
 /* Queue a frame (header added) and send what the socket takes now; -1 when
  * the peer is stuck (queue full), out of memory, or on a write error. */
@@ -58,9 +88,9 @@ int amldist__conn_flush(amldist__conn_t *c);
 int amldist__conn_pending(const amldist__conn_t *c);
 
 /* Read what the socket has: 1 with a whole frame in *type, *payload and
- * *len (valid until the next call), 0 when none is complete yet, -1 on a
- * malformed frame or one outside its type's limits, -2 at end of file or
- * on a socket error (*why says which). */
+ * *len (valid until the next call), 0 when none is complete yet (the
+ * handshake's frames included), or one of AMLDIST__CONN_E* above with
+ * *why saying what. */
 int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                        const unsigned char **payload, uint32_t *len,
                        const char **why);
@@ -70,8 +100,18 @@ typedef int amldist__conn_frame_fn(void *arg, unsigned type,
                                    const unsigned char *payload, uint32_t len);
 /* Hand each whole frame the socket has to fn, AMLDIST__CONN_READ_MAX at
  * most, until fn says stop or closes the connection (fd -1).  0, or
- * amldist__conn_recv()'s -1 or -2 with *why. */
+ * amldist__conn_recv()'s error with *why. */
 int amldist__conn_read(amldist__conn_t *c, amldist__conn_frame_fn *fn,
                        void *arg, const char **why);
+
+/* For a blocking caller: poll until a whole frame is in (as
+ * amldist__conn_recv()), sending what is queued meanwhile, until the
+ * deadline (ms of amldist__now_ms()): AMLDIST__CONN_ETIME then. */
+int amldist__conn_wait(amldist__conn_t *c, long long deadline, unsigned *type,
+                       const unsigned char **payload, uint32_t *len,
+                       const char **why);
+/* For a blocking caller: send everything queued before the deadline; 0, or
+ * -1 (a write error, or the deadline). */
+int amldist__conn_drain(amldist__conn_t *c, long long deadline);
 
 #endif /* AMLDIST_NET_CONN_H */

@@ -47,6 +47,14 @@ int amldist__frame_get_header(const unsigned char *p,
                               const amldist__frame_limit_t *limits,
                               unsigned *type, uint32_t *len, const char **why)
 {
+    return amldist__frame_get_header_sealed(p, limits, 0, type, len, why);
+}
+
+int amldist__frame_get_header_sealed(const unsigned char *p,
+                                     const amldist__frame_limit_t *limits,
+                                     uint32_t overhead, unsigned *type,
+                                     uint32_t *len, const char **why)
+{
     unsigned proto = (unsigned)p[4] << 8 | p[5];
     const amldist__frame_limit_t *lim;
     *type = (unsigned)p[6] << 8 | p[7];
@@ -58,7 +66,9 @@ int amldist__frame_get_header(const unsigned char *p,
         *why = "unsupported protocol version";
     else if (!lim)
         *why = "unknown frame type";
-    else if (*len > lim->max)
+    else if (*len < overhead)
+        *why = "sealed frame shorter than its tag";
+    else if ((*len -= overhead) > lim->max)
         *why = "frame longer than its limit";
     /* Fixed-size frames must be exactly their size: a short one is as
      * malformed as a long one. */

@@ -36,6 +36,13 @@ void amldist__frame_put_header(unsigned char *p, unsigned type, uint32_t len);
 int amldist__frame_get_header(const unsigned char *p,
                               const amldist__frame_limit_t *limits,
                               unsigned *type, uint32_t *len, const char **why);
+/* The same for a sealed frame (net/chan.h), whose length counts
+ * `overhead` bytes (its tag) beyond the payload: *len is the payload's,
+ * checked against the limits as the whole length is without a channel. */
+int amldist__frame_get_header_sealed(const unsigned char *p,
+                                     const amldist__frame_limit_t *limits,
+                                     uint32_t overhead, unsigned *type,
+                                     uint32_t *len, const char **why);
 /* The limits of `type`, or NULL when the table does not know it. */
 const amldist__frame_limit_t *
 amldist__frame_limit(const amldist__frame_limit_t *limits, unsigned type);

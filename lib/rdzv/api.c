@@ -21,6 +21,7 @@
 
 #include "net/loop.h"
 #include "rdzv/handle.h"
+#include "util/secret.h"
 
 
 static void wake_thread(amldist_rdzv_t *r)
@@ -91,8 +92,25 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
-    c->token = amldist__rz_token(o->token, o->endpoint, c->token_source,
-                                 sizeof c->token_source);
+    amldist__secret_t secret;
+    char why[400];
+    int have = amldist__secret_load(&secret, why, sizeof why);
+    if (have < 0)
+        return amldist__fail(AMLDIST_EDENIED, "rendezvous: %s", why);
+    if (have > 0) {
+        rc = amldist__chan_keys(&c->keys, "rdzv", secret.bytes, secret.len);
+        amldist__strlcpy(c->secret_source, secret.source,
+                         sizeof c->secret_source);
+        amldist__secret_clear(&secret);
+        if (rc < 0)
+            return amldist__fail(AMLDIST_ESYS, "rendezvous: the job has a "
+                                 "secret, and OpenSSL 3's libcrypto.so.3 "
+                                 "cannot be loaded or failed (install "
+                                 "libssl3)");
+        c->secure = 1;
+    }
+    c->token = amldist__rz_token(o->token, o->endpoint, c->secure,
+                                 c->token_source, sizeof c->token_source);
     c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
         (ssize_t)sizeof r->agent)
@@ -103,6 +121,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
 
 static void free_handle(amldist_rdzv_t *r)
 {
+    amldist__chan_keys_clear(&r->cfg.keys);
     if (r->wake[0] >= 0)
         close(r->wake[0]);
     if (r->wake[1] >= 0)

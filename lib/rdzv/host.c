@@ -68,7 +68,10 @@ amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
         return NULL;
     h->m = calloc(MAX_CONNS, sizeof *h->m);
     h->last_beat = amldist__now_ms();
-    h->sm = amldist__rz_sm_new(cfg, h->last_beat);
+    /* The state machine decides without the keys. */
+    amldist__rz_cfg_t sm_cfg = *cfg;
+    amldist__chan_keys_clear(&sm_cfg.keys);
+    h->sm = amldist__rz_sm_new(&sm_cfg, h->last_beat);
     if (!h->m || !h->sm) {
         free(h->m);
         amldist__rz_sm_free(h->sm);
@@ -116,6 +119,7 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
     }
     free(h->m);
     amldist__rz_sm_free(h->sm);
+    amldist__chan_keys_clear(&h->cfg.keys);
     free(h);
 }
 
@@ -332,7 +336,10 @@ static void on_member(void *arg, int fd, short revents);
 static int open_member(amldist__rz_host_t *h, struct member *m, int fd)
 {
     *m = (struct member){.h = h, .state = M_PENDING, .since = amldist__now_ms()};
-    amldist__rz_conn_init(&m->c, fd);
+    if (amldist__rz_conn_open(&m->c, fd, &h->cfg, 1) < 0) {
+        m->state = M_GONE;
+        return -1;
+    }
     peer_addr(h, m);
     if (amldist__loop_watch(h->loop, fd, POLLIN, on_member, m) < 0) {
         amldist__conn_close(&m->c);
@@ -408,7 +415,15 @@ static void read_member(amldist__rz_host_t *h, struct member *m)
 {
     struct reading rd = {h, m};
     const char *why;
-    if (amldist__conn_read(&m->c, member_frame, &rd, &why) < 0)
+    int rc = amldist__conn_read(&m->c, member_frame, &rd, &why);
+    /* A peer that did not prove the job's secret (or has one where the job
+     * has none) is told only that, plain; it never joined. */
+    if (rc == AMLDIST__CONN_EAUTH && m->state == M_PENDING)
+        refuse(m, AMLDIST__RZ_R_TOKEN,
+               h->cfg.secure ? "the job has a secret, and this node did not "
+                               "prove it"
+                             : "the job has no secret, and this node has one");
+    else if (rc < 0)
         lose(h, m, why);
 }
 

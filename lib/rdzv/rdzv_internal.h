@@ -3,7 +3,9 @@
  * the host's I/O (its decisions: host_sm.h; the agent's handle: handle.h).
  * Frames use net/frames.h's header (magic "AMLB", protocol, type, payload
  * length), shared with the bootstrap, with types of their own, on one
- * long-lived TCP connection per agent (net/conn.h).  All integers are
+ * long-lived TCP connection per agent (net/conn.h), behind the channel's
+ * handshake and each frame sealed when the job has a secret (net/chan.h;
+ * the JOIN's token is then 0, or the options').  All integers are
  * big-endian; "text" is the rest of the payload, not NUL-terminated.
  *
  *   JOIN    agent -> host, first frame of a connection, or again after a
@@ -41,6 +43,7 @@
 #include <stdint.h>
 
 #include "bootstrap/bootstrap_internal.h" /* its hash and timeout parsing */
+#include "net/chan.h"
 #include "net/conn.h"
 #include "net/frames.h"
 #include "net/sockets.h"
@@ -127,6 +130,11 @@ typedef struct {
     int master_port;                  /* > 0: fixed */
     char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
     char token_source[64];
+    /* The job's secret (util/secret.h): every connection is the channel's
+     * (net/chan.h), and the JOIN's token never derives from the secret. */
+    int secure;
+    amldist__chan_keys_t keys;
+    char secret_source[300];
 } amldist__rz_cfg_t;
 
 /* A round as an ASSIGN describes it. */
@@ -182,9 +190,14 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
 
-/* The token both sides expect: the options', AMLDIST_JOB_TOKEN, or one
- * derived from the endpoint. */
+/* The token both sides expect: the options', else with the job's secret
+ * (`secure`) 0 (the channel proves the secret), else AMLDIST_JOB_TOKEN's
+ * digest, else one derived from the endpoint. */
 uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           char *source, size_t size);
+                           int secure, char *source, size_t size);
+/* A connection (net/conn.h) of the control plane on fd, the channel's
+ * when the job has a secret; 0, or -1 (fd closed). */
+int amldist__rz_conn_open(amldist__conn_t *c, int fd,
+                          const amldist__rz_cfg_t *cfg, int server);
 
 #endif /* AMLDIST_RDZV_INTERNAL_H */

@@ -40,7 +40,8 @@ static void on_client(void *arg, int fd, short revents);
  * descriptor is in the loop exactly while it is open. */
 int amldist__rz_client_open(amldist_rdzv_t *r, int fd)
 {
-    amldist__rz_conn_init(&r->c, fd);
+    if (amldist__rz_conn_open(&r->c, fd, &r->cfg, 0) < 0)
+        return -1;
     if (amldist__loop_watch(r->loop, fd, POLLIN, on_client, r) < 0) {
         amldist__conn_close(&r->c);
         return -1;
@@ -95,6 +96,37 @@ void amldist__rz_host_lost(amldist_rdzv_t *r, const char *why, int closed)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* The endpoint did not prove the job's secret (an impostor that bound it
+ * first, a replay of a recorded host, another job's host), or one side has
+ * a secret and the other none: refused, never retried; nothing was sent
+ * to it but a random nonce. */
+static void not_proven(amldist_rdzv_t *r, const char *why)
+{
+    pthread_mutex_lock(&r->mu);
+    int joining = r->sh.state < C_RUNNING && !r->sh.err;
+    if (joining) {
+        r->sh.err = AMLDIST_EDENIED;
+        if (r->cfg.secure)
+            snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
+                     "rendezvous: the endpoint %.200s did not prove the "
+                     "job's secret (the job token from %.150s): another "
+                     "job, an impostor, or a node without the secret holds "
+                     "it (%.80s)",
+                     r->endpoint, r->cfg.secret_source, why);
+        else
+            snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
+                     "rendezvous: the endpoint %s speaks with a job token "
+                     "secret and this node has none: set the same "
+                     "AMLDIST_JOB_TOKEN on every node", r->endpoint);
+        amldist__rz_set_over(r, AMLDIST_RDZV_STATUS_LOST, r->sh.errmsg);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (joining)
+        client_close(r);
+    else
+        amldist__rz_host_lost(r, why, 0);
+}
+
 /* What the caller queued: a FAIL, a DONE. */
 static void send_queued(amldist_rdzv_t *r)
 {
@@ -147,8 +179,10 @@ static void client_io(amldist_rdzv_t *r, short revents)
         return;
     const char *why;
     int rc = amldist__conn_read(&r->c, client_frame, r, &why);
-    if (rc < 0)
-        amldist__rz_host_lost(r, why, rc == -2);
+    if (rc == AMLDIST__CONN_EAUTH)
+        not_proven(r, why);
+    else if (rc < 0)
+        amldist__rz_host_lost(r, why, rc == AMLDIST__CONN_ECLOSED);
 }
 
 static void client_timers(amldist_rdzv_t *r)

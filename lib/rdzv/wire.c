@@ -86,10 +86,22 @@ void amldist__rz_conn_init(amldist__conn_t *c, int fd)
     amldist__conn_init(c, fd, amldist__rz_frames);
 }
 
-uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           char *source, size_t size)
+int amldist__rz_conn_open(amldist__conn_t *c, int fd,
+                          const amldist__rz_cfg_t *cfg, int server)
 {
-    const char *v = getenv("AMLDIST_JOB_TOKEN");
+    amldist__rz_conn_init(c, fd);
+    if (cfg->secure && amldist__conn_secure(c, &cfg->keys, server) < 0) {
+        amldist__conn_close(c);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
+                           int secure, char *source, size_t size)
+{
+    /* The secret's digest never goes on the wire: the channel proves it. */
+    const char *v = secure ? NULL : getenv("AMLDIST_JOB_TOKEN");
     if (explicit_token) {
         amldist__strlcpy(source, "the options", size);
         return amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
@@ -97,6 +109,12 @@ uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
     if (v && *v) {
         amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
         return amldist__bs_hash(v, AMLDIST__BS_HASH_START);
+    }
+    /* The secret names the job: nodes may reach the endpoint by other
+     * names (a proxy, a load balancer). */
+    if (secure) {
+        amldist__strlcpy(source, "the job's secret", size);
+        return 0;
     }
     /* Same endpoint, same job: what every node's command line says alike.
      * The run id is not in it, so that another one is refused as such. */

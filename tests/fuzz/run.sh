@@ -8,9 +8,9 @@ out=build-fuzz
 mkdir -p "$out/corpus-$name"
 clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=all -Iinclude -Ilib -Ilauncher \
-    $(pkg-config --cflags hwloc libxml-2.0) \
+    $(pkg-config --cflags hwloc libxml-2.0 libcrypto) \
     -o "$out/$name" "tests/fuzz/$name.c" lib/*/*.c \
-    $(pkg-config --libs hwloc libxml-2.0) -ldl -lpthread
+    $(pkg-config --libs hwloc libxml-2.0 libcrypto) -ldl -lpthread
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")

@@ -32,8 +32,8 @@ if have mpirun; then
     expect_eq "mpirun -np 6: exit status" "$?" 0
     same_hello "mpirun -np 6" "$TEST_TMP/mpi.out" 6
 
-    # Rank 1 carries another token: it is refused at once, rank 0 times out
-    # naming rank 1.
+    # Rank 1 carries another token (the job's secret): rank 0 does not
+    # prove rank 1's, which gives up at once; rank 0 times out naming rank 1.
     port=$(free_port)
     MASTER_PORT=$port AMLDIST_BOOTSTRAP_TIMEOUT=3 timeout 60 $MPIRUN -x MASTER_PORT -x AMLDIST_BOOTSTRAP_TIMEOUT -np 2 \
         sh -c 'AMLDIST_JOB_TOKEN=job-$OMPI_COMM_WORLD_RANK "$0"; echo "rank $OMPI_COMM_WORLD_RANK exit $?"' "$HELLO" \
@@ -43,7 +43,7 @@ if have mpirun; then
     expect_eq "token mismatch: both ranks fail" \
         "$(grep -c '^rank [01] exit 1$' "$TEST_TMP/tok.out")" 2
     check "token mismatch: rank 1 is refused (EDENIED)" \
-        grep -q "rank 1: 127.0.0.1:$((port + 1)) refused this rank's job token (from AMLDIST_JOB_TOKEN).*(AMLDIST_EDENIED)" "$TEST_TMP/tok.err"
+        grep -q "rank 1: the endpoint 127.0.0.1:$((port + 1)) did not prove the job's secret (the job token from AMLDIST_JOB_TOKEN).*(AMLDIST_EDENIED)" "$TEST_TMP/tok.err"
     check "token mismatch: rank 0 says rank 1 never came" \
         grep -q "rank 0: 1 of 1 ranks did not fetch .* within 3 s (missing: 1)" "$TEST_TMP/tok.err"
 

@@ -41,6 +41,16 @@ check "standalone amlrun on each: node 0 ends with the job's success line" \
 check "standalone amlrun on each: node 1 prints none" \
     sh -c "! grep -q 'exited 0 in' '$TEST_TMP/e1'"
 
+# The same with the job's secret (issue 21): every connection the channel's.
+SECRET=bs-secret-$RANDOM$RANDOM
+AMLDIST_JOB_TOKEN=$SECRET on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
+    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>&1 &
+AMLDIST_JOB_TOKEN=$SECRET on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
+    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>&1
+wait
+bcast_ok "bootstrap bcast across nodes: standalone amlrun on each, with a secret" \
+    "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"
+
 # (the ranks' lines on stdout; stderr apart: on a loaded machine Open MPI
 # may warn there that setpgid() lost a race with its child's exec)
 bcast_ok "bootstrap bcast across nodes: mpirun --map-by node (no amlrun)" \

@@ -26,18 +26,21 @@ worlds() { rz_reports | field world | sort | uniq -c | awk '{ print $2 "x" $1 }'
 
 # Late, but within the last call: n2 a second after n0 and n1 (the last
 # call is long, so that a loaded machine does not make n2 later than it;
-# the round starts as soon as n2, the third and last, joins).
+# the round starts as soon as n2, the third and last, joins).  With the
+# job's secret (issue 21).
+export AMLDIST_JOB_TOKEN=elastic-secret-$RANDOM$RANDOM
 rz_case lastcall
 node n0 "$PORT" 2:3 last_call_timeout=20
 node n1 "$PORT" 2:3 last_call_timeout=20
 sleep 1
 node n2 "$PORT" 2:3 last_call_timeout=20
 rz_wait
-name="2:3, n2 a second late (last call 20 s)"
+name="2:3, n2 a second late (last call 20 s), with a secret"
 rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
 expect_eq "$name: one round of 3 workers (world sizes seen)" "$(worlds)" "3x3 "
 rz_check_layout "$name" 3 0
 no_leftovers "$name"
+unset AMLDIST_JOB_TOKEN
 
 # Late, after the job started with 2 nodes: the job re-forms with 3.  The
 # workers live until they are in a world of 3.

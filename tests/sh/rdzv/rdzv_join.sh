@@ -60,9 +60,11 @@ job "3 nodes x 1" three $((PORT + 30)) 3 1 n0 n1 n2
 rz_check_layout "3 nodes x 1" 3 0
 no_leftovers "3 nodes x 1"
 
-job "4 nodes x 2" four $((PORT + 40)) 4 2 n0 n1 n2 n3
-rz_check_layout "4 nodes x 2" 4 0
-no_leftovers "4 nodes x 2"
+# With the job's secret (issue 21): every connection the channel's.
+AMLDIST_JOB_TOKEN=join-secret-$RANDOM$RANDOM \
+    job "4 nodes x 2, with a secret" four $((PORT + 40)) 4 2 n0 n1 n2 n3
+rz_check_layout "4 nodes x 2, with a secret" 4 0
+no_leftovers "4 nodes x 2, with a secret"
 
 # N:N is a fixed size too.
 job "--nnodes 3:3" threethree $((PORT + 50)) 3:3 1 n2 n1 n0

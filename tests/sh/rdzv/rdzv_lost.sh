@@ -73,7 +73,9 @@ no_leftovers "n0 (the host's node) killed"
 
 # A frozen node: its connection stays open, its heartbeats stop.  Thawed
 # afterwards, its agent finds the job over: it stops its workers and
-# exits 125 too.
+# exits 125 too.  With the job's secret (issue 21): the channel's
+# connections are lost the same way.
+export AMLDIST_JOB_TOKEN=lost-secret-$RANDOM$RANDOM
 if start_all stop-n1 $((PORT + 20)); then
     t0=$(now_ms)
     # shellcheck disable=SC2046
@@ -93,6 +95,7 @@ if start_all stop-n1 $((PORT + 20)); then
 fi
 rz_wait
 no_leftovers "n1 frozen (SIGSTOP)"
+unset AMLDIST_JOB_TOKEN
 
 # A node cut off: n1's link down (the host end of its veth pair).  n0
 # declares n1 dead, n1 declares the host lost: both sides stop.

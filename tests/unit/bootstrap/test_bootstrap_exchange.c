@@ -450,6 +450,108 @@ static void test_wrong_token(void)
     CHECK_STR_HAS(results[0].msg, "(missing: 1)");
 }
 
+/* With the job's secret (issue 21): p's connections the channel's. */
+static amldist__bs_params_t secured(amldist__bs_params_t p, const char *secret)
+{
+    p.secure = 1;
+    CHECK_INT_EQ(amldist__chan_keys(&p.keys, "bootstrap", secret,
+                                    strlen(secret)),
+                 0);
+    amldist__strlcpy(p.secret_source, "the test", sizeof p.secret_source);
+    return p;
+}
+
+/* A whole job with a secret, barrier mode included; a rank with another
+ * secret and one with none are refused at once, naming what happened. */
+static void test_secret(void)
+{
+    static pid_t pids[16];
+    setup(128);
+    amldist__bs_params_t p = secured(params("127.0.0.1", free_port(AF_INET),
+                                            16, 60000),
+                                     "the job's secret");
+    for (int r = 15; r >= 0; r--)
+        pids[r] = spawn(p, r, 128, r);
+    wait_all(pids, 16);
+    for (int r = 0; r < 16; r++) {
+        CHECK_INT_EQ(results[r].rc, 0);
+        CHECK(results[r].same);
+    }
+    p.port = free_port(AF_INET);
+    p.barrier = 1;
+    p.world = 3;
+    for (int r = 2; r >= 0; r--)
+        pids[r] = spawn(p, r, 128, r);
+    wait_all(pids, 3);
+    for (int r = 0; r < 3; r++)
+        CHECK(results[r].rc == 0 && results[r].same);
+
+    p.barrier = 0;
+    p.world = 2;
+    p.timeout_ms = 1500;
+    p.port = free_port(AF_INET);
+    pid_t r0 = spawn(p, 0, 128, 0);
+    amldist__bs_params_t other = secured(p, "another secret");
+    amldist__bs_params_t none = params("127.0.0.1", p.port, 2, 1500);
+    pid_t c[2] = {spawn(other, 1, 128, 1), spawn(none, 1, 128, 2)};
+    wait_all(c, 2);
+    wait_all(&r0, 1);
+    printf("# another secret: %s\n# no secret: %s\n# rank 0: %s\n",
+           results[1].msg, results[2].msg, results[0].msg);
+    CHECK_INT_EQ(results[1].rc, AMLDIST_EDENIED);
+    CHECK_STR_HAS(results[1].msg, "did not prove the job's secret");
+    CHECK(!results[1].same && results[1].ms < 1000);
+    CHECK_INT_EQ(results[2].rc, AMLDIST_EDENIED);
+    CHECK(!results[2].same && results[2].ms < 1000);
+    CHECK_INT_EQ(results[0].rc, AMLDIST_ETIMEDOUT);
+    /* Rank 0 says who did not prove it. */
+    CHECK_STR_HAS(results[0].msg, "last refused:");
+    CHECK_STR_HAS(results[0].msg, "127.0.0.1");
+}
+
+/* A rank 0 without the secret for a rank with it, and a forged handshake
+ * to a rank 0 with it, which still serves the real rank. */
+static void test_secret_hostile(void)
+{
+    setup(64);
+    int port = free_port(AF_INET);
+    amldist__bs_params_t plain = params("127.0.0.1", port, 2, 1500);
+    amldist__bs_params_t p = secured(plain, "the job's secret");
+    pid_t r0 = spawn(plain, 0, 64, 0);
+    pid_t c = spawn(p, 1, 64, 1);
+    wait_all(&c, 1);
+    wait_all(&r0, 1);
+    CHECK_INT_EQ(results[1].rc, AMLDIST_EDENIED);
+    CHECK_STR_HAS(results[1].msg, "did not prove the job's secret");
+
+    p.port = free_port(AF_INET);
+    p.timeout_ms = 8000;
+    r0 = spawn(p, 0, 64, 0);
+    usleep(200000);
+    int g = connect_to(p.port);
+    CHECK(g >= 0);
+    unsigned char f[2 * (AMLDIST__FRAME_HEADER_LEN + 32)], in[256];
+    amldist__frame_put_header(f, AMLDIST__HS_HELLO, AMLDIST__HS_HELLO_LEN);
+    memset(f + AMLDIST__FRAME_HEADER_LEN, 1, 32);
+    amldist__frame_put_header(f + 44, AMLDIST__HS_CLIENT, AMLDIST__HS_CLIENT_LEN);
+    memset(f + 44 + AMLDIST__FRAME_HEADER_LEN, 2, 32);
+    CHECK_INT_EQ(send(g, f, sizeof f, 0), (long long)sizeof f);
+    /* The server's handshake, then a REFUSE in the clear, then the end. */
+    size_t have = 0;
+    ssize_t n;
+    while ((n = recv(g, in + have, sizeof in - have, 0)) > 0)
+        have += (size_t)n;
+    close(g);
+    CHECK_INT_EQ((long long)have, 2 * AMLDIST__FRAME_HEADER_LEN +
+                                      AMLDIST__HS_SERVER_LEN +
+                                      AMLDIST__BS_REFUSE_LEN);
+    c = spawn(p, 1, 64, 1);
+    wait_all(&c, 1);
+    wait_all(&r0, 1);
+    CHECK(results[1].rc == 0 && results[1].same);
+    CHECK_INT_EQ(results[0].rc, 0);
+}
+
 /* Disagreements that no retry can cure fail at once, naming both values. */
 static void test_mismatches(void)
 {
@@ -619,6 +721,8 @@ int main(void)
     RUN(test_server_timeout);
     RUN(test_foreign_peers);
     RUN(test_wrong_token);
+    RUN(test_secret);
+    RUN(test_secret_hostile);
     RUN(test_mismatches);
     RUN(test_consecutive_calls);
     RUN(test_port_in_use);

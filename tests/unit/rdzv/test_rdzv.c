@@ -1901,6 +1901,13 @@ static int answer_to(int port, const void *bytes, size_t len, int ms)
         return 0;
     unsigned type = 0;
     uint32_t plen = 0;
+    /* With a secret the host answers a handshake first: skipped. */
+    if (n >= AMLDIST__FRAME_HEADER_LEN && frame_header(buf, &type, &plen) &&
+        type == AMLDIST__HS_SERVER && plen == AMLDIST__HS_SERVER_LEN &&
+        (size_t)n >= AMLDIST__FRAME_HEADER_LEN + plen) {
+        n -= AMLDIST__FRAME_HEADER_LEN + plen;
+        memmove(buf, buf + AMLDIST__FRAME_HEADER_LEN + plen, (size_t)n);
+    }
     if (n < AMLDIST__FRAME_HEADER_LEN + 4 || !frame_header(buf, &type, &plen) ||
         type != AMLDIST__RZ_REFUSE || plen < 4 ||
         plen > 4 + AMLDIST__RZ_TEXT_MAX ||
@@ -1917,7 +1924,7 @@ static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
 {
     char src[64];
     amldist__rz_join_t j = {0};
-    j.token = amldist__rz_token(TOKEN, "unused", src, sizeof src);
+    j.token = amldist__rz_token(TOKEN, "unused", 0, src, sizeof src);
     j.agent = 0x1234567890abcdefull ^ (uint64_t)now_ms();
     j.run = run;
     j.round = 0;
@@ -2570,6 +2577,10 @@ static void test_failure_at_once(void)
 static unsigned char done_reply[512]; /* the answer to the first DONE */
 static size_t done_reply_len;         /* 0: FINISH(7) */
 
+/* What a stand-in host reads before it answers: a JOIN, or with a secret
+ * the agent's first handshake frame. */
+static size_t fake_wants = AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN;
+
 static pid_t fake_host(int port, const unsigned char *reply, size_t len,
                        int *got_done)
 {
@@ -2580,7 +2591,7 @@ static pid_t fake_host(int port, const unsigned char *reply, size_t len,
     int c = accept(lfd, NULL, NULL);
     unsigned char in[4096];
     size_t have = 0;
-    while (have < AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN) {
+    while (have < fake_wants) {
         ssize_t n = recv(c, in + have, sizeof in - have, 0);
         if (n <= 0)
             _exit(1);
@@ -2826,6 +2837,210 @@ static void test_fake_host_finish_first(void)
     fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4, "FINISH before ASSIGN", 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* With the job's secret (issue 21): the channel of lib/net/chan.c       */
+
+#define SECRET "rdzv-test-secret"
+
+/* Cases above again, every agent with the job's secret. */
+static void with_secret(void (*fn)(void))
+{
+    setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
+    fn();
+    unsetenv("AMLDIST_JOB_TOKEN");
+}
+static void test_secret_join_8(void) { with_secret(test_join_8); }
+static void test_secret_failure_propagates(void)
+{
+    with_secret(test_failure_propagates);
+}
+static void test_secret_restart_then_success(void)
+{
+    with_secret(test_restart_then_success);
+}
+static void test_secret_agent_killed(void) { with_secret(test_agent_killed); }
+static void test_secret_host_killed(void) { with_secret(test_host_killed); }
+static void test_secret_elastic_lost_node_reforms(void)
+{
+    with_secret(test_elastic_lost_node_reforms);
+}
+static void test_secret_refuse_run_id(void) { with_secret(test_refuse_run_id); }
+
+/* An agent's recorded bytes (its handshake and the start of its sealed
+ * JOIN) replayed into the job, a plain JOIN, a handshake without the
+ * secret: each is refused and the job forms and ends as if they never
+ * came.  The recording holds no JOIN in the clear. */
+static void test_secret_hostile_replay_and_plain(void)
+{
+    enum { N = 3 };
+    spec_t s[N];
+    pid_t pids[N];
+    setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
+    int port = new_job(s, N, N);
+    int rport = other_port(port);
+    pid_t rp = start_relayed(s, pids, port, rport);
+    CHECK(wait_captured());
+    sleep_ms(200);
+    unsigned type;
+    uint32_t plen;
+    CHECK(frame_header(sh->join_frame, &type, &plen));
+    CHECK_INT_EQ(type, AMLDIST__HS_HELLO);
+    CHECK_INT_EQ(answer(port, sh->join_frame, sizeof sh->join_frame,
+                        "replayed handshake"),
+                 AMLDIST__RZ_R_TOKEN);
+    /* A JOIN in the clear with every field right. */
+    unsigned char f[256];
+    amldist__rz_join_t j = join_fields(amldist__bs_hash(RUN_ID,
+                                                        AMLDIST__BS_HASH_START),
+                                       N);
+    CHECK_INT_EQ(answer(port, f, join_frame(f, &j), "plain JOIN"),
+                 AMLDIST__RZ_R_TOKEN);
+    /* A handshake from a peer with another secret: it sends its nonce and
+     * a MAC it cannot make. */
+    amldist__frame_put_header(f, AMLDIST__HS_HELLO, AMLDIST__HS_HELLO_LEN);
+    memset(f + AMLDIST__FRAME_HEADER_LEN, 7, AMLDIST__HS_HELLO_LEN);
+    amldist__frame_put_header(f + 44, AMLDIST__HS_CLIENT, AMLDIST__HS_CLIENT_LEN);
+    memset(f + 44 + AMLDIST__FRAME_HEADER_LEN, 9, AMLDIST__HS_CLIENT_LEN);
+    CHECK_INT_EQ(answer(port, f, 88, "forged MAC"), AMLDIST__RZ_R_TOKEN);
+    pids[2] = start(&s[2], 2);
+    reap_all(pids, N);
+    kill_wait(rp);
+    check_formed(all(N), N);
+    check_status(all(N), 0);
+    unsetenv("AMLDIST_JOB_TOKEN");
+    CHECK_DUMP(N);
+}
+
+/* A sealed frame altered after the handshake (a FAIL with status 42 from
+ * a member that has the secret, one byte flipped on the wire): the host
+ * drops that node as lost, naming it and the integrity error, and never
+ * acts on the frame (no status 42). */
+static void test_secret_hostile_tampered_member(void)
+{
+    setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
+    spec_t s[2];
+    pid_t pids[2];
+    int port = new_job(s, 2, 2);
+    s[0].act[0] = ACT_WAIT;
+    s[0].wait_ms = 20000;
+    start_host(s, pids, port);
+    amldist__chan_keys_t k;
+    CHECK_INT_EQ(amldist__chan_keys(&k, "rdzv", SECRET, strlen(SECRET)), 0);
+    amldist__conn_t c;
+    int fd = raw_connect(port);
+    CHECK(fd >= 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    amldist__rz_conn_init(&c, fd);
+    CHECK_INT_EQ(amldist__conn_secure(&c, &k, 0), 0);
+    amldist__rz_join_t j = join_fields(amldist__bs_hash(RUN_ID,
+                                                        AMLDIST__BS_HASH_START),
+                                       2);
+    j.keepalive_ms = (uint32_t)s[0].o.keepalive_ms;
+    j.keepalive_misses = (uint32_t)s[0].o.keepalive_misses;
+    j.join_timeout_ms = (uint32_t)s[0].o.join_timeout_ms;
+    unsigned char b[AMLDIST__RZ_JOIN_MAX];
+    CHECK_INT_EQ(amldist__conn_send(&c, AMLDIST__RZ_JOIN, b,
+                                    amldist__rz_put_join(b, &j)),
+                 0);
+    unsigned type = 0;
+    const unsigned char *p;
+    uint32_t len;
+    const char *why = "";
+    int rc;
+    while ((rc = amldist__conn_wait(&c, now_ms() + 10000 * slow(), &type, &p,
+                                    &len, &why)) == 1 &&
+           type != AMLDIST__RZ_ASSIGN)
+        ;
+    printf("# the member: %d %u %s\n", rc, type, why ? why : "");
+    CHECK_INT_EQ(type, AMLDIST__RZ_ASSIGN);
+    unsigned char f[AMLDIST__FRAME_HEADER_LEN + 16 + AMLDIST__CHAN_TAG_LEN];
+    unsigned char fail[16] = {0};
+    amldist__net_put_u32(fail + 8, 0);
+    amldist__net_put_u32(fail + 12, 42);
+    amldist__frame_put_header(f, AMLDIST__RZ_FAIL, 16 + AMLDIST__CHAN_TAG_LEN);
+    CHECK_INT_EQ(amldist__chan_seal(c.ch, f, fail, sizeof fail,
+                                    f + AMLDIST__FRAME_HEADER_LEN),
+                 0);
+    f[AMLDIST__FRAME_HEADER_LEN + 12] ^= 0x01;
+    CHECK_INT_EQ(send_all(c.fd, f, sizeof f), 0);
+    reap(pids[0], 0);
+    amldist__conn_close(&c);
+    amldist__chan_keys_clear(&k);
+    printf("# host's failure: %s\n", sh->a[0].failure);
+    CHECK_STR_HAS(sh->a[0].failure, "127.0.0.1");
+    CHECK_STR_HAS(sh->a[0].failure, "integrity error");
+    check_ended(all(1), 1, AMLDIST_RDZV_STATUS_LOST);
+    unsetenv("AMLDIST_JOB_TOKEN");
+}
+
+/* An impostor on the endpoint, and a recording of the real host's
+ * handshake replayed to a new agent: the agent sends nothing but its
+ * nonce, is directed by nobody, and says who did not prove the secret. */
+static void impostor(const unsigned char *reply, size_t len, const char *what)
+{
+    setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
+    fake_wants = AMLDIST__FRAME_HEADER_LEN + AMLDIST__HS_HELLO_LEN;
+    fake_reply(reply, len, what, 1);
+    CHECK_INT_EQ(sh->a[0].join_rc, AMLDIST_EDENIED);
+    CHECK_STR_HAS(sh->a[0].join_err, "did not prove the job's secret");
+    CHECK_STR_HAS(sh->a[0].join_err, "AMLDIST_JOB_TOKEN");
+    fake_wants = AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_LEN;
+    unsetenv("AMLDIST_JOB_TOKEN");
+}
+
+static void test_secret_impostor_plain(void)
+{
+    unsigned char f[256];
+    size_t len = assign_frame(f, 0, 1, 0, 0);
+    amldist__frame_put_header(f + len, AMLDIST__RZ_FINISH, 4);
+    amldist__net_put_u32(f + len + AMLDIST__FRAME_HEADER_LEN, 0);
+    impostor(f, len + AMLDIST__FRAME_HEADER_LEN + 4, "plain ASSIGN, FINISH 0");
+}
+
+static void test_secret_impostor_replayed_host(void)
+{
+    /* The real host's answer to another agent's nonce. */
+    amldist__chan_keys_t k;
+    CHECK_INT_EQ(amldist__chan_keys(&k, "rdzv", SECRET, strlen(SECRET)), 0);
+    amldist__chan_t *ch = amldist__chan_new(&k, 1);
+    unsigned char hello[AMLDIST__HS_HELLO_LEN] = {1, 2, 3};
+    unsigned char f[512];
+    unsigned t;
+    uint32_t l;
+    const char *why;
+    CHECK_INT_EQ(amldist__chan_handshake(ch, AMLDIST__HS_HELLO, hello,
+                                         sizeof hello, &t,
+                                         f + AMLDIST__FRAME_HEADER_LEN, &l,
+                                         &why),
+                 0);
+    amldist__frame_put_header(f, t, l);
+    amldist__chan_free(ch);
+    amldist__chan_keys_clear(&k);
+    impostor(f, AMLDIST__FRAME_HEADER_LEN + l, "recorded host handshake");
+}
+
+/* With a secret on the agent and none on the host, or the reverse: a
+ * refusal that says so, at once. */
+static void test_secret_mismatch(void)
+{
+    unsetenv("AMLDIST_JOB_TOKEN");
+    spec_t s[2];
+    pid_t pids[2];
+    int port = new_job(s, 2, 2);
+    s[0].o.join_timeout_ms = s[1].o.join_timeout_ms = 3000;
+    start_host(s, pids, port);
+    setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
+    pids[1] = start(&s[1], 1);
+    reap(pids[1], 1);
+    printf("# secret at a host without: %s\n", sh->a[1].join_err);
+    CHECK_INT_EQ(sh->a[1].join_rc, AMLDIST_EDENIED);
+    CHECK_STR_HAS(sh->a[1].join_err, "did not prove the job's secret");
+    CHECK(sh->a[1].t_join - sh->a[1].t_start < 2000 * slow());
+    reap(pids[0], 0); /* the host's round never formed */
+    CHECK(sh->a[0].join_rc < 0);
+    unsetenv("AMLDIST_JOB_TOKEN");
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -2903,5 +3118,17 @@ int main(int argc, char **argv)
     RUNF(test_fake_host_garbage);
     RUNF(test_fake_host_bad_assign);
     RUNF(test_fake_host_finish_first);
+    RUNF(test_secret_join_8);
+    RUNF(test_secret_failure_propagates);
+    RUNF(test_secret_restart_then_success);
+    RUNF(test_secret_agent_killed);
+    RUNF(test_secret_host_killed);
+    RUNF(test_secret_elastic_lost_node_reforms);
+    RUNF(test_secret_refuse_run_id);
+    RUNF(test_secret_hostile_replay_and_plain);
+    RUNF(test_secret_hostile_tampered_member);
+    RUNF(test_secret_impostor_plain);
+    RUNF(test_secret_impostor_replayed_host);
+    RUNF(test_secret_mismatch);
     return test_summary();
 }
