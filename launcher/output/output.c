@@ -274,6 +274,8 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
         return 0;
     }
     tail_add(s, buf, (size_t)n);
+    if (memchr(buf, '\n', (size_t)n))
+        s->t_line = now_s();
     if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
         log_failed(s->log, errno); /* once: the stream forgets its log */
         s->log = -1;

@@ -31,6 +31,7 @@ struct out_stream {
     /* The last bytes the worker wrote, for a failure's summary. */
     char tail[OUT_TAIL_MAX];
     size_t tail_len;
+    double t_line;     /* now_s() when its last whole line came; 0 none */
 };
 
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or

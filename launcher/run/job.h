@@ -54,6 +54,7 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    struct jobquery *query; /* --status and --stacks (jobquery.h), NULL */
 };
 
 #endif /* AMLRUN_JOB_H */

@@ -22,6 +22,7 @@
 #include "output/exitstatus.h"
 #include "output/msg.h"
 #include "run/events.h"
+#include "run/jobquery.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -450,7 +451,7 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
-    if (job_open_rundir(&j) < 0) {
+    if (job_open_rundir(&j) < 0 || jobquery_open(&j) < 0) {
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
@@ -498,6 +499,7 @@ int supervise(const struct job_spec *s)
         if (j.p.start_status < 0 && j.p.fail >= 0)
             report_root_cause(&j);
     }
+    jobquery_close(&j);
     report_slurm_stop(&j, status);
     events_end(&j, status);
     job_free(&j);

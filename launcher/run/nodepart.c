@@ -1,0 +1,288 @@
+/*
+ * This node's part of an answer (see gather.h): for a status, one "node"
+ * record and one "rank" record per local worker (query/qtext.h), read from
+ * the supervisor's own state and /proc; for stacks, the workers' stacks.
+ *
+ * A rank's CPU % is its process's (utime + stime of /proc/PID/stat, its
+ * threads included, not its children) over the QP_CPU_INTERVAL_MS after
+ * the request, measured on a timer of the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output/exitstatus.h"
+#include "output/msg.h"
+#include "query/proto.h"
+#include "query/qtext.h"
+#include "run/gather.h"
+#include "run/job.h"
+
+/* What /proc/PID/stat says of a process. */
+struct pstat {
+    pid_t pid;            /* 0: not read */
+    char state;
+    unsigned long long ticks; /* utime + stime */
+    long threads;
+    long long rss_pages;
+};
+
+static int read_pstat(pid_t pid, struct pstat *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* After the command's ")" (which may hold anything): field 3 on. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    unsigned long long utime, stime;
+    long threads;
+    long long rss;
+    if (sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+                      "%*d %*d %*d %*d %ld %*d %*u %*u %lld",
+               &ps->state, &utime, &stime, &threads, &rss) != 5)
+        return -1;
+    ps->pid = pid;
+    ps->ticks = utime + stime;
+    ps->threads = threads;
+    ps->rss_pages = rss;
+    return 0;
+}
+
+static const char *state_word(char s)
+{
+    switch (s) {
+    case 'R': return "running";
+    case 'S': return "sleeping";
+    case 'D': return "disk-sleep";
+    case 'T': return "stopped";
+    case 't': return "tracing-stop";
+    case 'Z': return "zombie";
+    case 'X': return "dead";
+    case 'I': return "idle";
+    default: return "?";
+    }
+}
+
+static const char *phase_word(enum phase ph)
+{
+    switch (ph) {
+    case PHASE_RUNNING: return "running";
+    case PHASE_STOPPING: return "stopping";
+    case PHASE_KILLING: return "killing";
+    case PHASE_WAITING: return "waiting";
+    case PHASE_RESTARTING: return "restarting";
+    case PHASE_DONE: return "done";
+    }
+    return "?";
+}
+
+static int node_of(const struct job *j)
+{
+    if (j->s->rz)
+        return amldist_rdzv_node_rank(j->s->rz);
+    if (j->n > 0 && j->w[0].id.node >= 0)
+        return j->w[0].id.node;
+    return amldist_node_rank(j->s->env->layout);
+}
+
+/* This node's address: --local-addr, else, on node 0 of a static job, the
+ * master address the workers get; "-" otherwise (the control plane knows
+ * each node's). */
+static const char *node_addr(const struct job *j)
+{
+    const struct amlrun_opts *o = j->s->o;
+    if (o->local_addr)
+        return o->local_addr;
+    if (!j->s->rz && node_of(j) == 0)
+        return amldist_master_addr(j->s->env->layout);
+    return NULL;
+}
+
+/* The age of the worker's last whole output line, -1 when none. */
+static double output_age(const struct worker *w, double now)
+{
+    double t = w->out.t_line > w->err.t_line ? w->out.t_line : w->err.t_line;
+    return t > 0 ? now - t : -1;
+}
+
+static void rank_record(FILE *f, const struct job *j, const struct worker *w,
+                        const struct pstat *before, double interval,
+                        double now)
+{
+    char buf[96];
+    long page = sysconf(_SC_PAGESIZE);
+    long hz = sysconf(_SC_CLK_TCK);
+    fputs("rank", f);
+    qt_int(f, "rank", w->id.rank);
+    qt_int(f, "local", w->id.local);
+    qt_int(f, "node", node_of(j));
+    struct pstat now_ps = {0};
+    int alive = w->running && w->pid > 0 && read_pstat(w->pid, &now_ps) == 0;
+    if (w->pid > 0)
+        qt_int(f, "pid", w->pid);
+    else
+        qt_str(f, "pid", NULL);
+    if (alive) {
+        qt_str(f, "state", state_word(now_ps.state));
+        double cpu = -1;
+        if (before && before->pid == w->pid && interval > 0 && hz > 0)
+            cpu = (double)(now_ps.ticks - before->ticks) / (double)hz /
+                  interval * 100.0;
+        qt_num(f, "cpu", cpu, 1);
+        qt_int(f, "rss", now_ps.rss_pages * page);
+        qt_int(f, "threads", now_ps.threads);
+    } else {
+        if (w->attempt < 0 || w->pid <= 0) {
+            qt_str(f, "state", "not-started");
+        } else if (w->running) {
+            qt_str(f, "state", "?");
+        } else {
+            status_describe(w->status, buf, sizeof buf);
+            qt_str(f, "state", "ended");
+            qt_str(f, "status", buf);
+        }
+        qt_str(f, "cpu", NULL);
+        qt_str(f, "rss", NULL);
+    }
+    qt_num(f, "age", w->pid > 0 ? (w->running ? now : w->t_done) - w->t_start
+                                : -1, 1);
+    qt_num(f, "out_age", output_age(w, now), 1);
+    /* The progress page's step, its age and the rank's lag: not in this
+     * build yet. */
+    qt_str(f, "step", NULL);
+    qt_str(f, "step_age", NULL);
+    qt_str(f, "lag", NULL);
+    fputc('\n', f);
+}
+
+static int status_text(struct job *j, const struct pstat *before,
+                       double interval, struct part *p)
+{
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&data, &len);
+    if (!f)
+        return -1;
+    double now = now_s();
+    char host[256];
+    snprintf(host, sizeof host, "%s", j->s->host);
+    fputs("node", f);
+    qt_int(f, "node", node_of(j));
+    qt_str(f, "host", host);
+    qt_str(f, "addr", node_addr(j));
+    qt_str(f, "state", phase_word(j->p.phase));
+    qt_int(f, "pid", getpid());
+    qt_num(f, "uptime", now - j->t_begin, 1);
+    qt_int(f, "restarts", j->s->rz ? amldist_rdzv_restart_count(j->s->rz)
+                                   : j->p.restarts);
+    qt_int(f, "max_restarts", j->p.max_restarts);
+    qt_int(f, "nproc", j->n);
+    qt_num(f, "cpu_interval", interval, 2);
+    fputc('\n', f);
+    for (int i = 0; i < j->n; i++)
+        rank_record(f, j, &j->w[i], before ? &before[i] : NULL, interval,
+                    now);
+    if (fclose(f) != 0) {
+        free(data);
+        return -1;
+    }
+    p->node = node_of(j);
+    p->data = data;
+    p->len = len;
+    return 0;
+}
+
+/* ---- a status: two samples QP_CPU_INTERVAL_MS apart ---------------------- */
+
+struct sampling {
+    struct job *j;
+    part_ready_fn *ready;
+    void *arg;
+    int timer;
+    double t0;
+    struct pstat *before;
+};
+
+static void sampled(void *arg)
+{
+    struct sampling *s = arg;
+    struct part p = {node_of(s->j), NULL, 0, NULL};
+    if (status_text(s->j, s->before, now_s() - s->t0, &p) < 0)
+        p.error = strdup("out of memory");
+    part_ready_fn *ready = s->ready;
+    void *rarg = s->arg;
+    free(s->before);
+    free(s);
+    ready(rarg, &p);
+}
+
+static void *status_part(struct job *j, part_ready_fn *ready, void *arg)
+{
+    struct sampling *s = calloc(1, sizeof *s);
+    if (s)
+        s->before = calloc((size_t)j->n, sizeof *s->before);
+    if (!s || !s->before) {
+        free(s);
+        struct part p = {node_of(j), NULL, 0, strdup("out of memory")};
+        ready(arg, &p);
+        return NULL;
+    }
+    s->j = j;
+    s->ready = ready;
+    s->arg = arg;
+    s->t0 = now_s();
+    for (int i = 0; i < j->n; i++)
+        if (j->w[i].running && j->w[i].pid > 0)
+            (void)read_pstat(j->w[i].pid, &s->before[i]);
+    s->timer = amldist__loop_timer(j->loop,
+                                   amldist__now_ms() + QP_CPU_INTERVAL_MS,
+                                   sampled, s);
+    if (s->timer < 0) {
+        s->timer = 0;
+        sampled(s); /* no interval: CPU % unknown */
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- stacks ---------------------------------------------------------------- */
+
+static void *stacks_part(struct job *j, part_ready_fn *ready, void *arg)
+{
+    struct part p = {node_of(j), NULL, 0, NULL};
+    p.error = strdup("this amlrun cannot read stacks yet (its stack capture "
+                     "is not built in)");
+    ready(arg, &p);
+    return NULL;
+}
+
+void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
+                void *arg)
+{
+    return k == PART_STATUS ? status_part(j, ready, arg)
+                            : stacks_part(j, ready, arg);
+}
+
+void node_part_cancel(struct job *j, void *handle)
+{
+    struct sampling *s = handle;
+    if (!s)
+        return;
+    amldist__loop_cancel(j->loop, s->timer);
+    free(s->before);
+    free(s);
+}
