@@ -333,19 +333,26 @@ static int dir_of_pid(pid_t pid, char *dir, size_t size)
 
 /* The job JOB names (NULL: the only one); its index, or -1 after saying
  * why. */
-static long pick(const struct found *f, size_t n, const char *job,
-                 const char *dir)
+static size_t matches(const struct found *f, size_t n, const char *job,
+                      size_t *at)
 {
-    size_t hits = 0, at = 0;
+    size_t hits = 0;
     for (size_t i = 0; i < n; i++) {
         int match = !job ||
                     (all_digits(job) && strtol(job, NULL, 10) == f[i].pid) ||
                     (f[i].run_id && strcmp(f[i].run_id, job) == 0);
         if (match) {
             hits++;
-            at = i;
+            *at = i;
         }
     }
+    return hits;
+}
+
+static long pick(const struct found *f, size_t n, const char *job,
+                 const char *dir)
+{
+    size_t at = 0, hits = matches(f, n, job, &at);
     if (hits == 1)
         return (long)at;
     char shown_job[256];
@@ -409,26 +416,56 @@ static int stacks_print(char *body)
     return failed;
 }
 
+/* The jobs in dir; 0, or -1 after a message.  A directory that is not
+ * safely ours is not read at all. */
+static int jobs_in(const char *dir, const char *mode, struct found **f,
+                   size_t *n)
+{
+    char why[QDIR_PATH_MAX + 128];
+    *f = NULL;
+    *n = 0;
+    if (qdir_check(dir, 0, why, sizeof why) < 0) {
+        if (errno == ENOENT)
+            return 0;
+        msg("%s: %s", mode, why);
+        return -1;
+    }
+    if (list_jobs(dir, f, n) < 0) {
+        msg_errno(errno, "%s", dir);
+        return -1;
+    }
+    return 0;
+}
+
 int query_main(enum query_kind kind, int json, const char *job)
 {
-    char dir[QDIR_PATH_MAX + 1], why[QDIR_PATH_MAX + 128];
+    const char *mode = kind == QUERY_STATUS ? "--status" : "--stacks";
+    char dir[QDIR_PATH_MAX + 1], tmpdir[QDIR_PATH_MAX + 1];
     if (!(job && all_digits(job) &&
           dir_of_pid((pid_t)strtol(job, NULL, 10), dir, sizeof dir) == 0) &&
         qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
-        msg("--%s: the socket directory's name is too long",
-            kind == QUERY_STATUS ? "status" : "stacks");
-        return 1;
-    }
-    /* A directory that is not safely ours is not read at all. */
-    if (qdir_check(dir, 0, why, sizeof why) < 0 && errno != ENOENT) {
-        msg("--%s: %s", kind == QUERY_STATUS ? "status" : "stacks", why);
+        msg("%s: the socket directory's name is too long", mode);
         return 1;
     }
     struct found *f;
-    size_t n;
-    if (list_jobs(dir, &f, &n) < 0) {
-        msg_errno(errno, "%s", dir);
+    size_t n, at0;
+    if (jobs_in(dir, mode, &f, &n) < 0)
         return 1;
+    /* A job named but not found under XDG_RUNTIME_DIR may have been
+     * started where it was not set (cron, sudo): /tmp/amlrun-<uid>. */
+    if (job && matches(f, n, job, &at0) == 0 &&
+        qdir_path(geteuid(), NULL, tmpdir, sizeof tmpdir) == 0 &&
+        strcmp(tmpdir, dir) != 0) {
+        struct found *g;
+        size_t m;
+        if (jobs_in(tmpdir, mode, &g, &m) == 0 && matches(g, m, job, &at0)) {
+            found_free(f, n);
+            f = g;
+            n = m;
+            memcpy(dir, tmpdir, sizeof dir);
+        } else {
+            found_free(g, m);
+        }
     }
     long at = pick(f, n, job, dir);
     if (at < 0) {
