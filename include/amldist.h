@@ -225,5 +225,6 @@ AMLDIST_API int amldist_build_info(char *buf, size_t size);
 #include "amldist/topo.h"
 #include "amldist/bootstrap.h"
 #include "amldist/rdzv.h"
+#include "amldist/progress.h"
 
 #endif /* AMLDIST_H */

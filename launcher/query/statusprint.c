@@ -68,14 +68,25 @@ static const char *cell(const struct qrec *r, const char *key, char *buf,
     return buf;
 }
 
-/* Seconds as "12.3s", "-" when unknown. */
+/* Seconds as "0.05s", "12.3s", "-" when unknown. */
 static const char *secs(const struct qrec *r, const char *key, char *buf,
                         size_t size)
 {
     double v = qrec_num(r, key, -1);
     if (v < 0)
         return "-";
-    snprintf(buf, size, "%.1fs", v);
+    snprintf(buf, size, v < 10 ? "%.2fs" : "%.1fs", v);
+    return buf;
+}
+
+/* A lag: signed seconds ("+0.012s", ahead of the median "-0.003s"), "*"
+ * after the consistently last rank's; "-" when unknown. */
+static const char *lag(const struct qrec *r, char *buf, size_t size)
+{
+    if (!qrec_get(r, "lag"))
+        return "-";
+    snprintf(buf, size, "%+.3fs%s", qrec_num(r, "lag", 0),
+             qrec_num(r, "last", 0) > 0 ? "*" : "");
     return buf;
 }
 
@@ -126,7 +137,7 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
                cell(r, "addr", c3, sizeof c3), cell(r, "state", c4, sizeof c4),
                cell(r, "pid", c5, sizeof c5), secs(r, "uptime", c6, sizeof c6));
     }
-    printf("\n%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %6s\n",
+    printf("\n%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
            "RANK", "LOCAL", "NODE", "PID", "STATE", "CPU%", "RSS", "THREADS",
            "OUTPUT", "STEP", "STEP-AGE", "LAG");
     for (size_t i = 0; i < ranks->n; i++) {
@@ -135,18 +146,19 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
         const char *state = cell(r, "state", c[4], sizeof c[4]);
         if (strcmp(state, "ended") == 0 && qrec_get(r, "status"))
             state = cell(r, "status", c[4], sizeof c[4]);
-        printf("%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %6s\n",
+        printf("%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
                cell(r, "rank", c[0], 96), cell(r, "local", c[1], 96),
                cell(r, "node", c[2], 96), cell(r, "pid", c[3], 96), state,
                cell(r, "cpu", c[5], 96), bytes(r, "rss", c[6], 96),
                cell(r, "threads", c[7], 96), secs(r, "out_age", c[8], 96),
                cell(r, "step", c[9], 96), secs(r, "step_age", c[10], 96),
-               secs(r, "lag", c[11], 96));
+               lag(r, c[11], 96));
     }
     printf("\nCPU%%: over %.2f s after the request (the rank's process, "
            "threads included); OUTPUT: the age of its last line; STEP: its "
-           "last progress (amldist_progress), STEP-AGE its age, LAG its lag "
-           "behind the median rank\n", interval < 0 ? 0 : interval);
+           "last progress (amldist_progress), STEP-AGE its age; LAG: how "
+           "late it reaches its steps, behind the median rank (* "
+           "consistently last)\n", interval < 0 ? 0 : interval);
 }
 
 /* A field as a JSON number (null when unknown) or string. */
@@ -203,7 +215,11 @@ static void print_json(const struct qrec *job, const struct recs *nodes,
         jnum(&js, r, "out_age", "output_age_s", 1);
         jnum(&js, r, "step", "step", 0);
         jnum(&js, r, "step_age", "step_age_s", 3);
-        jnum(&js, r, "lag", "lag_s", 3);
+        if (qrec_get(r, "lag"))
+            json_num(&js, "lag_s", qrec_num(r, "lag", 0), 3);
+        else
+            json_null(&js, "lag_s");
+        json_bool(&js, "consistently_last", qrec_num(r, "last", 0) > 0);
         json_close(&js);
     }
     json_close(&js);

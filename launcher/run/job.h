@@ -55,6 +55,8 @@ struct job {
      * the job's summary. */
     char *local_block;
     struct jobquery *query; /* --status and --stacks (jobquery.h), NULL */
+    /* The workers' progress page and its readings (progresspage.h). */
+    struct progress_watch *progress;
 };
 
 #endif /* AMLRUN_JOB_H */

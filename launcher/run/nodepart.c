@@ -3,6 +3,9 @@
  * record and one "rank" record per local worker (query/qtext.h), read from
  * the supervisor's own state and /proc; for stacks, the workers' stacks.
  *
+ * A rank's progress (its last step, that step's age, its lag behind the
+ * median rank) is the progress page's (progresspage.h).
+ *
  * A rank's CPU % is its process's (utime + stime of /proc/PID/stat, its
  * threads included, not its children) over the QP_CPU_INTERVAL_MS after
  * the request, measured on a timer of the loop.
@@ -21,6 +24,7 @@
 #include "query/qtext.h"
 #include "run/gather.h"
 #include "run/job.h"
+#include "run/progresspage.h"
 
 /* What /proc/PID/stat says of a process. */
 struct pstat {
@@ -119,9 +123,38 @@ static double output_age(const struct worker *w, double now)
     return t > 0 ? now - t : -1;
 }
 
+/* CLOCK_MONOTONIC in ns, the progress page's clock. */
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The rank's last progress step, its age and its lag (progresspage.h):
+ * "-" while it has not called amldist_progress() in this attempt. */
+static void progress_fields(FILE *f, const struct progress_lag *pl)
+{
+    if (!pl || pl->calls == 0) {
+        qt_str(f, "step", NULL);
+        qt_str(f, "step_age", NULL);
+        qt_str(f, "lag", NULL);
+        return;
+    }
+    qt_int(f, "step", (long long)pl->step);
+    double age = (double)(mono_ns() - pl->t_ns) / 1e9;
+    qt_num(f, "step_age", age < 0 ? 0 : age, 3);
+    if (pl->steps > 0)
+        fprintf(f, " lag=%.3f", (double)pl->lag_ns / 1e9);
+    else
+        qt_str(f, "lag", NULL);
+    qt_int(f, "lag_steps", pl->steps);
+    qt_int(f, "last", pl->last);
+}
+
 static void rank_record(FILE *f, const struct job *j, const struct worker *w,
                         const struct pstat *before, double interval,
-                        double now)
+                        double now, const struct progress_lag *pl)
 {
     char buf[96];
     long page = sysconf(_SC_PAGESIZE);
@@ -161,11 +194,7 @@ static void rank_record(FILE *f, const struct job *j, const struct worker *w,
     qt_num(f, "age", w->pid > 0 ? (w->running ? now : w->t_done) - w->t_start
                                 : -1, 1);
     qt_num(f, "out_age", output_age(w, now), 1);
-    /* The progress page's step, its age and the rank's lag: not in this
-     * build yet. */
-    qt_str(f, "step", NULL);
-    qt_str(f, "step_age", NULL);
-    qt_str(f, "lag", NULL);
+    progress_fields(f, pl);
     fputc('\n', f);
 }
 
@@ -193,9 +222,15 @@ static int status_text(struct job *j, const struct pstat *before,
     qt_int(f, "nproc", j->n);
     qt_num(f, "cpu_interval", interval, 2);
     fputc('\n', f);
+    struct progress_lag *pl = calloc((size_t)j->n, sizeof *pl);
+    if (pl && progress_lags(j, pl) < 0) {
+        free(pl);
+        pl = NULL;
+    }
     for (int i = 0; i < j->n; i++)
         rank_record(f, j, &j->w[i], before ? &before[i] : NULL, interval,
-                    now);
+                    now, pl ? &pl[i] : NULL);
+    free(pl);
     if (fclose(f) != 0) {
         free(data);
         return -1;

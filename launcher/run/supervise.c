@@ -23,6 +23,7 @@
 #include "output/msg.h"
 #include "run/events.h"
 #include "run/jobquery.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -393,6 +394,7 @@ static void start_attempt(struct job *j)
     }
     if (!failed)
         report_started(j);
+    progress_attempt_start(j);
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -418,6 +420,7 @@ static void end_attempt(struct job *j)
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
+    progress_attempt_end(j);
     for (int i = 0; i < j->n; i++) {
         stream_close(j, &j->w[i].out);
         stream_close(j, &j->w[i].err);
@@ -500,6 +503,7 @@ int supervise(const struct job_spec *s)
             report_root_cause(&j);
     }
     jobquery_close(&j);
+    progress_report_slowest(&j);
     report_slurm_stop(&j, status);
     events_end(&j, status);
     job_free(&j);
