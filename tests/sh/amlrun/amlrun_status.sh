@@ -7,8 +7,9 @@
 # a byte (SO_PEERCRED); the workers do not inherit the socket; it is gone
 # after the job; a dead amlrun's socket is cleaned; a client that stalls
 # does not hold up the next; answers during a restart; 64 ranks; --stacks
-# stops nothing.  Every job runs under a private XDG_RUNTIME_DIR, so that
-# other tests' jobs are not in the lists.
+# stops nothing; each rank's progress step and lag.  Every job runs under
+# a private XDG_RUNTIME_DIR, so that other tests' jobs are not in the
+# lists.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/status
@@ -353,3 +354,33 @@ else
     fail "64 ranks did not start"
     kill "$pid_big"; wait "$pid_big"
 fi
+
+# --- progress: every rank's step, and rank 2's lag (it is 40 ms slower at
+# each step: consistently last)
+PYTHONPATH=$TOP/python${PYTHONPATH:+:$PYTHONPATH} "$AMLRUN" --nproc-per-node 4 --run-id st-prog \
+    "$TOP/tests/amlrun/progress_worker.py" 400 20 2 40 >"$d/prog.out" 2>"$d/prog.err" &
+pid_prog=$!
+# Until every rank has shown 12 steps (the lag needs 8 in common).
+deadline=$((SECONDS + 120))
+while :; do
+    "$AMLRUN" --status=json st-prog >"$d/prog.json" 2>/dev/null &&
+        "$TORCH_PY" -c "
+import json, sys
+j = json.load(open('$d/prog.json'))
+sys.exit(0 if all((r['step'] or 0) >= 12 for r in j['ranks']) else 1)" && break
+    [ "$SECONDS" -ge "$deadline" ] && break
+    sleep 0.2
+done
+check "progress: every rank's step and its age, rank 2 the one consistently last, with the largest lag" "$TORCH_PY" -c "
+import json
+j = json.load(open('$d/prog.json'))
+r = sorted(j['ranks'], key=lambda r: r['rank'])
+assert all(x['step'] >= 12 and x['step_age_s'] is not None for x in r), r
+assert [x['consistently_last'] for x in r] == [False, False, True, False], r
+assert max(r, key=lambda x: x['lag_s'])['rank'] == 2 and r[2]['lag_s'] > 0.05, r
+assert r[2]['step'] < max(x['step'] for x in r), r"
+"$AMLRUN" --status st-prog >"$d/prog.txt" 2>&1
+check "progress: the table shows rank 2's lag marked" \
+    grep -qE '^2 +2 +0 +[0-9]+ .* [0-9]+ +[0-9.]+s +\+[0-9.]+s\*$' "$d/prog.txt"
+wait "$pid_prog"
+expect_eq "progress: the job ends normally (0)" "$?" 0
