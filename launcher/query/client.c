@@ -23,6 +23,7 @@
 #include "query/proto.h"
 #include "query/qtext.h"
 #include "query/sockdir.h"
+#include "stacks/stacks.h"
 
 /* How long each question may take, from connect to the last byte. */
 #define INFO_TIMEOUT_MS 5000
@@ -380,10 +381,13 @@ static long pick(const struct found *f, size_t n, const char *job,
 
 /* ---- stacks ------------------------------------------------------------ */
 
-/* The parts of a stacks answer: each node's error, or its stacks. */
+/* The parts of a stacks answer: each node's error, or its stacks, merged
+ * into one report (stacks.h) on stdout.  0 when every node answered, 1
+ * when some did not (said), -1 when the answer is malformed. */
 static int stacks_print(char *body)
 {
-    int failed = 0, parts = 0;
+    int failed = 0;
+    struct stk_set set = {NULL, 0};
     for (char *p = body; *p;) {
         char *nl = strchr(p, '\n');
         if (!nl)
@@ -393,14 +397,17 @@ static int stacks_print(char *body)
         int node;
         size_t len;
         if (sscanf(p, "part %d %zu", &node, &len) == 2) {
-            if (len > strlen(nl + 1))
+            if (len > strlen(nl + 1) || stk_decode(nl + 1, len, &set) < 0) {
+                stk_set_free(&set);
                 return -1;
-            parts++;
+            }
             p = nl + 1 + len;
             continue;
         }
-        if (qrec_parse(p, &r) < 0 || strcmp(r.type, "error") != 0)
+        if (qrec_parse(p, &r) < 0 || strcmp(r.type, "error") != 0) {
+            stk_set_free(&set);
             return -1;
+        }
         char m[512];
         const char *node_s = qrec_get(&r, "node");
         msg("stacks of node %s: %s", node_s ? node_s : "?",
@@ -408,11 +415,18 @@ static int stacks_print(char *body)
         failed = 1;
         p = nl + 1;
     }
-    if (parts) {
-        msg("this amlrun cannot merge stacks yet (its stack report is not "
-            "built in)");
-        failed = 1;
+    if (set.n > 0) {
+        struct stk_report rep;
+        memset(&rep, 0, sizeof rep);
+        if (stk_merge(&set, NULL, 0, "request", 0, &rep) < 0) {
+            msg("out of memory merging the stacks");
+            failed = 1;
+        } else {
+            stk_print(stdout, &set, &rep);
+            stk_report_free(&rep);
+        }
     }
+    stk_set_free(&set);
     return failed;
 }
 
