@@ -114,9 +114,9 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
 # the one monotonic clock; the progress page it makes for its workers and
-# the straggler statistics it prints).
+# the straggler statistics it prints; the hang decision).
 RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
-RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c
+RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)

@@ -64,6 +64,9 @@ const struct option_def opttable[] = {
     /* a running job, asked (query/client.h) */
     {"status", ARG_OPTIONAL, O_STATUS},
     {"stacks", ARG_NONE, O_STACKS},
+    {"hang-timeout", ARG_REQUIRED, O_HANG_TIMEOUT},
+    {"hang-report", ARG_REQUIRED, O_HANG_REPORT},
+    {"timeout", ARG_REQUIRED, O_TIMEOUT},
     {NULL, ARG_NONE, O_COUNT},
 };
 
@@ -153,6 +156,7 @@ static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_TOPO, "json"},
     {O_STATUS, "json"},
     {O_RESULT_JSON, "<file>"},
+    {O_HANG_REPORT, "<file>"},
     {O_LAUNCHER, "mpirun slurm"},
     {O_START_METHOD, "spawn fork forkserver"},
     {O_PYTHON, "<command>"},

@@ -117,18 +117,11 @@ static const char *node_addr(const struct job *j)
 }
 
 /* The age of the worker's last whole output line, -1 when none. */
-static double output_age(const struct worker *w, double now)
+static double output_age(const struct worker *w)
 {
-    double t = w->out.t_line > w->err.t_line ? w->out.t_line : w->err.t_line;
-    return t > 0 ? now - t : -1;
-}
-
-/* CLOCK_MONOTONIC in ns, the progress page's clock. */
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t t = w->out.line_ns > w->err.line_ns ? w->out.line_ns
+                                                 : w->err.line_ns;
+    return t > 0 ? (double)(out_now_ns() - t) / 1e9 : -1;
 }
 
 /* The rank's last progress step, its age and its lag (progresspage.h):
@@ -142,7 +135,7 @@ static void progress_fields(FILE *f, const struct progress_lag *pl)
         return;
     }
     qt_int(f, "step", (long long)pl->step);
-    double age = (double)(mono_ns() - pl->t_ns) / 1e9;
+    double age = (double)(out_now_ns() - pl->t_ns) / 1e9;
     qt_num(f, "step_age", age < 0 ? 0 : age, 3);
     if (pl->steps > 0)
         fprintf(f, " lag=%.3f", (double)pl->lag_ns / 1e9);
@@ -193,7 +186,7 @@ static void rank_record(FILE *f, const struct job *j, const struct worker *w,
     }
     qt_num(f, "age", w->pid > 0 ? (w->running ? now : w->t_done) - w->t_start
                                 : -1, 1);
-    qt_num(f, "out_age", output_age(w, now), 1);
+    qt_num(f, "out_age", output_age(w), 1);
     progress_fields(f, pl);
     fputc('\n', f);
 }
