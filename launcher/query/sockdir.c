@@ -108,7 +108,7 @@ pid_t qsock_pid(const char *name)
     const char *end = name + n - 5, *p = end;
     while (p > name && p[-1] >= '0' && p[-1] <= '9')
         p--;
-    if (p == end || p == name || p[-1] != '.' || end - p > 9)
+    if (p == end || p - 1 <= name || p[-1] != '.' || end - p > 9)
         return 0;
     long pid = strtol(p, NULL, 10);
     return pid > 0 ? (pid_t)pid : 0;
