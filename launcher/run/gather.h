@@ -25,10 +25,11 @@ struct part {
 
 void part_free(struct part *p);
 
-/* This node's part, handed to ready() from the loop (a status measures
- * CPU use over QP_CPU_INTERVAL_MS first; stacks are read at once): ready
- * owns the part.  Returns a handle for node_part_cancel(), or NULL when
- * ready() was already called. */
+/* This node's part, handed to ready() from a timer of the loop, never
+ * before node_part() returns (a status measures CPU use over
+ * QP_CPU_INTERVAL_MS first; stacks are read on the next round): ready owns
+ * the part.  Returns a handle for node_part_cancel(), or NULL when out of
+ * memory (ready() is then never called). */
 typedef void part_ready_fn(void *arg, struct part *p);
 void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
                 void *arg);
@@ -36,7 +37,10 @@ void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
 void node_part_cancel(struct job *j, void *handle);
 
 /* Every node's part, this node's `mine` among them (taken): done() gets
- * them in node order and owns them.  One node: at once. */
+ * them in node order and owns them (the array and each part; n == 0: out
+ * of memory).  One node: at once, from within job_gather(); with the
+ * control plane, later from the loop, where the asker may be gone (the
+ * supervisor's client then only frees what it gets). */
 typedef void gather_done_fn(void *arg, struct part *parts, size_t n);
 void job_gather(struct job *j, enum part_kind k, struct part *mine,
                 gather_done_fn *done, void *arg);

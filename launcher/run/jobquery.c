@@ -233,6 +233,10 @@ static void request(struct qclient *c)
     }
     c->kind = strcmp(c->req, "status") == 0 ? PART_STATUS : PART_STACKS;
     c->pending = node_part(c->q->j, c->kind, part_ready, c);
+    if (!c->pending) {
+        static const char oom[] = QP_ERROR "out of memory\n";
+        answer(c, strdup(oom), sizeof oom - 1);
+    }
 }
 
 static void client_read(struct qclient *c)

@@ -234,83 +234,86 @@ static int status_text(struct job *j, const struct pstat *before,
     return 0;
 }
 
-/* ---- a status: two samples QP_CPU_INTERVAL_MS apart ---------------------- */
+/* ---- making a part, on a timer of the loop ---------------------------------- */
 
-struct sampling {
+/* A part being made: a status samples every worker now and again
+ * QP_CPU_INTERVAL_MS later; stacks are read on the loop's next round. */
+struct making {
     struct job *j;
+    enum part_kind kind;
     part_ready_fn *ready;
     void *arg;
     int timer;
     double t0;
-    struct pstat *before;
+    struct pstat *before; /* a status's first sample */
 };
 
-static void sampled(void *arg)
+static int stacks_text(struct job *j, struct part *p);
+
+static void made(void *arg)
 {
-    struct sampling *s = arg;
-    struct part p = {node_of(s->j), NULL, 0, NULL};
-    if (status_text(s->j, s->before, now_s() - s->t0, &p) < 0)
+    struct making *m = arg;
+    struct part p = {node_of(m->j), NULL, 0, NULL};
+    int rc = m->kind == PART_STATUS
+                 ? status_text(m->j, m->before, now_s() - m->t0, &p)
+                 : stacks_text(m->j, &p);
+    if (rc < 0 && !p.error)
         p.error = strdup("out of memory");
-    part_ready_fn *ready = s->ready;
-    void *rarg = s->arg;
-    free(s->before);
-    free(s);
+    part_ready_fn *ready = m->ready;
+    void *rarg = m->arg;
+    free(m->before);
+    free(m);
     ready(rarg, &p);
-}
-
-static void *status_part(struct job *j, part_ready_fn *ready, void *arg)
-{
-    struct sampling *s = calloc(1, sizeof *s);
-    if (s)
-        s->before = calloc((size_t)j->n, sizeof *s->before);
-    if (!s || !s->before) {
-        free(s);
-        struct part p = {node_of(j), NULL, 0, strdup("out of memory")};
-        ready(arg, &p);
-        return NULL;
-    }
-    s->j = j;
-    s->ready = ready;
-    s->arg = arg;
-    s->t0 = now_s();
-    for (int i = 0; i < j->n; i++)
-        if (j->w[i].running && j->w[i].pid > 0)
-            (void)read_pstat(j->w[i].pid, &s->before[i]);
-    s->timer = amldist__loop_timer(j->loop,
-                                   amldist__now_ms() + QP_CPU_INTERVAL_MS,
-                                   sampled, s);
-    if (s->timer < 0) {
-        s->timer = 0;
-        sampled(s); /* no interval: CPU % unknown */
-        return NULL;
-    }
-    return s;
-}
-
-/* ---- stacks ---------------------------------------------------------------- */
-
-static void *stacks_part(struct job *j, part_ready_fn *ready, void *arg)
-{
-    struct part p = {node_of(j), NULL, 0, NULL};
-    p.error = strdup("this amlrun cannot read stacks yet (its stack capture "
-                     "is not built in)");
-    ready(arg, &p);
-    return NULL;
 }
 
 void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
                 void *arg)
 {
-    return k == PART_STATUS ? status_part(j, ready, arg)
-                            : stacks_part(j, ready, arg);
+    struct making *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->j = j;
+    m->kind = k;
+    m->ready = ready;
+    m->arg = arg;
+    m->t0 = now_s();
+    long long at = amldist__now_ms();
+    if (k == PART_STATUS) {
+        m->before = calloc((size_t)j->n, sizeof *m->before);
+        if (!m->before) {
+            free(m);
+            return NULL;
+        }
+        for (int i = 0; i < j->n; i++)
+            if (j->w[i].running && j->w[i].pid > 0)
+                (void)read_pstat(j->w[i].pid, &m->before[i]);
+        at += QP_CPU_INTERVAL_MS;
+    }
+    m->timer = amldist__loop_timer(j->loop, at, made, m);
+    if (m->timer < 0) {
+        free(m->before);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- stacks ---------------------------------------------------------------- */
+
+static int stacks_text(struct job *j, struct part *p)
+{
+    (void)j;
+    p->error = strdup("this amlrun cannot read stacks yet (its stack "
+                      "capture is not built in)");
+    return -1;
 }
 
 void node_part_cancel(struct job *j, void *handle)
 {
-    struct sampling *s = handle;
-    if (!s)
+    struct making *m = handle;
+    if (!m)
         return;
-    amldist__loop_cancel(j->loop, s->timer);
-    free(s->before);
-    free(s);
+    amldist__loop_cancel(j->loop, m->timer);
+    free(m->before);
+    free(m);
 }
