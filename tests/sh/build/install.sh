@@ -15,6 +15,7 @@ check "the static library" test -f "$d/opt/amldist/lib/libamldist.a"
 check "the headers" test -f "$d/opt/amldist/include/amldist.h" -a -f "$d/opt/amldist/include/amldist/bootstrap.h"
 check "amlrun" test -x "$d/opt/amldist/bin/amlrun"
 check "the man pages" test -f "$d/opt/amldist/share/man/man1/amlrun.1"
+check "the Python stack hook where amlrun looks for it" test -f "$d/opt/amldist/share/amldist/python/sitecustomize.py"
 check "the bash and zsh completions" test -f "$d/opt/amldist/share/bash-completion/completions/amlrun" -a -f "$d/opt/amldist/share/zsh/site-functions/_amlrun"
 # Build against the installed tree the way a user would.
 sed "s|^prefix=.*|prefix=$d/opt/amldist|; s|^libdir=.*|libdir=$d/opt/amldist/lib|; s|^includedir=.*|includedir=$d/opt/amldist/include|" \
