@@ -415,7 +415,10 @@ static int stacks_print(char *body)
         failed = 1;
         p = nl + 1;
     }
-    if (set.n > 0) {
+    if (set.n == 0 && !failed) {
+        msg("no rank of the job runs now: no stacks to read");
+        failed = 1;
+    } else if (set.n > 0) {
         struct stk_report rep;
         memset(&rep, 0, sizeof rep);
         if (stk_merge(&set, NULL, 0, "request", 0, &rep) < 0) {

@@ -164,9 +164,16 @@ expect_eq "a silent client connected: --status still answers" "$?" 0
 expect_eq "with every rank" "$(table_ranks <"$d/s4.out" | wc -l)" 4
 kill "$staller"; wait "$staller" 2>/dev/null
 
-# --stacks stops nothing.
+# --stacks: every rank in the named function of its Python frames; it
+# stops nothing.
 "$AMLRUN" --stacks st-a >"$d/k1.out" 2>"$d/k1.err"
-diag "--stacks: rc $? $(head -c 300 "$d/k1.err")"
+expect_eq "--stacks RUN_ID: exit 0" "$?" 0
+check "--stacks: one group, the 4 ranks at worker.py's wait_here" \
+    grep -qE '^amlrun:   ranks 0-3 \(4\): worker\.py:[0-9]+ wait_here < worker\.py:[0-9]+ <module>' "$d/k1.out" ||
+    diag "$(cat "$d/k1.out" "$d/k1.err")"
+check "--stacks: all at the same place" grep -q "^amlrun: the stacks of 4 ranks in 1 group" "$d/k1.out"
+"$AMLRUN" --stacks "$pid_a" >"$d/k2.out" 2>&1
+expect_eq "--stacks PID: exit 0" "$?" 0
 check "after --stacks the job still runs" kill -0 "$pid_a"
 "$AMLRUN" --status st-a >"$d/s5.out" 2>&1
 expect_eq "after --stacks every rank is still there" "$(table_ranks <"$d/s5.out")" "$want"
@@ -326,6 +333,8 @@ if wait_for 4 60 "$d/r" 'ready\.0\.[0-9]*$'; then
     check "--status was asked during the restart, more than once" \
         test "$(wc -l <"$d/r-loop.rc")" -ge 2
     expect_eq "every --status during the restart answered (0)" "$(sort -u "$d/r-loop.rc")" 0
+    "$AMLRUN" --stacks st-r >"$d/rk.out" 2>&1
+    expect_eq "--stacks after the restart: the new workers' stacks (0)" "$?" 0
     "$AMLRUN" --status=json st-r >"$d/r1.json" 2>&1
     expect_eq "after the restart: the new workers" "$(json_ranks <"$d/r1.json")" "$(worker_pids r 1 4)"
     check "and restarts 1" "$TORCH_PY" -c "
@@ -347,7 +356,13 @@ if wait_for 64 180 "$d/big" 'ready\.0\.[0-9]*$'; then
     timeout 120 "$AMLRUN" --stacks st-big >"$d/bigk.out" 2>"$d/bigk.err"
     rc=$?
     diag "64 ranks: --stacks rc $rc in $((SECONDS - start)) s"
-    check "64 ranks: --stacks answers within 120 s" test "$rc" != 124
+    expect_eq "64 ranks: --stacks answers within 120 s (0)" "$rc" 0
+    check "64 ranks: every one at wait_here" \
+        grep -qE '^amlrun:   ranks 0-63 \(64\): worker\.py:[0-9]+ wait_here' "$d/bigk.out" ||
+        diag "$(head -5 "$d/bigk.out" "$d/bigk.err")"
+    "$AMLRUN" --status st-big >"$d/big2.out" 2>&1
+    expect_eq "64 ranks: after --stacks every rank still runs, the same pids" \
+        "$(table_ranks <"$d/big2.out")" "$(worker_pids big 0 64)"
     end_job big
     expect_eq "64 ranks: the job then ends normally (0)" "$rc_big" 0
 else
