@@ -263,21 +263,6 @@ static int list_jobs(const char *dir, struct found **out, size_t *nout)
     return 0;
 }
 
-/* Control characters of a text from elsewhere, shown escaped. */
-static const char *shown(const char *s, char *buf, size_t size)
-{
-    size_t k = 0;
-    for (; s && *s && k + 5 < size; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < ' ' || c == 0x7f)
-            k += (size_t)snprintf(buf + k, size - k, "\\x%02x", c);
-        else
-            buf[k++] = (char)c;
-    }
-    buf[k] = '\0';
-    return s ? buf : "?";
-}
-
 static void list_print(const struct found *f, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -290,8 +275,8 @@ static void list_print(const struct found *f, size_t n)
         }
         if (f[i].answered)
             fprintf(stderr, "  run id %s, amlrun pid %d, started %s: %s\n",
-                    shown(f[i].run_id, id, sizeof id), (int)f[i].pid, when,
-                    shown(f[i].cmd, cmd, sizeof cmd));
+                    qt_shown(f[i].run_id, id, sizeof id), (int)f[i].pid, when,
+                    qt_shown(f[i].cmd, cmd, sizeof cmd));
         else
             fprintf(stderr, "  amlrun pid %d: not answering\n",
                     (int)f[i].pid);
@@ -362,18 +347,18 @@ static long pick(const struct found *f, size_t n, const char *job,
             "%s)", dir);
     } else if (n == 0) {
         msg("no job %s: no running job of yours on this machine",
-            shown(job, shown_job, sizeof shown_job));
+            qt_shown(job, shown_job, sizeof shown_job));
     } else if (!job) {
         msg("%zu jobs of yours run on this machine: name one (a run id or "
             "an amlrun pid):", n);
         list_print(f, n);
     } else if (hits == 0) {
         msg("no job %s; the jobs of yours on this machine:",
-            shown(job, shown_job, sizeof shown_job));
+            qt_shown(job, shown_job, sizeof shown_job));
         list_print(f, n);
     } else {
         msg("%s names %zu jobs: give an amlrun pid; the jobs of yours on "
-            "this machine:", shown(job, shown_job, sizeof shown_job), hits);
+            "this machine:", qt_shown(job, shown_job, sizeof shown_job), hits);
         list_print(f, n);
     }
     return -1;
@@ -411,7 +396,7 @@ static int stacks_print(char *body)
         char m[512];
         const char *node_s = qrec_get(&r, "node");
         msg("stacks of node %s: %s", node_s ? node_s : "?",
-            shown(qrec_get(&r, "message"), m, sizeof m));
+            qt_shown(qrec_get(&r, "message"), m, sizeof m));
         failed = 1;
         p = nl + 1;
     }

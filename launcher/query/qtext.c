@@ -42,6 +42,22 @@ void qt_num(FILE *f, const char *key, double val, int decimals)
         fprintf(f, " %s=%.*f", key, decimals, val);
 }
 
+const char *qt_shown(const char *s, char *buf, size_t size)
+{
+    if (!s)
+        return "?";
+    size_t k = 0;
+    for (; *s && k + 5 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < ' ' || c == 0x7f)
+            k += (size_t)snprintf(buf + k, size - k, "\\x%02x", c);
+        else
+            buf[k++] = (char)c;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')

@@ -17,6 +17,11 @@ void qt_int(FILE *f, const char *key, long long val);
 /* A number with `decimals` decimals, "-" when val < 0 (not known). */
 void qt_num(FILE *f, const char *key, double val, int decimals);
 
+/* s (NULL: "?") for a terminal: its control characters as \xNN, so that
+ * text from another node or job never passes for amlrun's own; in buf,
+ * cut to fit. */
+const char *qt_shown(const char *s, char *buf, size_t size);
+
 #define QT_MAX_FIELDS 32
 
 struct qrec {

@@ -54,28 +54,23 @@ static const char *cell(const struct qrec *r, const char *key, char *buf,
                         size_t size)
 {
     const char *v = qrec_get(r, key);
-    if (!v)
-        return "-";
-    size_t k = 0;
-    for (; *v && k + 5 < size; v++) {
-        unsigned char c = (unsigned char)*v;
-        if (c < ' ' || c == 0x7f)
-            k += (size_t)snprintf(buf + k, size - k, "\\x%02x", c);
-        else
-            buf[k++] = (char)c;
-    }
-    buf[k] = '\0';
-    return buf;
+    return v ? qt_shown(v, buf, size) : "-";
 }
 
-/* Seconds as "0.05s", "12.3s", "-" when unknown. */
-static const char *secs(const struct qrec *r, const char *key, char *buf,
-                        size_t size)
+/* An amount: seconds ("0.05s", "12.3s"), or bytes ("12.5M", "1.2G");
+ * "-" when unknown. */
+static const char *amount(const struct qrec *r, const char *key, int bytes,
+                          char *buf, size_t size)
 {
     double v = qrec_num(r, key, -1);
     if (v < 0)
         return "-";
-    snprintf(buf, size, v < 10 ? "%.2fs" : "%.1fs", v);
+    if (bytes && v >= 1 << 30)
+        snprintf(buf, size, "%.1fG", v / (1 << 30));
+    else if (bytes)
+        snprintf(buf, size, "%.1fM", v / (1 << 20));
+    else
+        snprintf(buf, size, v < 10 ? "%.2fs" : "%.1fs", v);
     return buf;
 }
 
@@ -87,19 +82,6 @@ static const char *lag(const struct qrec *r, char *buf, size_t size)
         return "-";
     snprintf(buf, size, "%+.3fs%s", qrec_num(r, "lag", 0),
              qrec_num(r, "last", 0) > 0 ? "*" : "");
-    return buf;
-}
-
-static const char *bytes(const struct qrec *r, const char *key, char *buf,
-                         size_t size)
-{
-    double v = qrec_num(r, key, -1);
-    if (v < 0)
-        return "-";
-    if (v >= 1 << 30)
-        snprintf(buf, size, "%.1fG", v / (1 << 30));
-    else
-        snprintf(buf, size, "%.1fM", v / (1 << 20));
     return buf;
 }
 
@@ -135,7 +117,7 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
         printf("%-5s %-24s %-16s %-10s %-8s %s\n",
                cell(r, "node", c1, sizeof c1), cell(r, "host", c2, sizeof c2),
                cell(r, "addr", c3, sizeof c3), cell(r, "state", c4, sizeof c4),
-               cell(r, "pid", c5, sizeof c5), secs(r, "uptime", c6, sizeof c6));
+               cell(r, "pid", c5, sizeof c5), amount(r, "uptime", 0, c6, sizeof c6));
     }
     printf("\n%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
            "RANK", "LOCAL", "NODE", "PID", "STATE", "CPU%", "RSS", "THREADS",
@@ -149,9 +131,9 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
         printf("%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
                cell(r, "rank", c[0], 96), cell(r, "local", c[1], 96),
                cell(r, "node", c[2], 96), cell(r, "pid", c[3], 96), state,
-               cell(r, "cpu", c[5], 96), bytes(r, "rss", c[6], 96),
-               cell(r, "threads", c[7], 96), secs(r, "out_age", c[8], 96),
-               cell(r, "step", c[9], 96), secs(r, "step_age", c[10], 96),
+               cell(r, "cpu", c[5], 96), amount(r, "rss", 1, c[6], 96),
+               cell(r, "threads", c[7], 96), amount(r, "out_age", 0, c[8], 96),
+               cell(r, "step", c[9], 96), amount(r, "step_age", 0, c[10], 96),
                lag(r, c[11], 96));
     }
     printf("\nCPU%%: over %.2f s after the request (the rank's process, "

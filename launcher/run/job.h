@@ -75,5 +75,8 @@ struct job {
  * ...), and the signals that came, taken before an action on the job. */
 void job_act(struct job *j, enum action a, int sig);
 int job_take_signals(struct job *j);
+/* start.c: this node's rank in the job (the control plane's, else the
+ * layout's), negative when not known. */
+int job_node(const struct job *j);
 
 #endif /* AMLRUN_JOB_H */

@@ -97,15 +97,6 @@ static const char *phase_word(enum phase ph)
     return "?";
 }
 
-static int node_of(const struct job *j)
-{
-    if (j->s->rz)
-        return amldist_rdzv_node_rank(j->s->rz);
-    if (j->n > 0 && j->w[0].id.node >= 0)
-        return j->w[0].id.node;
-    return amldist_node_rank(j->s->env->layout);
-}
-
 /* This node's address: --local-addr, else, on node 0 of a static job, the
  * master address the workers get; "-" otherwise (the control plane knows
  * each node's). */
@@ -114,7 +105,7 @@ static const char *node_addr(const struct job *j)
     const struct amlrun_opts *o = j->s->o;
     if (o->local_addr)
         return o->local_addr;
-    if (!j->s->rz && node_of(j) == 0)
+    if (!j->s->rz && job_node(j) == 0)
         return amldist_master_addr(j->s->env->layout);
     return NULL;
 }
@@ -158,7 +149,7 @@ static void rank_record(FILE *f, const struct job *j, const struct worker *w,
     fputs("rank", f);
     qt_int(f, "rank", w->id.rank);
     qt_int(f, "local", w->id.local);
-    qt_int(f, "node", node_of(j));
+    qt_int(f, "node", job_node(j));
     struct pstat now_ps = {0};
     int alive = w->running && w->pid > 0 && read_pstat(w->pid, &now_ps) == 0;
     if (w->pid > 0)
@@ -206,7 +197,7 @@ static int status_text(struct job *j, const struct pstat *before,
     char host[256];
     snprintf(host, sizeof host, "%s", j->s->host);
     fputs("node", f);
-    qt_int(f, "node", node_of(j));
+    qt_int(f, "node", job_node(j));
     qt_str(f, "host", host);
     qt_str(f, "addr", node_addr(j));
     qt_str(f, "state", phase_word(j->p.phase));
@@ -231,7 +222,7 @@ static int status_text(struct job *j, const struct pstat *before,
         free(data);
         return -1;
     }
-    p->node = node_of(j);
+    p->node = job_node(j);
     p->data = data;
     p->len = len;
     return 0;
@@ -256,7 +247,7 @@ static int stacks_text(struct job *j, struct part *p);
 static void made(void *arg)
 {
     struct making *m = arg;
-    struct part p = {node_of(m->j), NULL, 0, NULL};
+    struct part p = {job_node(m->j), NULL, 0, NULL};
     int rc = m->kind == PART_STATUS
                  ? status_text(m->j, m->before, now_s() - m->t0, &p)
                  : stacks_text(m->j, &p);
@@ -323,7 +314,7 @@ static int stacks_text(struct job *j, struct part *p)
             continue;
         t[n].rank = w->id.rank;
         t[n].local_rank = w->id.local;
-        t[n].node = node_of(j);
+        t[n].node = job_node(j);
         t[n].pid = w->pid;
         t[n].last_progress_s =
             have_progress && pl[i].calls > 0
