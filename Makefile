@@ -13,6 +13,12 @@ BINDIR  ?= $(PREFIX)/bin
 INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PKGDIR  ?= $(LIBDIR)/pkgconfig
+# The Python module (python/amldist, pure Python) goes where that Python
+# looks for a prefix's packages (lib/pythonX.Y/dist-packages on Debian,
+# site-packages elsewhere); PYTHONDIR= (empty): not installed (Debian's
+# python3-amldist installs it with pybuild).  Asked of Python at install.
+PYTHON  ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sys; print("%s/lib/python%d.%d/%s" % (sys.argv[1], *sys.version_info[:2], "dist-packages" if any(p.endswith("dist-packages") for p in sys.path) else "site-packages"))' '$(PREFIX)' 2>/dev/null)
 
 CC      ?= cc
 CLANG   ?= clang
@@ -310,6 +316,7 @@ $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 # (the bootstrap's internals, which the static library holds), linked like
 # the unit tests.
 BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/bootstrap_bench \
+    $(BUILD)/bench/progress_bench \
     $(BUILD)/bench/launch_floor
 $(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)
 	@mkdir -p $(@D)
@@ -414,6 +421,8 @@ install: all
 	install -m 644 $(BUILD)/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -d $(DESTDIR)$(LIBDIR)/cmake/amldist
 	install -m 644 $(CMAKEFILES) $(DESTDIR)$(LIBDIR)/cmake/amldist/
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR)/amldist)
+	$(if $(PYTHONDIR),install -m 644 python/amldist/*.py $(DESTDIR)$(PYTHONDIR)/amldist/)
 
 # Every program and page install can put there, whether or not this build
 # made it (amldist-nccl-check is built only where NCCL is found).
@@ -432,6 +441,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
 	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
 	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/amldist 2>/dev/null || true
+	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

@@ -119,6 +119,16 @@ static size_t collect(struct progress_watch *pw)
     return most;
 }
 
+static void on_tick(void *arg);
+
+/* The next look, period_ms from now. */
+static void arm(struct job *j, struct progress_watch *pw)
+{
+    int id = amldist__loop_timer(j->loop, amldist__now_ms() + pw->period_ms,
+                                 on_tick, j);
+    pw->timer = id > 0 ? id : 0;
+}
+
 static void on_tick(void *arg)
 {
     struct job *j = arg;
@@ -137,9 +147,7 @@ static void on_tick(void *arg)
     }
     if (pw->used && pw->period_ms > BUSY_MAX_MS)
         pw->period_ms = BUSY_MAX_MS;
-    int id = amldist__loop_timer(j->loop, amldist__now_ms() + pw->period_ms,
-                                 on_tick, j);
-    pw->timer = id > 0 ? id : 0;
+    arm(j, pw);
 }
 
 void progress_attempt_start(struct job *j)
@@ -149,9 +157,7 @@ void progress_attempt_start(struct job *j)
         return;
     pw->used = 0;
     pw->period_ms = IDLE_FIRST_MS;
-    int id = amldist__loop_timer(j->loop, amldist__now_ms() + pw->period_ms,
-                                 on_tick, j);
-    pw->timer = id > 0 ? id : 0;
+    arm(j, pw);
 }
 
 void progress_attempt_end(struct job *j)

@@ -23,12 +23,12 @@ from .progress import progress
 for _cls in (Error, LayoutError, MachineError, OutOfMemory, Layout, Binding):
     _cls.__module__ = __name__
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 __all__ = ["layout", "export", "binding", "Layout", "Binding", "Error",
            "LayoutError", "MachineError", "OutOfMemory", "library_version",
            "progress"]
 
 
 def library_version():
-    """The version of the libamldist actually loaded, e.g. "1.1.0"."""
+    """The version of the libamldist actually loaded, e.g. "1.2.0"."""
     return _c.amldist_version_string().decode()

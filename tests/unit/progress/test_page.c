@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -24,6 +25,14 @@ static void set_env(const amldist__progress_page_t *pg, int slot)
     snprintf(s, sizeof s, "%d", slot);
     setenv(AMLDIST__PROGRESS_FD_ENV, fd, 1);
     setenv(AMLDIST__PROGRESS_SLOT_ENV, s, 1);
+}
+
+/* A page of n slots, its descriptor's number written in fd[16]. */
+static amldist__progress_page_t *new_page(unsigned n, char *fd)
+{
+    amldist__progress_page_t *pg = amldist__progress_page_create(n);
+    snprintf(fd, 16, "%d", amldist__progress_page_fd(pg));
+    return pg;
 }
 
 static void test_create(void)
@@ -59,9 +68,8 @@ static void test_create(void)
 
 static void test_open_refuses_bad_values(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(2);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(2, fd);
     const char *bad_fd[] = {NULL, "", "-1", "x", "3x", " 3", "+3",
                             "99999999999999999999", "1000000"};
     for (size_t i = 0; i < sizeof bad_fd / sizeof *bad_fd; i++)
@@ -99,9 +107,8 @@ static void test_open_refuses_bad_values(void)
 
 static void test_claim(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(1);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(1, fd);
     CHECK(amldist__progress_slot_open(fd, "0", 100) != NULL);
     /* Another process that inherited the descriptor finds it taken. */
     CHECK(amldist__progress_slot_open(fd, "0", 200) == NULL);
@@ -115,9 +122,8 @@ static void test_claim(void)
 
 static void test_write_read_marks(void)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(2);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(2, fd);
     void *s = amldist__progress_slot_open(fd, "1", 7);
     CHECK(s != NULL);
     for (uint64_t k = 1; k <= 3; k++)
@@ -174,6 +180,7 @@ struct race {
     void *slot;
     const amldist__progress_page_t *pg;
     atomic_int done;
+    atomic_uint reads; /* the reader's rounds */
     int bad;
     uint64_t seen;
 };
@@ -181,8 +188,17 @@ struct race {
 static void *writer(void *arg)
 {
     struct race *r = arg;
-    for (uint64_t k = 1; k <= CALLS; k++)
+    for (uint64_t k = 1; k <= CALLS; k++) {
         amldist__progress_slot_write(r->slot, k, (int64_t)k * 10);
+        /* Now and then, let the reader take a whole round with the
+         * writers still (however the threads are scheduled), so that it
+         * surely sees marks; the other rounds race with the writers. */
+        if (k % 20000 == 0) {
+            unsigned r0 = atomic_load(&r->reads);
+            while (atomic_load(&r->reads) < r0 + 2)
+                sched_yield();
+        }
+    }
     return NULL;
 }
 
@@ -191,7 +207,9 @@ static void *reader(void *arg)
     struct race *r = arg;
     uint64_t cur = 0;
     amldist__progress_mark_t m[AMLDIST__PROGRESS_RING];
-    while (!atomic_load(&r->done)) {
+    /* Rounds while the writers run, and one after they ended. */
+    for (int last = 0; !last;) {
+        last = atomic_load(&r->done);
         size_t n = amldist__progress_page_marks(r->pg, 0, &cur, m, 64);
         for (size_t i = 0; i < n; i++)
             if (m[i].t_ns != (int64_t)m[i].step * 10)
@@ -201,15 +219,15 @@ static void *reader(void *arg)
         if (amldist__progress_page_read(r->pg, 0, &s) == 0 && s.calls &&
             s.t_ns != (int64_t)s.step * 10)
             r->bad++;
+        atomic_fetch_add(&r->reads, 1);
     }
     return NULL;
 }
 
 static void race(int writers)
 {
-    amldist__progress_page_t *pg = amldist__progress_page_create(1);
     char fd[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pg));
+    amldist__progress_page_t *pg = new_page(1, fd);
     struct race r = {.slot = amldist__progress_slot_open(fd, "0", 9), .pg = pg};
     CHECK(r.slot != NULL);
     pthread_t w[2], rd;
