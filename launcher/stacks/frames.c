@@ -1,6 +1,7 @@
 /* What a frame is (see frames.h). */
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #include "stacks/frames.h"
 
@@ -23,10 +24,16 @@ static int starts(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static const char *base(const char *path)
+const char *stk_base(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+int stk_int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
 }
 
 /* ".../lib/python3.11/..." or lib64: the standard library's folder (the
@@ -68,7 +75,7 @@ int stk_frame_user(const struct stk_frame *f, int python)
         if (starts(path, dirs[i]))
             return 0;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (starts(base(path), names[i]))
+        if (starts(stk_base(path), names[i]))
             return 0;
     return 1;
 }

@@ -1,7 +1,7 @@
 /*
  * What a frame is, for merge.c and report.c: the frames that decide a
  * rank's place, user code or not, a collective or not, and the order of
- * two stacks.
+ * two stacks; and the two small things they share.
  */
 #ifndef AMLRUN_STK_FRAMES_H
 #define AMLRUN_STK_FRAMES_H
@@ -33,5 +33,11 @@ int stk_frame_collective(const struct stk_frame *f);
  * the same place; the innermost line moves in a loop).  <0, 0, >0. */
 int stk_frames_cmp(const struct stk_frame *a, size_t na, const struct stk_frame *b,
                    size_t nb);
+
+/* The last part of a path ("a.py" of "/x/a.py"). */
+const char *stk_base(const char *path);
+
+/* qsort's and bsearch's order of two ints (ranks). */
+int stk_int_cmp(const void *a, const void *b);
 
 #endif /* AMLRUN_STK_FRAMES_H */

@@ -101,16 +101,10 @@ static int rkey_cmp(const void *a, const void *b)
     return 0;
 }
 
-static int int_cmp(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* Sort and drop repeats; the new count. */
 static size_t sort_unique(int *v, size_t n)
 {
-    qsort(v, n, sizeof *v, int_cmp);
+    qsort(v, n, sizeof *v, stk_int_cmp);
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (m == 0 || v[m - 1] != v[i])
@@ -133,12 +127,12 @@ static int gsort_cmp(const void *a, const void *b)
         return y->readable - x->readable;
     if (x->g.n != y->g.n)
         return x->g.n > y->g.n ? -1 : 1;
-    return int_cmp(x->g.ranks, y->g.ranks);
+    return stk_int_cmp(x->g.ranks, y->g.ranks);
 }
 
 static int in_outliers(const struct stk_report *r, int rank)
 {
-    return bsearch(&rank, r->outliers, r->noutliers, sizeof rank, int_cmp) != NULL;
+    return r->noutliers && bsearch(&rank, r->outliers, r->noutliers, sizeof rank, stk_int_cmp);
 }
 
 /* The outliers when no rank is known to have stopped: the ranks whose
@@ -213,7 +207,7 @@ static int make_groups(const struct stk_set *s, struct rkey **order, struct gsor
             if (s->ranks[idx].rank < s->ranks[g->g.example].rank)
                 g->g.example = idx;
         }
-        qsort(g->g.ranks, g->g.n, sizeof *g->g.ranks, int_cmp);
+        qsort(g->g.ranks, g->g.n, sizeof *g->g.ranks, stk_int_cmp);
         g->readable = order[i]->kind != 0;
         g->collective = collective(order[i]);
         i = j;

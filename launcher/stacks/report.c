@@ -2,8 +2,8 @@
  * What the user reads (see stacks.h): the compact report on stderr and the
  * JSON of --hang-report.
  *
- *   amlrun: hang: no progress for 30 s; 16 ranks in 2 groups; likely cause: rank 7
- *   amlrun:   rank 7 (host gpu-b, pid 4242): train.py:17 slow_step < train.py:40 main
+ *   amlrun: hang: no progress for 30 s; stacks of 16 ranks, 2 groups; likely cause: rank 7
+ *   amlrun:   rank 7 (host gpu-b, pid 4242): train.py:17 slow_step < train.py:40 train
  *   amlrun:   ranks 0-6,8-15 (15): distributed_c10d.py:2501 all_reduce < ... < train.py:42 train
  *
  * A group's frames are its example rank's main thread's (Python frames
@@ -32,7 +32,7 @@
 #define WIDTH 100       /* columns of one line */
 #define USER_FRAMES 3   /* user frames on a group's line */
 #define SHOWN_GROUPS 16 /* group lines; the JSON has them all */
-#define SHOWN_HOSTS 3   /* hosts and pids on a culprits' line */
+#define FRAMES_ROOM 40  /* columns kept for the frames of a culprits' line */
 
 struct line {
     char b[4 * WIDTH + 64]; /* a column is at most 4 bytes of UTF-8 */
@@ -110,19 +110,13 @@ static void emit(FILE *f, struct line *l)
     fflush(f);
 }
 
-static const char *base(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
 /* "file:line function", the module's name for want of a file. */
 static void frame_text(struct line *l, const struct stk_frame *f)
 {
     const char *where = f->file ? f->file : f->module;
     if (where) {
         char n[16];
-        add_safe(l, base(where), 40);
+        add_safe(l, stk_base(where), 40);
         if (f->line > 0) {
             snprintf(n, sizeof n, ":%d", f->line);
             add(l, n);
@@ -164,30 +158,21 @@ static void frames_text(struct line *l, const struct stk_rank *r)
         if (shown)
             add(&piece, i > last + 1 ? " < ... < " : " < ");
         frame_text(&piece, &f[i]);
-        /* Room for " < ..." after it, but the first frame always shows. */
-        size_t room = WIDTH > l->cols + 6 ? WIDTH - l->cols - 6 : 0;
+        size_t room = WIDTH > l->cols ? WIDTH - l->cols : 0;
         if (piece.cols > room) {
-            if (shown == 0)
-                add_safe(l, piece.b, room > 16 ? room : 16);
+            if (shown == 0) /* the first frame shows, cut to fit */
+                add_safe(l, piece.b, room);
             break;
         }
         append(l, &piece);
         shown++;
         last = i;
     }
-    if (last + 1 < n)
-        add(l, " < ...");
-}
-
-static int int_cmp(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
 }
 
 static int has_rank(const int *v, size_t n, int rank)
 {
-    return bsearch(&rank, v, n, sizeof rank, int_cmp) != NULL;
+    return n && bsearch(&rank, v, n, sizeof rank, stk_int_cmp);
 }
 
 /* " (host H, pid P)" for the outliers of a culprits' group. */
@@ -199,20 +184,24 @@ static void hosts_text(struct line *l, const struct stk_set *s, const struct stk
         const struct stk_rank *k = &s->ranks[i];
         if (!has_rank(r->outliers, r->noutliers, k->rank) || !has_rank(g->ranks, g->n, k->rank))
             continue;
-        if (shown == SHOWN_HOSTS) {
+        /* One at least; more while the frames keep FRAMES_ROOM columns. */
+        struct line one = {.len = 0};
+        char b[48];
+        add(&one, shown ? "; " : " (");
+        if (g->n > 1) {
+            snprintf(b, sizeof b, "rank %d ", k->rank);
+            add(&one, b);
+        }
+        add(&one, "host ");
+        add_safe(&one, k->host ? k->host : "?", 24);
+        snprintf(b, sizeof b, ", pid %d", (int)k->pid);
+        add(&one, b);
+        if (shown && l->cols + one.cols + 12 + FRAMES_ROOM > WIDTH) {
             more++;
             continue;
         }
-        char b[48];
-        add(l, shown++ ? "; " : " (");
-        if (g->n > 1) {
-            snprintf(b, sizeof b, "rank %d ", k->rank);
-            add(l, b);
-        }
-        add(l, "host ");
-        add_safe(l, k->host ? k->host : "?", 24);
-        snprintf(b, sizeof b, ", pid %d", (int)k->pid);
-        add(l, b);
+        append(l, &one);
+        shown++;
     }
     if (more) {
         char b[32];
@@ -241,7 +230,7 @@ static void head_text(struct line *l, const struct stk_set *s, const struct stk_
     if (!isfinite(tm) || tm < 0 || tm > 1e9)
         snprintf(t, sizeof t, "?");
     else
-        snprintf(t, sizeof t, tm == floor(tm) ? "%.0f" : "%.1f", tm);
+        snprintf(t, sizeof t, "%.*f", (double)(long long)tm == tm ? 0 : 1, tm);
     add(l, "amlrun: ");
     if (r->reason && strcmp(r->reason, "hang") == 0) {
         snprintf(b, sizeof b, "hang: no progress for %s s; ", t);
@@ -253,14 +242,14 @@ static void head_text(struct line *l, const struct stk_set *s, const struct stk_
         add_safe(l, r->reason, 24);
         add(l, ": ");
     }
-    snprintf(b, sizeof b, "the stacks of %zu rank%s in %zu group%s; ", s->n, s->n == 1 ? "" : "s",
+    snprintf(b, sizeof b, "stacks of %zu rank%s, %zu group%s; ", s->n, s->n == 1 ? "" : "s",
              r->ngroups, r->ngroups == 1 ? "" : "s");
     add(l, b);
     if (r->noutliers) {
         add(l, "likely cause: ");
-        ranks_text(l, r->outliers, r->noutliers, 40);
+        ranks_text(l, r->outliers, r->noutliers, WIDTH > l->cols + 14 ? WIDTH - l->cols - 6 : 8);
     } else {
-        add(l, r->ngroups > 1 ? "no rank stands out" : "every rank is at the same place");
+        add(l, r->ngroups > 1 ? "no rank stands out" : "all at the same place");
     }
 }
 

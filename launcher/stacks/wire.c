@@ -6,7 +6,7 @@
  *     r RANK LOCAL_RANK NODE PID LAST_PROGRESS_S HOST ERROR
  *     t TID NAME                      a thread of the rank above
  *     p LINE FUNCTION FILE MODULE     a Python frame of the thread above
- *     n LINE FUNCTION FILE MODULE     a native frame of the thread above
+ *     n LINE FUNCTION FILE MODULE     a native frame of it (after the p lines)
  *     end NRANKS
  *
  * A string is "-" for NULL, or "=" and its bytes with every byte that is
@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/msg.h"
 #include "stacks/stacks.h"
 
 #define MAGIC "amlrun-stacks 1"
@@ -58,6 +59,7 @@ static void put(struct out *o, const char *s, size_t n)
     o->p[o->len] = '\0';
 }
 
+static void putf(struct out *o, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
 static void putf(struct out *o, const char *fmt, ...)
 {
     char b[64];
@@ -82,12 +84,14 @@ static void put_str(struct out *o, const char *s)
     }
     put(o, " =", 2);
     size_t n = strnlen(s, STK_MAX_STR);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (escaped(c))
-            putf(o, "%%%02X", c);
-        else
-            put(o, (const char *)&c, 1);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && !escaped((unsigned char)s[j]))
+            j++;
+        put(o, s + i, j - i);
+        if (j < n)
+            putf(o, "%%%02X", (unsigned char)s[j++]);
+        i = j;
     }
 }
 
@@ -347,7 +351,7 @@ static int decode_lines(const char *p, const char *end, struct stk_set *s)
         } else if (p[0] == 't' && r) {
             bad = thread_line(&l, r, &tcap) < 0;
             pcap = ncap = 0;
-        } else if (p[0] == 'p' && t) {
+        } else if (p[0] == 'p' && t && !t->nnative) { /* Python frames first */
             bad = frame_line(&l, &t->python, &t->npython, &pcap) < 0;
         } else if (p[0] == 'n' && t) {
             bad = frame_line(&l, &t->native, &t->nnative, &ncap) < 0;
