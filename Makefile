@@ -123,8 +123,8 @@ STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
-# the one monotonic clock; the progress page it makes for its workers and
-# the straggler statistics it prints; the hang decision).
+# the one monotonic clock; the progress page it makes for its workers, the
+# straggler statistics it prints and the hang decision it makes).
 RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
 RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
@@ -439,9 +439,9 @@ uninstall:
 	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
+	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
 	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/amldist 2>/dev/null || true
-	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

@@ -1,14 +1,18 @@
 /* Hangs, --timeout and the notices of ranks still running (see
  * hangwatch.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "output/msg.h"
+#include "output/ranklist.h"
 #include "progress/hang.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/progresspage.h"
 #include "run/report.h"
+#include "stacks/stacks.h"
 
 /* The first notice of ranks still running, and the longest interval
  * between two. */
@@ -28,23 +32,8 @@ static int cmp_int(const void *a, const void *b)
 
 void rank_list(int *ranks, size_t n, char *buf, size_t size)
 {
-    size_t o = 0;
-    buf[0] = '\0';
     qsort(ranks, n, sizeof *ranks, cmp_int);
-    for (size_t i = 0; i < n && o < size;) {
-        size_t k = i;
-        while (k + 1 < n && ranks[k + 1] <= ranks[k] + 1)
-            k++;
-        int w = ranks[k] == ranks[i]
-                    ? snprintf(buf + o, size - o, "%s%d", o ? "," : "",
-                               ranks[i])
-                    : snprintf(buf + o, size - o, "%s%d-%d", o ? "," : "",
-                               ranks[i], ranks[k]);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-        i = k + 1;
-    }
+    (void)ranklist_format(ranks, n, buf, size);
 }
 
 /* This node's workers still running: their ranks in `ranks` (room for
@@ -93,24 +82,16 @@ static int64_t s_to_ns(double s)
     return (int64_t)(s * 1e9);
 }
 
-/* ---- the stacks ------------------------------------------------------- */
-
-/* Every rank's stack, merged, on stderr (and --hang-report): `stalled`
- * names the ranks that stopped progressing when progress is per rank. */
-static void stacks_report(struct job *j, const char *reason,
-                          const int *stalled, size_t nstalled)
-{
-    (void)j;
-    (void)reason;
-    (void)stalled;
-    (void)nstalled;
-}
-
 /* ---- --hang-timeout ----------------------------------------------------- */
 
-/* This node's ranks of the attempt, as the decision sees them. */
-static size_t view_of(const struct job *j, amldist__hang_rank_t *v)
+/* This node's ranks of the attempt, as the decision sees them: their
+ * output lines, and their calls of the progress API (the page's slots,
+ * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
+ * index in idx[] (may be NULL). */
+static size_t view_of(struct job *j, amldist__hang_rank_t *v, int *idx)
 {
+    struct progress_lag *lags = malloc((size_t)j->n * sizeof *lags);
+    int api = lags && progress_lags(j, lags) == 0;
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
@@ -118,13 +99,81 @@ static size_t view_of(const struct job *j, amldist__hang_rank_t *v)
             continue; /* not started in this attempt */
         int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                        : w->err.line_ns;
+        if (idx)
+            idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
-            .rank = w->id.rank, .alive = w->running, .uses_api = 0,
-            .start_ns = w->start_ns, .progress_ns = 0, .line_ns = line,
-            .end_ns = w->end_ns,
+            .rank = w->id.rank, .alive = w->running,
+            .uses_api = api && lags[i].calls > 0,
+            .start_ns = w->start_ns, .progress_ns = api ? lags[i].t_ns : 0,
+            .line_ns = line, .end_ns = w->end_ns,
         };
     }
+    free(lags);
     return n;
+}
+
+/* How long the capture of every rank's stack may take. */
+#define CAPTURE_MS 10000
+
+/* Every running rank's stack, merged, on stderr (and --hang-report):
+ * `stalled` names the ranks that stopped progressing when progress is per
+ * rank; NULL: the stacks name the outliers. */
+static void stacks_report(struct job *j, const char *reason,
+                          const int *stalled, size_t nstalled)
+{
+    const struct amlrun_opts *o = j->s->o;
+    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
+    int *idx = malloc((size_t)j->n * sizeof *idx);
+    struct stk_target *t = calloc((size_t)j->n, sizeof *t);
+    struct stk_set set = {NULL, 0};
+    struct stk_report r;
+    memset(&r, 0, sizeof r);
+    int64_t now = out_now_ns();
+    size_t n = 0, nv = view && idx && t ? view_of(j, view, idx) : 0;
+    for (size_t k = 0; k < nv; k++) {
+        const struct worker *w = &j->w[idx[k]];
+        if (!w->running)
+            continue;
+        /* Per rank, its last call (its start before any); else its last
+         * line (its start before any). */
+        int64_t last = view[k].uses_api ? view[k].progress_ns
+                                        : view[k].line_ns;
+        if (last < view[k].start_ns)
+            last = view[k].start_ns;
+        t[n++] = (struct stk_target){
+            .rank = w->id.rank, .local_rank = w->id.local, .node = w->id.node,
+            .pid = w->pid, .last_progress_s = (double)(now - last) / 1e9,
+            .python_fd = w->stack_fd,
+        };
+    }
+    double timeout = strcmp(reason, "timeout") == 0 ? o->timeout
+                                                    : o->hang_timeout;
+    if (!view || !idx || !t ||
+        stk_capture(t, n, j->s->host, CAPTURE_MS, &set) < 0 ||
+        stk_merge(&set, stalled, nstalled, reason, timeout, &r) < 0) {
+        msg("out of memory reading the workers' stacks");
+    } else {
+        /* Into memory first: each of its lines goes out in one write. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            stk_print(m, &set, &r);
+            if (fclose(m) == 0)
+                (void)write_all(2, text, len);
+        }
+        free(text);
+        if (o->hang_report && stk_write_json(o->hang_report, &set, &r) < 0)
+            msg_errno(errno, "--hang-report %s: cannot write it",
+                      o->hang_report);
+        else if (o->hang_report && !o->quiet)
+            msg("the stacks are in %s", o->hang_report);
+    }
+    stk_report_free(&r);
+    stk_set_free(&set);
+    free(t);
+    free(idx);
+    free(view);
 }
 
 static void on_look(void *arg);
@@ -135,18 +184,24 @@ static void hung(struct job *j, const amldist__hang_verdict_t *v,
     const struct amlrun_opts *o = j->s->o;
     double idle = (double)v->idle_ns / 1e9;
     char list[256];
-    if (v->per_rank) {
+    if (v->single_out) {
         rank_list(stalled, v->nstalled, list, sizeof list);
         msg("hang: rank%s %s made no progress for %.1f s (--hang-timeout "
             "%g): reading the stacks of the %d rank%s", plural(v->nstalled),
             list, idle, o->hang_timeout, j->live, plural((size_t)j->live));
+    } else if (v->per_rank) {
+        msg("hang: no rank made progress for %.1f s (--hang-timeout %g): "
+            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
+            j->live, plural((size_t)j->live));
     } else {
         msg("hang: no rank wrote a line for %.1f s (--hang-timeout %g): "
             "reading the stacks of the %d rank%s", idle, o->hang_timeout,
             j->live, plural((size_t)j->live));
     }
     events_hang(j, "hang", idle, stalled, v->nstalled);
-    stacks_report(j, "hang", v->per_rank ? stalled : NULL, v->nstalled);
+    /* Every rank stalled (a collective): the stacks single them out. */
+    stacks_report(j, "hang", v->single_out ? stalled : NULL,
+                  v->single_out ? v->nstalled : 0);
     report_tell_hang(j, idle);
     enum action a = policy_hung(&j->p);
     report_stopping(j, "hang", a);
@@ -167,7 +222,7 @@ static void on_look(void *arg)
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, view_of(j, view), now,
+    } else if (amldist__hang_check(view, view_of(j, view, NULL), now,
                                    s_to_ns(j->s->o->hang_timeout), stalled,
                                    &v)) {
         hung(j, &v, stalled);
@@ -180,9 +235,13 @@ static void on_look(void *arg)
 
 void watch_attempt(struct job *j)
 {
-    if (j->s->o->hang_timeout > 0 && j->p.phase == PHASE_RUNNING)
-        j->hang_timer = timer_at(
-            j, out_now_ns() + s_to_ns(j->s->o->hang_timeout), on_look);
+    double sec = j->s->o->hang_timeout;
+    if (sec <= 0 || j->p.phase != PHASE_RUNNING)
+        return;
+    j->hang_timer = timer_at(j, out_now_ns() + s_to_ns(sec), on_look);
+    if (j->hang_timer && j->s->o->verbose)
+        msg("hang watch: a hang is %g s without progress; first look in "
+            "%.1f s", sec, sec);
 }
 
 /* ---- --timeout ---------------------------------------------------------- */
