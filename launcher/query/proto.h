@@ -24,7 +24,5 @@
 #define QP_DEADLINE_MS 30000
 /* The interval over which a status measures each rank's CPU use. */
 #define QP_CPU_INTERVAL_MS 250
-/* How long a stacks request lets the capture take. */
-#define QP_STACKS_TIMEOUT_MS 10000
 
 #endif /* AMLRUN_QPROTO_H */

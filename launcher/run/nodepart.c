@@ -2,8 +2,8 @@
  * This node's part of an answer (see gather.h): for a status, one "node"
  * record and one "rank" record per local worker (query/qtext.h), read from
  * the supervisor's own state and /proc; for stacks, the stacks of every
- * running worker (stacks.h: stk_capture, which stops nothing, then
- * stk_encode, the text any node can carry).
+ * running worker (job_stacks(), which stops nothing, then stk_encode(),
+ * the text any node can carry).
  *
  * A rank's progress (its last step, that step's age, its lag behind the
  * median rank) is the progress page's (progresspage.h).
@@ -25,6 +25,7 @@
 #include "query/proto.h"
 #include "query/qtext.h"
 #include "run/gather.h"
+#include "run/hangwatch.h"
 #include "run/job.h"
 #include "run/progresspage.h"
 #include "stacks/stacks.h"
@@ -294,40 +295,12 @@ void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
 
 /* ---- stacks ---------------------------------------------------------------- */
 
-/* The stacks of every running worker (stk_capture: they run on), as
+/* The stacks of every running worker (hangwatch.h: they run on), as
  * stk_encode()'s text. */
 static int stacks_text(struct job *j, struct part *p)
 {
-    struct stk_target *t = calloc((size_t)j->n + 1, sizeof *t);
-    struct progress_lag *pl = calloc((size_t)j->n + 1, sizeof *pl);
-    if (!t || !pl) {
-        free(t);
-        free(pl);
-        return -1;
-    }
-    int have_progress = progress_lags(j, pl) == 0;
-    int64_t now = out_now_ns();
-    size_t n = 0;
-    for (int i = 0; i < j->n; i++) {
-        const struct worker *w = &j->w[i];
-        if (!w->running || w->pid <= 0)
-            continue;
-        t[n].rank = w->id.rank;
-        t[n].local_rank = w->id.local;
-        t[n].node = job_node(j);
-        t[n].pid = w->pid;
-        t[n].last_progress_s =
-            have_progress && pl[i].calls > 0
-                ? (double)(now - pl[i].t_ns) / 1e9
-                : -1;
-        t[n].python_fd = w->stack_fd;
-        n++;
-    }
-    free(pl);
     struct stk_set set = {NULL, 0};
-    int rc = stk_capture(t, n, j->s->host, QP_STACKS_TIMEOUT_MS, &set);
-    free(t);
-    if (rc == 0)
+    if (job_stacks(j, &set) == 0)
         p->data = stk_encode(&set, &p->len);
     stk_set_free(&set);
     return p->data ? 0 : -1;
