@@ -195,11 +195,9 @@ static int status_text(struct job *j, const struct pstat *before,
     if (!f)
         return -1;
     double now = now_s();
-    char host[256];
-    snprintf(host, sizeof host, "%s", j->s->host);
     fputs("node", f);
     qt_int(f, "node", job_node(j));
-    qt_str(f, "host", host);
+    qt_str(f, "host", j->s->host);
     qt_str(f, "addr", node_addr(j));
     qt_str(f, "state", phase_word(j->p.phase));
     qt_int(f, "pid", getpid());
