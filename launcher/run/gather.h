@@ -4,6 +4,16 @@
  * a control plane, job_gather() is where the parts of the other nodes are
  * asked for (each node making its own with node_part()) and merged, in
  * node order, before the asker's done() is called from the loop.
+ *
+ * For the control plane (amldist_rdzv(3)'s gathers): a request of topic
+ * AMLDIST_RDZV_TOPIC_STATUS or _STACKS from another node is answered with
+ * node_part(PART_STATUS or PART_STACKS) and, in its ready(), the part's
+ * data as the blob (an error part as its text); job_gather() asks every
+ * node with amldist_rdzv_gather() and turns the answers into parts, a
+ * node that did not answer into a part whose error names it.  Status
+ * parts are records (query/qtext.h) that the asker simply concatenates;
+ * stacks parts are stk_encode() texts, decoded one by one (stk_decode
+ * appends) and merged by the asking amlrun --stacks.
  */
 #ifndef AMLRUN_GATHER_H
 #define AMLRUN_GATHER_H
