@@ -221,26 +221,25 @@ static struct stk_thread *main_thread(struct stk_rank *r)
 static int attach(struct stk_rank *r, const struct cap_native *c,
                   struct stk_thread *py, size_t n, const unsigned long *ids)
 {
+    size_t native = r->nthreads; /* c->tp's length; more may be added */
+    if (!native) {
+        /* No native threads (ptrace refused): the main thread first all
+         * the same. */
+        free(r->threads);
+        if (!(r->threads = calloc(1, sizeof *r->threads)))
+            return -1;
+        r->threads[0].tid = r->pid;
+        r->nthreads = 1;
+    }
     for (size_t k = 0; k < n; k++) {
         struct stk_thread *to = NULL;
-        for (size_t j = 0; ids[k] && c->tp && j < r->nthreads; j++)
+        for (size_t j = 0; ids[k] && c->tp && j < native; j++)
             if (c->tp[j] == ids[k] && !r->threads[j].npython)
                 to = &r->threads[j];
         if (!to && k == n - 1) {
             to = main_thread(r);
             if (to && to->npython)
                 to = NULL;
-            if (!to && !r->nthreads) {
-                /* no native threads at all (ptrace refused) */
-                struct stk_thread *g = realloc(r->threads, sizeof *g);
-                if (!g)
-                    return -1;
-                r->threads = g;
-                memset(g, 0, sizeof *g);
-                g->tid = r->pid;
-                r->nthreads = 1;
-                to = g;
-            }
         }
         if (!to) {
             struct stk_thread *g =
@@ -328,9 +327,8 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
                 rc = -1;
                 break;
             }
-            if (eof) {
-                d[k].done = whole_lines(&d[k]);
-                d[k].fd = -1;
+            if (eof) { /* nothing more can come */
+                d[k].done = 1;
                 continue;
             }
             if (finished(&t[d[k].i], &d[k], sig, now)) {
@@ -350,11 +348,15 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
     }
     for (size_t k = 0; k < nd && rc == 0; k++) {
         struct stk_rank *rk = &r[d[k].i];
-        if (!d[k].len)
+        if (!d[k].len && cap_gone_state(cap_task_state(rk->pid, rk->pid)))
+            rc = cap_error(rk, "it exited before its Python stack could be "
+                               "read");
+        else if (!d[k].len)
             rc = cap_error(rk, "no Python frames: no answer from its "
                                "faulthandler in time");
-        else if (!d[k].done &&
-                 cap_error(rk, "Python frames cut short: out of time") < 0)
+        else if ((!d[k].done || !whole_lines(&d[k])) &&
+                 cap_error(rk, "Python frames cut short: %s",
+                           d[k].done ? "it exited" : "out of time") < 0)
             rc = -1;
         else
             rc = take(&t[d[k].i], rk, &c[d[k].i], &d[k]);
