@@ -8,10 +8,12 @@
 #include "output/msg.h"
 #include "output/ranklist.h"
 #include "progress/hang.h"
+#include "progress/page.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/progresspage.h"
 #include "run/report.h"
+#include "stacks/frames.h"
 #include "stacks/stacks.h"
 
 /* The first notice of ranks still running, and the longest interval
@@ -24,15 +26,10 @@ static const char *plural(size_t n)
     return n == 1 ? "" : "s";
 }
 
-static int cmp_int(const void *a, const void *b)
+/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
+static void rank_list(int *ranks, size_t n, char *buf, size_t size)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-void rank_list(int *ranks, size_t n, char *buf, size_t size)
-{
-    qsort(ranks, n, sizeof *ranks, cmp_int);
+    qsort(ranks, n, sizeof *ranks, stk_int_cmp);
     (void)ranklist_format(ranks, n, buf, size);
 }
 
@@ -63,8 +60,8 @@ static int timer_at(struct job *j, int64_t at_ns, amldist__loop_timer_fn *fn)
     long long ms = at_ns / 1000000 + (at_ns % 1000000 != 0);
     int id = amldist__loop_timer(j->loop, ms, fn, j);
     if (id < 0) {
-        msg("out of memory for a timer: %s", fn ? "a hang or a time limit "
-            "may go unseen" : "");
+        msg("out of memory for a timer: a hang, a time limit or a notice "
+            "may go unseen");
         return 0;
     }
     return id;
@@ -88,27 +85,27 @@ static int64_t s_to_ns(double s)
  * output lines, and their calls of the progress API (the page's slots,
  * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
  * index in idx[] (may be NULL). */
-static size_t view_of(struct job *j, amldist__hang_rank_t *v, int *idx)
+static size_t view_of(const struct job *j, amldist__hang_rank_t *v, int *idx)
 {
-    struct progress_lag *lags = malloc((size_t)j->n * sizeof *lags);
-    int api = lags && progress_lags(j, lags) == 0;
+    const amldist__progress_page_t *pg = progress_page(j);
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
         if (w->attempt != j->p.restarts)
             continue; /* not started in this attempt */
+        amldist__progress_sample_t call = {0, 0, 0};
+        if (pg)
+            (void)amldist__progress_page_read(pg, (unsigned)i, &call);
         int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                        : w->err.line_ns;
         if (idx)
             idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
             .rank = w->id.rank, .alive = w->running,
-            .uses_api = api && lags[i].calls > 0,
-            .start_ns = w->start_ns, .progress_ns = api ? lags[i].t_ns : 0,
-            .line_ns = line, .end_ns = w->end_ns,
+            .uses_api = call.calls > 0, .start_ns = w->start_ns,
+            .progress_ns = call.t_ns, .line_ns = line, .end_ns = w->end_ns,
         };
     }
-    free(lags);
     return n;
 }
 
@@ -189,21 +186,23 @@ static void hung(struct job *j, const amldist__hang_verdict_t *v,
 {
     const struct amlrun_opts *o = j->s->o;
     double idle = (double)v->idle_ns / 1e9;
-    char list[256];
+    char list[96]; /* cut with ",..." beyond */
+    char *why = j->hang_why;
+    size_t size = sizeof j->hang_why;
     if (v->single_out) {
         rank_list(stalled, v->nstalled, list, sizeof list);
-        msg("hang: rank%s %s made no progress for %.1f s (--hang-timeout "
-            "%g): reading the stacks of the %d rank%s", plural(v->nstalled),
-            list, idle, o->hang_timeout, j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: rank%s %s made no progress for %.1f s "
+                 "(--hang-timeout %g)", plural(v->nstalled), list, idle,
+                 o->hang_timeout);
     } else if (v->per_rank) {
-        msg("hang: no rank made progress for %.1f s (--hang-timeout %g): "
-            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
-            j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: no rank made progress for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     } else {
-        msg("hang: no rank wrote a line for %.1f s (--hang-timeout %g): "
-            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
-            j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: no rank wrote a line for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     }
+    msg("%s: reading the stacks of the %d rank%s", why, j->live,
+        plural((size_t)j->live));
     events_hang(j, "hang", idle, stalled, v->nstalled);
     /* Every rank stalled (a collective): the stacks single them out. */
     stacks_report(j, "hang", v->single_out ? stalled : NULL,
@@ -259,13 +258,13 @@ static void on_timeout(void *arg)
     job_take_signals(j);
     const struct amlrun_opts *o = j->s->o;
     int stacks = j->p.phase == PHASE_RUNNING && j->live > 0;
+    snprintf(j->hang_why, sizeof j->hang_why, "--timeout %g: the job ran "
+             "%.1f s", o->timeout, now_s() - j->t_begin);
     if (stacks)
-        msg("--timeout %g: the job ran %.1f s: reading the stacks of the %d "
-            "rank%s", o->timeout, now_s() - j->t_begin, j->live,
+        msg("%s: reading the stacks of the %d rank%s", j->hang_why, j->live,
             plural((size_t)j->live));
     else
-        msg("--timeout %g: the job ran %.1f s: it ends", o->timeout,
-            now_s() - j->t_begin);
+        msg("%s: it ends", j->hang_why);
     events_hang(j, "timeout", now_s() - j->t_begin, NULL, 0);
     if (stacks)
         stacks_report(j, "timeout", NULL, 0);

@@ -31,9 +31,7 @@ void watch_attempt_end(struct job *j);
 struct stk_set;
 int job_stacks(struct job *j, struct stk_set *set);
 
-/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
-void rank_list(int *ranks, size_t n, char *buf, size_t size);
-/* The ranks of this node's workers still running, as rank_list. */
+/* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 
 #endif /* AMLRUN_HANGWATCH_H */

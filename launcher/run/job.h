@@ -69,6 +69,7 @@ struct job {
     int hang_timer, timeout_timer, notice_timer;
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
+    char hang_why[256]; /* the last hang or --timeout, in words, or "" */
 };
 
 /* supervise.c: what the policy decided, done (the stop sequence, SIGKILL

@@ -510,6 +510,8 @@ int supervise(const struct job_spec *s)
         status = policy_status(&j.p);
         if (j.p.start_status < 0 && j.p.fail >= 0)
             report_root_cause(&j);
+        else
+            report_hang_end(&j, status);
     }
     jobquery_close(&j);
     progress_report_slowest(&j);

@@ -35,9 +35,15 @@ expect_eq "the command line beats AMLRUN_HANG_TIMEOUT" "$?" 0
 
 # --- no line for SEC: a hang, 124; the event log's record
 d=$(fresh lines)
-"$AMLRUN" --hang-timeout 1 --event-log "$d/ev" --nproc-per-node 3 --no-python \
-    sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
+TORCHELASTIC_ERROR_FILE=$d/agent.json "$AMLRUN" --hang-timeout 1 --event-log "$d/ev" \
+    --nproc-per-node 3 --no-python sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
 expect_eq "silent ranks: a hang, exit status 124" "$?" 124
+check "silent ranks: the job's end says hang" \
+    grep -q "^amlrun: job failed (exit status 124): hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1)$" "$d/err"
+check "silent ranks: an agent above amlrun gets the hang in its error file" \
+    "$TORCH_PY" -c 'import json, sys
+e = json.load(open(sys.argv[1]))
+sys.exit(0 if e["message"]["message"].startswith("hang: no rank wrote a line") and e["message"]["errorCode"] == 124 and e["message"]["extraInfo"]["timestamp"].isdigit() else 1)' "$d/agent.json"
 check "silent ranks: said, with the timeout" \
     grep -q "^amlrun: hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1): reading the stacks of the 3 ranks$" "$d/err"
 check "silent ranks: the stop names the ranks" \
@@ -145,3 +151,11 @@ check "no --hang-timeout: no look armed" sh -c "! grep -q 'hang watch' '$d/plain
     sh -c '[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 1; echo a' >/dev/null 2>"$d/hang"
 expect_eq "--hang-timeout 100: a look armed for each attempt" \
     "$(grep -c '^amlrun: hang watch: a hang is 100 s without progress; first look in 100\.0 s$' "$d/hang")" 2
+
+# --- per-process mode has no supervisor: said, and the command runs
+d=$(fresh inplace)
+"$AMLRUN" --mode process --hang-timeout 5 --timeout 9 --no-python touch "$d/ran" 2>"$d/err"
+expect_eq "per-process mode with --hang-timeout: the command's status" "$?" 0
+check "per-process mode: the options said to have no effect" \
+    grep -q "^amlrun: per-process mode: --hang-timeout, --hang-report and --timeout have no effect" "$d/err"
+check "per-process mode: the command ran" test -e "$d/ran"
