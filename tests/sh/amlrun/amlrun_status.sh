@@ -7,7 +7,8 @@
 # a byte (SO_PEERCRED); the workers do not inherit the socket; it is gone
 # after the job; a dead amlrun's socket is cleaned; a client that stalls
 # does not hold up the next; answers during a restart; 64 ranks; --stacks
-# stops nothing; each rank's progress step and lag.  Every job runs under
+# stops nothing; each rank's progress step and lag; two nodes on their
+# control plane, each answering.  Every job runs under
 # a private XDG_RUNTIME_DIR, so that other tests' jobs are not in the
 # lists.
 . "$(dirname "$0")/../../lib.sh"
@@ -436,3 +437,43 @@ check "progress: the table shows rank 2's lag marked" \
     grep -qE '^2 +2 +0 +[0-9]+ .* [0-9]+ +[0-9.]+s +\+[0-9.]+s\*$' "$d/prog.txt"
 wait "$pid_prog"
 expect_eq "progress: the job ends normally (0)" "$?" 0
+
+# --- two nodes (two amlruns here, on their control plane): each answers
+# for the job; until the plane gathers every node's part, for its own node
+# and saying how many of the job's nodes answered
+port=$(free_port)
+mkdir -p "$d/mn"
+pids_mn=()
+for r in 0 1; do
+    "$AMLRUN" --nnodes 2 --node-rank "$r" --master-addr 127.0.0.1 --master-port "$port" \
+        --nproc-per-node 2 --run-id st-mn "$d/worker.py" "$d/mn" >"$d/mn$r.out" 2>"$d/mn$r.err" &
+    pids_mn+=($!)
+done
+if wait_for 4 60 "$d/mn" 'ready\.0\.[0-9]*$'; then
+    for r in 0 1; do
+        "$AMLRUN" --status=json "${pids_mn[$r]}" >"$d/mn$r.json" 2>&1
+        expect_eq "two nodes: node $r's amlrun answers --status (0)" "$?" 0
+        check "two nodes: node $r's answer covers the job, or says it covers only node $r" "$TORCH_PY" -c "
+import json
+j = json.load(open('$d/mn$r.json'))
+ranks = sorted((x['rank'], x['node']) for x in j['ranks'])
+nodes = sorted(n['node'] for n in j['nodes'])
+assert j['nodes_in_job'] == 2, j
+assert (nodes == [0, 1] and ranks == [(0, 0), (1, 0), (2, 1), (3, 1)]) or \
+       (nodes == [$r] and ranks == [(2 * $r, $r), (2 * $r + 1, $r)]), j"
+        "$AMLRUN" --status "${pids_mn[$r]}" >"$d/mn$r.txt" 2>&1
+        check "two nodes: node $r's table says how many nodes answered, if not all" sh -c \
+            "grep -q 'ranks on 2 nodes' '$d/mn$r.txt' || grep -q '^(1 of the job.s 2 nodes answered)' '$d/mn$r.txt'"
+        "$AMLRUN" --stacks "${pids_mn[$r]}" >"$d/mnk$r.out" 2>&1
+        expect_eq "two nodes: node $r's amlrun answers --stacks (0)" "$?" 0
+        check "two nodes: its stacks are its ranks' (or every node's), at wait_here" \
+            grep -qE "^amlrun:   ranks ($((2 * r))-$((2 * r + 1)) \(2\)|0-3 \(4\)): worker\.py:[0-9]+ wait_here" "$d/mnk$r.out"
+    done
+else
+    fail "two nodes: the job did not start"
+fi
+touch "$d/mn/stop"
+for r in 0 1; do
+    wait "${pids_mn[$r]}"
+    expect_eq "two nodes: node $r ends normally (0)" "$?" 0
+done

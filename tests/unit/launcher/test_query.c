@@ -198,6 +198,7 @@ static void test_status_print(void)
     CHECK_STR_HAS(out, "job r\\x0a1: amlrun pid 10, 3 ranks on 2 nodes, up "
                        "6.0 s, restarts 1");
     CHECK_STR_HAS(out, "command: a b\n");
+    CHECK(strstr(out, "nodes answered") == NULL); /* both did */
     CHECK_STR_HAS(out, "h\\x1b0");
     CHECK(strstr(out, "\x1b") == NULL);
     const char *n0 = strstr(out, "\n0     h"), *n1 = strstr(out, "\n1     h1");
