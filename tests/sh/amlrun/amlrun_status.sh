@@ -274,7 +274,10 @@ except (ConnectionResetError, BrokenPipeError):
         kill "$ujob"
     fi
     wait "$ujob"
-    [ -n "$made_user" ] && userdel "$quser" 2>/dev/null
+    if [ -n "$made_user" ]; then
+        userdel "$quser" 2>/dev/null
+        rm -rf "/tmp/amlrun-$quid" # its amlrun's, left for nobody
+    fi
 else
     skip "another user learns nothing" "no user $quser and no useradd/runuser"
 fi
