@@ -25,6 +25,12 @@ void watch_worker_done(struct job *j);
 /* The attempt's workers have all ended: its timers go. */
 void watch_attempt_end(struct job *j);
 
+/* Every running rank's stack (stk_capture: each stopped only while it is
+ * read), its last progress from its calls or else its lines, appended to
+ * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */
+struct stk_set;
+int job_stacks(struct job *j, struct stk_set *set);
+
 /* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 
