@@ -79,7 +79,7 @@ typedef struct {
     int port;
     int timeout_ms;
     uint64_t token;
-    char token_source[64]; /* "AMLDIST_JOB_TOKEN", ... for messages */
+    char token_source[320]; /* "AMLDIST_JOB_TOKEN", a path... for messages */
     uint32_t round;        /* the number of this call, same on all ranks */
     /* Barrier mode: rank 0 hands the blob out only once every rank has
      * checked in, and a rank that cannot go on checks in with FAIL, so that
@@ -110,6 +110,8 @@ int amldist__bs_exchange(const amldist__bs_params_t *p, void *blob,
  * (FNV's offset basis). */
 #define AMLDIST__BS_HASH_START 0xcbf29ce484222325ull
 uint64_t amldist__bs_hash(const char *s, uint64_t h);
+/* The same over `len` bytes. */
+uint64_t amldist__bs_hash_bytes(const void *p, size_t len, uint64_t h);
 int amldist__bs_token(const char *explicit_token, const char *host, int port,
                       int world, uint64_t *token, char *source,
                       size_t source_size);

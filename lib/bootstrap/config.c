@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap_internal.h"
+#include "util/secret.h"
 
 /* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
  * attacker (the exchange is as open as PyTorch's TCPStore). */
@@ -16,6 +17,14 @@ uint64_t amldist__bs_hash(const char *s, uint64_t h)
 {
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+uint64_t amldist__bs_hash_bytes(const void *p, size_t len, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -37,7 +46,8 @@ int amldist__bs_token(const char *explicit_token, const char *host, int port,
                       size_t source_size)
 {
     const char *v;
-    char tail[320];
+    char tail[320], why[600];
+    amldist__secret_t secret;
     if (explicit_token) {
         if (!*explicit_token)
             return amldist__fail(AMLDIST_EINVAL,
@@ -46,9 +56,16 @@ int amldist__bs_token(const char *explicit_token, const char *host, int port,
         amldist__strlcpy(source, "the options", source_size);
         return 0;
     }
-    if ((v = env("AMLDIST_JOB_TOKEN"))) {
-        *token = amldist__bs_hash(v, AMLDIST__BS_HASH_START);
-        amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", source_size);
+    /* The job's secret (util/secret.h): a refused file is an error, never
+     * a fall back to the derived token. */
+    int got = amldist__secret_load(&secret, why, sizeof why);
+    if (got < 0)
+        return amldist__fail(AMLDIST_EINVAL, "%s", why);
+    if (got > 0) {
+        *token = amldist__bs_hash_bytes(secret.bytes, secret.len,
+                                        AMLDIST__BS_HASH_START);
+        amldist__strlcpy(source, secret.source, source_size);
+        amldist__secret_clear(&secret);
         return 0;
     }
     uint64_t h = amldist__bs_hash("amldist-bootstrap", AMLDIST__BS_HASH_START);

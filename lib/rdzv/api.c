@@ -91,8 +91,9 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
-    c->token = amldist__rz_token(o->token, o->endpoint, c->token_source,
-                                 sizeof c->token_source);
+    if ((rc = amldist__rz_token(o->token, o->endpoint, &c->token,
+                                c->token_source, sizeof c->token_source)) < 0)
+        return rc;
     c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
         (ssize_t)sizeof r->agent)

@@ -126,7 +126,7 @@ typedef struct {
         dead_ms;
     int master_port;                  /* > 0: fixed */
     char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
-    char token_source[64];
+    char token_source[320];
 } amldist__rz_cfg_t;
 
 /* A round as an ASSIGN describes it. */
@@ -182,9 +182,10 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
 
-/* The token both sides expect: the options', AMLDIST_JOB_TOKEN, or one
- * derived from the endpoint. */
-uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           char *source, size_t size);
+/* The token both sides expect: the options', the job's secret
+ * (util/secret.h), or one derived from the endpoint.  0, or an error when
+ * the secret's file is refused. */
+int amldist__rz_token(const char *explicit_token, const char *endpoint,
+                      uint64_t *token, char *source, size_t size);
 
 #endif /* AMLDIST_RDZV_INTERNAL_H */

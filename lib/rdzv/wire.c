@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rdzv/rdzv_internal.h"
+#include "util/secret.h"
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
@@ -86,23 +87,33 @@ void amldist__rz_conn_init(amldist__conn_t *c, int fd)
     amldist__conn_init(c, fd, amldist__rz_frames);
 }
 
-uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           char *source, size_t size)
+int amldist__rz_token(const char *explicit_token, const char *endpoint,
+                      uint64_t *token, char *source, size_t size)
 {
-    const char *v = getenv("AMLDIST_JOB_TOKEN");
+    char why[600];
+    amldist__secret_t secret;
     if (explicit_token) {
         amldist__strlcpy(source, "the options", size);
-        return amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
+        *token = amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
+        return 0;
     }
-    if (v && *v) {
-        amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
-        return amldist__bs_hash(v, AMLDIST__BS_HASH_START);
+    /* The job's secret (util/secret.h); a refused file ends the join. */
+    int got = amldist__secret_load(&secret, why, sizeof why);
+    if (got < 0)
+        return amldist__fail(AMLDIST_EINVAL, "%s", why);
+    if (got > 0) {
+        amldist__strlcpy(source, secret.source, size);
+        *token = amldist__bs_hash_bytes(secret.bytes, secret.len,
+                                        AMLDIST__BS_HASH_START);
+        amldist__secret_clear(&secret);
+        return 0;
     }
     /* Same endpoint, same job: what every node's command line says alike.
      * The run id is not in it, so that another one is refused as such. */
     amldist__strlcpy(source, "the endpoint", size);
-    return amldist__bs_hash(endpoint,
-                            amldist__bs_hash("amldist-rdzv|", AMLDIST__BS_HASH_START));
+    *token = amldist__bs_hash(endpoint, amldist__bs_hash("amldist-rdzv|",
+                                                         AMLDIST__BS_HASH_START));
+    return 0;
 }
 
 int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n)
