@@ -114,7 +114,7 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
 # the one monotonic clock).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/util/secret.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)

@@ -489,6 +489,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_LOGS_SPECS] = {on_logs_specs, 0, NULL, 0, 0},
     [O_EVENT_LOG] = {on_name, AT(event_log), "want a file", 0, 0},
     [O_RESULT_JSON] = {on_name, AT(result_json), "want a file", 0, 0},
+    [O_MAKE_SECRET] = {on_flag, AT(make_secret), NULL, 0, 0},
 };
 
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,

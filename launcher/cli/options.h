@@ -108,6 +108,7 @@ struct amlrun_opts {
     /* other modules */
     int topo;
     int version;             /* --version: printed once -v may be known */
+    int make_secret;         /* --make-secret (run/jobtoken.h) */
     struct amlrun_bind_opts bind;
     struct headnode_opts head;
     char *owned_addr;        /* --rdzv-endpoint's host (NULL: none) */

@@ -61,6 +61,7 @@ const struct option_def opttable[] = {
     {"logs-specs", ARG_REQUIRED, O_LOGS_SPECS},
     {"event-log", ARG_REQUIRED, O_EVENT_LOG},
     {"result-json", ARG_REQUIRED, O_RESULT_JSON},
+    {"make-secret", ARG_NONE, O_MAKE_SECRET},
     {NULL, ARG_NONE, O_COUNT},
 };
 
