@@ -1917,7 +1917,7 @@ static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
 {
     char src[64];
     amldist__rz_join_t j = {0};
-    j.token = amldist__rz_token(TOKEN, "unused", src, sizeof src);
+    CHECK_INT_EQ(amldist__rz_token(TOKEN, "unused", &j.token, src, sizeof src), 0);
     j.agent = 0x1234567890abcdefull ^ (uint64_t)now_ms();
     j.run = run;
     j.round = 0;
