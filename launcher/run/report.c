@@ -301,6 +301,23 @@ void report_root_cause(struct job *j)
         rundir_keep(j->rd);
 }
 
+/* Another node's failure text: its first line as it is, each line after
+ * it in amlrun's block margin, whatever it begins with.  The library has
+ * escaped its control characters (amldist_rdzv(3)), so with the margin no
+ * line of it can pass for one of amlrun's own. */
+static void put_margined(FILE *m, const char *text)
+{
+    static const char margin[] = "amlrun:   ";
+    size_t n = strcspn(text, "\n");
+    fprintf(m, "%.*s\n", (int)n, text);
+    for (text += n; *text == '\n' && text[1]; text += n) {
+        n = strcspn(++text, "\n");
+        fprintf(m, "%s%.*s\n",
+                strncmp(text, margin, sizeof margin - 1) ? margin : "",
+                (int)n, text);
+    }
+}
+
 void report_job(const struct job *j, int status)
 {
     amldist_rdzv_t *rz = j->s->rz;
@@ -308,14 +325,16 @@ void report_job(const struct job *j, int status)
         return;
     int node0 = amldist_rdzv_node_rank(rz) == 0;
     if (node0 || status == AMLDIST_RDZV_STATUS_LOST) {
-        const char *f = amldist_rdzv_failure(rz);
-        size_t n = strlen(f) + 128;
-        char *text = malloc(n);
-        if (text) {
-            snprintf(text, n, "amlrun: job failed (exit status %d): first "
-                     "failure: %s%s", status, f,
-                     *f && f[strlen(f) - 1] == '\n' ? "" : "\n");
-            (void)write_all(2, text, strlen(text));
+        char *text = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&text, &size);
+        if (m) {
+            fprintf(m, "amlrun: job failed (exit status %d): first failure: ",
+                    status);
+            put_margined(m, amldist_rdzv_failure(rz));
+            /* One write: the block stays whole beside other writers. */
+            if (fclose(m) == 0)
+                (void)write_all(2, text, size);
         }
         free(text);
     }

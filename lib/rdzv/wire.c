@@ -199,10 +199,14 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
             *why = "ASSIGN with an impossible GPU share";
             return -1;
         }
-    if (memchr(p + AMLDIST__RZ_ASSIGN_HEAD, '\0', alen)) {
-        free(n.nproc);
-        *why = "ASSIGN with a NUL in the address";
-        return -1;
+    for (uint32_t i = 0; i < alen; i++) {
+        unsigned char c = p[AMLDIST__RZ_ASSIGN_HEAD + i];
+        if (c <= 0x20 || c >= 0x7f) {
+            free(n.nproc);
+            *why = "ASSIGN with a NUL, a space or a control character in "
+                   "the address";
+            return -1;
+        }
     }
     free(out->nproc);
     *out = n;

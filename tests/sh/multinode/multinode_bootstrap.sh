@@ -29,12 +29,17 @@ bcast_ok() {
 by_slot=(0 0 PID 0 1 PID 1 2 PID 1 3 PID)
 
 on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>&1 &
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>"$TEST_TMP/n0" &
 on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>&1
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>"$TEST_TMP/n1"
 wait
 bcast_ok "bootstrap bcast across nodes: standalone amlrun on each" \
     "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"
+# Without a secret, each node's amlrun says once that the plane is open.
+for n in 0 1; do
+    expect_eq "no secret: n$n's amlrun says once that the plane is open, nothing else" \
+        "$(sed 's/;.*//' "$TEST_TMP/n$n")" "amlrun: note: no secret: this job's control plane and bootstrap are open to anyone who can reach their ports"
+done
 
 # (the ranks' lines on stdout; stderr apart: on a loaded machine Open MPI
 # may warn there that setpgid() lost a race with its child's exec)
