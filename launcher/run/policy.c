@@ -21,6 +21,7 @@ void policy_attempt(struct policy *p)
     p->phase = PHASE_RUNNING;
     p->fail = -1;
     p->fail_status = 0;
+    p->peer_stopped = 0;
 }
 
 /* RUNNING -> STOPPING: the stop sequence; in any other phase the workers
@@ -50,7 +51,10 @@ enum action policy_start_failed(struct policy *p, int status)
 
 enum action policy_peer_stop(struct policy *p)
 {
-    return begin_stop(p);
+    enum action a = begin_stop(p);
+    if (a == ACT_STOP)
+        p->peer_stopped = 1;
+    return a;
 }
 
 enum action policy_stop_signal(struct policy *p, int sig, int live)

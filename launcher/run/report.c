@@ -342,6 +342,18 @@ void report_job(const struct job *j, int status)
         (void)write_all(2, j->local_block, strlen(j->local_block));
 }
 
+void report_not_done(const struct job *j, int status)
+{
+    const char *why = amldist_rdzv_stop_reason(j->s->rz);
+    msg("the job's host at %s ended the job as a success, but this node's "
+        "workers did not all succeed (%s): exit status %d%s%s",
+        j->s->env->ctl->endpoint,
+        j->p.peer_stopped ? "amlrun stopped them for the host"
+                          : "they failed or were stopped here",
+        status, why && *why ? "; the host's reason: " : "",
+        why && *why ? why : "");
+}
+
 void report_slurm_stop(const struct job *j, int status)
 {
     const struct policy *p = &j->p;

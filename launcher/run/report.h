@@ -49,6 +49,10 @@ void report_tell_final(const struct job *j, int status, const char *why);
  * the host was lost) and this node's own failure. */
 void report_root_cause(struct job *j);
 void report_job(const struct job *j, int status);
+/* The host said the job succeeded, but this node's workers did not all
+ * succeed (stopped for the host, failed, or stopped here): amlrun's exit
+ * status is `status`, never 0, and this line says why. */
+void report_not_done(const struct job *j, int status);
 /* With -v: why a node stopped by SIGTERM in a Slurm step exits 1. */
 void report_slurm_stop(const struct job *j, int status);
 
