@@ -302,19 +302,26 @@ void report_root_cause(struct job *j)
 }
 
 /* Another node's failure text: its first line as it is, each line after
- * it in amlrun's block margin, whatever it begins with.  The library has
- * escaped its control characters (amldist_rdzv(3)), so with the margin no
- * line of it can pass for one of amlrun's own. */
+ * it in amlrun's block margin, whatever it begins with (that node's own
+ * "amlrun: " lines, its root cause block's head, indented into it).  The
+ * library has escaped its control characters (amldist_rdzv(3)), so with
+ * the margin no line of it can pass for one of amlrun's own. */
 static void put_margined(FILE *m, const char *text)
 {
     static const char margin[] = "amlrun:   ";
     size_t n = strcspn(text, "\n");
     fprintf(m, "%.*s\n", (int)n, text);
     for (text += n; *text == '\n' && text[1]; text += n) {
-        n = strcspn(++text, "\n");
-        fprintf(m, "%s%.*s\n",
-                strncmp(text, margin, sizeof margin - 1) ? margin : "",
-                (int)n, text);
+        const char *line = ++text;
+        n = strcspn(text, "\n");
+        if (strncmp(line, margin, sizeof margin - 1) &&
+            !strncmp(line, "amlrun:", 7))
+            for (line += 7; *line == ' '; line++) {
+            }
+        fprintf(m, "%s%.*s\n", line == text && !strncmp(line, margin,
+                                                         sizeof margin - 1)
+                                    ? "" : margin,
+                (int)(n - (size_t)(line - text)), line);
     }
 }
 

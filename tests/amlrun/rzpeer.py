@@ -10,7 +10,11 @@
         An agent that joins the job at 127.0.0.1:PORT with the token derived
         from ENDPOINT (a job without a secret: what anyone on the network
         can compute, or read from a JOIN), as node 1 of 2, and on its ASSIGN
-        reports a failure of its rank with the bytes of TEXTFILE.
+        reports a failure of its rank with the bytes of TEXTFILE.  The
+        environment may change the JOIN: RZPEER_TOKEN (the digest, in hex,
+        as a capture reads it), RZPEER_RUN (the run id), RZPEER_ORDER
+        ("none": no node rank), RZPEER_NODES (MIN:MAX), RZPEER_KEEPALIVE
+        (MS:MISSES).
 
 The plaintext frames of a job without a secret; a job with one runs the
 handshake first (the crypto engineer's), which this peer does not know.
@@ -96,13 +100,21 @@ def host(port, started):
 def agent(port, endpoint, textfile):
     with open(textfile, "rb") as f:
         text = f.read()
+    env = os.environ.get
     token = fnv(endpoint.encode(), fnv(b"amldist-rdzv|"))
-    run = fnv(b"none")
+    if env("RZPEER_TOKEN"):
+        token = int(env("RZPEER_TOKEN"), 16)
+    run = fnv(env("RZPEER_RUN", "none").encode())
+    order = env("RZPEER_ORDER", "1")
+    order = 0xFFFFFFFF if order == "none" else int(order)
+    lo, hi = (int(x) for x in env("RZPEER_NODES", "2:2").split(":"))
+    ka, misses = (int(x) for x in env("RZPEER_KEEPALIVE", "1000:5").split(":"))
+    host_addr = endpoint.rsplit(":", 1)[0]
     ident = int.from_bytes(os.urandom(8), "big")
-    addr = b"127.0.0.1"
-    body = struct.pack(">QQQ11IQI", token, ident, run, 0, 1, 1, 2, 2, 0, 0,
-                       1000, 5, 30000, 60000, 0, len(addr)) + addr
-    s = socket.create_connection(("127.0.0.1", port))
+    addr = b""
+    body = struct.pack(">QQQ11IQI", token, ident, run, 0, 1, order, lo, hi,
+                       0, 0, ka, misses, 30000, 60000, 0, len(addr)) + addr
+    s = socket.create_connection((host_addr, port))
     s.sendall(frame(JOIN, body))
     stop = threading.Event()
     threading.Thread(target=beats, args=(s, stop), daemon=True).start()

@@ -70,7 +70,7 @@ check "forged FAIL: no line of node 0's stderr begins with the peer's fake amlru
 check "forged FAIL: no control character but newlines in node 0's stderr" \
     sh -c '! LC_ALL=C grep -q "[[:cntrl:]]" "$1"' sh "$d/n0.err"
 check "forged FAIL: the peer's lines in the block's margin, escaped" \
-    grep -qxF 'amlrun:   amlrun: fake line\x0d\x1b[2K\x1b[1Gamlrun: job succeeded' "$d/n0.err"
+    grep -qxF 'amlrun:   fake line\x0d\x1b[2K\x1b[1Gamlrun: job succeeded' "$d/n0.err"
 check "forged FAIL: the first line of the failure after the job's line" \
     grep -q '^amlrun: job failed (exit status 42): first failure: node 1 (127.0.0.1), rank 0: exit status 42$' "$d/n0.err"
 check "forged FAIL: DEL escaped" grep -qxF 'amlrun:   last \x7fline' "$d/n0.err"
