@@ -23,12 +23,12 @@ as_stranger() {
     runuser -u "$STRANGER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$STRANGER_DIR" "$@"
 }
 
-# stranger_listen PORT FILE: that user's process listening on
-# 127.0.0.1:PORT in the background (its pid in $!), writing "listening"
-# to FILE once it does and "connected" for each connection it accepts.
-stranger_listen() {
-    as_stranger "$TORCH_PY" -c '
-import socket, sys
+# A listener on 127.0.0.1:PORT (python3 -c "$LISTENER_PY" PORT FILE): it
+# writes its pid to FILE.pid, "listening" to FILE once it listens and
+# "connected" for each connection it accepts (and closes).
+LISTENER_PY='
+import os, socket, sys
+open(sys.argv[2] + ".pid", "w").write("%d\n" % os.getpid())
 s = socket.socket()
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen(8)
@@ -38,5 +38,20 @@ while True:
     c, _ = s.accept()
     f.write("connected\n")
     c.close()
-' "$1" "$2" &
+'
+
+# stranger_listen PORT FILE: that listener as the stranger, in the
+# background ($!: runuser, which ends with it); stop it with
+# listener_stop FILE.
+stranger_listen() {
+    runuser -u "$STRANGER" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$STRANGER_DIR" \
+        "$TORCH_PY" -c "$LISTENER_PY" "$1" "$2" &
+}
+
+# listener_stop FILE: end the listener of FILE (by its pid), and wait for
+# what this shell started for it.
+listener_stop() {
+    local pid
+    pid=$(cat "$1.pid" 2>/dev/null) && kill "$pid" 2>/dev/null
+    wait 2>/dev/null || true
 }

@@ -25,15 +25,6 @@ unset AMLDIST_JOB_TOKEN AMLDIST_JOB_TOKEN_FILE AMLDIST_REQUIRE_SECRET
 export XDG_CONFIG_HOME=$d/config
 T="timeout -k 5 120"
 
-# wait_line FILE TEXT: until FILE has a line TEXT (60 s at most).
-wait_line() {
-    local end=$((SECONDS + 60))
-    until grep -qx "$2" "$1" 2>/dev/null; do
-        [ "$SECONDS" -lt "$end" ] || return 1
-        sleep 0.05
-    done
-}
-
 # ---- an impostor host's FINISH 0 -------------------------------------------
 "$TORCH_PY" "$PEER" host 29602 "$d/started" >"$d/host.out" 2>&1 &
 hpid=$!

@@ -24,23 +24,13 @@ unset AMLDIST_JOB_TOKEN AMLDIST_JOB_TOKEN_FILE AMLDIST_REQUIRE_SECRET
 export XDG_CONFIG_HOME=$d/config
 T="timeout -k 5 60"
 
-# wait_line FILE TEXT: until FILE has a line TEXT (30 s at most).
-wait_line() {
-    local end=$((SECONDS + 30))
-    until grep -qx "$2" "$1" 2>/dev/null; do
-        [ "$SECONDS" -lt "$end" ] || return 1
-        sleep 0.05
-    done
-}
-
 # squatted NAME PORT ARGS...: the stranger holds PORT; amlrun ARGS is
 # refused, naming the uid, without a connection to it.
 squatted() {
-    local name=$1 port=$2 rc=0 pid
+    local name=$1 port=$2 rc=0
     shift 2
     as_stranger touch "$STRANGER_DIR/$port"
     stranger_listen "$port" "$STRANGER_DIR/$port"
-    pid=$!
     wait_line "$STRANGER_DIR/$port" listening || diag "$name: the stranger did not listen"
     $T "$AMLRUN" "$@" --nproc-per-node 1 --no-python sh -c 'touch "$0"' "$d/ran.$port" \
         >"$d/out.$port" 2>"$d/err.$port" || rc=$?
@@ -51,8 +41,7 @@ squatted() {
     expect_eq "$name: amlrun never connected to the stranger" \
         "$(grep -c connected "$STRANGER_DIR/$port")" 0
     [ "$rc" = 2 ] || sed 's/^/# stderr: /' "$d/err.$port"
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    listener_stop "$STRANGER_DIR/$port"
 }
 
 squatted "c10d endpoint squatted by a stranger" 29700 \
@@ -63,19 +52,7 @@ squatted "static control port squatted by a stranger" 29712 \
 # The same user's listener: joined as before (it is no agent here, so the
 # join then times out: the point is that amlrun connected).
 : >"$d/own"
-"$TORCH_PY" -c '
-import socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 29720))
-s.listen(8)
-f = open(sys.argv[1], "a", buffering=1)
-f.write("listening\n")
-while True:
-    c, _ = s.accept()
-    f.write("connected\n")
-    c.close()
-' "$d/own" &
-own=$!
+"$TORCH_PY" -c "$LISTENER_PY" 29720 "$d/own" &
 wait_line "$d/own" listening || diag "root's own listener did not listen"
 rc=0
 $T "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29720 --nnodes 1:2 \
@@ -83,5 +60,4 @@ $T "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29720 --nnodes 1:2 \
 check "the same user's listener on the port: amlrun joins it (connects) as before" \
     grep -q connected "$d/own"
 check "the same user's listener: not refused as a stranger's" sh -c '! grep -q "held by uid" "$1"' sh "$d/own.err"
-kill "$own" 2>/dev/null
-wait "$own" 2>/dev/null || true
+listener_stop "$d/own"

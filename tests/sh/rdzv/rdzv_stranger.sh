@@ -53,9 +53,12 @@ rc=0
 stranger "$PORT" || rc=$?
 rz_wait n0
 expect_eq "no secret: the stranger's failing worker ends the job with its status" "${RC[n0]}" 1
-expect_eq "no secret: root's workers restarted in a round of 2 nodes (the stranger's)" \
-    "$(rz_reports | field world | sort | tr '\n' ' ')" "1 2 "
-has "no secret: root's node was told why" "$(cat "$RZ_DIR/n0.err")" "a node \(.*\) joined: the job re-forms with 2 nodes"
+# (whether root's restarted worker gets to write its record before the
+# stranger's failure stops it again depends on the machine's load)
+has "no secret: root's node stopped its workers: a node joined" "$(cat "$RZ_DIR/n0.err")" \
+    "stopping the 1 worker of this node .*: a node \(.*\) joined: the job re-forms with 2 nodes"
+has "no secret: root's node restarted them in a round of 2 nodes (the stranger's)" \
+    "$(cat "$RZ_DIR/n0.err")" "the job re-forms with 2 nodes \(this node is node 0\): restarting the workers"
 
 # ---- with a secret -------------------------------------------------------------
 rz_case closed
