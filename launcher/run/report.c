@@ -312,16 +312,14 @@ static void put_margined(FILE *m, const char *text)
     size_t n = strcspn(text, "\n");
     fprintf(m, "%.*s\n", (int)n, text);
     for (text += n; *text == '\n' && text[1]; text += n) {
-        const char *line = ++text;
+        const char *line = ++text, *pre = margin;
         n = strcspn(text, "\n");
-        if (strncmp(line, margin, sizeof margin - 1) &&
-            !strncmp(line, "amlrun:", 7))
+        if (!strncmp(line, margin, sizeof margin - 1))
+            pre = ""; /* in the margin already */
+        else if (!strncmp(line, "amlrun:", 7))
             for (line += 7; *line == ' '; line++) {
-            }
-        fprintf(m, "%s%.*s\n", line == text && !strncmp(line, margin,
-                                                         sizeof margin - 1)
-                                    ? "" : margin,
-                (int)(n - (size_t)(line - text)), line);
+            } /* its own prefix, dropped */
+        fprintf(m, "%s%.*s\n", pre, (int)(n - (size_t)(line - text)), line);
     }
 }
 
