@@ -14,6 +14,7 @@ void policy_init(struct policy *p, int max_restarts)
     p->fail_status = 0;
     p->stop_signal = 0;
     p->start_status = -1;
+    p->peer_stopped = 0;
 }
 
 void policy_attempt(struct policy *p)
