@@ -127,9 +127,9 @@ STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
-# the one monotonic clock; the progress page it makes for its workers, the
+# the one monotonic clock; the job's secret; the progress page it makes for its workers, the
 # straggler statistics it prints and the hang decision it makes).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/util/secret.c
 RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)

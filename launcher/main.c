@@ -217,6 +217,23 @@ static void give_job_token(const struct amlrun_opts *o)
             "derived from the job's variables");
 }
 
+/* The job's secret before anything starts (run/jobtoken.h): of a job of
+ * several nodes, each node's amlrun (one per node in per-process mode)
+ * says that the plane is open when it has none. */
+static int secret_check(const struct amlrun_opts *o, const struct plan *p)
+{
+    const amldist_t *l = p->layout;
+    int several, first = 1;
+    if (p->mode == MODE_PROCESS) {
+        int local = amldist_local_world_size(l);
+        several = local > 0 && amldist_world_size(l) > local;
+        first = amldist_local_rank(l) == 0;
+    } else {
+        several = amldist_world_size(l) > 1 || (options_c10d(o) && o->nnodes > 1);
+    }
+    return job_secret_check(several, first && !o->quiet && !o->dry_run);
+}
+
 int main(int argc, char **argv)
 {
     ensure_std_fds();
@@ -235,6 +252,10 @@ int main(int argc, char **argv)
                         o.status == OPT_JSON, o.ncmd ? o.cmd[0] : NULL);
         goto out;
     }
+    if (o.make_secret) {
+        rc = job_secret_make();
+        goto out;
+    }
     if (o.topo) {
         rc = topo_main(&o.bind, o.nproc_kind == NPROC_NUM ? o.nproc : 0,
                        o.topo == OPT_JSON);
@@ -250,7 +271,10 @@ int main(int argc, char **argv)
         }
         self[n] = '\0';
         /* Every node's amlrun gets it through the launcher's AMLDIST_*
-         * forwarding, so the whole job shares one secret. */
+         * forwarding, so the whole job shares one secret (a refused file
+         * of the user's is still refused first). */
+        if ((rc = job_secret_check(0, 0)) >= 0)
+            goto out;
         give_job_token(&o);
         rc = headnode_run(&o.head, self, argc, argv);
         goto out;
@@ -261,6 +285,8 @@ int main(int argc, char **argv)
         goto out;
     struct command cmd;
     rc = command_build(&o, &cmd);
+    if (rc < 0)
+        rc = secret_check(&o, &plan);
     if (rc < 0) {
         if (plan.mode == MODE_PROCESS) {
             rc = inplace_run(&o, &plan, &cmd);

@@ -507,6 +507,7 @@ static const struct handler handlers[O_COUNT] = {
                         "want seconds > 0", 0, 0},
     [O_HANG_REPORT] = {on_name, AT(hang_report), "want a file", 0, 0},
     [O_TIMEOUT] = {on_positive_seconds, AT(timeout), "want seconds > 0", 0, 0},
+    [O_MAKE_SECRET] = {on_flag, AT(make_secret), NULL, 0, 0},
 };
 
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,

@@ -116,6 +116,7 @@ struct amlrun_opts {
      * its JOB is the first word after the options, if any */
     int status, stacks;
     int version;             /* --version: printed once -v may be known */
+    int make_secret;         /* --make-secret (run/jobtoken.h) */
     struct amlrun_bind_opts bind;
     struct headnode_opts head;
     char *owned_addr;        /* --rdzv-endpoint's host (NULL: none) */

@@ -295,6 +295,12 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
         version_print(stdout, o->verbose ? o->python : NULL);
         return 0;
     }
+    if (o->make_secret) {
+        if (o->ncmd == 0)
+            return -1;
+        msg("--make-secret takes no command");
+        return AMLRUN_EXIT_USAGE;
+    }
     int rc = apply_pet_env(o, given);
     if (rc >= 0)
         return rc;

@@ -67,6 +67,7 @@ const struct option_def opttable[] = {
     {"hang-timeout", ARG_REQUIRED, O_HANG_TIMEOUT},
     {"hang-report", ARG_REQUIRED, O_HANG_REPORT},
     {"timeout", ARG_REQUIRED, O_TIMEOUT},
+    {"make-secret", ARG_NONE, O_MAKE_SECRET},
     {NULL, ARG_NONE, O_COUNT},
 };
 

@@ -28,6 +28,12 @@ static int in_base(char *const *base, const char *entry)
     return 0;
 }
 
+int dryrun_hidden(const char *entry)
+{
+    static const char name[] = "AMLDIST_JOB_TOKEN=";
+    return strncmp(entry, name, sizeof name - 1) == 0;
+}
+
 void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
                  char *const *base, const char *path, char *const *argv,
                  int all)
@@ -39,7 +45,10 @@ void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
         if (!all && in_base(base, env[i]))
             continue;
         fputc(' ', f);
-        put_quoted(f, env[i]);
+        if (dryrun_hidden(env[i]))
+            fputs("AMLDIST_JOB_TOKEN=" DRYRUN_HIDDEN, f);
+        else
+            put_quoted(f, env[i]);
     }
     fputs(" -- ", f);
     put_quoted(f, path);

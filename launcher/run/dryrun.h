@@ -15,6 +15,11 @@ void dryrun_line(FILE *f, const struct worker_id *id, char *const *env,
                  char *const *base, const char *path, char *const *argv,
                  int all);
 
+/* The job's secret, shown by --dry-run -v as "(hidden)": true for the
+ * entry AMLDIST_JOB_TOKEN=... */
+int dryrun_hidden(const char *entry);
+#define DRYRUN_HIDDEN "(hidden)"
+
 /* --dry-run=json: one document for this node, rank by rank: the variables
  * as in the text (all of them with -v), the argv, the binding.  0, or an
  * exit status. */

@@ -31,7 +31,7 @@ static void put_env(struct json *j, char *const *env, int all)
         }
         memcpy(name, env[i], (size_t)(eq - env[i]));
         name[eq - env[i]] = '\0';
-        json_str(j, name, eq + 1);
+        json_str(j, name, dryrun_hidden(env[i]) ? DRYRUN_HIDDEN : eq + 1);
     }
     json_close(j);
 }

@@ -1,9 +1,12 @@
-/* A per-launch job token (see jobtoken.h). */
+/* A per-launch job token and the job's secret (see jobtoken.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
+#include "output/msg.h"
 #include "run/jobtoken.h"
+#include "util/secret.h"
 
 int job_token_export(void)
 {
@@ -15,5 +18,57 @@ int job_token_export(void)
         return -1;
     for (size_t i = 0; i < sizeof bits; i++)
         snprintf(hex + 2 * i, 3, "%02x", bits[i]);
-    return setenv("AMLDIST_JOB_TOKEN", hex, 1);
+    explicit_bzero(bits, sizeof bits);
+    int rc = setenv("AMLDIST_JOB_TOKEN", hex, 1);
+    explicit_bzero(hex, sizeof hex);
+    return rc;
+}
+
+int job_secret_check(int several, int notice)
+{
+    static amldist__secret_t s; /* 4 KiB: not on the stack */
+    char why[600];
+    const char *req = getenv("AMLDIST_REQUIRE_SECRET");
+    int require = req && !strcmp(req, "1");
+    if (req && *req && !require && strcmp(req, "0")) {
+        msg("AMLDIST_REQUIRE_SECRET=%s: want 1 (refuse a job of several "
+            "nodes without a secret) or 0", req);
+        return AMLRUN_EXIT_USAGE;
+    }
+    int got = amldist__secret_load(&s, why, sizeof why);
+    amldist__secret_clear(&s);
+    if (got < 0) {
+        msg("%s; no worker started", why);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (got > 0 || !several)
+        return -1;
+    if (require) {
+        msg("AMLDIST_REQUIRE_SECRET=1 and this job of several nodes has no "
+            "secret: refused; make one with amlrun --make-secret (every "
+            "node must have the same file), or set AMLDIST_JOB_TOKEN_FILE or "
+            "AMLDIST_JOB_TOKEN on every node; no worker started");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (notice)
+        msg("note: no secret: this job's control plane and bootstrap are "
+            "open to anyone who can reach their ports; amlrun --make-secret "
+            "closes them (see amldist_rdzv(3), SECURITY)");
+    return -1;
+}
+
+int job_secret_make(void)
+{
+    char path[300], why[600];
+    int rc = amldist__secret_make(path, sizeof path, why, sizeof why);
+    if (rc < 0) {
+        msg("--make-secret: %s", why);
+        return AMLRUN_EXIT_SYSTEM;
+    }
+    if (rc > 0) {
+        msg("--make-secret: %s", why);
+        return 1;
+    }
+    printf("%s\n", path);
+    return 0;
 }

@@ -17,6 +17,7 @@ void policy_init(struct policy *p, int max_restarts)
     p->start_status = -1;
     p->hung = 0;
     p->timed_out = 0;
+    p->peer_stopped = 0;
 }
 
 void policy_attempt(struct policy *p)
@@ -25,6 +26,7 @@ void policy_attempt(struct policy *p)
     p->fail = -1;
     p->fail_status = 0;
     p->hung = 0;
+    p->peer_stopped = 0;
 }
 
 /* RUNNING -> STOPPING: the stop sequence; in any other phase the workers
@@ -54,7 +56,10 @@ enum action policy_start_failed(struct policy *p, int status)
 
 enum action policy_peer_stop(struct policy *p)
 {
-    return begin_stop(p);
+    enum action a = begin_stop(p);
+    if (a == ACT_STOP)
+        p->peer_stopped = 1;
+    return a;
 }
 
 enum action policy_stop_signal(struct policy *p, int sig, int live)

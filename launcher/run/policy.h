@@ -51,6 +51,8 @@ struct policy {
     int start_status; /* amlrun's exit status after a failed start, -1 */
     int hung;         /* the attempt hung (--hang-timeout) */
     int timed_out;    /* the job ran out of --timeout: it ends */
+    int peer_stopped; /* the attempt's workers were stopped while running
+                         for the control plane's host */
 };
 
 void policy_init(struct policy *p, int max_restarts);
@@ -63,7 +65,8 @@ void policy_attempt(struct policy *p);
 enum action policy_failed(struct policy *p, int worker, int status);
 /* A worker could not start; the job ends with exit status `status`. */
 enum action policy_start_failed(struct policy *p, int status);
-/* The control plane's host ordered every node's workers stopped. */
+/* The control plane's host ordered every node's workers stopped (or ended
+ * the job): p->peer_stopped when they were running. */
 enum action policy_peer_stop(struct policy *p);
 /* Stop signal `sig` with `live` workers running.  The first ends the job:
  * ACT_STOP, or ACT_PASS when the workers stop already.  A later one is

@@ -432,6 +432,28 @@ void report_root_cause(struct job *j)
         rundir_keep(j->rd);
 }
 
+/* Another node's failure text: its first line as it is, each line after
+ * it in amlrun's block margin, whatever it begins with (that node's own
+ * "amlrun: " lines, its root cause block's head, indented into it).  The
+ * library has escaped its control characters (amldist_rdzv(3)), so with
+ * the margin no line of it can pass for one of amlrun's own. */
+static void put_margined(FILE *m, const char *text)
+{
+    static const char margin[] = "amlrun:   ";
+    size_t n = strcspn(text, "\n");
+    fprintf(m, "%.*s\n", (int)n, text);
+    for (text += n; *text == '\n' && text[1]; text += n) {
+        const char *line = ++text, *pre = margin;
+        n = strcspn(text, "\n");
+        if (!strncmp(line, margin, sizeof margin - 1))
+            pre = ""; /* in the margin already */
+        else if (!strncmp(line, "amlrun:", 7))
+            for (line += 7; *line == ' '; line++) {
+            } /* its own prefix, dropped */
+        fprintf(m, "%s%.*s\n", pre, (int)(n - (size_t)(line - text)), line);
+    }
+}
+
 void report_job(const struct job *j, int status)
 {
     amldist_rdzv_t *rz = j->s->rz;
@@ -439,19 +461,33 @@ void report_job(const struct job *j, int status)
         return;
     int node0 = amldist_rdzv_node_rank(rz) == 0;
     if (node0 || status == AMLDIST_RDZV_STATUS_LOST) {
-        const char *f = amldist_rdzv_failure(rz);
-        size_t n = strlen(f) + 128;
-        char *text = malloc(n);
-        if (text) {
-            snprintf(text, n, "amlrun: job failed (exit status %d): first "
-                     "failure: %s%s", status, f,
-                     *f && f[strlen(f) - 1] == '\n' ? "" : "\n");
-            (void)write_all(2, text, strlen(text));
+        char *text = NULL;
+        size_t size = 0;
+        FILE *m = open_memstream(&text, &size);
+        if (m) {
+            fprintf(m, "amlrun: job failed (exit status %d): first failure: ",
+                    status);
+            put_margined(m, amldist_rdzv_failure(rz));
+            /* One write: the block stays whole beside other writers. */
+            if (fclose(m) == 0)
+                (void)write_all(2, text, size);
         }
         free(text);
     }
     if (!node0 && j->local_block)
         (void)write_all(2, j->local_block, strlen(j->local_block));
+}
+
+void report_not_done(const struct job *j, int status)
+{
+    const char *why = amldist_rdzv_stop_reason(j->s->rz);
+    msg("the job's host at %s ended the job as a success, but this node's "
+        "workers did not all succeed (%s): exit status %d%s%s",
+        j->s->env->ctl->endpoint,
+        j->p.peer_stopped ? "amlrun stopped them for the host"
+                          : "they failed or were stopped here",
+        status, why && *why ? "; the host's reason: " : "",
+        why && *why ? why : "");
 }
 
 void report_slurm_stop(const struct job *j, int status)

@@ -62,6 +62,10 @@ void report_job(const struct job *j, int status);
 /* The end of a job that a hang or --timeout ended (no control plane):
  * one line, and for an agent above amlrun its error file. */
 void report_hang_end(const struct job *j, int status);
+/* The host said the job succeeded, but this node's workers did not all
+ * succeed (stopped for the host, failed, or stopped here): amlrun's exit
+ * status is `status`, never 0, and this line says why. */
+void report_not_done(const struct job *j, int status);
 /* With -v: why a node stopped by SIGTERM in a Slurm step exits 1. */
 void report_slurm_stop(const struct job *j, int status);
 

@@ -505,7 +505,16 @@ int supervise(const struct job_spec *s)
     if (s->rz) {
         status = rz_next == 0 ? amldist_rdzv_exit_status(s->rz)
                               : AMLRUN_EXIT_SYSTEM;
-        report_job(&j, status);
+        /* Never 0 for workers that did not all succeed here: a host that
+         * says the job succeeded while it had them stopped (an impostor's
+         * FINISH 0) is not believed. */
+        int mine = policy_status(&j.p);
+        if (status == 0 && (mine != 0 || j.p.peer_stopped)) {
+            status = mine ? mine : AMLDIST_RDZV_STATUS_LOST;
+            report_not_done(&j, status);
+        } else {
+            report_job(&j, status);
+        }
     } else {
         status = policy_status(&j.p);
         if (j.p.start_status < 0 && j.p.fail >= 0)

@@ -82,7 +82,7 @@ typedef struct {
     int port;
     int timeout_ms;
     uint64_t token;
-    char token_source[64]; /* "AMLDIST_JOB_TOKEN", ... for messages */
+    char token_source[320]; /* "AMLDIST_JOB_TOKEN", a path... for messages */
     uint32_t round;        /* the number of this call, same on all ranks */
     /* Barrier mode: rank 0 hands the blob out only once every rank has
      * checked in, and a rank that cannot go on checks in with FAIL, so that

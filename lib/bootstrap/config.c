@@ -12,7 +12,7 @@
 #include "util/secret.h"
 
 /* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
- * attacker (the exchange is as open as PyTorch's TCPStore). */
+ * attacker (the job's secret and the channel do that: net/chan.h). */
 uint64_t amldist__bs_hash(const char *s, uint64_t h)
 {
     for (; *s; s++)
@@ -45,11 +45,6 @@ int amldist__bs_token(const char *explicit_token, const char *host, int port,
                                  "bootstrap token in the options is empty");
         *token = amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
         amldist__strlcpy(source, "the options", source_size);
-        return 0;
-    }
-    if ((v = env("AMLDIST_JOB_TOKEN"))) {
-        *token = amldist__bs_hash(v, AMLDIST__BS_HASH_START);
-        amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", source_size);
         return 0;
     }
     uint64_t h = amldist__bs_hash("amldist-bootstrap", AMLDIST__BS_HASH_START);
@@ -158,7 +153,7 @@ int amldist__bs_secure(amldist__bs_params_t *p)
     char why[400];
     int have = amldist__secret_load(&secret, why, sizeof why);
     if (have < 0)
-        return amldist__fail(AMLDIST_EDENIED, "rank %d: bootstrap: %s",
+        return amldist__fail(AMLDIST_EINVAL, "rank %d: bootstrap: %s",
                              p->rank, why);
     if (have == 0)
         return 0;
@@ -172,8 +167,11 @@ int amldist__bs_secure(amldist__bs_params_t *p)
                              "be loaded or failed (install libssl3)",
                              p->rank);
     p->secure = 1;
-    /* The secret's digest never goes on the wire: the channel proves it. */
-    if (!strcmp(p->token_source, "AMLDIST_JOB_TOKEN")) {
+    /* The secret names the job, as AMLDIST_JOB_TOKEN did before it was a
+     * secret (ranks whose launchers' variables differ still agree), and
+     * neither it nor a digest of it goes on the wire: the channel proves
+     * it, the token is 0. */
+    if (strcmp(p->token_source, "the options") != 0) {
         p->token = 0;
         amldist__strlcpy(p->token_source, "the job's secret",
                          sizeof p->token_source);

@@ -96,7 +96,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     char why[400];
     int have = amldist__secret_load(&secret, why, sizeof why);
     if (have < 0)
-        return amldist__fail(AMLDIST_EDENIED, "rendezvous: %s", why);
+        return amldist__fail(AMLDIST_EINVAL, "rendezvous: %s", why);
     if (have > 0) {
         rc = amldist__chan_keys(&c->keys, "rdzv", secret.bytes, secret.len);
         amldist__strlcpy(c->secret_source, secret.source,
@@ -109,8 +109,9 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                                  "libssl3)");
         c->secure = 1;
     }
-    c->token = amldist__rz_token(o->token, o->endpoint, c->secure,
-                                 c->token_source, sizeof c->token_source);
+    if ((rc = amldist__rz_token(o->token, o->endpoint, c->secure, &c->token,
+                                c->token_source, sizeof c->token_source)) < 0)
+        return rc;
     c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);
     if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
         (ssize_t)sizeof r->agent)

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/portowner.h"
 #include "rdzv/handle.h"
 
 /* A port nobody listens on now (the kernel's pick); 0 when none. */
@@ -95,6 +96,18 @@ int amldist__rz_maybe_host(amldist_rdzv_t *r)
     if (amldist__net_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
                                  &err) < 0)
         return 0; /* another agent's: join as a client */
+    /* The port is this machine's and held: only a process of this user's
+     * (another agent of the job) is joined, never another user's, which
+     * could have bound it first to pass for the job's host. */
+    unsigned uid;
+    if (nfds == 0 && err == EADDRINUSE &&
+        amldist__net_port_stranger(r->ep_port, (unsigned)geteuid(), &uid))
+        return amldist__fail(AMLDIST_EDENIED, "rendezvous endpoint %s: its "
+                             "port on this machine is held by uid %u, not by "
+                             "this user (uid %u): refused, not joined (a "
+                             "process of another user may pass for the "
+                             "job's host; free the port or give another)",
+                             r->endpoint, uid, (unsigned)geteuid());
     if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
                       amldist__net_listen(r->ep_host, r->ep_port, fds, 8,
                                           &nfds, NULL, 0) < 0))

@@ -129,7 +129,7 @@ typedef struct {
         dead_ms;
     int master_port;                  /* > 0: fixed */
     char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
-    char token_source[64];
+    char token_source[320];
     /* The job's secret (util/secret.h): every connection is the channel's
      * (net/chan.h), and the JOIN's token never derives from the secret. */
     int secure;
@@ -191,10 +191,10 @@ int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
 
 /* The token both sides expect: the options', else with the job's secret
- * (`secure`) 0 (the channel proves the secret), else AMLDIST_JOB_TOKEN's
- * digest, else one derived from the endpoint. */
-uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           int secure, char *source, size_t size);
+ * (`secure`; the caller loaded it) 0, since the channel proves the secret,
+ * else one derived from the endpoint.  0 (always, today). */
+int amldist__rz_token(const char *explicit_token, const char *endpoint,
+                      int secure, uint64_t *token, char *source, size_t size);
 /* A connection (net/conn.h) of the control plane on fd, the channel's
  * when the job has a secret; 0, or -1 (fd closed). */
 int amldist__rz_conn_open(amldist__conn_t *c, int fd,

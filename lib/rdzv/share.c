@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rdzv/handle.h"
+#include "util/escape.h"
 
 /* One machine for GPU purposes is one boot of one kernel: network
  * namespaces and containers of a host share /proc's boot id (and the
@@ -111,7 +112,7 @@ void amldist__rz_note_round(amldist_rdzv_t *r)
 
 /* The host's line on the forming round, for whoever reads the note
  * descriptor (amlrun's stderr): one write, so that lines do not mix, and
- * only printable characters, whatever the host sent. */
+ * its control characters escaped, whatever the host sent. */
 void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
                            uint32_t len)
 {
@@ -119,8 +120,10 @@ void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
     if (r->note_fd < 0)
         return;
     size_t n = (size_t)snprintf(line, sizeof line, "%s", r->note_prefix);
-    for (uint32_t i = 0; i < len && n + 2 < sizeof line; i++)
-        line[n++] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+    if (n > sizeof line - 2)
+        n = sizeof line - 2;
+    n += amldist__escape(line + n, sizeof line - 1 - n, p, len,
+                         AMLDIST__ESC_ONE_LINE);
     line[n++] = '\n';
     while (write(r->note_fd, line, n) < 0 && errno == EINTR) {
     }

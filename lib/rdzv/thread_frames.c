@@ -1,13 +1,16 @@
 /*
  * The host's frames as the agent's thread receives them, turned into the
  * state the caller reads (handle.h's `sh`, under `mu`): a new round, a
- * stop, the job's end, a refusal.
+ * stop, the job's end, a refusal.  Their text is another process's: its
+ * control characters are escaped here (util/escape.h), so that nothing
+ * that prints it can be made to print a line of its own.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rdzv/handle.h"
+#include "util/escape.h"
 
 static int refusal_code(uint32_t reason)
 {
@@ -47,25 +50,30 @@ void amldist__rz_on_frame(amldist_rdzv_t *r, unsigned type,
     case AMLDIST__RZ_STOP:
         if (r->sh.state == C_RUNNING &&
             (int)amldist__net_get_u32(p) == r->sh.next.round) {
-            size_t n = len - 4;
-            memcpy(r->sh.stop_why, p + 4, n);
-            r->sh.stop_why[n] = '\0';
+            amldist__escape(r->sh.stop_why, sizeof r->sh.stop_why, p + 4,
+                            len - 4, AMLDIST__ESC_ONE_LINE);
             r->sh.state = C_STOP;
             amldist__rz_signal_caller(r);
         }
         break;
     case AMLDIST__RZ_FINISH: {
-        char *text = malloc(len - 4 + 1);
-        if (text) {
-            memcpy(text, p + 4, len - 4);
-            text[len - 4] = '\0';
-        }
+        /* A failure summary keeps its lines (the caller prints each in
+         * its margin); the error message is one line. */
+        size_t size = 4 * (size_t)(len - 4) + 1;
+        char *text = malloc(size);
+        if (text)
+            amldist__escape(text, size, p + 4, len - 4,
+                            AMLDIST__ESC_KEEP_NEWLINES);
         if (!r->sh.have_next && !r->sh.err) {
             r->sh.err = AMLDIST_EDENIED;
-            snprintf(r->sh.errmsg, sizeof r->sh.errmsg, "rendezvous at %s: "
-                     "the job ended before this node got a round%s%s",
-                     r->endpoint, text && *text ? ": " : "",
-                     text ? text : "");
+            int k = snprintf(r->sh.errmsg, sizeof r->sh.errmsg,
+                             "rendezvous at %s: the job ended before this "
+                             "node got a round%s", r->endpoint,
+                             len > 4 ? ": " : "");
+            if (k > 0 && (size_t)k < sizeof r->sh.errmsg)
+                amldist__escape(r->sh.errmsg + k, sizeof r->sh.errmsg -
+                                (size_t)k, p + 4, len - 4,
+                                AMLDIST__ESC_ONE_LINE);
         }
         amldist__rz_set_over(r, (int)(amldist__net_get_u32(p) & 0xff),
                              text ? text : "(out of memory)");
@@ -81,10 +89,8 @@ void amldist__rz_on_frame(amldist_rdzv_t *r, unsigned type,
                              ? "rendezvous at %s: "
                              : "rendezvous at %s refused this node: ",
                          r->endpoint);
-        if (n > sizeof r->sh.errmsg - (size_t)k - 1)
-            n = sizeof r->sh.errmsg - (size_t)k - 1;
-        memcpy(r->sh.errmsg + k, p + 4, n);
-        r->sh.errmsg[(size_t)k + n] = '\0';
+        n = amldist__escape(r->sh.errmsg + k, sizeof r->sh.errmsg - (size_t)k,
+                            p + 4, n, AMLDIST__ESC_ONE_LINE);
         if (reason == AMLDIST__RZ_R_TOKEN)
             snprintf(r->sh.errmsg + k + n, sizeof r->sh.errmsg - (size_t)k - n,
                      "; this node's comes from %s", r->cfg.token_source);

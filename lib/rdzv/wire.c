@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rdzv/rdzv_internal.h"
+#include "util/secret.h"
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
@@ -97,30 +98,29 @@ int amldist__rz_conn_open(amldist__conn_t *c, int fd,
     return 0;
 }
 
-uint64_t amldist__rz_token(const char *explicit_token, const char *endpoint,
-                           int secure, char *source, size_t size)
+int amldist__rz_token(const char *explicit_token, const char *endpoint,
+                      int secure, uint64_t *token, char *source, size_t size)
 {
-    /* The secret's digest never goes on the wire: the channel proves it. */
-    const char *v = secure ? NULL : getenv("AMLDIST_JOB_TOKEN");
     if (explicit_token) {
         amldist__strlcpy(source, "the options", size);
-        return amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
+        *token = amldist__bs_hash(explicit_token, AMLDIST__BS_HASH_START);
+        return 0;
     }
-    if (v && *v) {
-        amldist__strlcpy(source, "AMLDIST_JOB_TOKEN", size);
-        return amldist__bs_hash(v, AMLDIST__BS_HASH_START);
-    }
-    /* The secret names the job: nodes may reach the endpoint by other
-     * names (a proxy, a load balancer). */
+    /* The job's secret (util/secret.h, loaded by the caller): the channel
+     * proves it, so neither it nor a digest of it goes on the wire, and it
+     * names the job (nodes may reach the endpoint by other names: a proxy,
+     * a load balancer). */
     if (secure) {
         amldist__strlcpy(source, "the job's secret", size);
+        *token = 0;
         return 0;
     }
     /* Same endpoint, same job: what every node's command line says alike.
      * The run id is not in it, so that another one is refused as such. */
     amldist__strlcpy(source, "the endpoint", size);
-    return amldist__bs_hash(endpoint,
-                            amldist__bs_hash("amldist-rdzv|", AMLDIST__BS_HASH_START));
+    *token = amldist__bs_hash(endpoint, amldist__bs_hash("amldist-rdzv|",
+                                                         AMLDIST__BS_HASH_START));
+    return 0;
 }
 
 int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n)
@@ -206,10 +206,14 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
             *why = "ASSIGN with an impossible GPU share";
             return -1;
         }
-    if (memchr(p + AMLDIST__RZ_ASSIGN_HEAD, '\0', alen)) {
-        free(n.nproc);
-        *why = "ASSIGN with a NUL in the address";
-        return -1;
+    for (uint32_t i = 0; i < alen; i++) {
+        unsigned char c = p[AMLDIST__RZ_ASSIGN_HEAD + i];
+        if (c <= 0x20 || c >= 0x7f) {
+            free(n.nproc);
+            *why = "ASSIGN with a NUL, a space or a control character in "
+                   "the address";
+            return -1;
+        }
     }
     free(out->nproc);
     *out = n;

@@ -27,4 +27,14 @@ int amldist__secret_load(amldist__secret_t *out, char *why, size_t why_size);
 /* Overwrite the secret's bytes (explicit_bzero). */
 void amldist__secret_clear(amldist__secret_t *s);
 
+/* The user's secret file: ${XDG_CONFIG_HOME:-~/.config}/amldist/secret (a
+ * relative XDG_CONFIG_HOME is ignored, as the XDG rules say).  0, or -1
+ * when no home is known or the path does not fit. */
+int amldist__secret_path(char *buf, size_t size);
+/* Create that file (amlrun --make-secret): missing directories 0700, the
+ * file 0600 with O_EXCL, 32 random bytes from getrandom() as 64 lower-case
+ * hex digits and a newline.  0 made (its path in `path`), 1 when it exists
+ * already (never overwritten), -1 on error; `why` says which, one line. */
+int amldist__secret_make(char *path, size_t size, char *why, size_t why_size);
+
 #endif /* AMLDIST_UTIL_SECRET_H */

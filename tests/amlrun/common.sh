@@ -23,6 +23,16 @@ wait_for() {
     done
 }
 
+# wait_line FILE TEXT [SEC]: until FILE has a line TEXT, or SEC s (default
+# 60); 1 when it did not come.
+wait_line() {
+    local end=$((SECONDS + ${3:-60}))
+    until grep -qx "$2" "$1" 2>/dev/null; do
+        [ "$SECONDS" -lt "$end" ] || return 1
+        sleep 0.05
+    done
+}
+
 # A TCP port nobody listens on, for MASTER_PORT (tests run side by side).
 free_port() {
     "$TORCH_PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

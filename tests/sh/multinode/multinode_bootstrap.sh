@@ -40,6 +40,12 @@ check "standalone amlrun on each: node 0 ends with the job's success line" \
     grep -q '^amlrun: 4 ranks exited 0 in [0-9.]* s (restarts 0)$' "$TEST_TMP/e0"
 check "standalone amlrun on each: node 1 prints none" \
     sh -c "! grep -q 'exited 0 in' '$TEST_TMP/e1'"
+# Without a secret, each node's amlrun says once that the plane is open.
+for n in 0 1; do
+    expect_eq "no secret: n$n's amlrun says once that the plane is open, nothing else" \
+        "$(grep -v '^amlrun: 4 ranks exited 0 in' "$TEST_TMP/e$n" | sed 's/;.*//')" \
+        "amlrun: note: no secret: this job's control plane and bootstrap are open to anyone who can reach their ports"
+done
 
 # The same with the job's secret (issue 21): every connection the channel's.
 SECRET=bs-secret-$RANDOM$RANDOM

@@ -154,6 +154,26 @@ static void test_control_plane(void)
     CHECK_INT_EQ(p.restarts, 2);
 }
 
+/* Workers stopped while running for the host are marked, for the end of
+ * the job: a host that then says the job succeeded is not believed.  Not
+ * when they had ended already; not in the next attempt. */
+static void test_peer_stopped(void)
+{
+    struct policy p;
+    policy_init(&p, 1);
+    policy_attempt(&p);
+    CHECK_INT_EQ(p.peer_stopped, 0);
+    CHECK_INT_EQ(policy_peer_stop(&p), ACT_STOP);
+    CHECK_INT_EQ(p.peer_stopped, 1);
+    CHECK_INT_EQ(policy_ended(&p, 1, 0), PHASE_WAITING);
+    CHECK_INT_EQ(policy_round(&p, 1, 1), PHASE_RESTARTING);
+    policy_attempt(&p);
+    CHECK_INT_EQ(p.peer_stopped, 0);
+    CHECK_INT_EQ(policy_ended(&p, 1, 0), PHASE_WAITING);
+    CHECK_INT_EQ(policy_peer_stop(&p), ACT_NONE); /* they had ended */
+    CHECK_INT_EQ(p.peer_stopped, 0);
+}
+
 static void test_abort(void)
 {
     struct policy p;
@@ -237,6 +257,7 @@ int main(void)
     RUN(test_no_restart);
     RUN(test_stop_signals);
     RUN(test_control_plane);
+    RUN(test_peer_stopped);
     RUN(test_abort);
     RUN(test_hang);
     RUN(test_stopped_status);

@@ -1924,7 +1924,7 @@ static amldist__rz_join_t join_fields(uint64_t run, uint32_t nodes)
 {
     char src[64];
     amldist__rz_join_t j = {0};
-    j.token = amldist__rz_token(TOKEN, "unused", 0, src, sizeof src);
+    CHECK_INT_EQ(amldist__rz_token(TOKEN, "unused", 0, &j.token, src, sizeof src), 0);
     j.agent = 0x1234567890abcdefull ^ (uint64_t)now_ms();
     j.run = run;
     j.round = 0;
@@ -3041,6 +3041,62 @@ static void test_secret_mismatch(void)
     unsetenv("AMLDIST_JOB_TOKEN");
 }
 
+/* A host's texts with control characters (a STOP reason, a FINISH's
+ * failure text, a REFUSE): the caller gets them escaped, so that nothing
+ * that prints them prints a line of its own or a terminal's escape. */
+static const char hostile_text[] = "x\r\n\033[2Jamlrun: fake\033]0;t\007\177";
+
+static void test_fake_host_control_chars(void)
+{
+    int *got_done = shared_int();
+    setup();
+    int port = pick_port();
+    unsigned char f[512];
+    size_t tl = sizeof hostile_text - 1;
+    size_t len = assign_frame(f, 0, 1, 0, 0);
+    amldist__frame_put_header(f + len, AMLDIST__RZ_STOP, 4 + (uint32_t)tl);
+    amldist__net_put_u32(f + len + AMLDIST__FRAME_HEADER_LEN, 0);
+    memcpy(f + len + AMLDIST__FRAME_HEADER_LEN + 4, hostile_text, tl);
+    len += AMLDIST__FRAME_HEADER_LEN + 4 + tl;
+    amldist__frame_put_header(done_reply, AMLDIST__RZ_FINISH, 4 + (uint32_t)tl);
+    amldist__net_put_u32(done_reply + AMLDIST__FRAME_HEADER_LEN, 9);
+    memcpy(done_reply + AMLDIST__FRAME_HEADER_LEN + 4, hostile_text, tl);
+    done_reply_len = AMLDIST__FRAME_HEADER_LEN + 4 + tl;
+    pid_t fh = fake_host(port, f, len, got_done);
+    spec_t s = fake_spec(port, 3000);
+    s.act[0] = ACT_WAIT;
+    s.wait_ms = 5000;
+    reap_ms = 10000;
+    pid_t pid = start(&s, 0);
+    reap(pid, 0);
+    kill_wait(fh);
+    done_reply_len = 0;
+    slot_t *a = &sh->a[0];
+    CHECK_INT_EQ(a->join_rc, 0);
+    CHECK_STR_EQ(a->r[0].stop_why,
+                 "x\\x0d\\x0a\\x1b[2Jamlrun: fake\\x1b]0;t\\x07\\x7f");
+    CHECK_INT_EQ(a->exit_status, 9);
+    /* The failure text keeps its lines (amlrun prints each after the
+     * first in its margin), nothing else. */
+    CHECK_STR_EQ(a->failure,
+                 "x\\x0d\n\\x1b[2Jamlrun: fake\\x1b]0;t\\x07\\x7f");
+}
+
+/* A REFUSE's text, the error message of a join: one line. */
+static void test_fake_host_refuse_control_chars(void)
+{
+    unsigned char f[256];
+    size_t tl = sizeof hostile_text - 1;
+    amldist__frame_put_header(f, AMLDIST__RZ_REFUSE, 4 + (uint32_t)tl);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN, AMLDIST__RZ_R_PROTO);
+    memcpy(f + AMLDIST__FRAME_HEADER_LEN + 4, hostile_text, tl);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4 + tl, "REFUSE with controls", 1);
+    const char *e = sh->a[0].join_err;
+    CHECK_STR_HAS(e, "x\\x0d\\x0a\\x1b[2Jamlrun: fake\\x1b]0;t\\x07\\x7f");
+    for (const char *c = e; *c; c++)
+        CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3056,6 +3112,8 @@ int main(int argc, char **argv)
     unsetenv("AMLDIST_JOB_TOKEN");
     unsetenv("AMLDIST_BOOTSTRAP_TIMEOUT");
     RUNF(test_options_invalid);
+    RUNF(test_fake_host_control_chars);
+    RUNF(test_fake_host_refuse_control_chars);
     RUNF(test_null_handle);
     RUNF(test_single_node);
     RUNF(test_single_node_any_port);
