@@ -107,7 +107,7 @@ else
 fi
 rc=0
 AMLDIST_JOB_TOKEN_FILE=$good "${A[@]}" --nproc-per-node 1 --no-python true >/dev/null 2>"$d/ok.err" || rc=$?
-expect_eq "a good AMLDIST_JOB_TOKEN_FILE: the job runs, nothing said" "$rc:$(cat "$d/ok.err")" "0:"
+expect_eq "a good AMLDIST_JOB_TOKEN_FILE: the job runs, nothing said" "$rc:$(no_success_line <"$d/ok.err")" "0:"
 
 # ---- another local user ------------------------------------------------------
 if [ "$have_stranger" = 1 ]; then
@@ -163,13 +163,13 @@ note="amlrun: note: no secret: this job's control plane and bootstrap are open t
 export XDG_CONFIG_HOME=$d/none
 two 29800
 expect_eq "two nodes without a secret: both succeed" "$RC0 $RC1" "0 0"
-expect_eq "two nodes without a secret: node 0 says once that the plane is open" "$(cat "$d/n0.err")" "$note"
-expect_eq "two nodes without a secret: node 1 says it once too" "$(cat "$d/n1.err")" "$note"
+expect_eq "two nodes without a secret: node 0 says once that the plane is open" "$(no_success_line <"$d/n0.err")" "$note"
+expect_eq "two nodes without a secret: node 1 says it once too" "$(no_success_line <"$d/n1.err")" "$note"
 two 29810 -q
 expect_eq "two nodes without a secret, -q: no note" "$RC0 $RC1:$(cat "$d/n0.err" "$d/n1.err")" "0 0:"
 rc=0
 "${A[@]}" --nproc-per-node 1 --no-python true 2>"$d/one.err" || rc=$?
-expect_eq "one node without a secret: no note" "$rc:$(cat "$d/one.err")" "0:"
+expect_eq "one node without a secret: no note" "$rc:$(no_success_line <"$d/one.err")" "0:"
 rc=0
 AMLDIST_REQUIRE_SECRET=1 $T "${A[@]}" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
     --master-port 29820 --nproc-per-node 1 --no-python touch "$d/ran" >/dev/null 2>"$d/req.err" || rc=$?
@@ -187,7 +187,7 @@ check "AMLDIST_REQUIRE_SECRET=yes: a usage error naming the value" \
 export XDG_CONFIG_HOME=$d/cfg
 AMLDIST_REQUIRE_SECRET=1 two 29830
 expect_eq "AMLDIST_REQUIRE_SECRET=1 with the XDG secret: the job runs, no note" \
-    "$RC0 $RC1:$(cat "$d/n0.err" "$d/n1.err")" "0 0:"
+    "$RC0 $RC1:$(cat "$d/n0.err" "$d/n1.err" | no_success_line)" "0 0:"
 AMLDIST_JOB_TOKEN_FILE=$good two 29840
 expect_eq "with AMLDIST_JOB_TOKEN_FILE on both nodes: the job runs, no note" \
-    "$RC0 $RC1:$(cat "$d/n0.err" "$d/n1.err")" "0 0:"
+    "$RC0 $RC1:$(cat "$d/n0.err" "$d/n1.err" | no_success_line)" "0 0:"

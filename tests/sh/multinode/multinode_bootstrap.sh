@@ -50,9 +50,9 @@ done
 # The same with the job's secret (issue 21): every connection the channel's.
 SECRET=bs-secret-$RANDOM$RANDOM
 AMLDIST_JOB_TOKEN=$SECRET on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
-    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>&1 &
+    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>"$TEST_TMP/s0" &
 AMLDIST_JOB_TOKEN=$SECRET on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
-    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>&1
+    --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>"$TEST_TMP/s1"
 wait
 bcast_ok "bootstrap bcast across nodes: standalone amlrun on each, with a secret" \
     "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"

@@ -103,6 +103,8 @@ while read -r opt meta; do
         --hostfile | --hosts | --node-rank) continue ;;
         # refused in every mode (torchrun 2.x's Python plug-in)
         --logs-specs) continue ;;
+        # ask a running job (amlrun --status/--stacks [JOB]): no job to start
+        --stacks | --status*) continue ;;
     esac
     val=$(value_for "$meta")
     # a LIST of signals, not of ranks
@@ -116,7 +118,7 @@ while read -r opt meta; do
     done
 done <<<"$valued"
 for opt in $flags; do
-    case $opt in --dry-run | --topo | --help | --version | --make-secret) continue ;; esac
+    case $opt in --dry-run | --topo | --help | --version | --make-secret | --status) continue ;; esac
     for spelling in "$opt" "--$(tr - _ <<<"${opt#--}")"; do
         got=$(dry "$AMLRUN" --hosts a,b --dry-run "$spelling" t 2>&1)
         expect_eq "head-node mode: $spelling t: a flag takes no value" \
