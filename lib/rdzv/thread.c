@@ -202,6 +202,9 @@ static int poll_timeout(const amldist_rdzv_t *r, int connecting)
         if (h < t)
             t = h;
     }
+    long long p = amldist__rz_plane_wake(r);
+    if (p >= 0 && p < t)
+        t = p;
     if (t <= now)
         return 0;
     return t - now > 60000 ? 60000 : (int)(t - now);
@@ -254,6 +257,8 @@ void *amldist__rz_thread_main(void *arg)
         if (state == C_CONNECTING && !closing)
             amldist__rz_try_connect(r);
         send_queued(r);
+        if (r->c.fd >= 0)
+            amldist__rz_plane_io(r);
         if (r->c.fd >= 0)
             amldist__loop_events(r->loop, r->c.fd, (short)(POLLIN |
                                  (r->c.out_off < r->c.out_len ? POLLOUT : 0)));
