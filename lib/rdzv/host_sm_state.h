@@ -52,7 +52,7 @@ struct amldist__rz_gather {
     uint32_t id, tag, topic;
     void *asker;         /* NULL: nobody to tell any more */
     long long deadline;  /* ms */
-    unsigned char arg[AMLDIST__RZ_ARG_MAX];
+    unsigned char arg[AMLDIST__RZ_ARG_MAX], end_arg[AMLDIST__RZ_ARG_MAX];
     size_t arg_len;
     struct amldist__rz_gentry *e;
     int n;

@@ -72,10 +72,15 @@ static void result(amldist__rz_sm_t *sm, struct amldist__rz_gather *g,
 static void finish(amldist__rz_sm_t *sm, struct amldist__rz_gather *g,
                    uint32_t flags)
 {
+    /* The END's data outlives the slot's reuse within the step. */
+    memcpy(g->end_arg, g->arg, g->arg_len);
     result(sm, g, AMLDIST__RZ_NONE, AMLDIST__RZ_NONE,
-           AMLDIST__RZ_G_END | flags, g->arg, g->arg_len);
+           AMLDIST__RZ_G_END | flags, g->end_arg, g->arg_len);
     free(g->e);
-    memset(g, 0, sizeof *g);
+    g->e = NULL;
+    g->used = 0;
+    g->n = 0;
+    g->total = 0;
 }
 
 static void finish_if_over(amldist__rz_sm_t *sm, struct amldist__rz_gather *g)
