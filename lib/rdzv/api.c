@@ -233,6 +233,7 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     amldist_rdzv_t *r = calloc(1, sizeof *r);
     if (!r)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
+    amldist__rz_clock_reload();
     r->wake[0] = r->wake[1] = r->efd = r->gfd = r->try_fd = -1;
     r->c.fd = -1;
     r->cur.round = -1;

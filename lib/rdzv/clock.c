@@ -18,20 +18,28 @@
 
 #include "rdzv/rdzv_internal.h"
 
+/* One process, one clock: read at each join (amldist__rz_clock_reload()),
+ * the same for every handle and the host. */
+static int64_t shift = INT64_MIN;
+
+void amldist__rz_clock_reload(void)
+{
+    const char *v = getenv("AMLDIST_TEST_CLOCK_SHIFT_MS");
+    char *end;
+    long long ms = v && *v ? strtoll(v, &end, 10) : 0;
+    __atomic_store_n(&shift,
+                     v && *v && !*end && ms > -86400000LL * 365 &&
+                             ms < 86400000LL * 365
+                         ? ms * 1000000LL
+                         : 0,
+                     __ATOMIC_RELAXED);
+}
+
 int64_t amldist__rz_clock_shift_ns(void)
 {
-    /* Read once: one process, one clock. */
-    static int64_t shift = INT64_MIN;
-    if (shift == INT64_MIN) {
-        const char *v = getenv("AMLDIST_TEST_CLOCK_SHIFT_MS");
-        char *end;
-        long long ms = v && *v ? strtoll(v, &end, 10) : 0;
-        shift = v && *v && !*end && ms > -86400000LL * 365 &&
-                        ms < 86400000LL * 365
-                    ? ms * 1000000LL
-                    : 0;
-    }
-    return shift;
+    if (__atomic_load_n(&shift, __ATOMIC_RELAXED) == INT64_MIN)
+        amldist__rz_clock_reload();
+    return __atomic_load_n(&shift, __ATOMIC_RELAXED);
 }
 
 int64_t amldist__rz_clock_ns(void)

@@ -129,7 +129,10 @@ start_gather(amldist__rz_sm_t *sm, void *asker, uint32_t tag, uint32_t topic,
         if ((size_t)sm->nacts == k + 1) {
             amldist__rz_action_t *a = &sm->acts[k];
             a->topic = topic;
-            a->node = asker ? node_of(member(sm, asker)) : AMLDIST__RZ_NONE;
+            /* A hang is the host's own question. */
+            a->node = topic == AMLDIST_RDZV_TOPIC_HANG
+                          ? AMLDIST__RZ_NONE
+                          : node_of(member(sm, asker));
             a->data = g->arg;
             a->len = g->arg_len;
         }

@@ -125,6 +125,8 @@ typedef struct {
  * read that much ahead, as another machine's would) (clock.c). */
 int64_t amldist__rz_clock_ns(void);
 int64_t amldist__rz_clock_shift_ns(void);
+/* Read the test shift again (amldist_rdzv_join()). */
+void amldist__rz_clock_reload(void);
 
 /* NTP's estimate of a peer's clock offset (clock.c), pure: the samples of
  * the last AMLDIST__RZ_CLOCK_SAMPLES exchanges. */

@@ -914,7 +914,7 @@ static void test_hang_per_rank_names_the_stalled(void)
     CHECK(q != NULL);
     if (q) {
         CHECK_INT_EQ(q->topic, AMLDIST_RDZV_TOPIC_HANG);
-        CHECK_INT_EQ(q->node, 0); /* the host's own node asks */
+        CHECK_INT_EQ(q->node, AMLDIST__RZ_NONE); /* the host asks */
         CHECK_INT_EQ(q->len, 12);
         CHECK_INT_EQ(amldist__net_get_u32(q->data), 3000);
         CHECK_INT_EQ(amldist__net_get_u32(q->data + 4), 1);
