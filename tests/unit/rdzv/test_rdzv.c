@@ -3166,6 +3166,125 @@ static void test_plane_hang_across_nodes(void)
     CHECK_DUMP(N);
 }
 
+/* The next frame of `type` from the host (others skipped), its payload in
+ * buf; a BEAT sent every 100 ms meanwhile, so that the raw member stays in
+ * the job.  The payload's length, or -1 when none came within ms. */
+static ssize_t raw_frame(int fd, unsigned want, unsigned char *buf,
+                         size_t size, int ms)
+{
+    long long end = now_ms() + (long long)ms * slow(), beat = 0;
+    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], beat_f[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(beat_f, AMLDIST__RZ_BEAT, 0);
+    for (;;) {
+        if (now_ms() >= beat) {
+            send_all(fd, beat_f, sizeof beat_f);
+            beat = now_ms() + 100;
+        }
+        if (now_ms() > end)
+            return -1;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 20) != 1)
+            continue;
+        if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
+            return -1;
+        unsigned type;
+        uint32_t len;
+        if (!frame_header(hdr, &type, &len) || len > size)
+            return -1;
+        if (len && recv(fd, buf, len, MSG_WAITALL) != (ssize_t)len)
+            return -1;
+        if (type == want)
+            return (ssize_t)len;
+    }
+}
+
+static void raw_send(int fd, unsigned type, const void *p, size_t len)
+{
+    unsigned char f[AMLDIST__FRAME_HEADER_LEN + 64];
+    amldist__frame_put_header(f, type, (uint32_t)len);
+    memcpy(f + AMLDIST__FRAME_HEADER_LEN, p, len);
+    CHECK_INT_EQ(send_all(fd, f, AMLDIST__FRAME_HEADER_LEN + len), 0);
+}
+
+static void raw_ask(int fd, uint32_t tag, uint32_t topic, uint32_t ms,
+                    const char *arg)
+{
+    unsigned char a[12 + 16];
+    amldist__net_put_u32(a, tag);
+    amldist__net_put_u32(a + 4, topic);
+    amldist__net_put_u32(a + 8, ms);
+    memcpy(a + 12, arg, strlen(arg));
+    raw_send(fd, AMLDIST__RZ_ASK, a, 12 + strlen(arg));
+}
+
+/* A raw member of a 2-node job beside a real host: an answer to a request
+ * never made goes nowhere; a hang asked by an agent is refused; its own
+ * gather gets the real node's answer and names the raw member, which
+ * never answers, missing; an answer chunk past the frame's bound drops
+ * it, and the real node hears its loss. */
+static void test_hostile_plane_member(void)
+{
+    enum { N = 1 };
+    spec_t s[N];
+    pid_t pids[N];
+    int port = new_job(s, N, 2);
+    set_plane(s, N, P_ANSWER);
+    start_host(s, pids, port);
+    amldist__rz_join_t j = join_fields(
+        amldist__bs_hash(RUN_ID, AMLDIST__BS_HASH_START), 2);
+    j.keepalive_ms = (uint32_t)s[0].o.keepalive_ms;
+    j.keepalive_misses = (uint32_t)s[0].o.keepalive_misses;
+    unsigned char f[256], buf[70000];
+    size_t len = join_frame(f, &j);
+    int fd = raw_connect(port);
+    CHECK_INT_EQ(send_all(fd, f, len), 0);
+    CHECK(raw_frame(fd, AMLDIST__RZ_ASSIGN, buf, sizeof buf, 10000) > 0);
+    unsigned char never[8 + 5];
+    amldist__net_put_u32(never, 4242);
+    amldist__net_put_u32(never + 4, AMLDIST__RZ_G_LAST);
+    memcpy(never + 8, "never", 5);
+    raw_send(fd, AMLDIST__RZ_ANSWER, never, sizeof never);
+    raw_ask(fd, 5, AMLDIST_RDZV_TOPIC_HANG, 0, "");
+    ssize_t n = raw_frame(fd, AMLDIST__RZ_RESULT, buf, sizeof buf, 5000);
+    CHECK(n == AMLDIST__RZ_RESULT_HEAD && amldist__net_get_u32(buf) == 5 &&
+          amldist__net_get_u32(buf + 16) ==
+              (AMLDIST__RZ_G_END | AMLDIST__RZ_G_REFUSED));
+    raw_ask(fd, 6, AMLDIST_RDZV_TOPIC_STATUS, 1000, "x");
+    n = raw_frame(fd, AMLDIST__RZ_QUERY, buf, sizeof buf, 5000);
+    CHECK(n == 13 && amldist__net_get_u32(buf + 4) == AMLDIST_RDZV_TOPIC_STATUS);
+    int answered = 0, missing = 0, end = 0;
+    while (!end && (n = raw_frame(fd, AMLDIST__RZ_RESULT, buf, sizeof buf,
+                                  5000)) >= AMLDIST__RZ_RESULT_HEAD) {
+        uint32_t node = amldist__net_get_u32(buf + 12),
+                 fl = amldist__net_get_u32(buf + 16);
+        CHECK_INT_EQ(amldist__net_get_u32(buf), 6);
+        end = (fl & AMLDIST__RZ_G_END) != 0;
+        if (fl & AMLDIST__RZ_G_MISSING)
+            missing += node == 1;
+        else if (!end)
+            answered += node == 0 && n == AMLDIST__RZ_RESULT_HEAD + 32 &&
+                        memcmp(buf + AMLDIST__RZ_RESULT_HEAD, "node 0 topic 3",
+                               14) == 0;
+        else
+            CHECK(n == AMLDIST__RZ_RESULT_HEAD + 1 &&
+                  buf[AMLDIST__RZ_RESULT_HEAD] == 'x');
+    }
+    CHECK(end && answered == 1 && missing == 1);
+    /* An ANSWER longer than a chunk may be: the host drops the member. */
+    unsigned char big[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(big, AMLDIST__RZ_ANSWER,
+                              8 + AMLDIST__RZ_CHUNK_MAX + 1);
+    send_all(fd, big, sizeof big);
+    CHECK(drain(fd, buf, sizeof buf, 5000 * slow()) >= 0);
+    close(fd);
+    reap_all(pids, N);
+    CHECK(sh->a[0].finished);
+    CHECK_INT_EQ(sh->a[0].pl.requests, 1);
+    CHECK_INT_EQ(sh->a[0].r[0].next_rc, 0);
+    CHECK_INT_EQ(sh->a[0].exit_status, AMLDIST_RDZV_STATUS_LOST);
+    CHECK_DUMP(N);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3241,6 +3360,7 @@ int main(int argc, char **argv)
     RUNF(test_plane_clock_offset);
     RUNF(test_plane_gather_missing_node);
     RUNF(test_plane_hang_across_nodes);
+    RUNF(test_hostile_plane_member);
     RUNF(test_fake_host_assign_then_stop);
     RUNF(test_fake_host_next_assign_then_stop);
     RUNF(test_fake_host_garbage);
