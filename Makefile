@@ -97,7 +97,7 @@ LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) -ldl -lpthread
 # part of the library; launcher/main.c and launcher/<component>/*.c make
 # amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
 # is one program.
-LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl
+LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl progress
 RUN_PARTS_DIRS := cli head run contain output
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
@@ -114,7 +114,7 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
 # the one monotonic clock).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)

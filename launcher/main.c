@@ -144,7 +144,8 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     /* Before the rendezvous: a log that cannot be opened is an error at
      * once, and the job's first event comes first. */
     struct eventlog *events = NULL;
-    if (o->result_json && result_check(o->result_json) < 0) {
+    if ((o->result_json && result_check("--result-json", o->result_json) < 0) ||
+        (o->hang_report && result_check("--hang-report", o->hang_report) < 0)) {
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }

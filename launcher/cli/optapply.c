@@ -294,6 +294,18 @@ static int on_term_timeout(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
+/* --hang-timeout, --timeout: a positive number of seconds (fractions
+ * allowed), at most a year. */
+static int on_positive_seconds(struct amlrun_opts *o, const struct handler *h,
+                               const char *name, const char *val)
+{
+    double t;
+    if (parse_seconds(val, 366 * 86400.0, &t) < 0 || !(t > 0))
+        return bad_value(name, *val ? val : "''", h->want);
+    *FIELD(o, h, double) = t;
+    return -1;
+}
+
 /* torchrun's agent polls its workers this often; amlrun's event loop
  * learns of an exit at once, so there is nothing to set. */
 static int on_monitor_interval(struct amlrun_opts *o, const struct handler *h,
@@ -489,6 +501,10 @@ static const struct handler handlers[O_COUNT] = {
     [O_LOGS_SPECS] = {on_logs_specs, 0, NULL, 0, 0},
     [O_EVENT_LOG] = {on_name, AT(event_log), "want a file", 0, 0},
     [O_RESULT_JSON] = {on_name, AT(result_json), "want a file", 0, 0},
+    [O_HANG_TIMEOUT] = {on_positive_seconds, AT(hang_timeout),
+                        "want seconds > 0", 0, 0},
+    [O_HANG_REPORT] = {on_name, AT(hang_report), "want a file", 0, 0},
+    [O_TIMEOUT] = {on_positive_seconds, AT(timeout), "want seconds > 0", 0, 0},
 };
 
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,

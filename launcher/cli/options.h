@@ -84,6 +84,11 @@ struct amlrun_opts {
     int event_console;
     const char *event_log;
     const char *result_json; /* --result-json FILE: the job's result */
+    /* hangs: --hang-timeout (or $AMLRUN_HANG_TIMEOUT) and --timeout in
+     * seconds, 0: none; --hang-report FILE: the stacks as JSON */
+    double hang_timeout;
+    const char *hang_report;
+    double timeout;
     /* command */
     int module, no_python, use_env, legacy;
     int run_path;            /* runpy.run_path(script) under python */

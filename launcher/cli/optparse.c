@@ -277,6 +277,11 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     int rc = apply_pet_env(o, given);
     if (rc >= 0)
         return rc;
+    const char *hang = getenv("AMLRUN_HANG_TIMEOUT");
+    if (!given[O_HANG_TIMEOUT] && hang &&
+        (rc = options_apply(o, "AMLRUN_HANG_TIMEOUT=", O_HANG_TIMEOUT,
+                            hang)) >= 0)
+        return rc;
     resolve(o);
     rc = check_combinations(o);
     if (rc >= 0)

@@ -71,6 +71,13 @@ static const char usage_text[] =
 "  --signals-to-handle LIST     signals that stop the job, passed on to the\n"
 "                        workers (torchrun 2.x's; SIGTERM,SIGUSR1,...);\n"
 "                        one not listed is not caught (see amlrun(1))\n"
+"  --hang-timeout SEC    a hang: no output line from any rank (or, when the\n"
+"                        ranks call amldist_progress, no call from one) for\n"
+"                        SEC (also $AMLRUN_HANG_TIMEOUT); print every rank's\n"
+"                        stack, merged, then stop (status 124) or restart\n"
+"  --hang-report FILE    on a hang or --timeout, also write the stacks as JSON\n"
+"  --timeout SEC         stop the job after SEC of wall time, its stacks\n"
+"                        printed first (status 124; mpirun's --timeout)\n"
 "Output:\n"
 "  --prefix[=FMT]        prefix each line (default \"[rank%r]:\"; %r rank,\n"
 "                        %l local rank, %n node rank, %h host, %s stream)\n"
@@ -102,7 +109,8 @@ static const char usage_text[] =
 "                        nothing (with --topology: the command need not be\n"
 "                        here); =json: one JSON document, with the binding\n"
 "  -v, --verbose         say which mode and layout source were chosen\n"
-"  -q, --quiet           no notices (OMP_NUM_THREADS default, restarts)\n"
+"  -q, --quiet           no notices (OMP_NUM_THREADS default, restarts,\n"
+"                        ranks still running, the success line)\n"
 "Binding (see amlrun(1)):\n"
 "  --cpu-bind none|numa|exclusive|socket|package|l3|LIST[,widen]   CPU\n"
 "                        binding per rank (,widen: plan over the cgroup's\n"
@@ -134,7 +142,8 @@ static const char usage_text[] =
 "Exit status: the first failing worker's (128+N when killed by signal N),\n"
 "128+N when stopped by signal N, 2 usage error or refused by the job,\n"
 "125 amlrun failed or a node was lost, 126 command not executable,\n"
-"127 command not found; with several nodes, the job's on every node.\n";
+"127 command not found, 124 a hang (--hang-timeout) or --timeout; with\n"
+"several nodes, the job's on every node.\n";
 
 void usage_print(FILE *f)
 {

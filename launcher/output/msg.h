@@ -12,6 +12,8 @@
 /* Exit statuses of amlrun itself (a worker's status passes through). */
 enum {
     AMLRUN_EXIT_USAGE = 2,     /* bad command line */
+    AMLRUN_EXIT_HANG = 124,    /* a hang (--hang-timeout) or --timeout, as
+                                  timeout(1) */
     AMLRUN_EXIT_SYSTEM = 125,  /* amlrun could not do its job (fork, pipe...) */
     AMLRUN_EXIT_NOEXEC = 126,  /* command found but cannot be executed */
     AMLRUN_EXIT_NOTFOUND = 127 /* command not found */

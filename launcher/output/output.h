@@ -13,6 +13,7 @@
 #define AMLRUN_OUTPUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Lines longer than this are cut into pieces of this size (on the console
  * only; log files get every byte as it came). */
@@ -31,8 +32,13 @@ struct out_stream {
     /* The last bytes the worker wrote, for a failure's summary. */
     char tail[OUT_TAIL_MAX];
     size_t tail_len;
+    /* When the last complete line came (CLOCK_MONOTONIC, ns; 0: none): a
+     * worker's progress for --hang-timeout, read once per read(). */
+    int64_t line_ns;
 };
 
+/* CLOCK_MONOTONIC in ns: the clock of line_ns and of the progress page. */
+int64_t out_now_ns(void);
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or
  * a read error) the unfinished line is written with a newline added and
  * the pipe closed; the pipe is closed too once the stream's console is

@@ -189,6 +189,31 @@ void events_stop(const struct job *j, const char *reason, int sig)
     emit(j, &v);
 }
 
+void events_hang(const struct job *j, const char *reason, double idle,
+                 const int *stalled, size_t nstalled)
+{
+    if (!j->s->events)
+        return;
+    struct event v;
+    job_begin(j, &v, "hang");
+    ev_str(&v, "reason", reason);
+    int timeout = strcmp(reason, "timeout") == 0;
+    ev_num(&v, "timeout_s", timeout ? j->s->o->timeout : j->s->o->hang_timeout,
+           3);
+    ev_num(&v, timeout ? "run_s" : "idle_s", idle, 3);
+    char list[1024] = "[";
+    size_t o = 1;
+    for (size_t i = 0; i < nstalled && o + 16 < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%d", i ? "," : "",
+                              stalled[i]);
+    snprintf(list + o, sizeof list - o, "]");
+    ev_raw(&v, "stalled", list);
+    ev_int(&v, "running", j->live);
+    if (j->s->o->hang_report)
+        ev_str(&v, "report", j->s->o->hang_report);
+    emit(j, &v);
+}
+
 /* ---- torchrun's --event-log-handler console ------------------------------
  * What torchrun 2.x's agent records (torch/distributed/elastic/agent/
  * server/api.py), as its console handler writes it: json.dumps of each

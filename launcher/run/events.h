@@ -34,6 +34,10 @@ void events_restart(const struct job *j, int restarts);
 /* "stop": why ("signal", "failure", "peer", "deadline") and the signal
  * sent or received. */
 void events_stop(const struct job *j, const char *reason, int sig);
+/* "hang": a hang ("hang", `idle` s without progress, the stalled ranks
+ * where progress is per rank) or --timeout ("timeout", the job's time). */
+void events_hang(const struct job *j, const char *reason, double idle,
+                 const int *stalled, size_t nstalled);
 /* Every worker of the attempt has started: torchrun's console events of
  * the rendezvous and the workers' START. */
 void events_attempt_started(const struct job *j);

@@ -6,6 +6,7 @@
 #ifndef AMLRUN_JOB_H
 #define AMLRUN_JOB_H
 
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -32,6 +33,8 @@ struct worker {
     double t_start;
     time_t t_end;      /* wall clock when it was reaped */
     double t_done;     /* now_s() then (t_start's clock) */
+    int64_t start_ns, end_ns; /* the same two on out_now_ns()'s clock, for
+                                 the hang decision (end_ns 0: running) */
     char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;
     struct out_stream out, err;
@@ -54,6 +57,17 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    /* Timers of hangwatch.c (0: none): --hang-timeout's next look, the
+     * job's --timeout, the next notice of ranks still running after
+     * others ended (notice_every: the interval after it, in s). */
+    int hang_timer, timeout_timer, notice_timer;
+    double t_first_done; /* now_s() when the attempt's first rank ended */
+    double notice_every;
 };
+
+/* supervise.c: what the policy decided, done (the stop sequence, SIGKILL
+ * ...), and the signals that came, taken before an action on the job. */
+void job_act(struct job *j, enum action a, int sig);
+int job_take_signals(struct job *j);
 
 #endif /* AMLRUN_JOB_H */

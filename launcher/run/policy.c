@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "output/exitstatus.h"
+#include "output/msg.h"
 #include "run/policy.h"
 
 void policy_init(struct policy *p, int max_restarts)
@@ -14,6 +15,8 @@ void policy_init(struct policy *p, int max_restarts)
     p->fail_status = 0;
     p->stop_signal = 0;
     p->start_status = -1;
+    p->hung = 0;
+    p->timed_out = 0;
 }
 
 void policy_attempt(struct policy *p)
@@ -21,6 +24,7 @@ void policy_attempt(struct policy *p)
     p->phase = PHASE_RUNNING;
     p->fail = -1;
     p->fail_status = 0;
+    p->hung = 0;
 }
 
 /* RUNNING -> STOPPING: the stop sequence; in any other phase the workers
@@ -65,6 +69,20 @@ enum action policy_stop_signal(struct policy *p, int sig, int live)
     return policy_deadline(p, live);
 }
 
+enum action policy_hung(struct policy *p)
+{
+    if (p->phase != PHASE_RUNNING)
+        return ACT_NONE;
+    p->hung = 1;
+    return begin_stop(p);
+}
+
+enum action policy_timeout(struct policy *p)
+{
+    p->timed_out = 1;
+    return begin_stop(p);
+}
+
 enum action policy_deadline(struct policy *p, int live)
 {
     if (live <= 0 || p->phase == PHASE_KILLING)
@@ -83,8 +101,9 @@ enum phase policy_ended(struct policy *p, int control_plane, int console_gone)
 {
     if (control_plane)
         p->phase = PHASE_WAITING;
-    else if (p->fail >= 0 && p->restarts < p->max_restarts &&
-             !p->stop_signal && p->start_status < 0 && !console_gone) {
+    else if ((p->fail >= 0 || p->hung) && p->restarts < p->max_restarts &&
+             !p->stop_signal && !p->timed_out && p->start_status < 0 &&
+             !console_gone) {
         p->phase = PHASE_RESTARTING;
         p->restarts++;
     } else
@@ -109,6 +128,8 @@ int policy_status(const struct policy *p)
         return p->start_status;
     if (p->fail >= 0)
         return status_exit_code(p->fail_status);
+    if (p->hung || p->timed_out)
+        return AMLRUN_EXIT_HANG;
     return p->stop_signal ? policy_stopped_status(p->stop_signal) : 0;
 }
 

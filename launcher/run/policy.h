@@ -6,7 +6,8 @@
  * returns what the supervisor is to do, and the phase says where it is.
  *
  *   RUNNING  --a worker fails, a stop signal, the host's stop order,
- *              a worker that cannot start--> STOPPING  (the stop sequence)
+ *              a worker that cannot start, a hang, --timeout-->
+ *              STOPPING  (the stop sequence)
  *   STOPPING --the --term-timeout deadline, a second stop signal-->
  *              KILLING  (SIGKILL)
  *   any      --every worker ended (policy_ended)--> RESTARTING after a
@@ -15,6 +16,8 @@
  *   WAITING  --policy_round--> RESTARTING (a new round) or DONE
  *   RESTARTING --policy_attempt--> RUNNING
  *
+ * A hang (--hang-timeout) is a failure of the attempt: it counts as a
+ * restart when restarts are left.  --timeout ends the job for good.
  * A stop signal ends the job for good: no restart follows it, and a second
  * one (while workers still run) means "now", in any later attempt too.
  */
@@ -46,6 +49,8 @@ struct policy {
     int fail_status;  /* its wait status */
     int stop_signal;  /* the signal that stopped the job, 0 */
     int start_status; /* amlrun's exit status after a failed start, -1 */
+    int hung;         /* the attempt hung (--hang-timeout) */
+    int timed_out;    /* the job ran out of --timeout: it ends */
 };
 
 void policy_init(struct policy *p, int max_restarts);
@@ -64,6 +69,12 @@ enum action policy_peer_stop(struct policy *p);
  * ACT_STOP, or ACT_PASS when the workers stop already.  A later one is
  * ACT_KILL while workers run and SIGKILL was not sent, else ACT_NONE. */
 enum action policy_stop_signal(struct policy *p, int sig, int live);
+/* The attempt hung (--hang-timeout): ACT_STOP while RUNNING (then
+ * p->hung), else ACT_NONE. */
+enum action policy_hung(struct policy *p);
+/* The job's --timeout came: it ends whatever restarts are left; ACT_STOP
+ * while RUNNING, else ACT_NONE (the workers stop already). */
+enum action policy_timeout(struct policy *p);
 /* The --term-timeout deadline: ACT_KILL while workers run. */
 enum action policy_deadline(struct policy *p, int live);
 /* The supervisor cannot watch its workers any longer: ACT_KILL. */
@@ -71,7 +82,8 @@ enum action policy_abort(struct policy *p);
 
 /* Every worker of the attempt has ended and its output is drained; the
  * phase that follows.  With a control plane: WAITING.  Else RESTARTING
- * (one more restart counted) after a failure with restarts left, unless a
+ * (one more restart counted) after a failure or a hang with restarts left,
+ * unless --timeout, a
  * stop signal, a failed start or amlrun's console being gone
  * (console_gone) ends the job: DONE. */
 enum phase policy_ended(struct policy *p, int control_plane,
@@ -81,7 +93,8 @@ enum phase policy_ended(struct policy *p, int control_plane,
 enum phase policy_round(struct policy *p, int again, int restarts);
 
 /* This node's exit status for the attempt: the failed start's, the first
- * failure's, the stop signal's (policy_stopped_status), or 0. */
+ * failure's, a hang's (AMLRUN_EXIT_HANG), the stop signal's
+ * (policy_stopped_status), or 0. */
 int policy_status(const struct policy *p);
 /* The exit status of a node that stop signal `sig` ended: 128+sig, but 1
  * for SIGTERM in a Slurm step of several tasks (see policy.c). */

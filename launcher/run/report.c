@@ -11,6 +11,7 @@
 #include "output/rootcause.h"
 #include "output/torchlogs.h"
 #include "run/events.h"
+#include "run/hangwatch.h"
 #include "run/report.h"
 
 static const char *plural(int n)
@@ -43,13 +44,94 @@ void report_worker_end(const struct job *j, struct worker *w,
         w->id.local, (int)w->pid, j->s->host, what, now_s() - w->t_start);
 }
 
+/* ", rank 3" or ", ranks 0-2,5": the ranks still running, for the
+ * messages that stop them. */
+static void still_running(const struct job *j, char *buf, size_t size)
+{
+    char list[256];
+    running_ranks(j, list, sizeof list);
+    snprintf(buf, size, ", rank%s %s", plural(j->live), list);
+}
+
 void report_stopping_others(const struct job *j)
 {
+    char ranks[272];
     if (j->live > 0)
         events_stop(j, "failure", SIGTERM);
-    if (j->live > 0 && !j->s->o->quiet)
-        msg("stopping the other %d worker%s (SIGTERM, SIGKILL after %g s)",
-            j->live, plural(j->live), j->s->o->term_timeout);
+    if (j->live > 0 && !j->s->o->quiet) {
+        still_running(j, ranks, sizeof ranks);
+        msg("stopping the other %d worker%s%s (SIGTERM, SIGKILL after %g s)",
+            j->live, plural(j->live), ranks, j->s->o->term_timeout);
+    }
+}
+
+void report_stopping(const struct job *j, const char *why, enum action a)
+{
+    char ranks[272];
+    if (a != ACT_STOP || j->live == 0)
+        return;
+    events_stop(j, why, SIGTERM);
+    still_running(j, ranks, sizeof ranks);
+    msg("%s: stopping the %d worker%s%s (SIGTERM, SIGKILL after %g s)", why,
+        j->live, plural(j->live), ranks, j->s->o->term_timeout);
+}
+
+void report_waiting(const struct job *j, double waited)
+{
+    char what[512];
+    int pids = j->live <= 4;
+    size_t o = 0;
+    if (!pids) {
+        char list[256];
+        running_ranks(j, list, sizeof list);
+        snprintf(what, sizeof what, "%d ranks (%s, node %d)", j->live, list,
+                 j->w[0].id.node);
+    } else {
+        /* Few: each with its pid, as `ps` or `py-spy dump` want it. */
+        const char *sep = "";
+        char pidl[128] = "";
+        size_t po = 0;
+        int node = -1;
+        o = (size_t)snprintf(what, sizeof what, "rank%s ", plural(j->live));
+        for (int i = 0; i < j->n; i++) {
+            const struct worker *w = &j->w[i];
+            if (!w->running)
+                continue;
+            node = w->id.node;
+            o += (size_t)snprintf(what + o, sizeof what - o, "%s%d", sep,
+                                  w->id.rank);
+            po += (size_t)snprintf(pidl + po, sizeof pidl - po, "%s%d", sep,
+                                   (int)w->pid);
+            sep = ",";
+        }
+        snprintf(what + o, sizeof what - o, " (node %d, pid%s %s)", node,
+                 plural(j->live), pidl);
+    }
+    msg("%d of %d ranks done; waiting for %s for %.0f s", j->n - j->live,
+        j->n, what, waited);
+}
+
+void report_success(const struct job *j, int status)
+{
+    amldist_rdzv_t *rz = j->s->rz;
+    if (status != 0 || j->s->o->quiet || j->n == 0 ||
+        (rz && amldist_rdzv_node_rank(rz) != 0))
+        return;
+    /* With a control plane, node 0 speaks for the job: its ranks. */
+    int ranks = rz ? j->w[0].id.world : j->n;
+    msg("%d rank%s exited 0 in %.1f s (restarts %d)", ranks, plural(ranks),
+        now_s() - j->t_begin, j->p.restarts);
+}
+
+void report_tell_hang(const struct job *j, double idle)
+{
+    char text[256];
+    snprintf(text, sizeof text, "amlrun:   host %s: hang: no progress for "
+             "%.1f s (--hang-timeout %g)\n", j->s->host, idle,
+             j->s->o->hang_timeout);
+    if (j->s->rz && amldist_rdzv_fail(j->s->rz, 0, -1, AMLRUN_EXIT_HANG,
+                                      text) < 0)
+        msg("telling the other nodes: %s", amldist_last_error());
 }
 
 /* Workers run in background process groups: one that reads the terminal
@@ -112,9 +194,13 @@ void report_stop_signal(const struct job *j, int sig, enum action a)
         char why[64];
         snprintf(why, sizeof why, "%s received: the job stops", name);
         report_tell_final(j, policy_stopped_status(sig), why);
-        if (!j->s->o->quiet && j->live > 0)
-            msg("%s received: stopping %d worker%s (SIGKILL after %g s)",
-                name, j->live, plural(j->live), j->s->o->term_timeout);
+        char ranks[272];
+        if (!j->s->o->quiet && j->live > 0) {
+            still_running(j, ranks, sizeof ranks);
+            msg("%s received: stopping %d worker%s%s (SIGKILL after %g s)",
+                name, j->live, plural(j->live), ranks,
+                j->s->o->term_timeout);
+        }
         else if (!j->s->o->quiet)
             msg("%s", why);
     } else if (a == ACT_KILL) {
@@ -134,10 +220,12 @@ void report_deadline(const struct job *j)
 void report_peer_stop(const struct job *j)
 {
     events_stop(j, "peer", SIGTERM);
+    char ranks[272];
+    still_running(j, ranks, sizeof ranks);
     if (!j->s->o->quiet)
-        msg("stopping the %d worker%s of this node (SIGTERM, SIGKILL after "
-            "%g s): %s", j->live, plural(j->live), j->s->o->term_timeout,
-            amldist_rdzv_stop_reason(j->s->rz));
+        msg("stopping the %d worker%s of this node%s (SIGTERM, SIGKILL "
+            "after %g s): %s", j->live, plural(j->live), ranks,
+            j->s->o->term_timeout, amldist_rdzv_stop_reason(j->s->rz));
 }
 
 void report_restart(const struct job *j)

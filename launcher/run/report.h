@@ -17,6 +17,16 @@ void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure);
 /* After the first failure: the other workers are being stopped. */
 void report_stopping_others(const struct job *j);
+/* A hang or --timeout (`why`) stops the workers (when `a` is ACT_STOP). */
+void report_stopping(const struct job *j, const char *why, enum action a);
+/* Ranks still run, `waited` s after the first of the others ended. */
+void report_waiting(const struct job *j, double waited);
+/* The job succeeded: one line (not with -q; with a control plane, node 0
+ * for the job). */
+void report_success(const struct job *j, int status);
+/* To the other nodes: this node's attempt hung (a failure of the job's
+ * round, which restarts it while restarts are left). */
+void report_tell_hang(const struct job *j, double idle);
 /* A worker stopped by `sig`, or continued (sig 0). */
 void report_worker_stopped(const struct job *j, struct worker *w, int sig);
 /* A worker that could not start; returns amlrun's exit status for it. */

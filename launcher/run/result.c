@@ -97,7 +97,7 @@ static void put_failure(struct json *js, const struct job *j, int status)
     }
 }
 
-int result_check(const char *path)
+int result_check(const char *opt, const char *path)
 {
     /* access(2), not an open: a check must not create or truncate the
      * file of an earlier job before this one has a result. */
@@ -115,7 +115,7 @@ int result_check(const char *path)
         }
     }
     if (rc < 0) {
-        msg_errno(errno, "--result-json %s: cannot write it", path);
+        msg_errno(errno, "%s %s: cannot write it", opt, path);
         return -1;
     }
     return 0;

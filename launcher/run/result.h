@@ -11,8 +11,9 @@ struct job;
 
 /* At start, before any worker: 0 when `path` can be written (the file,
  * or a new one in its directory); else -1 after a message, so that a job
- * does not run for hours to lose its result at the end. */
-int result_check(const char *path);
+ * does not run for hours to lose its result at the end (or its report at
+ * a hang): the message names option `opt` (--result-json, --hang-report). */
+int result_check(const char *opt, const char *path);
 
 /* Write it if --result-json was given; a file that cannot be written then
  * (it went away since result_check) is said, and changes nothing else. */

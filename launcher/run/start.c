@@ -197,6 +197,8 @@ int start_worker(struct job *j, int index, int *status)
             w->pid = pid;
             w->running = 1;
             w->t_start = now_s();
+            w->start_ns = out_now_ns();
+            w->end_ns = 0;
             j->live++;
             w->attempt = restarts;
             events_worker_start(j, w);

@@ -22,6 +22,7 @@
 #include "output/exitstatus.h"
 #include "output/msg.h"
 #include "run/events.h"
+#include "run/hangwatch.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -83,7 +84,7 @@ static void arm_deadline(struct job *j)
  * acts on the signal only once continued, so SIGCONT follows (as a shell's
  * kill does for a stopped job); otherwise it would sit out the whole
  * --term-timeout. */
-static void act(struct job *j, enum action a, int sig)
+void job_act(struct job *j, enum action a, int sig)
 {
     switch (a) {
     case ACT_STOP:
@@ -201,6 +202,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
     w->running = 0;
     w->status = status;
     w->t_end = time(NULL);
+    w->end_ns = out_now_ns();
     j->live--;
     guard_del(w->pid);
     drain(j, w);
@@ -208,12 +210,14 @@ static void worker_done(struct job *j, struct worker *w, int status)
                         ? policy_failed(&j->p, (int)(w - j->w), status)
                         : ACT_NONE;
     report_worker_end(j, w, a != ACT_NONE);
+    if (a == ACT_NONE && !status_failed(status))
+        watch_worker_done(j);
     if (a == ACT_NONE)
         return;
     if (j->s->rz)
         report_tell_failure(j, w);
     report_stopping_others(j);
-    act(j, a, SIGTERM);
+    job_act(j, a, SIGTERM);
 }
 
 static struct worker *find_worker(struct job *j, pid_t pid)
@@ -303,12 +307,12 @@ static void on_signal(struct job *j, int sig)
     } else if (sig_stops_job(j->s->o, sig)) {
         enum action a = policy_stop_signal(&j->p, sig, j->live);
         report_stop_signal(j, sig, a);
-        act(j, a, sig);
+        job_act(j, a, sig);
     }
 }
 
 /* The signals that came (the signalfd does not block); whether any did. */
-static int take_signals(struct job *j)
+int job_take_signals(struct job *j)
 {
     struct signalfd_siginfo si[16];
     ssize_t n = read(j->s->sfd, si, sizeof si);
@@ -323,18 +327,18 @@ static void on_signals(void *arg, int fd, short revents)
 {
     (void)fd;
     (void)revents;
-    take_signals(arg);
+    job_take_signals(arg);
 }
 
 static void on_deadline(void *arg)
 {
     struct job *j = arg;
     j->deadline = 0;
-    take_signals(j); /* exits already told of are not workers running */
+    job_take_signals(j); /* exits already told of are not workers running */
     enum action a = policy_deadline(&j->p, j->live);
     if (a == ACT_KILL)
         report_deadline(j);
-    act(j, a, SIGKILL);
+    job_act(j, a, SIGKILL);
 }
 
 /* The control plane: while the workers run, the host may order every
@@ -347,14 +351,14 @@ static void on_control(void *arg, int fd, short revents)
     (void)revents;
     /* After the signals, on the next round (the descriptor stays readable
      * until this node stops anyway). */
-    if (take_signals(j) || j->p.phase != PHASE_RUNNING)
+    if (job_take_signals(j) || j->p.phase != PHASE_RUNNING)
         return;
     if (amldist_rdzv_state(j->s->rz) != AMLDIST_RDZV_STOP)
         return;
     enum action a = policy_peer_stop(&j->p);
     if (a != ACT_NONE)
         report_peer_stop(j);
-    act(j, a, SIGTERM);
+    job_act(j, a, SIGTERM);
 }
 
 static int watch_controls(struct job *j)
@@ -382,7 +386,7 @@ static void start_attempt(struct job *j)
             /* Reported once, here; the ones already started are stopped. */
             enum action a = policy_start_failed(&j->p, status);
             report_tell_final(j, status, "a worker could not start");
-            act(j, a, SIGTERM);
+            job_act(j, a, SIGTERM);
             failed = 1;
         }
     }
@@ -390,8 +394,10 @@ static void start_attempt(struct job *j)
         stream_watch(j, &j->w[i], &j->w[i].out);
         stream_watch(j, &j->w[i], &j->w[i].err);
     }
-    if (!failed)
+    if (!failed) {
         report_started(j);
+        watch_attempt(j);
+    }
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -406,7 +412,7 @@ static void run_attempt(struct job *j)
                                  j->p.phase == PHASE_RUNNING ? POLLIN : 0);
         if (amldist__loop_once(j->loop, -1) < 0) {
             msg_errno(errno, "poll");
-            act(j, policy_abort(&j->p), SIGKILL);
+            job_act(j, policy_abort(&j->p), SIGKILL);
             return;
         }
     }
@@ -414,6 +420,7 @@ static void run_attempt(struct job *j)
 
 static void end_attempt(struct job *j)
 {
+    watch_attempt_end(j);
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
@@ -455,6 +462,7 @@ int supervise(const struct job_spec *s)
         return AMLRUN_EXIT_SYSTEM;
     }
     events_rendezvous(&j);
+    watch_job(&j);
     for (;;) {
         policy_attempt(&j.p);
         if (rundir_attempt(j.rd, s->rz ? amldist_rdzv_round(s->rz)
@@ -499,6 +507,7 @@ int supervise(const struct job_spec *s)
             report_root_cause(&j);
     }
     report_slurm_stop(&j, status);
+    report_success(&j, status);
     events_end(&j, status);
     job_free(&j);
     return status;

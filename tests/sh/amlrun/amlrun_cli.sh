@@ -50,9 +50,9 @@ printf 'import os, sys\nprint(os.environ["RANK"], sys.argv[1:], int("-u" in sys.
 out=$("$AMLRUN" --nproc-per-node 2 "$d/t.py" a -b | sort)
 expect_eq ".py runs under \$AMLRUN_PYTHON -u with its arguments" "$out" \
     "$(printf "0 ['a', '-b'] 1 %s\n1 ['a', '-b'] 1 %s" "$TORCH_PY" "$TORCH_PY")"
-out=$(cd "$d" && "$AMLRUN" -m t x 2>&1)
+out=$(cd "$d" && "$AMLRUN" -m t x 2>&1 | no_success_line)
 expect_eq "-m runs a module" "$out" "0 ['x'] 1 $TORCH_PY"
-out=$(env -u AMLRUN_PYTHON "$AMLRUN" --python "$TORCH_PY" "$d/t.py" 2>&1)
+out=$(env -u AMLRUN_PYTHON "$AMLRUN" --python "$TORCH_PY" "$d/t.py" 2>&1 | no_success_line)
 expect_eq "--python picks the interpreter" "$out" "0 [] 1 $TORCH_PY"
 chmod 755 "$d/t.py"; printf '#!/bin/sh\necho "direct $*"\n' >"$d/d.py"; chmod 755 "$d/d.py"
 out=$("$AMLRUN" --no-python "$d/d.py" x)
@@ -111,9 +111,9 @@ fi
 
 # --- a script without .py: python when it is a file that cannot be executed
 printf 'import sys\nprint("py", sys.argv[1:])\n' >"$d/script_noext"; chmod 644 "$d/script_noext"
-out=$("$AMLRUN" "$d/script_noext" a 2>&1)
+out=$("$AMLRUN" "$d/script_noext" a 2>&1 | no_success_line)
 expect_eq "a file without execute permission runs under python" "$out" "py ['a']"
-out=$(cd "$d" && "$AMLRUN" script_noext b 2>&1)
+out=$(cd "$d" && "$AMLRUN" script_noext b 2>&1 | no_success_line)
 expect_eq "... also a name in the current directory that PATH lacks" "$out" "py ['b']"
 out=$("$AMLRUN" --dry-run "$d/script_noext" 2>&1 | sed -n 2p)
 expect_eq "--dry-run says it runs under python, and why" "$out" \
@@ -124,25 +124,25 @@ expect_eq "--dry-run says a name is looked up in PATH" "$out" \
 out=$("$AMLRUN" -v --no-python "$d/d.py" 2>&1 >/dev/null | grep 'command:')
 expect_eq "-v says an executable runs as it is" "$out" \
     "amlrun: command: $d/d.py: --no-python, a path; executed as it is"
-out=$("$AMLRUN" "$d/script" 2>&1)
+out=$("$AMLRUN" "$d/script" 2>&1 | no_success_line)
 expect_eq "an executable without .py is executed, not run by python" "$out" "no shebang 0"
 mkdir -p "$d/bin"; cp "$d/script_noext" "$d/bin/script_noext"; chmod 755 "$d/bin/script_noext"
 printf '#!/bin/sh\necho "from PATH"\n' >"$d/bin/script_noext"
-out=$(cd "$d" && PATH="$d/bin:$PATH" "$AMLRUN" script_noext 2>&1)
+out=$(cd "$d" && PATH="$d/bin:$PATH" "$AMLRUN" script_noext 2>&1 | no_success_line)
 expect_eq "a name found in PATH wins over a file in the current directory" "$out" "from PATH"
 "$AMLRUN" --no-python "$d/script_noext" >/dev/null 2>&1
 expect_eq "--no-python: a file without execute permission is 126" "$?" 126
-out=$(PET_NO_PYTHON=1 "$AMLRUN" "$d/d.py" y 2>&1)
+out=$(PET_NO_PYTHON=1 "$AMLRUN" "$d/d.py" y 2>&1 | no_success_line)
 expect_eq "PET_NO_PYTHON=1 is --no-python" "$out" "direct y"
-out=$(PET_NO_PYTHON=0 "$AMLRUN" "$d/t.py" 2>&1)
+out=$(PET_NO_PYTHON=0 "$AMLRUN" "$d/t.py" 2>&1 | no_success_line)
 expect_eq "PET_NO_PYTHON=0 is off" "$out" "0 [] 1 $TORCH_PY"
 
 # --- --run-path: runpy.run_path() in a python, as torchrun; it beats --no-python
 printf 'import sys\nprint(__name__, sys.argv)\n' >"$d/rp"
-out=$("$AMLRUN" --run-path --no-python "$d/rp" x --y 2>&1)
+out=$("$AMLRUN" --run-path --no-python "$d/rp" x --y 2>&1 | no_success_line)
 expect_eq "--run-path runs the file as __main__ with its arguments" "$out" \
     "__main__ ['$d/rp', 'x', '--y']"
-out=$("$AMLRUN" --run_path --legacy-launch "$d/rp" z 2>&1)
+out=$("$AMLRUN" --run_path --legacy-launch "$d/rp" z 2>&1 | no_success_line)
 expect_eq "--run-path --legacy-launch: --local_rank first" "$out" \
     "__main__ ['$d/rp', '--local_rank=0', 'z']"
 out=$(cd "$d" && "$AMLRUN" --nproc-per-node 2 --legacy-launch -m t z | sort | head -1)
@@ -150,9 +150,9 @@ expect_eq "-m --legacy-launch: module, --local_rank, arguments" "$out" \
     "0 ['--local_rank=0', 'z'] 1 $TORCH_PY"
 
 # --- the interpreter: --python, $AMLRUN_PYTHON, then torchrun's $PYTHON_EXEC
-out=$(env -u AMLRUN_PYTHON PYTHON_EXEC="$TORCH_PY" "$AMLRUN" "$d/t.py" 2>&1)
+out=$(env -u AMLRUN_PYTHON PYTHON_EXEC="$TORCH_PY" "$AMLRUN" "$d/t.py" 2>&1 | no_success_line)
 expect_eq "PYTHON_EXEC (torchrun's) when AMLRUN_PYTHON is not set" "$out" "0 [] 1 $TORCH_PY"
-out=$(PYTHON_EXEC=/nonexistent "$AMLRUN" "$d/t.py" 2>&1)
+out=$(PYTHON_EXEC=/nonexistent "$AMLRUN" "$d/t.py" 2>&1 | no_success_line)
 expect_eq "AMLRUN_PYTHON beats PYTHON_EXEC" "$out" "0 [] 1 $TORCH_PY"
 
 # --- torchrun's options and its PET_* variables

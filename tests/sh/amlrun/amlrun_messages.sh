@@ -47,7 +47,7 @@ usage_error "a flag's prefix with a value" "option --standalone takes no value" 
 # Short options and "--" as before: -r3, and an option after -- is the command's.
 expect_eq "-r3 still torchrun's -r 3" "$("$AMLRUN" --dry-run --nproc-per-node 1 -r3 true 2>&1 | grep -c 'log layout\|torchrun')" \
     "$("$AMLRUN" --dry-run --nproc-per-node 1 --redirects 3 true 2>&1 | grep -c 'log layout\|torchrun')"
-out=$("$AMLRUN" --nproc-per-node 1 --no-python -- echo --max 2>&1)
+out=$("$AMLRUN" --nproc-per-node 1 --no-python -- echo --max 2>&1 | no_success_line)
 expect_eq "after --, --max is the command's" "$out" "--max"
 
 # Head-node mode reads the line as the parser does: a prefix (--nproc) and
@@ -94,7 +94,7 @@ expect_eq "missing .py: nothing else said (no python started)" "$(cat "$d/err" "
 "$AMLRUN" --nproc-per-node 2 --run-path missing_dir/x.py >/dev/null 2>"$d/err"
 expect_eq "missing script under --run-path: 127" "$?" 127
 printf 'print("ran")\n' >"$d/noexec_script"
-out=$("$AMLRUN" --nproc-per-node 1 ./noexec_script 2>&1)
+out=$("$AMLRUN" --nproc-per-node 1 ./noexec_script 2>&1 | no_success_line)
 expect_eq "a script without execute permission still runs under python" "$out" ran
 out=$("$AMLRUN" --dry-run --topology "$TOP/tests/topologies/azure-ndm-a100-v4.xml" --nproc-per-node 2 \
     no_such_train.py 2>&1)

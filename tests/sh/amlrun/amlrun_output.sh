@@ -77,7 +77,7 @@ check "--local-ranks-filter 3: stdout only rank 3, unprefixed" "$py" "$C" "$d/o4
 check "--tee 2: stderr only rank 3, prefixed" "$py" "$C" "$d/e4" 2 3 500 prefix
 
 # --- prefix format
-out=$("$AMLRUN" --nproc-per-node 2 --ranks 1 --prefix='%h/%n/%l/%r/%s/%%> ' sh -c 'echo hi; echo ho >&2' 2>&1)
+out=$("$AMLRUN" --nproc-per-node 2 --ranks 1 --prefix='%h/%n/%l/%r/%s/%%> ' sh -c 'echo hi; echo ho >&2' 2>&1 | no_success_line)
 expect_eq "--prefix=FMT expands %h %n %l %r %s %%" "$(echo "$out" | sort)" \
     "$(printf '%s/0/1/1/stderr/%%> ho\n%s/0/1/1/stdout/%%> hi' "$(hostname)" "$(hostname)")"
 

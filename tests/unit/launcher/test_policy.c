@@ -165,6 +165,40 @@ static void test_abort(void)
 
 /* A Slurm step's task that SIGTERM stopped exits 1, so that srun's status
  * (its tasks' highest) is the failing task's. */
+/* A hang is a failure of the attempt: status 124, and a restart while
+ * restarts are left; --timeout ends the job, whatever restarts are left,
+ * even while the workers stop for another reason. */
+static void test_hang(void)
+{
+    struct policy p;
+    policy_init(&p, 1);
+    CHECK_INT_EQ(policy_hung(&p), ACT_STOP);
+    CHECK_INT_EQ(p.phase, PHASE_STOPPING);
+    CHECK_INT_EQ(policy_hung(&p), ACT_NONE);
+    /* The workers' ends by our SIGTERM are no failure of their own. */
+    CHECK_INT_EQ(policy_failed(&p, 1, SIGTERM), ACT_NONE);
+    CHECK_INT_EQ(p.fail, -1);
+    CHECK_INT_EQ(policy_status(&p), 124);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_RESTARTING);
+    CHECK_INT_EQ(p.restarts, 1);
+    policy_attempt(&p);
+    CHECK_INT_EQ(policy_status(&p), 0);
+    CHECK_INT_EQ(policy_hung(&p), ACT_STOP);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
+    CHECK_INT_EQ(policy_status(&p), 124);
+
+    policy_init(&p, 5);
+    CHECK_INT_EQ(policy_timeout(&p), ACT_STOP);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
+    CHECK_INT_EQ(policy_status(&p), 124);
+    /* During a failure's stop: the failure's status, no restart. */
+    policy_init(&p, 5);
+    CHECK_INT_EQ(policy_failed(&p, 0, EXITED(3)), ACT_STOP);
+    CHECK_INT_EQ(policy_timeout(&p), ACT_NONE);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
+    CHECK_INT_EQ(policy_status(&p), 3);
+}
+
 static void test_stopped_status(void)
 {
     unsetenv("SLURM_STEP_ID");
@@ -204,6 +238,7 @@ int main(void)
     RUN(test_stop_signals);
     RUN(test_control_plane);
     RUN(test_abort);
+    RUN(test_hang);
     RUN(test_stopped_status);
     return test_summary();
 }

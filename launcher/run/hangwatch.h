@@ -1,0 +1,33 @@
+/*
+ * What the supervisor watches besides exits, on its loop's timers, each
+ * armed only when it is asked for (no timer, no cost otherwise):
+ *   - --hang-timeout: a look when a hang could first be due, deciding with
+ *     lib/progress/hang.h over this node's ranks (their output lines, and
+ *     their calls of the progress API); on a hang, every rank's stack is
+ *     read and merged, printed (and written, --hang-report), and the
+ *     attempt stops as a failure: exit status 124, or a restart;
+ *   - --timeout: the job's wall time; the stacks first, then the job ends
+ *     (124) whatever restarts are left;
+ *   - ranks still running after others ended: a notice soon after, then
+ *     at doubling intervals.
+ */
+#ifndef AMLRUN_HANGWATCH_H
+#define AMLRUN_HANGWATCH_H
+
+#include "run/job.h"
+
+/* The job begins (--timeout's timer). */
+void watch_job(struct job *j);
+/* An attempt's workers have started (--hang-timeout's first look). */
+void watch_attempt(struct job *j);
+/* A worker of the attempt ended well while others run (the notices). */
+void watch_worker_done(struct job *j);
+/* The attempt's workers have all ended: its timers go. */
+void watch_attempt_end(struct job *j);
+
+/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
+void rank_list(int *ranks, size_t n, char *buf, size_t size);
+/* The ranks of this node's workers still running, as rank_list. */
+void running_ranks(const struct job *j, char *buf, size_t size);
+
+#endif /* AMLRUN_HANGWATCH_H */
