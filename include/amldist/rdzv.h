@@ -260,10 +260,11 @@ AMLDIST_API long long amldist_rdzv_host_time_ns(const amldist_rdzv_t *r,
  * amldist_rdzv_set_view() gave, every timeout_ms / 4 (at most every 1 s,
  * at least every 100 ms), its times put on the host's clock; 0 stops it
  * (nothing is sent unless watching).  The host decides from every node's
- * view, with the least timeout the nodes give: where some live rank uses
- * the progress API, the live ones of the API whose last progress is
- * older than the timeout have stalled; else the job is hung when no live
- * rank anywhere has shown progress for the timeout.  Then it asks every
+ * view, with the least timeout the nodes give, by amlrun's own rule: where
+ * some rank uses the progress API, every live rank whose last call (its
+ * start, before one) is older than the timeout has stalled; else the job
+ * is hung when no rank anywhere has shown a sign of life (its start, an
+ * output line, its end) for the timeout.  Then it asks every
  * node for a gather of topic AMLDIST_RDZV_TOPIC_HANG (below), whose
  * answers reach the host's own node, and the job ends (or restarts) with
  * that node's amldist_rdzv_fail() (status AMLDIST_RDZV_STATUS_HANG); if
@@ -277,9 +278,9 @@ enum {
 typedef struct {
     int rank;           /* the job's rank */
     unsigned flags;     /* AMLDIST_RDZV_VIEW_* */
-    /* CLOCK_MONOTONIC ns of this node, < 0: never: its last progress call,
-     * and its last output line (or its start, before one). */
-    long long last_progress_ns, last_line_ns;
+    /* CLOCK_MONOTONIC ns of this node, 0: none: its start (this round),
+     * its last progress call, its last output line, its end. */
+    long long start_ns, progress_ns, line_ns, end_ns;
 } amldist_rdzv_view_t;
 AMLDIST_API int amldist_rdzv_watch(amldist_rdzv_t *r, int timeout_ms);
 /* This node's ranks (n <= 4096, copied).  0, AMLDIST_EINVAL, ENOMEM. */

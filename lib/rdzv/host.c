@@ -272,8 +272,10 @@ static void on_view(amldist__rz_host_t *h, struct member *m,
                                  (size_t)i * AMLDIST__RZ_VIEW_RANK;
         v[i].rank = amldist__net_get_u32(q);
         v[i].flags = amldist__net_get_u32(q + 4);
-        v[i].last_progress_ns = (int64_t)amldist__rz_get_u64(q + 8);
-        v[i].last_line_ns = (int64_t)amldist__rz_get_u64(q + 16);
+        v[i].start_ns = (int64_t)amldist__rz_get_u64(q + 8);
+        v[i].progress_ns = (int64_t)amldist__rz_get_u64(q + 16);
+        v[i].line_ns = (int64_t)amldist__rz_get_u64(q + 24);
+        v[i].end_ns = (int64_t)amldist__rz_get_u64(q + 32);
     }
     step(h, &(amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = m,
                                    .round = amldist__net_get_u32(p),

@@ -1,7 +1,7 @@
 /*
  * The host's decisions of issue 20 (see host_sm.h), pure as the rest of
- * the machine: every node's view of its ranks and the hang rule applied to
- * all of them (hang_rule.h); gathers, where one agent asks, every agent
+ * the machine: every node's view of its ranks and amlrun's hang rule
+ * (progress/hang.h) applied to all of them, on the host's clock; gathers, where one agent asks, every agent
  * answers with an opaque blob, and the host relays the answers to the
  * asker, naming those that did not answer in time; the per-step marks
  * every node sends, relayed to the host's own agent.
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdzv/hang_rule.h"
+#include "progress/hang.h"
 #include "rdzv/host_sm_state.h"
 
 #define HANG_GATHER_MS 10000
@@ -253,42 +253,51 @@ static void decide(amldist__rz_sm_t *sm)
     sm->hang_next_ns = INT64_MAX;
     if (!timeout_ms || !n)
         return;
-    amldist__rz_view_t *all = malloc(n * sizeof *all);
-    uint32_t *stalled = malloc(n * sizeof *stalled);
+    amldist__hang_rank_t *all = malloc(n * sizeof *all);
+    int *stalled = malloc(n * sizeof *stalled);
     if (!all || !stalled) {
         free(all);
         free(stalled);
         sm->hang_next_ns = 0;
         return;
     }
-    size_t k = 0, ns = 0;
+    size_t k = 0;
     for (int i = 0; i < sm->nm; i++) {
         struct amldist__rz_member *m = &sm->m[i];
-        if (m->state == AMLDIST__RZ_M_RUNNING && m->view_round == sm->round &&
-            m->view_timeout_ms) {
-            memcpy(all + k, m->views, m->nviews * sizeof *all);
-            k += m->nviews;
+        if (m->state != AMLDIST__RZ_M_RUNNING || m->view_round != sm->round ||
+            !m->view_timeout_ms)
+            continue;
+        for (size_t j = 0; j < m->nviews; j++) {
+            const amldist__rz_view_t *v = &m->views[j];
+            all[k++] = (amldist__hang_rank_t){
+                .rank = (int)(v->rank & 0x7fffffff),
+                .alive = (v->flags & AMLDIST_RDZV_VIEW_ALIVE) != 0,
+                .uses_api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0,
+                .start_ns = v->start_ns, .progress_ns = v->progress_ns,
+                .line_ns = v->line_ns, .end_ns = v->end_ns};
         }
     }
-    int hung = amldist__rz_hang_decide(all, n, sm->now_ns,
-                                       (int64_t)timeout_ms * 1000000, stalled,
-                                       &ns, &sm->hang_next_ns);
-    if (hung) {
+    amldist__hang_verdict_t verdict;
+    if (amldist__hang_check(all, n, sm->now_ns,
+                            (int64_t)timeout_ms * 1000000, stalled,
+                            &verdict)) {
         /* timeout ms | count | the stalled ranks (as many as fit) */
         unsigned char arg[AMLDIST__RZ_ARG_MAX];
-        size_t fit = (sizeof arg - 8) / 4;
+        size_t ns = verdict.nstalled, fit = (sizeof arg - 8) / 4;
         if (ns > fit)
             ns = fit;
         amldist__net_put_u32(arg, timeout_ms);
         amldist__net_put_u32(arg + 4, (uint32_t)ns);
         for (size_t i = 0; i < ns; i++)
-            amldist__net_put_u32(arg + 8 + 4 * i, stalled[i]);
+            amldist__net_put_u32(arg + 8 + 4 * i, (uint32_t)stalled[i]);
         struct amldist__rz_member *o = own(sm);
         sm->hang_round = sm->round;
         sm->hang_end = sm->now + HANG_GATHER_MS + HANG_GRACE_MS;
         if (!start_gather(sm, o ? o->who : NULL, 0, AMLDIST_RDZV_TOPIC_HANG,
                           HANG_GATHER_MS, arg, 8 + 4 * ns))
             sm->hang_end = sm->now; /* no gather: the round ends now */
+    } else {
+        sm->hang_next_ns = verdict.next_ns;
     }
     free(all);
     free(stalled);

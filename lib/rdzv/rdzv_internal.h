@@ -43,8 +43,8 @@
  *           of least round trip of the last AMLDIST__RZ_CLOCK_SAMPLES
  *   VIEW    agent -> host, only while the agent watches for hangs: round
  *           u32 | hang timeout ms u32 | count u32 | for each rank: rank
- *           u32 | flags u32 (AMLDIST_RDZV_VIEW_*) | last progress ns |
- *           last line ns (host ns, < 0: never)
+ *           u32 | flags u32 (AMLDIST_RDZV_VIEW_*) | start ns | last
+ *           progress ns | last line ns | end ns (host ns, 0: none)
  *   ASK     agent -> host: tag u32 (the asker's) | topic u32 | timeout
  *           ms u32 | arg (0 .. AMLDIST__RZ_ARG_MAX)
  *   QUERY   host -> every agent of the job: id u32 (the host's) | topic
@@ -95,7 +95,7 @@ enum {
 
 /* Issue 20's frames' limits. */
 #define AMLDIST__RZ_VIEW_HEAD 12
-#define AMLDIST__RZ_VIEW_RANK 24
+#define AMLDIST__RZ_VIEW_RANK 40
 #define AMLDIST__RZ_VIEW_RANKS 4096 /* ranks of one node in a VIEW */
 #define AMLDIST__RZ_ARG_MAX 4096
 #define AMLDIST__RZ_CHUNK_MAX 65536
@@ -114,10 +114,10 @@ enum {
 #define AMLDIST__RZ_G_END 8u     /* the gather is complete */
 #define AMLDIST__RZ_G_REFUSED 16u /* END: the host would not gather */
 
-/* One rank's view as the host keeps it (host ns). */
+/* One rank's view as the host keeps it (host ns; 0: none). */
 typedef struct {
     uint32_t rank, flags;
-    int64_t last_progress_ns, last_line_ns;
+    int64_t start_ns, progress_ns, line_ns, end_ns;
 } amldist__rz_view_t;
 
 /* The control plane's clock: CLOCK_MONOTONIC in ns, plus the test shift

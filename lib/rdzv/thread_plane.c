@@ -286,9 +286,11 @@ static int send_view(amldist_rdzv_t *r, int round, int watch_ms,
                            (size_t)i * AMLDIST__RZ_VIEW_RANK;
         amldist__net_put_u32(q, (uint32_t)v[i].rank);
         amldist__net_put_u32(q + 4, v[i].flags);
-        long long pr = v[i].last_progress_ns, ln = v[i].last_line_ns;
-        amldist__rz_put_u64(q + 8, (uint64_t)(pr < 0 ? -1 : pr + shift));
-        amldist__rz_put_u64(q + 16, (uint64_t)(ln < 0 ? -1 : ln + shift));
+        const long long t[4] = {v[i].start_ns, v[i].progress_ns,
+                                v[i].line_ns, v[i].end_ns};
+        for (int k = 0; k < 4; k++)
+            amldist__rz_put_u64(q + 8 + 8 * k,
+                                (uint64_t)(t[k] ? t[k] + shift : 0));
     }
     int rc = amldist__conn_send(&r->c, AMLDIST__RZ_VIEW, b, len);
     free(b);

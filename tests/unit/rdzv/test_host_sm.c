@@ -842,15 +842,17 @@ static void test_unknown_members_ignored(void)
 #define MS(t) ((int64_t)(t) * 1000000LL)
 
 /* Member i's view: ranks first.. first+n-1, each with `flags`, last
- * progress at prog[k] ms and last line at line[k] ms (-1: never). */
+ * progress at prog[k] ms and last line at line[k] ms (-1: never; the
+ * rule itself is lib/progress/hang.c's, tested in test_hang). */
 static void view(int i, int round, uint32_t timeout_ms, int first, int n,
                  unsigned flags, const long long *prog, const long long *line)
 {
     amldist__rz_view_t v[8];
     for (int k = 0; k < n; k++)
-        v[k] = (amldist__rz_view_t){(uint32_t)(first + k), flags,
-                                    prog[k] < 0 ? -1 : MS(prog[k]),
-                                    line[k] < 0 ? -1 : MS(line[k])};
+        v[k] = (amldist__rz_view_t){
+            .rank = (uint32_t)(first + k), .flags = flags,
+            .progress_ns = prog[k] < 0 ? 0 : MS(prog[k]),
+            .line_ns = line[k] < 0 ? 0 : MS(line[k])};
     step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = &mb[i],
                                .round = (uint32_t)round,
                                .timeout_ms = timeout_ms, .views = v,

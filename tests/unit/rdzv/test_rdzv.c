@@ -488,7 +488,8 @@ static int plane(amldist_rdzv_t *r, const spec_t *s, plane_t *pl, int nodes,
             amldist_rdzv_view_t v = {s->view_rank,
                                      AMLDIST_RDZV_VIEW_ALIVE |
                                          AMLDIST_RDZV_VIEW_API,
-                                     s->stalled ? start_ns : t, t};
+                                     start_ns, s->stalled ? start_ns : t, t,
+                                     0};
             amldist_rdzv_set_view(r, &v, 1);
         }
         if (s->plane & P_MARKS)

@@ -1,13 +1,10 @@
 /*
- * The control plane's clock offset estimate (lib/rdzv/clock.c) and the
- * hang rule the host applies to every node's view (lib/rdzv/hang_rule.c):
- * pure functions, fed exchanges with an offset injected on purpose and
- * views made up here.
+ * The control plane's clock offset estimate (lib/rdzv/clock.c), a pure
+ * function, fed exchanges with an offset injected on purpose.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdzv/hang_rule.h"
 #include "rdzv/rdzv_internal.h"
 #include "test.h"
 
@@ -88,63 +85,10 @@ static void test_offset_impossible_refused(void)
     CHECK_INT_EQ(amldist__rz_clock_best(&c, &off, &err), 0);
 }
 
-static int decide(const amldist__rz_view_t *v, size_t n, int64_t now,
-                  int64_t timeout, uint32_t *stalled, size_t *ns,
-                  int64_t *next)
-{
-    return amldist__rz_hang_decide(v, n, now, timeout, stalled, ns, next);
-}
-
-#define ALIVE AMLDIST_RDZV_VIEW_ALIVE
-#define API (AMLDIST_RDZV_VIEW_ALIVE | AMLDIST_RDZV_VIEW_API)
-
-static void test_rule_per_rank(void)
-{
-    /* Rank 3 prints on but its progress stopped; rank 5 never called
-     * yet and started long ago; rank 7 is dead. */
-    amldist__rz_view_t v[] = {
-        {0, API, MS(9500), MS(9000)},
-        {3, API, MS(2000), MS(9900)},
-        {5, API, -1, MS(1000)},
-        {7, AMLDIST_RDZV_VIEW_API, MS(0), MS(0)},
-        {8, ALIVE, -1, MS(0)}, /* no API: not per rank */
-    };
-    uint32_t st[8];
-    size_t ns;
-    int64_t next;
-    CHECK_INT_EQ(decide(v, 5, MS(10000), MS(5000), st, &ns, &next), 1);
-    CHECK_INT_EQ(ns, 2);
-    CHECK(st[0] == 3 && st[1] == 5);
-    CHECK(next == MS(14500));
-    CHECK_INT_EQ(decide(v, 1, MS(10000), MS(5000), st, &ns, &next), 0);
-    CHECK(ns == 0 && next == MS(14500));
-}
-
-static void test_rule_whole_job(void)
-{
-    amldist__rz_view_t v[] = {
-        {0, ALIVE, -1, MS(1000)},
-        {1, ALIVE, -1, MS(4000)},
-        {2, 0, -1, MS(9999)}, /* dead: its last line counts for nothing */
-    };
-    uint32_t st[4];
-    size_t ns;
-    int64_t next;
-    CHECK_INT_EQ(decide(v, 3, MS(8000), MS(5000), st, &ns, &next), 0);
-    CHECK(next == MS(9000));
-    CHECK_INT_EQ(decide(v, 3, MS(9001), MS(5000), st, &ns, &next), 1);
-    CHECK_INT_EQ(ns, 0);
-    /* Nobody alive: no hang (the job is ending). */
-    CHECK_INT_EQ(decide(v + 2, 1, MS(99999), MS(5000), st, &ns, &next), 0);
-    CHECK(next == INT64_MAX);
-}
-
 int main(void)
 {
     RUN(test_offset_within_bound);
     RUN(test_offset_symmetric_and_not);
     RUN(test_offset_impossible_refused);
-    RUN(test_rule_per_rank);
-    RUN(test_rule_whole_job);
     return test_summary();
 }
