@@ -98,7 +98,7 @@ LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) -ldl -lpthread
 # amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
 # is one program.
 LIB_PARTS  := util sources layout topo plan net bootstrap rdzv nccl progress
-RUN_PARTS_DIRS := cli head run contain output
+RUN_PARTS_DIRS := cli head run contain output stacks
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
               $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.h))
@@ -310,7 +310,8 @@ $(RUN_PARTS): $(RUN_PART_OBJS)
 	ar rcs $@ $(RUN_PART_OBJS)
 
 LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
-                  $(basename $(wildcard tests/unit/launcher/test_*.c))))
+                  $(basename $(wildcard tests/unit/launcher/test_*.c \
+                                        tests/unit/stacks/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
 $(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS)

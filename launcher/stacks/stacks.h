@@ -89,6 +89,14 @@ int stk_channel_open(int fds[2]);
 char *stk_encode(const struct stk_set *s, size_t *len);
 /* Append the ranks that text encodes to out; 0, or -1 when malformed. */
 int stk_decode(const char *text, size_t len, struct stk_set *out);
+/* The bounds of one text, which comes from another node: stk_decode()
+ * refuses more, and stk_encode() keeps within them (the innermost frames,
+ * the first threads, a string's first bytes), so that it decodes whatever
+ * the capture found. */
+#define STK_MAX_RANKS (1 << 20)
+#define STK_MAX_THREADS 1024     /* of one rank */
+#define STK_MAX_FRAMES 1024      /* of one thread, Python and native each */
+#define STK_MAX_STR 4096         /* bytes of one name */
 
 /* ---- merge.c: groups and culprits ---- */
 
