@@ -30,6 +30,10 @@ HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
 # libxml2 reads NCCL topology files (lib/topo/ncclxml.c); hwloc links it too.
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
+# elfutils' libdwfl unwinds the workers' native stacks (launcher/stacks/):
+# amlrun links it, the library does not.
+DW_CFLAGS := $(shell pkg-config --cflags libdw 2>/dev/null)
+DW_LIBS   := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
 
 # NCCL support is built when the CUDA runtime headers and NCCL are found:
 # nccl.h under NCCL_HOME (when given, it must hold it), pkg-config's nccl,
@@ -147,6 +151,7 @@ CMAKEFILES := $(CMAKEDIR)/amldistConfig.cmake $(CMAKEDIR)/amldistConfigVersion.c
 
 # amlrun's bash and zsh completions, written from its option table.
 COMPLETIONS := $(BUILD)/completion/amlrun.bash $(BUILD)/completion/_amlrun
+STK_PYTHON := $(BUILD)/share/amldist/python/sitecustomize.py
 
 # Programs find the library next to them, both in $(BUILD) and installed,
 # and where LIBDIR is not BINDIR/../lib (Debian's lib/<multiarch>) by the
@@ -156,7 +161,7 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib' \
     $(if $(filter-out ../lib,$(LIB_FROM_BIN)),-Wl$(comma)-rpath$(comma)'$$ORIGIN/$(LIB_FROM_BIN)')
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
-all: lib $(AMLRUN) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
+all: lib $(AMLRUN) $(STK_PYTHON) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE) $(CMAKEFILES) $(MAN3LINKS)
 tests: lib $(TESTS)
 
@@ -172,7 +177,7 @@ endef
 define run_object
 $(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_CFLAGS) -Ilauncher -Ilib -c $$< -o $$@
+	$$(CC) $$(ALL_CFLAGS) $$(DW_CFLAGS) -Ilauncher -Ilib -c $$< -o $$@
 endef
 $(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
 $(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
@@ -243,7 +248,15 @@ $(RPATH_STAMP): FORCE
 $(AMLRUN) $(TOOLS): $(RPATH_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH) \
+	    $(DW_LIBS) -lpthread
+
+# The hook a Python worker's stacks are read through (launcher/stacks/),
+# where amlrun looks for it: BINDIR/../share/amldist/python, in the build
+# tree as installed.
+$(STK_PYTHON): launcher/stacks/python/sitecustomize.py
+	@mkdir -p $(@D)
+	cp $< $@
 
 # The option table as amlrun prints it (--complete-spec), made into the
 # completions by one script: they list what --help lists.
@@ -314,7 +327,10 @@ LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
                                         tests/unit/stacks/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
-$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS)
+$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) $(DW_LIBS) -lpthread
+# The stacks' tests start Python workers through the installed hook's place
+# in the build tree, and unwind a program built with -g.
+$(BUILD)/tests/test_stacks_capture: $(STK_PYTHON)
 
 # test_envp fails chosen allocations and counts every block: the library's
 # calls to the allocator go to the test's __wrap_ functions.
@@ -387,6 +403,7 @@ install: all
 	install -m 644 include/amldist.h $(DESTDIR)$(INCDIR)/amldist.h
 	install -m 644 include/amldist/*.h $(DESTDIR)$(INCDIR)/amldist/
 	install -m 755 $(AMLRUN) $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -D -m 644 $(STK_PYTHON) $(DESTDIR)$(PREFIX)/share/amldist/python/sitecustomize.py
 	for m in $(MANPAGES); do \
 	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
@@ -411,6 +428,7 @@ uninstall:
 	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
+	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

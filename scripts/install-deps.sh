@@ -7,6 +7,7 @@ set -eu
 packages="
 build-essential make pkg-config gcc clang libclang-rt-14-dev
 libhwloc-dev hwloc libxml2-dev
+libdw-dev
 openmpi-bin libopenmpi-dev
 mpich libmpich-dev
 python3-torch python3-numpy

@@ -38,6 +38,9 @@ struct worker {
     char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;
     struct out_stream out, err;
+    /* The read end of its Python stack channel (stacks/stacks.h), for
+     * stk_capture()'s python_fd; -1: none (a native worker). */
+    int stack_fd;
 };
 
 struct job {

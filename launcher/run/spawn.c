@@ -60,6 +60,11 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     int err = bind_apply_child(r->binding, r->local_rank);
     if (err)
         child_fail(fd, SPAWN_BIND, err);
+    /* The stack channel keeps its number, named in the environment the
+     * parent composed: no dup2 onto a fixed number that another inherited
+     * descriptor could hold. */
+    if (r->keep_fd >= 0 && fcntl(r->keep_fd, F_SETFD, 0) < 0)
+        child_fail(fd, SPAWN_SETUP, errno);
     sigprocmask(SIG_SETMASK, r->mask, NULL);
     execve(r->path, r->argv, r->envp);
     err = errno;

@@ -28,6 +28,9 @@ struct spawn_req {
     const sigset_t *mask;    /* signal mask the worker starts with */
     int ignore_sighup;       /* SIGHUP stays ignored in the worker */
     int pipe_was_ignored;    /* SIGPIPE was ignored when amlrun started */
+    int keep_fd;             /* inherited as it is (close-on-exec cleared,
+                                same number): the Python stack channel's
+                                write end; -1 none */
 };
 
 /* Start a worker in its own process group.  Returns its pid; or -1 with

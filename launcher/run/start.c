@@ -12,6 +12,8 @@
 #include "run/events.h"
 #include "run/report.h"
 #include "run/start.h"
+#include "stacks/channel.h"
+#include "stacks/stacks.h"
 
 int job_init(struct job *j, const struct job_spec *s)
 {
@@ -30,6 +32,7 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].job = j;
         j->w[i].log_out = j->w[i].log_err = -1;
         j->w[i].out.fd = j->w[i].err.fd = -1;
+        j->w[i].stack_fd = -1;
     }
     return 0;
 }
@@ -40,6 +43,7 @@ void job_free(struct job *j)
         out_stream_close(&j->w[i].out);
         out_stream_close(&j->w[i].err);
         free(j->w[i].error_file);
+        worker_close_stack(&j->w[i]);
         if (j->w[i].log_out >= 0)
             close(j->w[i].log_out);
         if (j->w[i].log_err >= 0)
@@ -151,6 +155,38 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
     return 0;
 }
 
+/* ---- the Python stack channel (stacks/channel.h) ---- */
+
+void worker_close_stack(struct worker *w)
+{
+    if (w->stack_fd >= 0)
+        close(w->stack_fd);
+    w->stack_fd = -1;
+}
+
+/* A Python worker's channel: its read end in w->stack_fd, the write end
+ * in *wr (inherited: spawn_req.keep_fd), named in *env.  0, or -1 with
+ * errno. */
+static int stack_channel(const struct job_spec *s, struct worker *w,
+                         char ***env, int *wr)
+{
+    int fds[2];
+    worker_close_stack(w);
+    if (!stk_channel_wanted(s->cmd->path, s->cmd->runs_python))
+        return 0;
+    if (stk_channel_open(fds) < 0)
+        return -1;
+    if (stk_channel_env(env, fds[1]) < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        errno = ENOMEM;
+        return -1;
+    }
+    w->stack_fd = fds[0];
+    *wr = fds[1];
+    return 0;
+}
+
 int start_worker(struct job *j, int index, int *status)
 {
     const struct job_spec *s = j->s;
@@ -164,7 +200,7 @@ int start_worker(struct job *j, int index, int *status)
         return -1;
     char **argv = command_argv_for(s->cmd, w->id.local);
     char **sh = argv ? command_sh_argv(s->cmd->path, argv) : NULL;
-    int wr_out = -1, wr_err = -1, ok = 0;
+    int wr_out = -1, wr_err = -1, wr_stack = -1, ok = 0;
     if (!argv || !sh) {
         msg("out of memory starting local worker %d", index);
     } else if (worker_files(j, w, index) < 0) {
@@ -174,6 +210,8 @@ int start_worker(struct job *j, int index, int *status)
     } else if (stream_setup(j, w, &w->out, 1, &wr_out) < 0 ||
                stream_setup(j, w, &w->err, 2, &wr_err) < 0) {
         msg_errno(errno, "output pipes for local worker %d", index);
+    } else if (stack_channel(s, w, &env, &wr_stack) < 0) {
+        msg_errno(errno, "stack channel for local worker %d", index);
     } else {
         ok = 1;
     }
@@ -189,6 +227,7 @@ int start_worker(struct job *j, int index, int *status)
             .binding = s->binding, .local_rank = index,
             .mask = s->worker_mask, .ignore_sighup = s->o->ignore_sighup,
             .pipe_was_ignored = s->pipe_was_ignored,
+            .keep_fd = wr_stack,
         };
         enum spawn_stage stage = SPAWN_OK;
         int err = 0;
@@ -211,9 +250,12 @@ int start_worker(struct job *j, int index, int *status)
         close(wr_out);
     if (wr_err >= 0)
         close(wr_err);
+    if (wr_stack >= 0)
+        close(wr_stack);
     if (!ok) {
         out_stream_close(&w->out);
         out_stream_close(&w->err);
+        worker_close_stack(w);
     }
     command_argv_free(s->cmd, argv);
     free(sh);

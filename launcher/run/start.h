@@ -21,5 +21,7 @@ void job_close_attempt_logs(struct job *j);
  * w->err.  0, or -1 after a message with amlrun's exit status in *status
  * (the pipes are closed then). */
 int start_worker(struct job *j, int index, int *status);
+/* Close w's Python stack channel (at its end; a new attempt opens one). */
+void worker_close_stack(struct worker *w);
 
 #endif /* AMLRUN_START_H */

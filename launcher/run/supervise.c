@@ -206,6 +206,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
     j->live--;
     guard_del(w->pid);
     drain(j, w);
+    worker_close_stack(w);
     enum action a = status_failed(status)
                         ? policy_failed(&j->p, (int)(w - j->w), status)
                         : ACT_NONE;

@@ -1,0 +1,53 @@
+/*
+ * The parts of stk_capture() (capture.c), not for the rest of amlrun:
+ * native frames (capture_native.c: ptrace and libdwfl) and Python frames
+ * (capture_python.c: the faulthandler channel).
+ */
+#ifndef AMLRUN_STACKS_CAPTURE_H
+#define AMLRUN_STACKS_CAPTURE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "stacks/stacks.h"
+
+/* What the native pass learnt of one target beside its threads. */
+struct cap_native {
+    int exited;               /* it was gone, or went, during the pass */
+    int stopped;              /* it was in a group-stop (SIGSTOP, ...) */
+    unsigned long *tp;        /* per thread of the rank: its thread
+                                 pointer (x86-64: pthread_self()), 0 none */
+};
+
+/* Milliseconds on the monotonic clock. */
+double cap_now_ms(void);
+
+/* Read every thread's native frames of the n targets t into r[i]
+ * (threads, error) and c[i], by the deadline (cap_now_ms()): a thread that
+ * has not stopped by half the time left (an uninterruptible sleep: a dead
+ * NFS server) gets no frames.  The targets run on afterwards, or stay
+ * stopped if they were.  0, or -1 when out of memory. */
+int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
+                   struct cap_native *c, double deadline);
+
+/* Python frames of the targets that have a channel: signal each, read and
+ * parse the dumps by the deadline, and put the frames on r[i]'s threads
+ * (c[i].tp maps faulthandler's thread ids to them).  0, or -1 when out of
+ * memory. */
+int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
+               struct cap_native *c, double deadline);
+
+/* Parse one faulthandler dump ("Thread 0x... (most recent call first):"
+ * blocks) into threads of Python frames only, tid 0, and their ids (the
+ * pthread_t faulthandler prints) in *ids (malloc'd).  Exposed for tests.
+ * 0, or -1 when out of memory. */
+int cap_parse_dump(const char *text, size_t len, struct stk_thread **th,
+                   size_t *n, unsigned long **ids, int *current);
+
+/* Append "; more" (or set) r->error: one line. */
+int cap_error(struct stk_rank *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void cap_frames_free(struct stk_frame *f, size_t n);
+
+#endif /* AMLRUN_STACKS_CAPTURE_H */

@@ -1,0 +1,367 @@
+/*
+ * Python frames (see capture.h): the worker's sitecustomize.py (amlrun's,
+ * launcher/stacks/python/) registered faulthandler on stk_signal() to
+ * write every thread's Python stack into the channel's pipe.  The signal
+ * goes to the main thread when it takes it, and its dump is complete when
+ * that thread has left the handler (the signal neither pending nor blocked
+ * there any more: faulthandler's handler runs with it blocked) and the pipe
+ * holds whole lines; a worker whose main thread blocks the signal gets it
+ * process-wide, and its dump is taken as complete after a quiet spell.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "stacks/capture.h"
+#include "stacks/channel.h"
+
+#define DUMP_MAX (4u << 20)
+/* How long a dump sent process-wide may pause before it counts as done. */
+#define QUIET_MS 50.0
+
+/* One of /proc/PID[/task/TID]/status's signal masks ("SigCgt", "SigBlk",
+ * "SigPnd", "ShdPnd"); 0 when unreadable. */
+static unsigned long long sigmask_of(pid_t pid, pid_t tid, const char *name)
+{
+    char path[64], line[256];
+    if (tid)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid,
+                 (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    unsigned long long v = 0;
+    size_t len = strlen(name);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, name, len) && line[len] == ':') {
+            v = strtoull(line + len + 1, NULL, 16);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return v;
+}
+
+struct dump {
+    size_t i;          /* the target */
+    int fd;
+    int to_main;       /* sent to the main thread (tgkill) */
+    int done;
+    char *buf;
+    size_t len, cap;
+    double last;       /* when data last came */
+};
+
+/* Read what is there: 0; 1 at end of file (the worker and whatever
+ * inherited the write end are gone); -1 when out of memory. */
+static int drain(struct dump *d)
+{
+    for (;;) {
+        if (d->cap - d->len < 4096) {
+            if (d->cap >= DUMP_MAX) {
+                char sink[4096]; /* beyond any real dump: dropped */
+                ssize_t k = read(d->fd, sink, sizeof sink);
+                if (k > 0)
+                    continue;
+                return k == 0;
+            }
+            size_t cap = d->cap ? d->cap * 2 : 16384;
+            char *g = realloc(d->buf, cap);
+            if (!g)
+                return -1;
+            d->buf = g;
+            d->cap = cap;
+        }
+        ssize_t n = read(d->fd, d->buf + d->len, d->cap - d->len);
+        if (n > 0) {
+            d->len += (size_t)n;
+            d->last = cap_now_ms();
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 0; /* EAGAIN: all there is for now */
+    }
+}
+
+static void discard(int fd)
+{
+    char sink[4096];
+    while (read(fd, sink, sizeof sink) > 0) {
+    }
+}
+
+static int whole_lines(const struct dump *d)
+{
+    return d->len > 0 && d->buf[d->len - 1] == '\n';
+}
+
+static int finished(const struct stk_target *t, const struct dump *d,
+                    int sig, double now)
+{
+    if (!whole_lines(d))
+        return 0;
+    unsigned long long bit = 1ull << (sig - 1);
+    if (!d->to_main)
+        return now - d->last >= QUIET_MS;
+    return !(sigmask_of(t->pid, t->pid, "SigPnd") & bit) &&
+           !(sigmask_of(t->pid, t->pid, "SigBlk") & bit);
+}
+
+/* ---- the dump's text ---------------------------------------------------- */
+
+static int add_thread(struct stk_thread **th, size_t *n, unsigned long **ids,
+                      unsigned long id)
+{
+    struct stk_thread *g = realloc(*th, (*n + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    *th = g;
+    unsigned long *gi = realloc(*ids, (*n + 1) * sizeof *gi);
+    if (!gi)
+        return -1;
+    *ids = gi;
+    memset(&g[*n], 0, sizeof *g);
+    gi[*n] = id;
+    (*n)++;
+    return 0;
+}
+
+/* `  File "x.py", line 12 in spin` (line "???" when unknown). */
+static int add_frame(struct stk_thread *t, const char *line, size_t len)
+{
+    static const char pre[] = "  File \"", mid[] = "\", line ",
+                      in[] = " in ";
+    if (len < sizeof pre - 1 || memcmp(line, pre, sizeof pre - 1) != 0)
+        return 0;
+    const char *file = line + sizeof pre - 1, *end = line + len, *m = NULL;
+    for (const char *p = file; p + sizeof mid - 1 <= end; p++)
+        if (!memcmp(p, mid, sizeof mid - 1))
+            m = p; /* the last: a file name may hold anything */
+    if (!m)
+        return 0;
+    const char *num = m + sizeof mid - 1, *fn = NULL;
+    for (const char *p = num; p + sizeof in - 1 <= end; p++)
+        if (!memcmp(p, in, sizeof in - 1)) {
+            fn = p + sizeof in - 1;
+            break;
+        }
+    if (!fn)
+        return 0;
+    struct stk_frame *g = realloc(t->python, (t->npython + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    t->python = g;
+    struct stk_frame *f = &g[t->npython];
+    memset(f, 0, sizeof *f);
+    f->file = strndup(file, (size_t)(m - file));
+    f->function = strndup(fn, (size_t)(end - fn));
+    f->line = atoi(num); /* "???": 0, unknown */
+    if (!f->file || !f->function) {
+        free(f->file);
+        free(f->function);
+        return -1;
+    }
+    t->npython++;
+    return 0;
+}
+
+int cap_parse_dump(const char *text, size_t len, struct stk_thread **th,
+                   size_t *n, unsigned long **ids, int *current)
+{
+    *th = NULL;
+    *n = 0;
+    *ids = NULL;
+    *current = -1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl : end;
+        size_t ll = (size_t)(eol - p);
+        /* "Thread 0x...", or "Current thread 0x..." for the handler's */
+        int cur = ll > 15 && !memcmp(p, "Current thread ", 15);
+        const char *h = cur ? p + 15 : p + 7;
+        unsigned long id;
+        if (!nl) {
+            /* a line cut short: nothing to take from it */
+        } else if ((cur || (ll > 7 && !memcmp(p, "Thread ", 7))) &&
+                   sscanf(h, "%lx", &id) == 1) {
+            if (add_thread(th, n, ids, id) < 0)
+                return -1;
+            if (cur)
+                *current = (int)*n - 1;
+        } else if (*n > 0 && add_frame(&(*th)[*n - 1], p, ll) < 0) {
+            return -1;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
+/* ---- onto the rank's threads -------------------------------------------- */
+
+static struct stk_thread *main_thread(struct stk_rank *r)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].tid == r->pid)
+            return &r->threads[i];
+    return NULL;
+}
+
+/* Give r the parsed threads: each to the native thread whose thread
+ * pointer faulthandler printed; the interpreter's first thread (listed
+ * last) to the main thread when that is unknown; any other on a thread of
+ * its own (tid 0). */
+static int attach(struct stk_rank *r, const struct cap_native *c,
+                  struct stk_thread *py, size_t n, const unsigned long *ids)
+{
+    for (size_t k = 0; k < n; k++) {
+        struct stk_thread *to = NULL;
+        for (size_t j = 0; ids[k] && c->tp && j < r->nthreads; j++)
+            if (c->tp[j] == ids[k] && !r->threads[j].npython)
+                to = &r->threads[j];
+        if (!to && k == n - 1) {
+            to = main_thread(r);
+            if (to && to->npython)
+                to = NULL;
+            if (!to && !r->nthreads) {
+                /* no native threads at all (ptrace refused) */
+                struct stk_thread *g = realloc(r->threads, sizeof *g);
+                if (!g)
+                    return -1;
+                r->threads = g;
+                memset(g, 0, sizeof *g);
+                g->tid = r->pid;
+                r->nthreads = 1;
+                to = g;
+            }
+        }
+        if (!to) {
+            struct stk_thread *g =
+                realloc(r->threads, (r->nthreads + 1) * sizeof *g);
+            if (!g)
+                return -1;
+            r->threads = g;
+            to = &g[r->nthreads++];
+            memset(to, 0, sizeof *to);
+        }
+        to->python = py[k].python;
+        to->npython = py[k].npython;
+        py[k].python = NULL;
+        py[k].npython = 0;
+    }
+    return 0;
+}
+
+static int take(const struct stk_target *t, struct stk_rank *r,
+                const struct cap_native *c, struct dump *d)
+{
+    struct stk_thread *py;
+    size_t n;
+    unsigned long *ids;
+    int current, rc = -1;
+    if (cap_parse_dump(d->buf, d->len, &py, &n, &ids, &current) == 0)
+        rc = n ? attach(r, c, py, n, ids)
+               : cap_error(r, "no Python frames: its faulthandler wrote "
+                              "nothing readable");
+    for (size_t k = 0; k < n; k++)
+        cap_frames_free(py[k].python, py[k].npython);
+    free(py);
+    free(ids);
+    (void)t;
+    return rc;
+}
+
+int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
+               struct cap_native *c, double deadline)
+{
+    int sig = stk_signal();
+    unsigned long long bit = 1ull << (sig - 1);
+    struct dump *d = calloc(n, sizeof *d);
+    struct pollfd *pf = calloc(n, sizeof *pf);
+    size_t nd = 0;
+    int rc = d && pf ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        pid_t pid = t[i].pid;
+        if (t[i].python_fd < 0 || c[i].exited)
+            continue;
+        if (c[i].stopped) {
+            rc = cap_error(&r[i], "no Python frames: the worker is stopped "
+                                  "(SIGSTOP), and amlrun leaves it so");
+            continue;
+        }
+        if (!(sigmask_of(pid, 0, "SigCgt") & bit)) {
+            rc = cap_error(&r[i], "no Python frames: its Python did not take "
+                                  "amlrun's faulthandler hook (site disabled: "
+                                  "python -S, -I or -E?)");
+            continue;
+        }
+        discard(t[i].python_fd); /* what an earlier capture left */
+        struct dump *x = &d[nd];
+        x->i = i;
+        x->fd = t[i].python_fd;
+        x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);
+        x->last = cap_now_ms();
+        int sent = x->to_main ? (int)syscall(SYS_tgkill, pid, pid, sig)
+                              : kill(pid, sig);
+        if (sent < 0) {
+            rc = cap_error(&r[i], "it exited before its Python stack could "
+                                  "be read");
+            continue;
+        }
+        nd++;
+    }
+    for (;;) {
+        double now = cap_now_ms();
+        size_t open = 0;
+        for (size_t k = 0; k < nd && rc == 0; k++) {
+            if (d[k].done)
+                continue;
+            int eof = drain(&d[k]);
+            if (eof < 0) {
+                rc = -1;
+                break;
+            }
+            if (eof) {
+                d[k].done = whole_lines(&d[k]);
+                d[k].fd = -1;
+                continue;
+            }
+            if (finished(&t[d[k].i], &d[k], sig, now)) {
+                d[k].done = 1;
+                if (drain(&d[k]) < 0) /* written before it left the handler */
+                    rc = -1;
+                continue;
+            }
+            pf[open].fd = d[k].fd;
+            pf[open].events = POLLIN;
+            open++;
+        }
+        if (rc < 0 || open == 0 || now >= deadline)
+            break;
+        double left = deadline - now;
+        (void)poll(pf, open, left < 2 ? (int)left + 1 : 2);
+    }
+    for (size_t k = 0; k < nd && rc == 0; k++) {
+        struct stk_rank *rk = &r[d[k].i];
+        if (!d[k].len)
+            rc = cap_error(rk, "no Python frames: no answer from its "
+                               "faulthandler in time");
+        else if (!d[k].done &&
+                 cap_error(rk, "Python frames cut short: out of time") < 0)
+            rc = -1;
+        else
+            rc = take(&t[d[k].i], rk, &c[d[k].i], &d[k]);
+    }
+    for (size_t k = 0; k < nd; k++)
+        free(d[k].buf);
+    free(d);
+    free(pf);
+    return rc;
+}

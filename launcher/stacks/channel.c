@@ -1,0 +1,115 @@
+/* A worker's Python stack channel, the spawner's side (see channel.h and
+ * stacks.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "amldist.h"
+#include "stacks/channel.h"
+#include "stacks/stacks.h"
+
+/* Big enough for the dump of a worker with many threads even before amlrun
+ * reads any of it (faulthandler writes at most 100 threads of 100 frames);
+ * the system's pipe-max-size may refuse it, and 64 KiB read as it comes
+ * does too. */
+#define CHANNEL_PIPE_SIZE (1 << 20)
+
+int stk_channel_open(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -1;
+    /* Neither end ever waits: amlrun drains what comes, and a worker's
+     * signal handler must not block on a full pipe that nobody reads (a
+     * capture that gave up): the rest of that dump is lost instead. */
+    if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0 ||
+        fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0) {
+        int err = errno;
+        close(fds[0]);
+        close(fds[1]);
+        errno = err;
+        return -1;
+    }
+    (void)fcntl(fds[1], F_SETPIPE_SZ, CHANNEL_PIPE_SIZE);
+    return 0;
+}
+
+int stk_signal(void)
+{
+    return SIGRTMAX - 6;
+}
+
+const char *stk_python_dir(void)
+{
+    static int looked;
+    static char dir[PATH_MAX];
+    if (looked)
+        return dir[0] ? dir : NULL;
+    looked = 1;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0'; /* BINDIR */
+    char path[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/../%s/sitecustomize.py", exe,
+                 STK_PYTHON_SUBDIR) >= (int)sizeof path ||
+        stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return NULL;
+    /* The hook strips exactly this entry from PYTHONPATH again: give it the
+     * path it computes (os.path.abspath of its own directory). */
+    char *slash2 = strrchr(path, '/');
+    *slash2 = '\0';
+    if (!realpath(path, dir))
+        dir[0] = '\0';
+    return dir[0] ? dir : NULL;
+}
+
+/* python, python3, python3.11, python3.11d, python3-dbg: an interpreter. */
+static int is_python_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    for (const char *p = base + 6; *p; p++)
+        if (!strchr("0123456789.-dbgmu", *p))
+            return 0;
+    return 1;
+}
+
+int stk_channel_wanted(const char *path, int runs_python)
+{
+    return (runs_python || (path && is_python_name(path))) &&
+           stk_python_dir() != NULL;
+}
+
+int stk_channel_env(char ***env, int write_fd)
+{
+    const char *dir = stk_python_dir();
+    const char *old = amldist_envp_get(*env, "PYTHONPATH");
+    char fd[16], sig[16], *pp;
+    snprintf(fd, sizeof fd, "%d", write_fd);
+    snprintf(sig, sizeof sig, "%d", stk_signal());
+    if (!dir)
+        return 0;
+    if (old && *old ? asprintf(&pp, "%s:%s", dir, old) < 0
+                    : !(pp = strdup(dir)))
+        return -1;
+    int rc = amldist_envp_set(env, "PYTHONPATH", pp) < 0 ||
+                     amldist_envp_set(env, STK_ENV_FD, fd) < 0 ||
+                     amldist_envp_set(env, STK_ENV_SIGNAL, sig) < 0
+                 ? -1 : 0;
+    free(pp);
+    return rc;
+}

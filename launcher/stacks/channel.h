@@ -1,0 +1,39 @@
+/*
+ * The spawner's side of a worker's Python stack channel (stacks.h's
+ * stk_channel_open): whether a worker gets one, and the environment that
+ * names it.  The directory of amlrun's sitecustomize.py is found from
+ * amlrun's own path, the same way in the build tree and installed:
+ * BINDIR/../share/amldist/python (build/bin/amlrun and
+ * build/share/amldist/python; /usr/bin/amlrun and /usr/share/amldist/python).
+ */
+#ifndef AMLRUN_STACKS_CHANNEL_H
+#define AMLRUN_STACKS_CHANNEL_H
+
+/* The descriptor's variable, the signal's, and where the hook is. */
+#define STK_ENV_FD "AMLDIST_STACK_FD"
+#define STK_ENV_SIGNAL "AMLDIST_STACK_SIGNAL"
+#define STK_PYTHON_SUBDIR "share/amldist/python"
+
+/* The real-time signal a Python worker's faulthandler answers
+ * (SIGRTMAX - 6: programs that take real-time signals count up from
+ * SIGRTMIN). */
+int stk_signal(void);
+
+/* The directory holding amlrun's sitecustomize.py, or NULL when it is not
+ * beside amlrun (then workers get no channel, and no Python frames).
+ * Looked up once. */
+const char *stk_python_dir(void);
+
+/* Whether a worker of this command gets a channel: it runs under Python
+ * (runs_python: amlrun wraps it, command.h) or is a Python interpreter
+ * itself (path's last part python, python3, python3.11, ...), and the hook
+ * is there. */
+int stk_channel_wanted(const char *path, int runs_python);
+
+/* Put the channel into a worker's environment: stk_python_dir() before the
+ * rest of PYTHONPATH, STK_ENV_FD = write_fd (the worker inherits that
+ * number: spawn_req.keep_fd), STK_ENV_SIGNAL.  0, or -1 when out of
+ * memory. */
+int stk_channel_env(char ***env, int write_fd);
+
+#endif /* AMLRUN_STACKS_CHANNEL_H */

@@ -1,0 +1,63 @@
+# amlrun's hook for reading a Python worker's stacks (launcher/stacks/).
+#
+# amlrun puts this directory first in the worker's PYTHONPATH and names a
+# pipe (AMLDIST_STACK_FD) and a signal (AMLDIST_STACK_SIGNAL).  Here
+# faulthandler is registered to write every thread's Python stack into that
+# pipe when the signal comes; nothing else runs until then, and the
+# training program is not changed.  Then the worker is made to look as if
+# amlrun had not been there: the variables and this directory leave
+# os.environ and sys.path (a Python the program starts gets none of it), and
+# the next sitecustomize on the path (Debian ships one) runs as it would
+# have.  Python with -S or -I never reads this file: amlrun then says that
+# it has no Python frames for the worker.
+import os
+import sys
+
+
+def _amldist_register():
+    fd = os.environ.pop("AMLDIST_STACK_FD", None)
+    sig = os.environ.pop("AMLDIST_STACK_SIGNAL", None)
+    if fd is None or sig is None:
+        return
+    try:
+        import faulthandler
+        import stat
+
+        fd, sig = int(fd), int(sig)
+        # Only the pipe amlrun gave: a number reused for another file (the
+        # pipe closed by the program) must not get dumps.
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        faulthandler.register(sig, file=fd, all_threads=True, chain=False)
+    except Exception:
+        pass  # no Python frames: amlrun says so, the worker runs on
+
+
+def _amldist_unhook():
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.environ.get("PYTHONPATH")
+    if path is not None:
+        parts = path.split(os.pathsep)
+        if parts and parts[0] == here:
+            rest = os.pathsep.join(parts[1:])
+            if rest:
+                os.environ["PYTHONPATH"] = rest
+            else:
+                del os.environ["PYTHONPATH"]
+    sys.path[:] = [p for p in sys.path
+                   if os.path.abspath(p or os.curdir) != here]
+    # The sitecustomize this one stands in front of, run as itself.
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+_amldist_register()
+del _amldist_register
+_amldist_unhook()

@@ -1,0 +1,886 @@
+/*
+ * Reading the stacks of real processes (launcher/stacks/capture*.c): this
+ * program's own children stand in for amlrun's workers (it is their
+ * parent, as amlrun is): a C loop in a named function, a read() that
+ * blocks, a stopped one, ones that exit during the capture, a non-dumpable
+ * one under an unprivileged capturer, Python workers through the
+ * faulthandler channel (one thread, two threads, -S, stopped), and 64 at
+ * once.  Every target must run on afterwards, with no ptrace stop left.
+ *
+ * Under valgrind (--trace-children=yes) the targets run on valgrind's
+ * machine, whose stacks are valgrind's own: the cases are skipped there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "amldist.h"
+#include "test.h"
+
+#include "stacks/capture.h"
+#include "stacks/channel.h"
+#include "stacks/stacks.h"
+
+#define TIMEOUT_MS 5000
+
+/* ---- the targets' code (children forked from here) ---- */
+
+void spin_in_c(void);
+void blocked_in_read(int fd, int ack);
+
+static volatile unsigned long counter;
+
+enum { SPIN_FIRST = __LINE__ };
+__attribute__((noinline)) void spin_in_c(void)
+{
+    for (;;)
+        counter++;
+}
+enum { SPIN_LAST = __LINE__ };
+
+__attribute__((noinline)) void blocked_in_read(int fd, int ack)
+{
+    char c;
+    ssize_t n;
+    do
+        n = read(fd, &c, 1);
+    while (n < 0 && errno == EINTR);
+    /* Answer: the read went on after the capture. */
+    if (n == 1 && write(ack, "k", 1) != 1)
+        _exit(3);
+    _exit(0);
+}
+
+/* ---- helpers ---- */
+
+static int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") != NULL;
+}
+
+static pid_t fork_spinner(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        spin_in_c();
+    }
+    return pid;
+}
+
+static void end_child(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    return p ? p[2] : 0;
+}
+
+/* Every thread of pid: no tracer and not in a ptrace stop ('t'). */
+static int untraced(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    FILE *ls;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "cat %s/*/status 2>/dev/null", path);
+    ls = popen(cmd, "r");
+    if (!ls)
+        return 0;
+    char line[256];
+    int ok = 1;
+    while (fgets(line, sizeof line, ls)) {
+        int tracer;
+        if (sscanf(line, "TracerPid: %d", &tracer) == 1 && tracer != 0)
+            ok = 0;
+        char state;
+        if (sscanf(line, "State: %c", &state) == 1 && state == 't')
+            ok = 0;
+    }
+    pclose(ls);
+    return ok;
+}
+
+/* The counter of a spinning child moves: it runs. */
+static int runs(pid_t pid)
+{
+    char path[64], buf[512];
+    unsigned long t1 = 0, t2 = 0;
+    for (int round = 0; round < 2; round++) {
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return 0;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        unsigned long utime = 0;
+        /* state ppid pgrp session tty tpgid flags minflt cminflt majflt
+         * cmajflt utime */
+        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                                "%lu", &utime) != 1)
+            return 0;
+        if (round == 0) {
+            t1 = utime;
+            /* Wait for CPU time to show (generous: a loaded machine). */
+            for (int i = 0; i < 1000; i++) {
+                struct timespec ts = {0, 10 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+                f = fopen(path, "r");
+                if (!f)
+                    return 0;
+                n = fread(buf, 1, sizeof buf - 1, f);
+                fclose(f);
+                buf[n] = '\0';
+                p = strrchr(buf, ')');
+                if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+                                       "%*u %*u %lu", &t2) == 1 && t2 > t1)
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void set_free(struct stk_set *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct stk_rank *r = &s->ranks[i];
+        for (size_t k = 0; k < r->nthreads; k++) {
+            cap_frames_free(r->threads[k].python, r->threads[k].npython);
+            cap_frames_free(r->threads[k].native, r->threads[k].nnative);
+            free(r->threads[k].name);
+        }
+        free(r->threads);
+        free(r->host);
+        free(r->error);
+    }
+    free(s->ranks);
+    memset(s, 0, sizeof *s);
+}
+
+static struct stk_target target(pid_t pid, int rank, int python_fd)
+{
+    struct stk_target t = {.rank = rank, .local_rank = rank, .node = 0,
+                           .pid = pid, .last_progress_s = -1,
+                           .python_fd = python_fd};
+    return t;
+}
+
+static const struct stk_thread *main_of(const struct stk_rank *r)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].tid == r->pid)
+            return &r->threads[i];
+    return NULL;
+}
+
+/* The first native frame whose function contains `fn`, or NULL. */
+static const struct stk_frame *native_frame(const struct stk_thread *t,
+                                            const char *fn)
+{
+    for (size_t i = 0; t && i < t->nnative; i++)
+        if (t->native[i].function && strstr(t->native[i].function, fn))
+            return &t->native[i];
+    return NULL;
+}
+
+static void dump_rank(const struct stk_rank *r)
+{
+    fprintf(stderr, "# rank %d pid %d: %zu threads, error: %s\n", r->rank,
+            (int)r->pid, r->nthreads, r->error ? r->error : "-");
+    for (size_t i = 0; i < r->nthreads && i < 4; i++) {
+        const struct stk_thread *t = &r->threads[i];
+        fprintf(stderr, "#  thread %d (%s)\n", (int)t->tid,
+                t->name ? t->name : "?");
+        for (size_t k = 0; k < t->npython && k < 6; k++)
+            fprintf(stderr, "#    py %s:%d %s\n", t->python[k].file,
+                    t->python[k].line, t->python[k].function);
+        for (size_t k = 0; k < t->nnative && k < 8; k++)
+            fprintf(stderr, "#    %s:%d %s [%s]\n",
+                    t->native[k].file ? t->native[k].file : "?",
+                    t->native[k].line,
+                    t->native[k].function ? t->native[k].function : "?",
+                    t->native[k].module ? t->native[k].module : "?");
+    }
+}
+
+/* ---- native ---- */
+
+static void test_c_loop(void)
+{
+    pid_t pid = fork_spinner();
+    CHECK(pid > 0);
+    struct stk_target t = target(pid, 3, -1);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, "hostA", TIMEOUT_MS, &s), 0);
+    CHECK_INT_EQ(s.n, 1);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK_INT_EQ(r->rank, 3);
+    CHECK_INT_EQ(r->pid, pid);
+    CHECK_STR_EQ(r->host, "hostA");
+    CHECK(r->error == NULL);
+    CHECK(r->nthreads == 1);
+    CHECK_INT_EQ(r->threads[0].tid, pid);
+    const struct stk_frame *f = native_frame(main_of(r), "spin_in_c");
+    CHECK(f != NULL);
+    CHECK(f && f == &r->threads[0].native[0]); /* the innermost */
+    CHECK(f && f->file && strstr(f->file, "test_stacks_capture.c"));
+    CHECK(f && f->line >= SPIN_FIRST && f->line <= SPIN_LAST);
+    CHECK(f && f->module && strstr(f->module, "test_stacks_capture"));
+    if (r->error || !f)
+        dump_rank(r);
+    /* It runs on, traced by nobody. */
+    CHECK(untraced(pid));
+    CHECK(runs(pid));
+    set_free(&s);
+    end_child(pid);
+}
+
+static void test_blocked_read(void)
+{
+    int in[2], ack[2];
+    CHECK(pipe(in) == 0 && pipe(ack) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        blocked_in_read(in[0], ack[1]);
+    }
+    /* Wait until it sleeps in the read. */
+    for (int i = 0; i < 2000 && proc_state(pid) != 'S'; i++)
+        usleep(5000);
+    struct stk_target t = target(pid, 0, -1);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK(r->error == NULL);
+    const struct stk_thread *m = main_of(r);
+    const struct stk_frame *rd = native_frame(m, "read");
+    const struct stk_frame *caller = native_frame(m, "blocked_in_read");
+    CHECK(rd != NULL);
+    CHECK(caller != NULL);
+    CHECK(rd && caller && rd < caller); /* read inside its caller */
+    CHECK(rd && rd->module && strstr(rd->module, "libc"));
+    if (!rd || !caller)
+        dump_rank(r);
+    set_free(&s);
+    CHECK(untraced(pid));
+    /* The read goes on: it gets the byte and answers. */
+    CHECK(write(in[1], "x", 1) == 1);
+    char c = 0;
+    CHECK(read(ack[0], &c, 1) == 1 && c == 'k');
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_stopped(void)
+{
+    pid_t pid = fork_spinner();
+    CHECK(runs(pid)); /* in its loop, not just forked */
+    kill(pid, SIGSTOP);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    /* As the supervisor does: the stop is seen and taken. */
+    CHECK(waitid(P_PID, (id_t)pid, &si, WSTOPPED) == 0);
+    CHECK_INT_EQ(si.si_code, CLD_STOPPED);
+    struct stk_target t = target(pid, 1, -1);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK(native_frame(main_of(r), "spin_in_c") != NULL);
+    if (!native_frame(main_of(r), "spin_in_c"))
+        dump_rank(r);
+    /* Still stopped, by its group-stop, not by ptrace. */
+    CHECK_INT_EQ(proc_state(pid), 'T');
+    CHECK(untraced(pid));
+    /* No second stop report for the parent. */
+    memset(&si, 0, sizeof si);
+    CHECK(waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG) == 0);
+    CHECK_INT_EQ(si.si_pid, 0);
+    set_free(&s);
+    kill(pid, SIGCONT);
+    CHECK(runs(pid));
+    end_child(pid);
+}
+
+/* Exited before: a zombie, whose exit status stays the parent's. */
+static void test_exited(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(7);
+    for (int i = 0; i < 2000 && proc_state(pid) != 'Z'; i++)
+        usleep(5000);
+    struct stk_target t = target(pid, 2, -1);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    CHECK_STR_HAS(s.ranks[0].error, "exited");
+    CHECK_INT_EQ(s.ranks[0].nthreads, 0);
+    set_free(&s);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+}
+
+/* A worker whose threads come and go, and ones that end while the capture
+ * runs: every capture ends, each rank has frames or says it exited, and
+ * each worker is reaped by its parent with its own status. */
+static void *short_thread(void *arg)
+{
+    return arg;
+}
+
+static void churn(int ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        pthread_t th;
+        if (pthread_create(&th, NULL, short_thread, NULL) == 0)
+            pthread_detach(th);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 +
+                (now.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+            _exit(5);
+    }
+}
+
+static void test_exits_during_capture(void)
+{
+    enum { N = 16 };
+    pid_t pid[N];
+    struct stk_target t[N];
+    for (int i = 0; i < N; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0)
+            churn(i * 3);
+        t[i] = target(pid[i], i, -1);
+    }
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(t, N, NULL, TIMEOUT_MS, &s), 0);
+    CHECK_INT_EQ(s.n, N);
+    for (int i = 0; i < N; i++) {
+        const struct stk_rank *r = &s.ranks[i];
+        CHECK(r->nthreads > 0 || (r->error && strstr(r->error, "exited")));
+        if (r->error)
+            CHECK(strchr(r->error, '\n') == NULL);
+    }
+    set_free(&s);
+    for (int i = 0; i < N; i++) {
+        int status = 0;
+        CHECK(waitpid(pid[i], &status, 0) == pid[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 5);
+    }
+}
+
+/* An unprivileged capturer (amlrun run by a user, no CAP_SYS_PTRACE) and a
+ * worker that made itself non-dumpable: one line says why; its neighbour,
+ * dumpable, is read. */
+static void test_not_dumpable(void)
+{
+    if (getuid() == 0 &&
+        (setresgid(65534, 65534, 65534) < 0 ||
+         setresuid(65534, 65534, 65534) < 0)) {
+        TEST__FAIL("cannot become uid 65534: %s", strerror(errno));
+        return;
+    }
+    /* A change of user made this process non-dumpable, and its children
+     * would inherit that: amlrun started by the user is dumpable. */
+    prctl(PR_SET_DUMPABLE, 1);
+    pid_t hidden = fork();
+    if (hidden == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_DUMPABLE, 0);
+        spin_in_c();
+    }
+    pid_t open_one = fork_spinner();
+    /* Wait until the prctl took effect: its /proc files turn root's. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)hidden);
+    struct stat st;
+    for (int i = 0; i < 2000; i++) {
+        if (stat(path, &st) == 0 && st.st_uid == 0)
+            break;
+        usleep(5000);
+    }
+    struct stk_target t[2] = {target(hidden, 0, -1), target(open_one, 1, -1)};
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(t, 2, NULL, TIMEOUT_MS, &s), 0);
+    CHECK_STR_HAS(s.ranks[0].error, "ptrace refused");
+    CHECK_STR_HAS(s.ranks[0].error, "not dumpable");
+    CHECK_INT_EQ(s.ranks[0].nthreads, 0);
+    CHECK(s.ranks[1].error == NULL);
+    CHECK(native_frame(main_of(&s.ranks[1]), "spin_in_c") != NULL);
+    set_free(&s);
+    CHECK(runs(hidden));
+    CHECK(runs(open_one));
+    end_child(hidden);
+    end_child(open_one);
+}
+
+/* ---- Python ---- */
+
+static char script_dir[64];
+
+static const char *write_script(const char *name, const char *text)
+{
+    static char path[128];
+    snprintf(path, sizeof path, "%s/%s", script_dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Start python3 [opt] script as amlrun would: the channel in its
+ * environment, its write end inherited; *out reads its stdout. */
+static pid_t start_python_as(const char *opt, const char *script,
+                             int channel, int *chan, int *out)
+{
+    int fds[2] = {-1, -1}, o[2];
+    if ((channel && stk_channel_open(fds) < 0) || pipe2(o, O_CLOEXEC) < 0)
+        return -1;
+    char **env = NULL;
+    extern char **environ;
+    for (char **e = environ; *e; e++) {
+        char *eq = strchr(*e, '=');
+        if (!eq || !strncmp(*e, "LD_PRELOAD=", 11))
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
+        amldist_envp_set(&env, name, eq + 1);
+    }
+    CHECK(stk_python_dir() != NULL);
+    if (channel)
+        CHECK_INT_EQ(stk_channel_env(&env, fds[1]), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(o[1], 1);
+        if (channel)
+            fcntl(fds[1], F_SETFD, 0);
+        char *argv[] = {"python3", (char *)(opt ? opt : script),
+                        opt ? (char *)script : NULL, NULL};
+        execve("/usr/bin/python3", argv, env);
+        _exit(127);
+    }
+    amldist_envp_free(env);
+    if (channel)
+        close(fds[1]);
+    close(o[1]);
+    *chan = fds[0];
+    *out = o[0];
+    return pid;
+}
+
+static pid_t start_python(const char *opt, const char *script, int *chan,
+                          int *out)
+{
+    return start_python_as(opt, script, 1, chan, out);
+}
+
+/* Wait for a line from the worker's stdout ("ready"). */
+static int ready(int fd)
+{
+    char buf[64];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 60000) != 1)
+        return 0;
+    return read(fd, buf, sizeof buf) > 0;
+}
+
+static const char py_one[] =
+    "import os\n"
+    "def stuck_here():\n"
+    "    os.write(1, b'ready\\n')\n"
+    "    while True:\n"           /* line 4 */
+    "        pass\n"              /* line 5 */
+    "stuck_here()\n";
+
+static int python_frame_is(const struct stk_thread *t, const char *file,
+                           const char *fn, int l1, int l2)
+{
+    if (!t || t->npython == 0)
+        return 0;
+    const struct stk_frame *f = &t->python[0];
+    return f->file && !strcmp(f->file, file) && f->function &&
+           !strcmp(f->function, fn) && (f->line == l1 || f->line == l2);
+}
+
+static void test_python_one(void)
+{
+    const char *script = write_script("one.py", py_one);
+    int chan, out;
+    pid_t pid = start_python(NULL, script, &chan, &out);
+    CHECK(pid > 0 && ready(out));
+    struct stk_target t = target(pid, 0, chan);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK(r->error == NULL);
+    const struct stk_thread *m = main_of(r);
+    CHECK(python_frame_is(m, script, "stuck_here", 4, 5));
+    CHECK(m && m->npython == 2 && !strcmp(m->python[1].function, "<module>"));
+    CHECK(m && m->nnative > 0);
+    if (r->error || !python_frame_is(m, script, "stuck_here", 4, 5))
+        dump_rank(r);
+    set_free(&s);
+    CHECK(untraced(pid));
+    /* Again: a second capture reads a fresh dump. */
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    CHECK(python_frame_is(main_of(&s.ranks[0]), script, "stuck_here", 4, 5));
+    set_free(&s);
+    CHECK(runs(pid));
+    end_child(pid);
+    close(chan);
+    close(out);
+}
+
+static const char py_two[] =
+    "import os, threading, time\n"
+    "def worker_spins():\n"
+    "    while True:\n"               /* line 3 */
+    "        pass\n"                  /* line 4 */
+    "def main_waits():\n"
+    "    threading.Thread(target=worker_spins, daemon=True).start()\n"
+    "    os.write(1, b'ready\\n')\n"
+    "    time.sleep(3600)\n"           /* line 8 */
+    "main_waits()\n";
+
+static void test_python_two_threads(void)
+{
+    const char *script = write_script("two.py", py_two);
+    int chan, out;
+    pid_t pid = start_python(NULL, script, &chan, &out);
+    CHECK(pid > 0 && ready(out));
+    struct stk_target t = target(pid, 0, chan);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK(r->error == NULL);
+    CHECK(python_frame_is(main_of(r), script, "main_waits", 8, 8));
+    const struct stk_thread *other = NULL;
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].tid != pid && r->threads[i].npython)
+            other = &r->threads[i];
+    CHECK(python_frame_is(other, script, "worker_spins", 3, 4));
+#if defined(__x86_64__)
+    /* Mapped to its own native thread (thread pointers). */
+    CHECK(other && other->tid > 0 && other->nnative > 0);
+#endif
+    if (!other || r->error)
+        dump_rank(r);
+    set_free(&s);
+    CHECK(untraced(pid));
+    end_child(pid);
+    close(chan);
+    close(out);
+}
+
+/* python -S never reads sitecustomize: the capture says so in one line and
+ * still has the native frames. */
+static void test_python_no_site(void)
+{
+    const char *script = write_script("nosite.py", py_one);
+    int chan, out;
+    pid_t pid = start_python("-S", script, &chan, &out);
+    CHECK(pid > 0 && ready(out));
+    struct stk_target t = target(pid, 0, chan);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK_STR_HAS(r->error, "no Python frames");
+    CHECK_STR_HAS(r->error, "-S");
+    CHECK(main_of(r) && main_of(r)->nnative > 0);
+    CHECK(main_of(r) && main_of(r)->npython == 0);
+    set_free(&s);
+    /* And it was not killed by the signal it does not handle. */
+    CHECK(runs(pid));
+    end_child(pid);
+    close(chan);
+    close(out);
+}
+
+/* A stopped Python worker: native frames, no Python ones (said), and it
+ * stays stopped, with no dump to come when it is continued. */
+static void test_python_stopped(void)
+{
+    const char *script = write_script("stopped.py", py_one);
+    int chan, out;
+    pid_t pid = start_python(NULL, script, &chan, &out);
+    CHECK(pid > 0 && ready(out));
+    kill(pid, SIGSTOP);
+    siginfo_t si;
+    CHECK(waitid(P_PID, (id_t)pid, &si, WSTOPPED) == 0);
+    struct stk_target t = target(pid, 0, chan);
+    struct stk_set s = {0};
+    CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &s), 0);
+    const struct stk_rank *r = &s.ranks[0];
+    CHECK_STR_HAS(r->error, "stopped");
+    CHECK(main_of(r) && main_of(r)->nnative > 0);
+    CHECK_INT_EQ(proc_state(pid), 'T');
+    CHECK(untraced(pid));
+    set_free(&s);
+    kill(pid, SIGCONT);
+    CHECK(runs(pid));
+    /* Nothing was sent: nothing comes. */
+    char c;
+    CHECK(read(chan, &c, 1) < 0 && errno == EAGAIN);
+    end_child(pid);
+    close(chan);
+    close(out);
+}
+
+/* What a Python program sees of itself (the sitecustomize it loaded,
+ * PYTHONPATH, the variables, sys.path) is the same with the hook as
+ * without it. */
+static char *python_sees(int channel)
+{
+    const char *script = write_script(
+        "look.py",
+        "import os, sys\n"
+        "m = sys.modules.get('sitecustomize')\n"
+        "print(getattr(m, '__file__', None))\n"
+        "print(os.environ.get('PYTHONPATH', '<unset>'))\n"
+        "print(sorted(k for k in os.environ if 'AMLDIST' in k))\n"
+        "print(sys.path[1:])\n");
+    int chan, out;
+    pid_t pid = start_python_as(NULL, script, channel, &chan, &out);
+    CHECK(pid > 0);
+    char *buf = calloc(1, 8192);
+    size_t len = 0;
+    ssize_t n;
+    while (buf && (n = read(out, buf + len, 8191 - len)) > 0)
+        len += (size_t)n;
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    if (channel)
+        close(chan);
+    close(out);
+    return buf;
+}
+
+static void test_python_hook_invisible(void)
+{
+    char *plain = python_sees(0), *hooked = python_sees(1);
+    CHECK_STR_EQ(hooked, plain);
+    free(plain);
+    free(hooked);
+}
+
+/* ---- many ---- */
+
+static void test_64_workers(void)
+{
+    enum { N = 64 };
+    pid_t pid[N];
+    struct stk_target t[N];
+    int in[2];
+    CHECK(pipe(in) == 0);
+    for (int i = 0; i < N; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            /* Half in a loop, half blocked (as ranks waiting in a
+             * collective). */
+            if (i % 2)
+                spin_in_c();
+            blocked_in_read(in[0], -1);
+        }
+        t[i] = target(pid[i], i, -1);
+    }
+    struct stk_set s = {0};
+    double t0 = cap_now_ms();
+    CHECK_INT_EQ(stk_capture(t, N, "h", 30000, &s), 0);
+    double ms = cap_now_ms() - t0;
+    CHECK_INT_EQ(s.n, N);
+    for (int i = 0; i < N; i++) {
+        const struct stk_thread *m = main_of(&s.ranks[i]);
+        CHECK(native_frame(m, i % 2 ? "spin_in_c" : "blocked_in_read"));
+        if (!native_frame(m, i % 2 ? "spin_in_c" : "blocked_in_read"))
+            dump_rank(&s.ranks[i]);
+        CHECK(untraced(pid[i]));
+    }
+    printf("# the native stacks of %d workers (C) in %.0f ms\n", N, ms);
+    set_free(&s);
+    for (int i = 0; i < N; i++)
+        end_child(pid[i]);
+}
+
+static void test_64_python_workers(void)
+{
+    enum { N = 64 };
+    const char *script = write_script(
+        "many.py", "import os, time\n"
+                   "def waits():\n"
+                   "    os.write(1, b'ready\\n')\n"
+                   "    time.sleep(3600)\n"
+                   "waits()\n");
+    pid_t pid[N];
+    int chan[N], out[N];
+    struct stk_target t[N];
+    for (int i = 0; i < N; i++) {
+        pid[i] = start_python(NULL, script, &chan[i], &out[i]);
+        t[i] = target(pid[i], i, chan[i]);
+    }
+    for (int i = 0; i < N; i++)
+        CHECK(ready(out[i]));
+    struct stk_set s = {0};
+    double t0 = cap_now_ms();
+    CHECK_INT_EQ(stk_capture(t, N, "h", 30000, &s), 0);
+    double ms = cap_now_ms() - t0;
+    int good = 0;
+    for (int i = 0; i < N; i++) {
+        const struct stk_thread *m = main_of(&s.ranks[i]);
+        good += python_frame_is(m, script, "waits", 4, 4) && m->nnative > 0;
+        if (s.ranks[i].error)
+            dump_rank(&s.ranks[i]);
+    }
+    CHECK_INT_EQ(good, N);
+    printf("# the native and Python stacks of %d Python workers in %.0f ms\n",
+           N, ms);
+    set_free(&s);
+    for (int i = 0; i < N; i++) {
+        end_child(pid[i]);
+        close(chan[i]);
+        close(out[i]);
+    }
+}
+
+/* ---- the dump's text ---- */
+
+static void test_parse_dump(void)
+{
+    static const char text[] =
+        "Thread 0x00007f0000000100 (most recent call first):\n"
+        "  File \"/a/b.py\", line 12 in spin\n"
+        "  File \"/a/x\", line 3.py\", line 7 in <module>\n"
+        "\n"
+        "Current thread 0x00007f0000000200 (most recent call first):\n"
+        "  File \"/a/c.py\", line ??? in wait\n"
+        "\n"
+        "  <no Python frame>\n"
+        "Thread 0x00007f00000003";  /* cut short */
+    struct stk_thread *th;
+    size_t n;
+    unsigned long *ids;
+    int cur;
+    CHECK_INT_EQ(cap_parse_dump(text, sizeof text - 1, &th, &n, &ids, &cur),
+                 0);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(cur, 1);
+    CHECK(ids[0] == 0x7f0000000100ul && ids[1] == 0x7f0000000200ul);
+    CHECK_INT_EQ(th[0].npython, 2);
+    CHECK_STR_EQ(th[0].python[0].file, "/a/b.py");
+    CHECK_INT_EQ(th[0].python[0].line, 12);
+    CHECK_STR_EQ(th[0].python[0].function, "spin");
+    CHECK_STR_EQ(th[0].python[1].file, "/a/x\", line 3.py");
+    CHECK_INT_EQ(th[0].python[1].line, 7);
+    CHECK_INT_EQ(th[1].npython, 1);
+    CHECK_INT_EQ(th[1].python[0].line, 0);
+    CHECK_STR_EQ(th[1].python[0].function, "wait");
+    for (size_t i = 0; i < n; i++)
+        cap_frames_free(th[i].python, th[i].npython);
+    free(th);
+    free(ids);
+}
+
+static void test_channel(void)
+{
+    int fds[2];
+    CHECK_INT_EQ(stk_channel_open(fds), 0);
+    CHECK(fds[0] > 2 && fds[1] > 2);
+    CHECK(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+    CHECK(fcntl(fds[1], F_GETFD) & FD_CLOEXEC);
+    CHECK(fcntl(fds[1], F_GETFL) & O_NONBLOCK);
+    char **env = NULL;
+    amldist_envp_set(&env, "PYTHONPATH", "/x:/y");
+    CHECK_INT_EQ(stk_channel_env(&env, fds[1]), 0);
+    char want[64];
+    snprintf(want, sizeof want, "%d", fds[1]);
+    CHECK_STR_EQ(amldist_envp_get(env, STK_ENV_FD), want);
+    snprintf(want, sizeof want, "%d", stk_signal());
+    CHECK_STR_EQ(amldist_envp_get(env, STK_ENV_SIGNAL), want);
+    const char *pp = amldist_envp_get(env, "PYTHONPATH");
+    CHECK(pp && !strncmp(pp, stk_python_dir(), strlen(stk_python_dir())));
+    CHECK(pp && strstr(pp, ":/x:/y"));
+    amldist_envp_free(env);
+    /* Which commands get one. */
+    CHECK(stk_channel_wanted("/usr/bin/python3", 0));
+    CHECK(stk_channel_wanted("/usr/bin/python3.11", 0));
+    CHECK(stk_channel_wanted("/bin/true", 1));
+    CHECK(!stk_channel_wanted("/bin/true", 0));
+    CHECK(!stk_channel_wanted("/usr/bin/python3-config-x", 0));
+    close(fds[0]);
+    close(fds[1]);
+}
+
+int main(void)
+{
+    snprintf(script_dir, sizeof script_dir, "/tmp/stkcap.XXXXXX");
+    if (!mkdtemp(script_dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    RUN(test_parse_dump);
+    RUN(test_channel);
+    RUN(test_exited);
+    RUN(test_exits_during_capture);
+    RUN(test_python_hook_invisible);
+    static const char *const native_cases[] = {
+        "test_c_loop", "test_blocked_read", "test_stopped",
+        "test_not_dumpable", "test_python_one", "test_python_two_threads",
+        "test_python_no_site", "test_python_stopped", "test_64_workers",
+        "test_64_python_workers"};
+    if (under_valgrind()) {
+        for (size_t i = 0; i < sizeof native_cases / sizeof *native_cases; i++)
+            printf("ok - %s # SKIP the targets run on valgrind's machine "
+                   "(--trace-children=yes): their stacks are valgrind's\n",
+                   native_cases[i]);
+    } else {
+        RUN(test_c_loop);
+        RUN(test_blocked_read);
+        RUN(test_stopped);
+        RUN(test_not_dumpable);
+        RUN(test_python_one);
+        RUN(test_python_two_threads);
+        RUN(test_python_no_site);
+        RUN(test_python_stopped);
+        RUN(test_64_workers);
+        RUN(test_64_python_workers);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", script_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "# could not remove %s\n", script_dir);
+    return test_summary();
+}
