@@ -8,6 +8,7 @@
 #include "progress/hang.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/plane.h"
 #include "run/report.h"
 
 /* The first notice of ranks still running, and the longest interval
@@ -108,8 +109,7 @@ static void stacks_report(struct job *j, const char *reason,
 
 /* ---- --hang-timeout ----------------------------------------------------- */
 
-/* This node's ranks of the attempt, as the decision sees them. */
-static size_t view_of(const struct job *j, amldist__hang_rank_t *v)
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v)
 {
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
@@ -167,7 +167,7 @@ static void on_look(void *arg)
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, view_of(j, view), now,
+    } else if (amldist__hang_check(view, hang_view(j, view), now,
                                    s_to_ns(j->s->o->hang_timeout), stalled,
                                    &v)) {
         hung(j, &v, stalled);
@@ -180,6 +180,11 @@ static void on_look(void *arg)
 
 void watch_attempt(struct job *j)
 {
+    /* Across nodes, the rendezvous host decides, from every node's view. */
+    if (j->s->rz) {
+        plane_attempt(j);
+        return;
+    }
     if (j->s->o->hang_timeout > 0 && j->p.phase == PHASE_RUNNING)
         j->hang_timer = timer_at(
             j, out_now_ns() + s_to_ns(j->s->o->hang_timeout), on_look);
@@ -249,6 +254,7 @@ void watch_worker_done(struct job *j)
 
 void watch_attempt_end(struct job *j)
 {
+    plane_attempt_end(j);
     cancel(j, &j->hang_timer);
     cancel(j, &j->notice_timer);
     j->t_first_done = 0;

@@ -14,6 +14,7 @@
 #ifndef AMLRUN_HANGWATCH_H
 #define AMLRUN_HANGWATCH_H
 
+#include "progress/hang.h"
 #include "run/job.h"
 
 /* The job begins (--timeout's timer). */
@@ -25,6 +26,9 @@ void watch_worker_done(struct job *j);
 /* The attempt's workers have all ended: its timers go. */
 void watch_attempt_end(struct job *j);
 
+/* This node's ranks of the attempt, as the hang decision sees them (room
+ * for j->n in v); the count. */
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v);
 /* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
 void rank_list(int *ranks, size_t n, char *buf, size_t size);
 /* The ranks of this node's workers still running, as rank_list. */

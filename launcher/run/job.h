@@ -64,6 +64,7 @@ struct job {
      * job's --timeout, the next notice of ranks still running after
      * others ended (notice_every: the interval after it, in s). */
     int hang_timer, timeout_timer, notice_timer;
+    int plane_timer; /* plane.c: the next view for the host */
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
 };

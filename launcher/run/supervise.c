@@ -23,6 +23,7 @@
 #include "output/msg.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/plane.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -369,7 +370,7 @@ static int watch_controls(struct job *j)
     if (j->s->rz && amldist__loop_watch(j->loop, amldist_rdzv_fd(j->s->rz), 0,
                                         on_control, j) < 0)
         return -1;
-    return 0;
+    return plane_watch(j);
 }
 
 /* ---- an attempt ----------------------------------------------------------- */

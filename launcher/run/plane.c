@@ -1,0 +1,268 @@
+/* Issue 20 across nodes in amlrun (see plane.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/msg.h"
+#include "output/output.h"
+#include "progress/hang.h"
+#include "run/events.h"
+#include "run/hangwatch.h"
+#include "run/plane.h"
+#include "run/report.h"
+#include "stacks/stacks.h"
+
+/* How long this node reads its workers' stacks for a gather: within the
+ * host's 10 s for a hang. */
+#define CAPTURE_MS 5000
+
+/* ---- the views (--hang-timeout) --------------------------------------- */
+
+/* A quarter of the timeout apart, from 100 ms to 1 s, as the library
+ * sends them. */
+static long long view_every_ms(double timeout_s)
+{
+    long long ms = (long long)(timeout_s * 250);
+    return ms < 100 ? 100 : ms > 1000 ? 1000 : ms;
+}
+
+/* This node's ranks as the hang rule sees them; NULL when out of memory. */
+static amldist__hang_rank_t *ranks_view(const struct job *j, size_t *n)
+{
+    amldist__hang_rank_t *h = malloc((size_t)(j->n > 0 ? j->n : 1) *
+                                     sizeof *h);
+    *n = h ? hang_view(j, h) : 0;
+    return h;
+}
+
+static void on_view(void *arg)
+{
+    struct job *j = arg;
+    j->plane_timer = 0;
+    if (j->p.phase != PHASE_RUNNING)
+        return;
+    size_t n;
+    amldist__hang_rank_t *h = ranks_view(j, &n);
+    amldist_rdzv_view_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (h && v) {
+        for (size_t i = 0; i < n; i++)
+            v[i] = (amldist_rdzv_view_t){
+                .rank = h[i].rank,
+                .flags = (h[i].alive ? AMLDIST_RDZV_VIEW_ALIVE : 0u) |
+                         (h[i].uses_api ? AMLDIST_RDZV_VIEW_API : 0u),
+                .start_ns = h[i].start_ns, .progress_ns = h[i].progress_ns,
+                .line_ns = h[i].line_ns, .end_ns = h[i].end_ns};
+        amldist_rdzv_set_view(j->s->rz, v, (int)n);
+    }
+    free(h);
+    free(v);
+    long long at = out_now_ns() / 1000000 +
+                   view_every_ms(j->s->o->hang_timeout);
+    j->plane_timer = amldist__loop_timer(j->loop, at, on_view, j);
+    if (j->plane_timer < 0)
+        j->plane_timer = 0; /* out of memory: the host sees the last view */
+}
+
+void plane_attempt(struct job *j)
+{
+    if (!j->s->rz || j->s->o->hang_timeout <= 0)
+        return;
+    double ms = j->s->o->hang_timeout * 1000;
+    amldist_rdzv_watch(j->s->rz, ms > 86400000 ? 86400000 : (int)ms);
+    on_view(j);
+}
+
+void plane_attempt_end(struct job *j)
+{
+    if (j->plane_timer)
+        amldist__loop_cancel(j->loop, j->plane_timer);
+    j->plane_timer = 0;
+    /* The attempt's ranks are no view of the next round's. */
+    if (j->s->rz && j->s->o->hang_timeout > 0)
+        amldist_rdzv_set_view(j->s->rz, NULL, 0);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+/* Seconds since each rank's last progress (its last call, or line, or its
+ * start), for the report. */
+static double last_progress_s(const amldist__hang_rank_t *h, size_t n,
+                              int rank, int64_t now)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (h[i].rank != rank)
+            continue;
+        int64_t t = h[i].uses_api ? h[i].progress_ns : h[i].line_ns;
+        if (t < h[i].start_ns)
+            t = h[i].start_ns;
+        return t > 0 ? (double)(now - t) / 1e9 : -1;
+    }
+    return -1;
+}
+
+/* This node's running workers' stacks, encoded; NULL when none could be
+ * had (said). */
+static char *node_stacks(struct job *j, size_t *len)
+{
+    struct stk_target *t = calloc((size_t)(j->n > 0 ? j->n : 1), sizeof *t);
+    size_t nt = 0, nv;
+    amldist__hang_rank_t *h = ranks_view(j, &nv);
+    struct stk_set set = {0};
+    char *text = NULL;
+    int64_t now = out_now_ns();
+    for (int i = 0; t && h && i < j->n; i++) {
+        const struct worker *w = &j->w[i];
+        if (!w->running)
+            continue;
+        t[nt++] = (struct stk_target){
+            .rank = w->id.rank, .local_rank = w->id.local,
+            .node = w->id.node, .pid = w->pid,
+            .last_progress_s = last_progress_s(h, nv, w->id.rank, now),
+            .python_fd = w->stack_fd};
+    }
+    if (t && h && stk_capture(t, nt, j->s->host, CAPTURE_MS, &set) == 0)
+        text = stk_encode(&set, len);
+    if (!text)
+        msg("the stacks of this node's ranks for another node: out of "
+            "memory");
+    stk_set_free(&set);
+    free(t);
+    free(h);
+    return text;
+}
+
+/* --status from another node: this node's ranks, one line each
+ * ("rank local node pid running"), for the status engineer to take on. */
+static char *node_status(const struct job *j, size_t *len)
+{
+    size_t cap = 64 + (size_t)j->n * 64, o = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return NULL;
+    for (int i = 0; i < j->n; i++) {
+        const struct worker *w = &j->w[i];
+        o += (size_t)snprintf(b + o, cap - o, "%d %d %d %d %d\n", w->id.rank,
+                              w->id.local, w->id.node, (int)w->pid,
+                              w->running);
+    }
+    *len = o;
+    return b;
+}
+
+static void answer(struct job *j, const amldist_rdzv_request_t *q)
+{
+    size_t len = 0;
+    char *blob = NULL;
+    if (q->topic == AMLDIST_RDZV_TOPIC_HANG ||
+        q->topic == AMLDIST_RDZV_TOPIC_STACKS)
+        blob = node_stacks(j, &len);
+    else if (q->topic == AMLDIST_RDZV_TOPIC_STATUS)
+        blob = node_status(j, &len);
+    /* Unknown topics get an empty answer: the asker is not kept waiting. */
+    if (amldist_rdzv_answer(j->s->rz, q->id, blob ? blob : "", len) < 0)
+        msg("answering another node: %s", amldist_last_error());
+    free(blob);
+}
+
+/* ---- the host's node: the hang, reported once ---------------------------- */
+
+/* "node 2 (10.0.0.3), node 5 (...)": the nodes that sent no stacks. */
+static void missing_nodes(const amldist_rdzv_gather_t *g, char *buf,
+                          size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < g->n && o < size; i++) {
+        const amldist_rdzv_answer_t *a = &g->answers[i];
+        if (a->status == 0)
+            continue;
+        int w = snprintf(buf + o, size - o, "%snode %d (%s: %s)",
+                         o ? ", " : "", a->node, a->addr[0] ? a->addr : "?",
+                         a->status == AMLDIST_ERANGE ? "too large"
+                                                     : "no answer in time");
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
+{
+    const struct amlrun_opts *o = j->s->o;
+    double timeout = g->hang_timeout_ms / 1000.0;
+    int *stalled = malloc((size_t)(g->nstalled > 0 ? g->nstalled : 1) *
+                          sizeof *stalled);
+    if (!stalled)
+        return;
+    memcpy(stalled, g->stalled, (size_t)g->nstalled * sizeof *stalled);
+    char list[256], missing[1024];
+    if (g->nstalled > 0) {
+        rank_list(stalled, (size_t)g->nstalled, list, sizeof list);
+        msg("hang: rank%s %s of the job made no progress for %g s "
+            "(--hang-timeout, as the rendezvous host saw every node): the "
+            "stacks of every node", g->nstalled == 1 ? "" : "s", list,
+            timeout);
+    } else {
+        msg("hang: no rank of any node showed progress for %g s "
+            "(--hang-timeout, as the rendezvous host saw every node): the "
+            "stacks of every node", timeout);
+    }
+    struct stk_set all = {0};
+    for (int i = 0; i < g->n; i++) {
+        const amldist_rdzv_answer_t *a = &g->answers[i];
+        if (a->status == 0 &&
+            stk_decode((const char *)a->blob, a->len, &all) < 0)
+            msg("hang: node %d sent stacks that do not decode", a->node);
+    }
+    struct stk_report rep;
+    if (stk_merge(&all, g->nstalled ? stalled : NULL, (size_t)g->nstalled,
+                  "hang", timeout, &rep) == 0) {
+        stk_print(stderr, &all, &rep);
+        if (o->hang_report && stk_write_json(o->hang_report, &all, &rep) < 0)
+            msg_errno(errno, "--hang-report %s", o->hang_report);
+        stk_report_free(&rep);
+    }
+    missing_nodes(g, missing, sizeof missing);
+    if (missing[0])
+        msg("hang: no stacks from %s", missing);
+    stk_set_free(&all);
+    /* The round fails here, for every node: 124, or a restart. */
+    events_hang(j, "hang", timeout, stalled, (size_t)g->nstalled);
+    free(stalled);
+    report_tell_hang(j, timeout);
+    enum action a = policy_hung(&j->p);
+    report_stopping(j, "hang", a);
+    job_act(j, a, SIGTERM);
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
+static void on_events(void *arg, int fd, short revents)
+{
+    struct job *j = arg;
+    amldist_rdzv_request_t *q;
+    amldist_rdzv_gather_t *g;
+    (void)fd;
+    (void)revents;
+    while (amldist_rdzv_next_request(j->s->rz, &q) == 1) {
+        answer(j, q);
+        amldist_rdzv_request_free(q);
+    }
+    while (amldist_rdzv_next_gather(j->s->rz, &g) == 1) {
+        job_take_signals(j);
+        if (g->topic == AMLDIST_RDZV_TOPIC_HANG &&
+            j->p.phase == PHASE_RUNNING)
+            hang_report(j, g);
+        amldist_rdzv_gather_free(g);
+    }
+}
+
+int plane_watch(struct job *j)
+{
+    if (!j->s->rz)
+        return 0;
+    return amldist__loop_watch(j->loop, amldist_rdzv_events_fd(j->s->rz),
+                               POLLIN, on_events, j);
+}
