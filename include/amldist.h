@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define AMLDIST_VERSION_MAJOR 1
-#define AMLDIST_VERSION_MINOR 1
+#define AMLDIST_VERSION_MINOR 2
 #define AMLDIST_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable with amldist_version(). */
 #define AMLDIST_VERSION_HEX                                                    \
@@ -225,5 +225,6 @@ AMLDIST_API int amldist_build_info(char *buf, size_t size);
 #include "amldist/topo.h"
 #include "amldist/bootstrap.h"
 #include "amldist/rdzv.h"
+#include "amldist/progress.h"
 
 #endif /* AMLDIST_H */

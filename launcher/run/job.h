@@ -67,6 +67,8 @@ struct job {
     int plane_timer; /* plane.c: the next view for the host */
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
+    /* The workers' progress page and its readings (progresspage.h). */
+    struct progress_watch *progress;
 };
 
 /* supervise.c: what the policy decided, done (the stop sequence, SIGKILL

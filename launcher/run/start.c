@@ -10,6 +10,7 @@
 #include "output/msg.h"
 #include "output/torchlogs.h"
 #include "run/events.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "stacks/channel.h"
@@ -34,6 +35,7 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].out.fd = j->w[i].err.fd = -1;
         j->w[i].stack_fd = -1;
     }
+    progress_job_init(j);
     return 0;
 }
 
@@ -56,6 +58,7 @@ void job_free(struct job *j)
     free(j->buf);
     free(j->local_block);
     rundir_close(j->rd);
+    progress_job_free(j);
 }
 
 /* Removed at the end unless it holds redirected output (torchrun keeps its
@@ -198,6 +201,11 @@ int start_worker(struct job *j, int index, int *status)
     char **env = worker_env(s->env, index, restarts, &w->id);
     if (!env)
         return -1;
+    if (progress_worker_env(j, index, &env) < 0) {
+        msg("out of memory starting local worker %d", index);
+        amldist_envp_free(env);
+        return -1;
+    }
     char **argv = command_argv_for(s->cmd, w->id.local);
     char **sh = argv ? command_sh_argv(s->cmd->path, argv) : NULL;
     int wr_out = -1, wr_err = -1, wr_stack = -1, ok = 0;

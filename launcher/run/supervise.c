@@ -24,6 +24,7 @@
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
@@ -400,6 +401,7 @@ static void start_attempt(struct job *j)
         report_started(j);
         watch_attempt(j);
     }
+    progress_attempt_start(j);
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -426,6 +428,7 @@ static void end_attempt(struct job *j)
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
+    progress_attempt_end(j);
     for (int i = 0; i < j->n; i++) {
         stream_close(j, &j->w[i].out);
         stream_close(j, &j->w[i].err);
@@ -508,6 +511,7 @@ int supervise(const struct job_spec *s)
         if (j.p.start_status < 0 && j.p.fail >= 0)
             report_root_cause(&j);
     }
+    progress_report_slowest(&j);
     report_slurm_stop(&j, status);
     report_success(&j, status);
     events_end(&j, status);

@@ -22,6 +22,41 @@
 #define AMLDIST__PROGRESS_FD_ENV "AMLDIST_PROGRESS_FD"
 #define AMLDIST__PROGRESS_SLOT_ENV "AMLDIST_PROGRESS_SLOT"
 
+/*
+ * The layout (little-endian, as the machine writes it; every offset below is
+ * also in python/amldist/progress.py):
+ *
+ *   header, 64 bytes:  u64 magic, u32 nslots, u32 slot_size, u32 ring,
+ *                      u32 header size (the first slot's offset)
+ *   slot i at 64 + i * slot_size (1088 bytes):
+ *     0  u64 lock    taken (odd) by a C writer while it stores, so that two
+ *                    threads of one worker never store at once; readers
+ *                    ignore it
+ *     8  u64 calls   calls since the reset, published last
+ *     16 i32 owner   the pid that writes this slot, 0: none yet
+ *     64 ring[64] of {u64 step, i64 t_ns}: call number k (1, 2, ...)
+ *        stores its mark at ring[(k - 1) % 64], then calls = k
+ *
+ * A call stores its mark, then publishes the count (a release store); the
+ * last call's step and time are the mark of the count.  A reader loads the
+ * count (c1, acquire), copies the marks, loads it again (c2): marks k with
+ * c2 - 62 <= k <= c1 are intact (mark k is overwritten only by call k + 64,
+ * which starts after the count reached k + 63).  No writer ever waits for
+ * a reader, and a reader never waits for a writer that died mid-store.
+ * The owner is claimed once, at a worker's first call: a process that
+ * merely inherited the descriptor (a program the worker ran) finds it taken
+ * and records nothing.  amlrun seals the memfd's size, so that no worker
+ * can shrink it under amlrun's reads.
+ */
+#define AMLDIST__PROGRESS_MAGIC 0x31474f5250444d41ull /* "AMDPROG1" */
+#define AMLDIST__PROGRESS_HEADER 64u
+#define AMLDIST__PROGRESS_RING 64u
+#define AMLDIST__PROGRESS_SLOT_HEAD 64u
+#define AMLDIST__PROGRESS_SLOT_SIZE                                            \
+    (AMLDIST__PROGRESS_SLOT_HEAD + 16u * AMLDIST__PROGRESS_RING)
+/* The most slots a page has (local ranks of one node). */
+#define AMLDIST__PROGRESS_MAX_SLOTS 4096u
+
 /* What the supervisor reads of one slot. */
 typedef struct {
     uint64_t calls;       /* amldist_progress() calls since the slot was
@@ -56,5 +91,18 @@ size_t amldist__progress_page_marks(const amldist__progress_page_t *pg,
                                     amldist__progress_mark_t *out,
                                     size_t max);
 void amldist__progress_page_destroy(amldist__progress_page_t *pg);
+/* The number of slots. */
+unsigned amldist__progress_page_slots(const amldist__progress_page_t *pg);
+
+/* ---- the worker's side (the library's amldist_progress()) ---- */
+
+/* The slot this process writes: the page named by the two variables of
+ * envp-style lookups (`fd_text`, `slot_text`, either may be NULL), mapped
+ * and claimed for `pid`; NULL when there is none or a value is bad (no
+ * message: the call then does nothing). */
+void *amldist__progress_slot_open(const char *fd_text, const char *slot_text,
+                                  int pid);
+/* Record one call: no system call but the vDSO's clock. */
+void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns);
 
 #endif /* AMLDIST_PROGRESS_PAGE_H */

@@ -8,21 +8,27 @@ Azure ML, Kubernetes, or nothing), through ctypes.
     print(job)                            # rank, world_size, ..., launcher
     print(amldist.binding())              # this rank's GPU, CPUs and NIC
 
+    amldist.progress(step)                # once a step: amlrun's hang
+                                          # detection and straggler line
+
 The library is libamldist.so.1: $AMLDIST_LIBRARY, else the dynamic
-loader's search.  See python/README.md and libamldist(3)."""
+loader's search, loaded at its first use (amldist.progress, pure Python,
+needs none).  See python/README.md and libamldist(3)."""
 from ._lib import Error, LayoutError, MachineError, OutOfMemory, lib as _c
 from ._layout import Layout, layout, export
 from ._binding import Binding, binding
+from .progress import progress
 
 # Shown as amldist.LayoutError in tracebacks, as users name them.
 for _cls in (Error, LayoutError, MachineError, OutOfMemory, Layout, Binding):
     _cls.__module__ = __name__
 
-__version__ = "1.1.0"
+__version__ = "1.2.0"
 __all__ = ["layout", "export", "binding", "Layout", "Binding", "Error",
-           "LayoutError", "MachineError", "OutOfMemory", "library_version"]
+           "LayoutError", "MachineError", "OutOfMemory", "library_version",
+           "progress"]
 
 
 def library_version():
-    """The version of the libamldist actually loaded, e.g. "1.1.0"."""
+    """The version of the libamldist actually loaded, e.g. "1.2.0"."""
     return _c.amldist_version_string().decode()

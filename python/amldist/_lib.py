@@ -1,6 +1,6 @@
-"""libamldist.so.1 through ctypes: finding it, the prototypes this module
-uses, and turning its negative codes into exceptions that carry its
-message.  Only AMLDIST_1.0 functions are used, so any 1.x library works."""
+"""libamldist.so.1 through ctypes: finding it (at its first use), the
+prototypes this module uses, and turning its negative codes into exceptions
+that carry its message.  Only AMLDIST_1.0 functions are used, so any 1.x library works."""
 import ctypes
 import os
 
@@ -91,7 +91,25 @@ def _load():
                       f"({hint})")
 
 
-lib = _load()
+class _Library:
+    """The library, loaded at its first use rather than at import, so that
+    `import amldist` (and amldist.progress, which needs no library) works
+    without it; a use then raises _load()'s ImportError, each time."""
+
+    _cdll = None
+
+    def __getattr__(self, name):
+        cdll = _Library._cdll
+        if cdll is None:
+            cdll = _load()
+            for fn, (res, args) in _PROTOS.items():
+                f = getattr(cdll, fn)
+                f.restype, f.argtypes = res, args
+            _Library._cdll = cdll
+        return getattr(cdll, name)
+
+
+lib = _Library()
 
 c_int, c_uint, c_char_p, c_void_p = (ctypes.c_int, ctypes.c_uint,
                                      ctypes.c_char_p, ctypes.c_void_p)
@@ -154,10 +172,6 @@ _PROTOS = {
     "amldist_plan_rank_numa": (c_int, [c_void_p, c_int]),
     "amldist_plan_rank_nic": (c_char_p, [c_void_p, c_int]),
 }
-for _name, (_res, _args) in _PROTOS.items():
-    _f = getattr(lib, _name)
-    _f.restype, _f.argtypes = _res, _args
-
 
 def text(raw):
     """A C string from the library as str (None stays None)."""

@@ -242,8 +242,11 @@ class BindingTest(unittest.TestCase):
 
 class LoadTest(unittest.TestCase):
     def test_bad_library_path(self):
+        # The library loads at its first use: import works, the first call
+        # that needs it raises the ImportError.
         env = dict(os.environ, AMLDIST_LIBRARY="/nonexistent/libamldist.so.1")
-        out = subprocess.run([sys.executable, "-c", "import amldist"],
+        out = subprocess.run([sys.executable, "-c",
+                              "import amldist; amldist.layout()"],
                              capture_output=True, text=True, env=env)
         self.assertNotEqual(out.returncode, 0)
         self.assertIn("ImportError", out.stderr)
@@ -252,6 +255,147 @@ class LoadTest(unittest.TestCase):
     def test_versions_agree(self):
         self.assertEqual(amldist.library_version().split(".")[0],
                          amldist.__version__.split(".")[0])
+
+
+# The progress page as amlrun makes it (lib/progress/page.h), read back
+# with struct: the pure-Python writer must store the C library's layout.
+from amldist import progress as _progress_fn  # noqa: E402
+_pg = sys.modules["amldist.progress"]
+
+
+def _page(nslots):
+    """A memfd laid out as amlrun's page, inheritable, and its mmap."""
+    import mmap
+    import struct
+    fd = os.memfd_create("test-progress", 0)
+    os.set_inheritable(fd, True)
+    size = _pg.HEADER + nslots * _pg.SLOT_SIZE
+    os.ftruncate(fd, size)
+    m = mmap.mmap(fd, size)
+    struct.pack_into("<QIIII", m, 0, _pg.MAGIC, nslots, _pg.SLOT_SIZE,
+                     _pg.RING, _pg.HEADER)
+    return fd, m
+
+
+def _slot(m, i):
+    """(calls, owner, [(step, t_ns) of each call, oldest first])."""
+    import struct
+    base = _pg.HEADER + i * _pg.SLOT_SIZE
+    _, calls, owner = struct.unpack_from("<QQi", m, base)
+    marks = [struct.unpack_from("<Qq", m, base + _pg.SLOT_HEAD +
+                                (k % _pg.RING) * 16)
+             for k in range(max(0, calls - _pg.RING), calls)]
+    return calls, owner, marks
+
+
+def _run(code, fd=None, **env):
+    """Python code in a new process, with this module; its stdout."""
+    full = dict(os.environ, **env)
+    full["PYTHONPATH"] = os.path.dirname(os.path.dirname(amldist.__file__))
+    full.pop("AMLDIST_PROGRESS_FD", None)
+    full.pop("AMLDIST_PROGRESS_SLOT", None)
+    if fd is not None:
+        full["AMLDIST_PROGRESS_FD"] = str(fd)
+    full.update(env)
+    out = subprocess.run([sys.executable, "-c", code], env=full, text=True,
+                         capture_output=True, pass_fds=() if fd is None
+                         else (fd,), check=True)
+    return out.stdout
+
+
+class ProgressTest(unittest.TestCase):
+    def test_without_amlrun_returns_zero(self):
+        self.assertEqual(_run("import amldist; print(amldist.progress(1))"),
+                         "0\n")
+
+    def test_no_library_needed(self):
+        out = _run("import amldist; print(amldist.progress(1))",
+                   AMLDIST_LIBRARY="/nonexistent/libamldist.so.1")
+        self.assertEqual(out, "0\n")
+
+    def test_writes_the_layout(self):
+        import time
+        fd, m = _page(3)
+        before = time.monotonic_ns()
+        out = _run("import amldist, os\n"
+                   "for s in (5, 7, 2**64 - 1): amldist.progress(s)\n"
+                   "print(os.getpid())", fd, AMLDIST_PROGRESS_SLOT="2")
+        after = time.monotonic_ns()
+        calls, owner, marks = _slot(m, 2)
+        self.assertEqual(calls, 3)
+        self.assertEqual(owner, int(out))
+        self.assertEqual([s for s, _ in marks], [5, 7, 2**64 - 1])
+        ts = [t for _, t in marks]
+        self.assertEqual(ts, sorted(ts))
+        self.assertTrue(before <= ts[0] and ts[-1] <= after)
+        self.assertEqual(_slot(m, 1)[0], 0)
+        os.close(fd)
+
+    def test_ring_wraps(self):
+        fd, m = _page(1)
+        _run("import amldist\nfor s in range(1, 201): amldist.progress(s)",
+             fd, AMLDIST_PROGRESS_SLOT="0")
+        calls, _, marks = _slot(m, 0)
+        self.assertEqual(calls, 200)
+        self.assertEqual([s for s, _ in marks], list(range(137, 201)))
+        os.close(fd)
+
+    def test_slot_of_another_process(self):
+        # The first process to call owns the slot; a second records nothing.
+        fd, m = _page(1)
+        for _ in range(2):
+            _run("import amldist; amldist.progress(1)", fd,
+                 AMLDIST_PROGRESS_SLOT="0")
+        self.assertEqual(_slot(m, 0)[0], 1)
+        os.close(fd)
+
+    def test_forked_child_records_nothing(self):
+        fd, m = _page(1)
+        _run("import amldist, os\n"
+             "pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    amldist.progress(99); os._exit(0)\n"
+             "os.waitpid(pid, 0)\n"
+             "amldist.progress(1)", fd, AMLDIST_PROGRESS_SLOT="0")
+        calls, owner, marks = _slot(m, 0)
+        self.assertEqual((calls, [s for s, _ in marks]), (1, [1]))
+        os.close(fd)
+
+    def test_bad_values_are_no_page(self):
+        fd, m = _page(1)
+        for fd_text, slot in (("abc", "0"), ("-1", "0"), ("99", "0"),
+                              ("", "0"), ("0", "0"), (str(fd), "1"),
+                              (str(fd), "x"), (str(fd), "-0"),
+                              (str(fd), "\u0661")):
+            out = _run("import amldist; print(amldist.progress(1))", fd,
+                       AMLDIST_PROGRESS_FD=fd_text,
+                       AMLDIST_PROGRESS_SLOT=slot)
+            self.assertEqual(out, "0\n", (fd_text, slot))
+        self.assertEqual(_slot(m, 0)[0], 0)
+        # A file that is not a page (no magic).
+        import tempfile
+        with tempfile.TemporaryFile() as f:
+            f.truncate(_pg.HEADER + _pg.SLOT_SIZE)
+            os.set_inheritable(f.fileno(), True)
+            out = _run("import amldist; print(amldist.progress(1))",
+                       f.fileno(), AMLDIST_PROGRESS_SLOT="0")
+        self.assertEqual(out, "0\n")
+        os.close(fd)
+
+    def test_bad_step(self):
+        fd, m = _page(1)
+        out = _run("import amldist\n"
+                   "for s in (-1, 2**64, 1.5, '3'):\n"
+                   "    try:\n"
+                   "        amldist.progress(s)\n"
+                   "    except (ValueError, TypeError) as e:\n"
+                   "        print(type(e).__name__)\n"
+                   "amldist.progress(4)", fd, AMLDIST_PROGRESS_SLOT="0")
+        self.assertEqual(out.split(), ["ValueError"] * 4)
+        # Nothing half-written: the one good call is the one mark.
+        calls, _, marks = _slot(m, 0)
+        self.assertEqual((calls, [s for s, _ in marks]), (1, [4]))
+        os.close(fd)
 
 
 if __name__ == "__main__":

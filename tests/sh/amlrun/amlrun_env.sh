@@ -76,8 +76,10 @@ expect_eq "per-node under mpirun: libamldist in a worker sees its own layout" \
 
 # --- no descriptor of amlrun leaks into a worker (with logs, prefixes, a
 # console filter, restarts): a worker sees exactly the descriptors a
-# command started directly here sees (whatever this shell passes on)
-lsfd='import os; print(sorted(int(f) for f in os.listdir("/proc/self/fd")))'
+# command started directly here sees (whatever this shell passes on), but
+# the one amlrun gives on purpose, the progress page named in
+# AMLDIST_PROGRESS_FD (amlrun_progress.sh)
+lsfd='import os; p = os.environ.get("AMLDIST_PROGRESS_FD"); print(sorted(int(f) for f in os.listdir("/proc/self/fd") if f != p))'
 base=$("$TORCH_PY" -c "$lsfd")
 out=$("$AMLRUN" --nproc-per-node 2 --prefix --log-dir "$d/logs" --ranks 0 "$TORCH_PY" -c "$lsfd")
 expect_eq "no fd of amlrun leaks into workers" "$out" "[rank0]:$base"

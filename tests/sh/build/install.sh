@@ -15,6 +15,11 @@ check "the static library" test -f "$d/opt/amldist/lib/libamldist.a"
 check "the headers" test -f "$d/opt/amldist/include/amldist.h" -a -f "$d/opt/amldist/include/amldist/bootstrap.h"
 check "amlrun" test -x "$d/opt/amldist/bin/amlrun"
 check "the man pages" test -f "$d/opt/amldist/share/man/man1/amlrun.1"
+pydir=$(ls -d "$d"/opt/amldist/lib/python3.*/*-packages 2>/dev/null)
+check "the Python module (pure Python) under lib/pythonX.Y" test -f "$pydir/amldist/progress.py"
+got=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY PYTHONPATH=$pydir "${PYTHON:-python3}" -c \
+    'import amldist; print(amldist.__file__.startswith("'"$pydir"'"), amldist.progress(1))' 2>&1)
+expect_eq "the installed module imports and amldist.progress works, no library needed" "$got" "True 0"
 check "the bash and zsh completions" test -f "$d/opt/amldist/share/bash-completion/completions/amlrun" -a -f "$d/opt/amldist/share/zsh/site-functions/_amlrun"
 # Build against the installed tree the way a user would.
 sed "s|^prefix=.*|prefix=$d/opt/amldist|; s|^libdir=.*|libdir=$d/opt/amldist/lib|; s|^includedir=.*|includedir=$d/opt/amldist/include|" \

@@ -26,8 +26,9 @@ expect_eq "every exported function has a page (man -w)" "$nopage" ""
 expect_eq "which documents it under NAME" "$wrong" ""
 expect_eq "and man renders it" "$blank" ""
 links=$(find "$man/man3" -name '*.3' | wc -l)
-pages=$(ls "$TOP"/man/*.3 | wc -l)
-expect_eq "no page beyond the functions and the section pages" "$links" "$(($(echo "$syms" | wc -l) + pages))"
+# A page may be named after its one function (amldist_progress.3).
+names=$( (echo "$syms"; for p in "$TOP"/man/*.3; do basename "$p" .3; done) | sort -u | wc -l)
+expect_eq "no page beyond the functions and the section pages" "$links" "$names"
 check "amlrun.1 under the default PREFIX's share/man" test -f "$man/man1/amlrun.1"
 expect_eq "man -w amlrun finds it there" "$(cd / && MANPATH=$man man -w amlrun)" "$man/man1/amlrun.1"
 # man-db's default path (no MANPATH) holds /usr/local/share/man, the default

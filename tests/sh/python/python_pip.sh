@@ -4,7 +4,8 @@
 # pybuild builds holds the module alone, its version is the library's, and
 # the library is found as documented: AMLDIST_LIBRARY, else the soname
 # through the dynamic loader (LD_LIBRARY_PATH), else the checkout's build;
-# a missing one is an ImportError that says how to fix it.
+# a missing one is an ImportError, at the first call that needs it (import
+# itself works: amldist.progress needs no library), that says how to fix it.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/python.sh"
 py_setup
@@ -28,21 +29,24 @@ expect_eq "found by its soname on LD_LIBRARY_PATH, without AMLDIST_LIBRARY" "$go
 if ldconfig -p 2>/dev/null | grep -q 'libamldist\.so\.1 '; then
     skip "no library anywhere: an ImportError that says how to fix it" "libamldist is installed on this machine"
 else
-    err=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY -u LD_LIBRARY_PATH "$TORCH_PY" -c 'import amldist' 2>&1)
+    err=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY -u LD_LIBRARY_PATH "$TORCH_PY" -c 'import amldist; amldist.layout()' 2>&1)
     check "no library anywhere: an ImportError that says how to fix it" \
         sh -c 'printf "%s\n" "$0" | grep -q "ImportError: amldist: cannot load libamldist.so.1: .*AMLDIST_LIBRARY"' "$err"
+    got=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY -u LD_LIBRARY_PATH "$TORCH_PY" -c \
+        'import amldist; print(amldist.progress(1))' 2>&1)
+    expect_eq "no library anywhere: import amldist and amldist.progress work" "$got" 0
 fi
-err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$TEST_TMP/nothere.so "$TORCH_PY" -c 'import amldist' 2>&1)
+err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$TEST_TMP/nothere.so "$TORCH_PY" -c 'import amldist; amldist.layout()' 2>&1)
 check "AMLDIST_LIBRARY naming no file: an ImportError naming it, nothing else tried" \
     sh -c 'printf "%s\n" "$0" | grep -q "cannot load libamldist.so.1: $1.*check AMLDIST_LIBRARY"' "$err" "$TEST_TMP/nothere.so"
 # Something else under that name (not a shared library).
-err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$TOP/README.md "$TORCH_PY" -c 'import amldist' 2>&1)
+err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$TOP/README.md "$TORCH_PY" -c 'import amldist; amldist.layout()' 2>&1)
 check "AMLDIST_LIBRARY naming a file that is no library: an ImportError" \
     sh -c 'printf "%s\n" "$0" | grep -q "ImportError: amldist: cannot load"' "$err"
 
 # Another shared library under that name.
 libc=$("$TORCH_PY" -c 'import ctypes.util; print(ctypes.util.find_library("c"))')
-err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$libc "$TORCH_PY" -c 'import amldist' 2>&1)
+err=$(cd "$TEST_TMP" && AMLDIST_LIBRARY=$libc "$TORCH_PY" -c 'import amldist; amldist.layout()' 2>&1)
 check "AMLDIST_LIBRARY naming another library ($libc): an ImportError saying so" \
     sh -c 'printf "%s\n" "$0" | grep -q "ImportError: amldist: cannot load libamldist.so.1: $1: not libamldist"' "$err" "$libc"
 

@@ -1,0 +1,133 @@
+"""amldist.progress(step): tell amlrun that this rank reached `step`, in
+pure Python (no libamldist, no compiler), for its hang detection, its
+straggler line and --status:
+
+    for step, batch in enumerate(loader):
+        train(batch)
+        amldist.progress(step)
+
+amlrun shares a page of memory with its workers (a memfd that they inherit,
+named by AMLDIST_PROGRESS_FD, the worker's slot by AMLDIST_PROGRESS_SLOT);
+a call stores the step and time.monotonic_ns() there with no system call,
+in the layout of lib/progress/page.h (the C library's amldist_progress()
+writes the same).  Without amlrun, or with a bad value in either variable,
+it does nothing and returns 0.  A child made by os.fork() records nothing
+(its parent owns the slot), nor does a program that a worker starts: the
+first process to call claims the slot."""
+import mmap
+import os
+import stat
+import struct
+import threading
+import time
+
+FD_ENV = "AMLDIST_PROGRESS_FD"
+SLOT_ENV = "AMLDIST_PROGRESS_SLOT"
+
+# lib/progress/page.h: the header, then slots of SLOT_SIZE bytes; in a slot
+# u64 lock (the C writers'), u64 calls, i32 owner, then at 64 the ring of
+# RING {u64 step, i64 t_ns}.
+MAGIC = 0x31474F5250444D41
+HEADER = 64
+RING = 64
+SLOT_HEAD = 64
+SLOT_SIZE = SLOT_HEAD + 16 * RING
+MAX_SLOTS = 4096
+_CALLS, _OWNER = 1, 2        # in 8-byte words from the slot's start
+_mark = struct.Struct("<Qq").pack_into
+
+_now = time.monotonic_ns    # CLOCK_MONOTONIC, as the C library reads it
+_words = None               # the page as u64 words, once found
+_bytes = None               # and as bytes
+_calls = 0                  # the word of this slot's count
+_ring = 0                   # the byte offset of this slot's ring
+_looked = False             # the environment was read (found or not)
+_lock = threading.Lock()    # the first call's look, once
+
+
+def _number(text, top):
+    """A decimal in [0, top], the whole text, else None."""
+    if not text or not text.isdigit() or not text.isascii():
+        return None
+    value = int(text)
+    return value if value <= top else None
+
+
+def _open():
+    """Map the page and claim the slot, or leave _words None."""
+    global _words, _bytes, _calls, _ring
+    fd = _number(os.environ.get(FD_ENV), 2**31 - 1)
+    slot = _number(os.environ.get(SLOT_ENV), MAX_SLOTS - 1)
+    if fd is None or slot is None:
+        return
+    try:
+        st = os.fstat(fd)
+        need = HEADER + (slot + 1) * SLOT_SIZE
+        if not stat.S_ISREG(st.st_mode) or st.st_size < need:
+            return
+        page = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED,
+                         mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError, OverflowError):
+        return
+    magic, nslots, slot_size, ring, header = struct.unpack_from(
+        "<QIIII", page, 0)
+    if (magic != MAGIC or slot_size != SLOT_SIZE or ring != RING
+            or header != HEADER or slot >= nslots
+            or HEADER + nslots * SLOT_SIZE > len(page)):
+        page.close()
+        return
+    words = memoryview(page).cast("Q")
+    base = (HEADER + slot * SLOT_SIZE) // 8
+    # Claim the slot (the C library does it with a compare-and-swap; here a
+    # store and a look back: two processes racing to their first call at
+    # the same instant is the one case this does not settle).
+    pid = os.getpid()
+    if words[base + _OWNER] & 0xFFFFFFFF == 0:
+        words[base + _OWNER] = pid
+    if words[base + _OWNER] & 0xFFFFFFFF != pid:
+        words.release()
+        page.close()
+        return
+    _calls = base + _CALLS
+    _ring = HEADER + slot * SLOT_SIZE + SLOT_HEAD
+    _bytes = memoryview(page)
+    _words = words
+
+
+def _forget_in_child():
+    """After os.fork(), in the child: its parent writes the slot."""
+    global _words, _looked, _lock
+    _words, _looked, _lock = None, True, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def progress(step):
+    """Record that this process reached `step` (an int, 0 <= step < 2**64)
+    now.  Returns 0, as amldist_progress() does."""
+    global _looked
+    w = _words
+    if w is None:
+        if _looked:
+            return 0
+        with _lock:
+            if not _looked:
+                _open()
+                _looked = True
+        w = _words
+        if w is None:
+            return 0
+    # The mark, then the count (page.h: a reader takes marks up to the
+    # count it saw).  Each is one store, in program order; Python has no
+    # fences, so this relies on the machine not reordering stores, as
+    # x86-64 does not.  Two threads calling at once may lose one mark (the
+    # GIL keeps each store whole).
+    c = w[_calls]
+    try:
+        _mark(_bytes, _ring + (c % RING) * 16, step, _now())
+    except struct.error:
+        raise ValueError(f"amldist.progress: step {step!r} is not an int "
+                         "in [0, 2**64)") from None
+    w[_calls] = c + 1
+    return 0

@@ -1,0 +1,22 @@
+"""A training loop's shape with amldist.progress (pure Python): STEPS steps
+of STEP_MS milliseconds, rank SLOW's EXTRA_MS more, a call after each.
+With FAIL_FIRST=1, rank 0 fails at the end of the job's first attempt
+(TORCHELASTIC_RESTART_COUNT=0), so that amlrun restarts the workers.
+
+    progress_worker.py STEPS STEP_MS SLOW EXTRA_MS"""
+import os
+import sys
+import time
+
+import amldist
+
+steps, ms, slow, extra = (int(a) for a in sys.argv[1:5])
+rank = int(os.environ.get("RANK", "0"))
+attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+pause = (ms + (extra if rank == slow else 0)) / 1000
+for step in range(1, steps + 1):
+    time.sleep(pause)
+    assert amldist.progress(step) == 0
+if os.environ.get("FAIL_FIRST") == "1" and attempt == 0 and rank == 0:
+    sys.exit(3)
+print(f"rank {rank}: {steps} steps")
