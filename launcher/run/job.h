@@ -65,6 +65,7 @@ struct job {
      * others ended (notice_every: the interval after it, in s). */
     int hang_timer, timeout_timer, notice_timer;
     int plane_timer; /* plane.c: the next view for the host */
+    struct plane_hist *marks; /* plane.c, the host's node: every rank's */
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
     /* The workers' progress page and its readings (progresspage.h). */

@@ -8,9 +8,11 @@
 #include "output/msg.h"
 #include "output/output.h"
 #include "progress/hang.h"
+#include "progress/straggler.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
+#include "run/progresspage.h"
 #include "run/report.h"
 #include "stacks/stacks.h"
 
@@ -28,12 +30,23 @@ static long long view_every_ms(double timeout_s)
     return ms < 100 ? 100 : ms > 1000 ? 1000 : ms;
 }
 
-/* This node's ranks as the hang rule sees them; NULL when out of memory. */
-static amldist__hang_rank_t *ranks_view(const struct job *j, size_t *n)
+/* This node's ranks as the hang rule sees them, with their calls of the
+ * progress API; NULL when out of memory. */
+static amldist__hang_rank_t *ranks_view(struct job *j, size_t *n)
 {
-    amldist__hang_rank_t *h = malloc((size_t)(j->n > 0 ? j->n : 1) *
-                                     sizeof *h);
+    size_t k = (size_t)(j->n > 0 ? j->n : 1);
+    amldist__hang_rank_t *h = malloc(k * sizeof *h);
+    struct progress_lag *lag = malloc(k * sizeof *lag);
     *n = h ? hang_view(j, h) : 0;
+    int lags = lag && progress_lags(j, lag) == 0;
+    for (size_t i = 0; lags && i < *n; i++)
+        for (int w = 0; w < j->n; w++)
+            if (j->w[w].id.rank == h[i].rank && lag[w].calls > 0 &&
+                !h[i].uses_api) {
+                h[i].uses_api = 1;
+                h[i].progress_ns = lag[w].t_ns;
+            }
+    free(lag);
     return h;
 }
 
@@ -265,4 +278,117 @@ int plane_watch(struct job *j)
         return 0;
     return amldist__loop_watch(j->loop, amldist_rdzv_events_fd(j->s->rz),
                                POLLIN, on_events, j);
+}
+
+/* ---- stragglers across nodes --------------------------------------------- */
+
+/* Each rank's newest marks, on the host's clock (the host's node). */
+#define HIST AMLDIST__STRAGGLER_MAX_STEPS
+struct plane_hist {
+    struct rank_hist {
+        int node;
+        amldist__progress_mark_t *m; /* a ring of HIST, NULL: none yet */
+        size_t head, len;
+    } *r;
+    int n; /* ranks (the job's world) */
+};
+
+/* Take what the host passed on into the histories. */
+static void drain_marks(struct job *j)
+{
+    amldist_rdzv_mark_t in[256];
+    int k;
+    int world = j->n > 0 ? j->w[0].id.world : 0;
+    if (!j->marks && world > 0 && (j->marks = calloc(1, sizeof *j->marks)) &&
+        !(j->marks->r = calloc((size_t)world, sizeof *j->marks->r))) {
+        free(j->marks);
+        j->marks = NULL;
+    }
+    if (j->marks && !j->marks->n)
+        j->marks->n = world;
+    while ((k = amldist_rdzv_take_marks(j->s->rz, in, 256)) > 0) {
+        for (int i = 0; i < k && j->marks; i++) {
+            if (in[i].rank < 0 || in[i].rank >= j->marks->n)
+                continue;
+            struct rank_hist *h = &j->marks->r[in[i].rank];
+            if (!h->m && !(h->m = malloc(HIST * sizeof *h->m)))
+                continue;
+            h->node = in[i].node;
+            h->m[(h->head + h->len) % HIST] =
+                (amldist__progress_mark_t){in[i].step, in[i].t_ns};
+            if (h->len < HIST)
+                h->len++;
+            else
+                h->head = (h->head + 1) % HIST;
+        }
+    }
+}
+
+void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
+                 size_t n)
+{
+    amldist_rdzv_mark_t out[64];
+    while (n) {
+        int k = n < 64 ? (int)n : 64;
+        for (int i = 0; i < k; i++)
+            out[i] = (amldist_rdzv_mark_t){0, rank, m[i].step, m[i].t_ns};
+        amldist_rdzv_put_marks(j->s->rz, out, k);
+        m += k;
+        n -= (size_t)k;
+    }
+    if (amldist_rdzv_is_host(j->s->rz) == 1)
+        drain_marks(j);
+}
+
+void plane_report_slowest(struct job *j)
+{
+    if (!j->s->rz || amldist_rdzv_is_host(j->s->rz) != 1 || j->s->o->quiet)
+        return;
+    drain_marks(j);
+    struct plane_hist *ph = j->marks;
+    if (!ph)
+        return;
+    amldist__straggler_rank_t *ranks = calloc((size_t)ph->n, sizeof *ranks);
+    amldist__straggler_lag_t *lags = calloc((size_t)ph->n, sizeof *lags);
+    int *index = calloc((size_t)ph->n, sizeof *index);
+    amldist__progress_mark_t **lin = calloc((size_t)ph->n, sizeof *lin);
+    size_t nr = 0;
+    for (int r = 0; ranks && lags && index && lin && r < ph->n; r++) {
+        struct rank_hist *h = &ph->r[r];
+        if (!h->len || !(lin[nr] = malloc(h->len * sizeof **lin)))
+            continue;
+        for (size_t k = 0; k < h->len; k++)
+            lin[nr][k] = h->m[(h->head + k) % HIST];
+        ranks[nr] = (amldist__straggler_rank_t){lin[nr], h->len};
+        index[nr++] = r;
+    }
+    amldist__straggler_t v;
+    if (nr >= 2 && amldist__straggler_compute(ranks, nr, lags, &v) == 0 &&
+        v.slowest >= 0) {
+        int rank = index[v.slowest], node = ph->r[rank].node;
+        double ms = (double)lags[v.slowest].lag_ns / 1e6;
+        char host[300] = "";
+        if (node == amldist_rdzv_node_rank(j->s->rz))
+            snprintf(host, sizeof host, " (host %s)", j->s->host);
+        msg("slowest rank %d: node %d%s, %.*f ms behind the median over %u "
+            "steps (every node's, on one clock)", rank, node, host,
+            ms < 10 ? 1 : 0, ms, v.steps);
+    }
+    for (size_t i = 0; lin && i < nr; i++)
+        free(lin[i]);
+    free(lin);
+    free(index);
+    free(lags);
+    free(ranks);
+}
+
+void plane_free(struct job *j)
+{
+    if (!j->marks)
+        return;
+    for (int r = 0; r < j->marks->n; r++)
+        free(j->marks->r[r].m);
+    free(j->marks->r);
+    free(j->marks);
+    j->marks = NULL;
 }

@@ -9,11 +9,14 @@
  *     --status with this node's ranks;
  *   - on the host's node, the hang's answers are merged and printed once
  *     (and written, --hang-report), nodes that did not answer named, and
- *     the round fails: exit status 124, or a restart.
+ *     the round fails: exit status 124, or a restart;
+ *   - every node's progress marks go to the host's node, on the host's
+ *     clock, for the job-wide slowest rank at the end.
  */
 #ifndef AMLRUN_PLANE_H
 #define AMLRUN_PLANE_H
 
+#include "progress/page.h"
 #include "run/job.h"
 
 /* The gathers' descriptor in the job's loop (once); 0 or -1. */
@@ -22,5 +25,15 @@ int plane_watch(struct job *j);
 void plane_attempt(struct job *j);
 /* Its workers have all ended: the views stop. */
 void plane_attempt_end(struct job *j);
+/* Worker `rank`'s new progress marks (this node's clock), for the host's
+ * node: it compares every node's ranks on one clock. */
+void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
+                 size_t n);
+/* At the job's end, on the host's node: "amlrun: slowest rank R: node N
+ * (host H), M ms behind the median over K steps" when one rank of the job
+ * was consistently last (progress_report_slowest()'s line, job-wide). */
+void plane_report_slowest(struct job *j);
+/* What the host's node knows of every rank's marks. */
+void plane_free(struct job *j);
 
 #endif /* AMLRUN_PLANE_H */

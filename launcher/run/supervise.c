@@ -512,6 +512,7 @@ int supervise(const struct job_spec *s)
             report_root_cause(&j);
     }
     progress_report_slowest(&j);
+    plane_report_slowest(&j);
     report_slurm_stop(&j, status);
     report_success(&j, status);
     events_end(&j, status);
