@@ -256,9 +256,11 @@ void *amldist__rz_thread_main(void *arg)
         }
         if (state == C_CONNECTING && !closing)
             amldist__rz_try_connect(r);
-        send_queued(r);
+        /* Issue 20's frames first: the marks a node had go before its
+         * DONE, which may end the job. */
         if (r->c.fd >= 0)
             amldist__rz_plane_io(r);
+        send_queued(r);
         if (r->c.fd >= 0)
             amldist__loop_events(r->loop, r->c.fd, (short)(POLLIN |
                                  (r->c.out_off < r->c.out_len ? POLLOUT : 0)));

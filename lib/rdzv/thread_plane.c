@@ -344,7 +344,9 @@ int amldist__rz_plane_io(amldist_rdzv_t *r)
         else
             nviews = 0;
     }
-    if (pl->nmarks_out && now >= r->pt.next_marks) {
+    /* Once a second, or at once when the caller said its workers are done
+     * (what it had goes before its DONE). */
+    if (pl->nmarks_out && (now >= r->pt.next_marks || r->sh.done)) {
         r->pt.next_marks = now + MARKS_EVERY_MS;
         nmarks = pl->nmarks_out;
         memcpy(marks, pl->marks_out, (size_t)nmarks * sizeof *marks);
