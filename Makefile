@@ -124,9 +124,9 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
 # the one monotonic clock; the progress page it makes for its workers, the
-# straggler statistics it prints, and the hang decision).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/progress/hang.c
-RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c
+# straggler statistics it prints and the hang decision it makes).
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c
+RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
@@ -439,8 +439,9 @@ uninstall:
 	scripts/man-links.sh --list $(filter %.3,$(MANPAGES)) | \
 	    while read -r name page; do rm -f $(DESTDIR)$(MANDIR)/man3/$$name.3; done
 	rm -rf $(DESTDIR)$(INCDIR)/amldist $(DESTDIR)$(LIBDIR)/cmake/amldist
-	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
 	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
+	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
+	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/amldist 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

@@ -22,7 +22,8 @@ nodecheck|20|1
 rdzv_peers|5|1
 rdzv|7|1 2
 topo_cache|20 200000|1 100
-progress|7 2000000|1 1000"
+progress|7 2000000|1 1000
+hang|5 2 64|1 1 4"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) CPUs usable," \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); $(uname -sr);" \

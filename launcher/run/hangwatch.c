@@ -1,15 +1,20 @@
 /* Hangs, --timeout and the notices of ranks still running (see
  * hangwatch.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "output/msg.h"
+#include "output/ranklist.h"
 #include "progress/hang.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
+#include "run/progresspage.h"
 #include "run/report.h"
+#include "stacks/frames.h"
+#include "stacks/stacks.h"
 
 /* The first notice of ranks still running, and the longest interval
  * between two. */
@@ -21,31 +26,11 @@ static const char *plural(size_t n)
     return n == 1 ? "" : "s";
 }
 
-static int cmp_int(const void *a, const void *b)
+/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
+static void rank_list(int *ranks, size_t n, char *buf, size_t size)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-void rank_list(int *ranks, size_t n, char *buf, size_t size)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    qsort(ranks, n, sizeof *ranks, cmp_int);
-    for (size_t i = 0; i < n && o < size;) {
-        size_t k = i;
-        while (k + 1 < n && ranks[k + 1] <= ranks[k] + 1)
-            k++;
-        int w = ranks[k] == ranks[i]
-                    ? snprintf(buf + o, size - o, "%s%d", o ? "," : "",
-                               ranks[i])
-                    : snprintf(buf + o, size - o, "%s%d-%d", o ? "," : "",
-                               ranks[i], ranks[k]);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-        i = k + 1;
-    }
+    qsort(ranks, n, sizeof *ranks, stk_int_cmp);
+    (void)ranklist_format(ranks, n, buf, size);
 }
 
 /* This node's workers still running: their ranks in `ranks` (room for
@@ -75,8 +60,8 @@ static int timer_at(struct job *j, int64_t at_ns, amldist__loop_timer_fn *fn)
     long long ms = at_ns / 1000000 + (at_ns % 1000000 != 0);
     int id = amldist__loop_timer(j->loop, ms, fn, j);
     if (id < 0) {
-        msg("out of memory for a timer: %s", fn ? "a hang or a time limit "
-            "may go unseen" : "");
+        msg("out of memory for a timer: a hang, a time limit or a notice "
+            "may go unseen");
         return 0;
     }
     return id;
@@ -94,23 +79,16 @@ static int64_t s_to_ns(double s)
     return (int64_t)(s * 1e9);
 }
 
-/* ---- the stacks ------------------------------------------------------- */
-
-/* Every rank's stack, merged, on stderr (and --hang-report): `stalled`
- * names the ranks that stopped progressing when progress is per rank. */
-static void stacks_report(struct job *j, const char *reason,
-                          const int *stalled, size_t nstalled)
-{
-    (void)j;
-    (void)reason;
-    (void)stalled;
-    (void)nstalled;
-}
-
 /* ---- --hang-timeout ----------------------------------------------------- */
 
-size_t hang_view(const struct job *j, amldist__hang_rank_t *v)
+/* This node's ranks of the attempt, as the decision sees them: their
+ * output lines, and their calls of the progress API (the page's slots,
+ * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
+ * index in idx[] (may be NULL). */
+size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx)
 {
+    struct progress_lag *lags = malloc((size_t)j->n * sizeof *lags);
+    int api = lags && progress_lags(j, lags) == 0;
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
@@ -118,13 +96,81 @@ size_t hang_view(const struct job *j, amldist__hang_rank_t *v)
             continue; /* not started in this attempt */
         int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                        : w->err.line_ns;
+        if (idx)
+            idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
-            .rank = w->id.rank, .alive = w->running, .uses_api = 0,
-            .start_ns = w->start_ns, .progress_ns = 0, .line_ns = line,
-            .end_ns = w->end_ns,
+            .rank = w->id.rank, .alive = w->running,
+            .uses_api = api && lags[i].calls > 0,
+            .start_ns = w->start_ns, .progress_ns = api ? lags[i].t_ns : 0,
+            .line_ns = line, .end_ns = w->end_ns,
         };
     }
+    free(lags);
     return n;
+}
+
+/* How long the capture of every rank's stack may take. */
+#define CAPTURE_MS 10000
+
+/* Every running rank's stack, merged, on stderr (and --hang-report):
+ * `stalled` names the ranks that stopped progressing when progress is per
+ * rank; NULL: the stacks name the outliers. */
+static void stacks_report(struct job *j, const char *reason,
+                          const int *stalled, size_t nstalled)
+{
+    const struct amlrun_opts *o = j->s->o;
+    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
+    int *idx = malloc((size_t)j->n * sizeof *idx);
+    struct stk_target *t = calloc((size_t)j->n, sizeof *t);
+    struct stk_set set = {NULL, 0};
+    struct stk_report r;
+    memset(&r, 0, sizeof r);
+    int64_t now = out_now_ns();
+    size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
+    for (size_t k = 0; k < nv; k++) {
+        const struct worker *w = &j->w[idx[k]];
+        if (!w->running)
+            continue;
+        /* Per rank, its last call (its start before any); else its last
+         * line (its start before any). */
+        int64_t last = view[k].uses_api ? view[k].progress_ns
+                                        : view[k].line_ns;
+        if (last < view[k].start_ns)
+            last = view[k].start_ns;
+        t[n++] = (struct stk_target){
+            .rank = w->id.rank, .local_rank = w->id.local, .node = w->id.node,
+            .pid = w->pid, .last_progress_s = (double)(now - last) / 1e9,
+            .python_fd = w->stack_fd,
+        };
+    }
+    double timeout = strcmp(reason, "timeout") == 0 ? o->timeout
+                                                    : o->hang_timeout;
+    if (!view || !idx || !t ||
+        stk_capture(t, n, j->s->host, CAPTURE_MS, &set) < 0 ||
+        stk_merge(&set, stalled, nstalled, reason, timeout, &r) < 0) {
+        msg("out of memory reading the workers' stacks");
+    } else {
+        /* Into memory first: each of its lines goes out in one write. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            stk_print(m, &set, &r);
+            if (fclose(m) == 0)
+                (void)write_all(2, text, len);
+        }
+        free(text);
+        if (o->hang_report && stk_write_json(o->hang_report, &set, &r) < 0)
+            msg_errno(errno, "--hang-report %s: cannot write it",
+                      o->hang_report);
+        else if (o->hang_report && !o->quiet)
+            msg("the stacks are in %s", o->hang_report);
+    }
+    stk_report_free(&r);
+    stk_set_free(&set);
+    free(t);
+    free(idx);
+    free(view);
 }
 
 static void on_look(void *arg);
@@ -134,19 +180,27 @@ static void hung(struct job *j, const amldist__hang_verdict_t *v,
 {
     const struct amlrun_opts *o = j->s->o;
     double idle = (double)v->idle_ns / 1e9;
-    char list[256];
-    if (v->per_rank) {
+    char list[96]; /* cut with ",..." beyond */
+    char *why = j->hang_why;
+    size_t size = sizeof j->hang_why;
+    if (v->single_out) {
         rank_list(stalled, v->nstalled, list, sizeof list);
-        msg("hang: rank%s %s made no progress for %.1f s (--hang-timeout "
-            "%g): reading the stacks of the %d rank%s", plural(v->nstalled),
-            list, idle, o->hang_timeout, j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: rank%s %s made no progress for %.1f s "
+                 "(--hang-timeout %g)", plural(v->nstalled), list, idle,
+                 o->hang_timeout);
+    } else if (v->per_rank) {
+        snprintf(why, size, "hang: no rank made progress for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     } else {
-        msg("hang: no rank wrote a line for %.1f s (--hang-timeout %g): "
-            "reading the stacks of the %d rank%s", idle, o->hang_timeout,
-            j->live, plural((size_t)j->live));
+        snprintf(why, size, "hang: no rank wrote a line for %.1f s "
+                 "(--hang-timeout %g)", idle, o->hang_timeout);
     }
+    msg("%s: reading the stacks of the %d rank%s", why, j->live,
+        plural((size_t)j->live));
     events_hang(j, "hang", idle, stalled, v->nstalled);
-    stacks_report(j, "hang", v->per_rank ? stalled : NULL, v->nstalled);
+    /* Every rank stalled (a collective): the stacks single them out. */
+    stacks_report(j, "hang", v->single_out ? stalled : NULL,
+                  v->single_out ? v->nstalled : 0);
     report_tell_hang(j, idle);
     enum action a = policy_hung(&j->p);
     report_stopping(j, "hang", a);
@@ -167,7 +221,7 @@ static void on_look(void *arg)
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, hang_view(j, view), now,
+    } else if (amldist__hang_check(view, hang_view(j, view, NULL), now,
                                    s_to_ns(j->s->o->hang_timeout), stalled,
                                    &v)) {
         hung(j, &v, stalled);
@@ -185,9 +239,13 @@ void watch_attempt(struct job *j)
         plane_attempt(j);
         return;
     }
-    if (j->s->o->hang_timeout > 0 && j->p.phase == PHASE_RUNNING)
-        j->hang_timer = timer_at(
-            j, out_now_ns() + s_to_ns(j->s->o->hang_timeout), on_look);
+    double sec = j->s->o->hang_timeout;
+    if (sec <= 0 || j->p.phase != PHASE_RUNNING)
+        return;
+    j->hang_timer = timer_at(j, out_now_ns() + s_to_ns(sec), on_look);
+    if (j->hang_timer && j->s->o->verbose)
+        msg("hang watch: a hang is %g s without progress; first look in "
+            "%.1f s", sec, sec);
 }
 
 /* ---- --timeout ---------------------------------------------------------- */
@@ -199,13 +257,13 @@ static void on_timeout(void *arg)
     job_take_signals(j);
     const struct amlrun_opts *o = j->s->o;
     int stacks = j->p.phase == PHASE_RUNNING && j->live > 0;
+    snprintf(j->hang_why, sizeof j->hang_why, "--timeout %g: the job ran "
+             "%.1f s", o->timeout, now_s() - j->t_begin);
     if (stacks)
-        msg("--timeout %g: the job ran %.1f s: reading the stacks of the %d "
-            "rank%s", o->timeout, now_s() - j->t_begin, j->live,
+        msg("%s: reading the stacks of the %d rank%s", j->hang_why, j->live,
             plural((size_t)j->live));
     else
-        msg("--timeout %g: the job ran %.1f s: it ends", o->timeout,
-            now_s() - j->t_begin);
+        msg("%s: it ends", j->hang_why);
     events_hang(j, "timeout", now_s() - j->t_begin, NULL, 0);
     if (stacks)
         stacks_report(j, "timeout", NULL, 0);

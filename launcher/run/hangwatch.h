@@ -27,11 +27,10 @@ void watch_worker_done(struct job *j);
 void watch_attempt_end(struct job *j);
 
 /* This node's ranks of the attempt, as the hang decision sees them (room
- * for j->n in v); the count. */
-size_t hang_view(const struct job *j, amldist__hang_rank_t *v);
-/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
-void rank_list(int *ranks, size_t n, char *buf, size_t size);
-/* The ranks of this node's workers still running, as rank_list. */
+ * for j->n in v; each one's worker index in idx[], which may be NULL); the
+ * count. */
+size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx);
+/* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 
 #endif /* AMLRUN_HANGWATCH_H */

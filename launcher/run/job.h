@@ -60,6 +60,8 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    /* The workers' progress page and its readings (progresspage.h). */
+    struct progress_watch *progress;
     /* Timers of hangwatch.c (0: none): --hang-timeout's next look, the
      * job's --timeout, the next notice of ranks still running after
      * others ended (notice_every: the interval after it, in s). */
@@ -68,8 +70,7 @@ struct job {
     struct plane_hist *marks; /* plane.c, the host's node: every rank's */
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
-    /* The workers' progress page and its readings (progresspage.h). */
-    struct progress_watch *progress;
+    char hang_why[256]; /* the last hang or --timeout, in words, or "" */
 };
 
 /* supervise.c: what the policy decided, done (the stop sequence, SIGKILL

@@ -7,12 +7,12 @@
 
 #include "output/msg.h"
 #include "output/output.h"
+#include "output/ranklist.h"
 #include "progress/hang.h"
 #include "progress/straggler.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
-#include "run/progresspage.h"
 #include "run/report.h"
 #include "stacks/stacks.h"
 
@@ -30,23 +30,13 @@ static long long view_every_ms(double timeout_s)
     return ms < 100 ? 100 : ms > 1000 ? 1000 : ms;
 }
 
-/* This node's ranks as the hang rule sees them, with their calls of the
- * progress API; NULL when out of memory. */
+/* This node's ranks as the hang rule sees them (their lines and their
+ * calls of the progress API); NULL when out of memory. */
 static amldist__hang_rank_t *ranks_view(struct job *j, size_t *n)
 {
-    size_t k = (size_t)(j->n > 0 ? j->n : 1);
-    amldist__hang_rank_t *h = malloc(k * sizeof *h);
-    struct progress_lag *lag = malloc(k * sizeof *lag);
-    *n = h ? hang_view(j, h) : 0;
-    int lags = lag && progress_lags(j, lag) == 0;
-    for (size_t i = 0; lags && i < *n; i++)
-        for (int w = 0; w < j->n; w++)
-            if (j->w[w].id.rank == h[i].rank && lag[w].calls > 0 &&
-                !h[i].uses_api) {
-                h[i].uses_api = 1;
-                h[i].progress_ns = lag[w].t_ns;
-            }
-    free(lag);
+    amldist__hang_rank_t *h = malloc((size_t)(j->n > 0 ? j->n : 1) *
+                                     sizeof *h);
+    *n = h ? hang_view(j, h, NULL) : 0;
     return h;
 }
 
@@ -212,7 +202,7 @@ static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
     memcpy(stalled, g->stalled, (size_t)g->nstalled * sizeof *stalled);
     char list[256], missing[1024];
     if (g->nstalled > 0) {
-        rank_list(stalled, (size_t)g->nstalled, list, sizeof list);
+        ranklist_format(stalled, (size_t)g->nstalled, list, sizeof list);
         msg("hang: rank%s %s of the job made no progress for %g s "
             "(--hang-timeout, as the rendezvous host saw every node): the "
             "stacks of every node", g->nstalled == 1 ? "" : "s", list,

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "output/exitstatus.h"
+#include "output/json.h"
 #include "output/msg.h"
 #include "output/rootcause.h"
 #include "output/torchlogs.h"
@@ -121,6 +123,44 @@ void report_success(const struct job *j, int status)
     int ranks = rz ? j->w[0].id.world : j->n;
     msg("%d rank%s exited 0 in %.1f s (restarts %d)", ranks, plural(ranks),
         now_s() - j->t_begin, j->p.restarts);
+}
+
+/* For an agent above amlrun (torchrun's TORCHELASTIC_ERROR_FILE): the
+ * hang as torch's error file says a failure, its message and a
+ * timestamp. */
+static void hang_error_file(const char *why, const char *path)
+{
+    char ts[24];
+    snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+    FILE *f = fopen(path, "we");
+    struct json js;
+    if (f) {
+        json_begin(&js, f);
+        json_object(&js, NULL);
+        json_object(&js, "message");
+        json_str(&js, "message", why);
+        json_object(&js, "extraInfo");
+        json_str(&js, "py_callstack", "");
+        json_str(&js, "timestamp", ts);
+        json_close(&js);
+        json_int(&js, "errorCode", AMLRUN_EXIT_HANG);
+    }
+    if (!f || json_end(&js) < 0 || fclose(f) != 0)
+        msg_errno(errno, "TORCHELASTIC_ERROR_FILE %s", path);
+}
+
+void report_hang_end(const struct job *j, int status)
+{
+    const char *path = j->s->o->hang_report;
+    if (!j->hang_why[0] || status != AMLRUN_EXIT_HANG)
+        return;
+    char why[sizeof j->hang_why + PATH_MAX + 32];
+    snprintf(why, sizeof why, "%s%s%s", j->hang_why,
+             path ? "; the stacks in " : "", path ? path : "");
+    msg("job failed (exit status %d): %s", status, why);
+    const char *agent = getenv("TORCHELASTIC_ERROR_FILE");
+    if (agent && *agent)
+        hang_error_file(why, agent);
 }
 
 void report_tell_hang(const struct job *j, double idle)

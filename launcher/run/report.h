@@ -59,6 +59,9 @@ void report_tell_final(const struct job *j, int status, const char *why);
  * the host was lost) and this node's own failure. */
 void report_root_cause(struct job *j);
 void report_job(const struct job *j, int status);
+/* The end of a job that a hang or --timeout ended (no control plane):
+ * one line, and for an agent above amlrun its error file. */
+void report_hang_end(const struct job *j, int status);
 /* With -v: why a node stopped by SIGTERM in a Slurm step exits 1. */
 void report_slurm_stop(const struct job *j, int status);
 

@@ -510,6 +510,8 @@ int supervise(const struct job_spec *s)
         status = policy_status(&j.p);
         if (j.p.start_status < 0 && j.p.fail >= 0)
             report_root_cause(&j);
+        else
+            report_hang_end(&j, status);
     }
     progress_report_slowest(&j);
     plane_report_slowest(&j);

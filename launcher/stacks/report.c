@@ -230,7 +230,7 @@ static void head_text(struct line *l, const struct stk_set *s, const struct stk_
     if (!isfinite(tm) || tm < 0 || tm > 1e9)
         snprintf(t, sizeof t, "?");
     else
-        snprintf(t, sizeof t, tm == floor(tm) ? "%.0f" : "%.1f", tm);
+        snprintf(t, sizeof t, "%.*f", (double)(long long)tm == tm ? 0 : 1, tm);
     add(l, "amlrun: ");
     if (r->reason && strcmp(r->reason, "hang") == 0) {
         snprintf(b, sizeof b, "hang: no progress for %s s; ", t);

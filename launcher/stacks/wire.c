@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output/msg.h"
 #include "stacks/stacks.h"
 
 #define MAGIC "amlrun-stacks 1"
@@ -58,6 +59,7 @@ static void put(struct out *o, const char *s, size_t n)
     o->p[o->len] = '\0';
 }
 
+static void putf(struct out *o, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
 static void putf(struct out *o, const char *fmt, ...)
 {
     char b[64];

@@ -30,7 +30,7 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
                         int64_t now_ns, int64_t timeout_ns, int *stalled,
                         amldist__hang_verdict_t *v)
 {
-    v->hung = v->per_rank = 0;
+    v->hung = v->per_rank = v->single_out = 0;
     v->nstalled = 0;
     v->idle_ns = 0;
     v->next_ns = AMLDIST__HANG_NEVER;
@@ -54,6 +54,7 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
             }
         }
         v->hung = v->nstalled > 0;
+        v->single_out = v->hung && v->nstalled < live;
         return v->hung;
     }
     int64_t last = 0;

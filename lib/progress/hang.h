@@ -39,6 +39,11 @@ typedef struct {
     int hung;            /* the job is hung */
     int per_rank;        /* judged per rank (the API is in use) */
     size_t nstalled;     /* per rank: the stalled ranks written */
+    int single_out;      /* per rank, some live ranks still progress: the
+                            stalled ones are the culprits.  0 when every
+                            live rank stalled (in a collective, all stop
+                            within a step of the one that hung): the
+                            stacks, not the progress, must tell them */
     int64_t idle_ns;     /* how long the progress that decided is old:
                             the job's (by lines) or the oldest stalled
                             rank's */

@@ -35,9 +35,15 @@ expect_eq "the command line beats AMLRUN_HANG_TIMEOUT" "$?" 0
 
 # --- no line for SEC: a hang, 124; the event log's record
 d=$(fresh lines)
-"$AMLRUN" --hang-timeout 1 --event-log "$d/ev" --nproc-per-node 3 --no-python \
-    sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
+TORCHELASTIC_ERROR_FILE=$d/agent.json "$AMLRUN" --hang-timeout 1 --event-log "$d/ev" \
+    --nproc-per-node 3 --no-python sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
 expect_eq "silent ranks: a hang, exit status 124" "$?" 124
+check "silent ranks: the job's end says hang" \
+    grep -q "^amlrun: job failed (exit status 124): hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1)$" "$d/err"
+check "silent ranks: an agent above amlrun gets the hang in its error file" \
+    "$TORCH_PY" -c 'import json, sys
+e = json.load(open(sys.argv[1]))
+sys.exit(0 if e["message"]["message"].startswith("hang: no rank wrote a line") and e["message"]["errorCode"] == 124 and e["message"]["extraInfo"]["timestamp"].isdigit() else 1)' "$d/agent.json"
 check "silent ranks: said, with the timeout" \
     grep -q "^amlrun: hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1): reading the stacks of the 3 ranks$" "$d/err"
 check "silent ranks: the stop names the ranks" \
@@ -136,19 +142,12 @@ expect_eq "a failure: its status" "$?" 5
 check "a failure: the others named" \
     grep -q "^amlrun: stopping the other 3 workers, ranks 0-1,3 (SIGTERM, SIGKILL after 30 s)$" "$d/err"
 
-# --- no --hang-timeout: no timer, every poll waits for ever (or not at
-# all, draining); with it, the loop's poll has a bound
-if have strace; then
-    d=$(fresh strace)
-    strace -o "$d/plain" -e trace=poll,ppoll "$AMLRUN" --nproc-per-node 1 --no-python \
-        sh -c 'echo a; sleep 0.5; echo b' >/dev/null 2>&1
-    check "no --hang-timeout: amlrun polled (strace saw it)" grep -q 'poll(' "$d/plain"
-    expect_eq "no --hang-timeout: no poll with a time bound" \
-        "$(grep 'poll(' "$d/plain" | grep -vE ', (-1|0)\) += ' | head -3)" ""
-    strace -o "$d/hang" -e trace=poll,ppoll "$AMLRUN" --hang-timeout 100 --nproc-per-node 1 \
-        --no-python sh -c 'echo a; sleep 0.5; echo b' >/dev/null 2>&1
-    check "--hang-timeout 100: the loop's poll is bounded by the next look" \
-        grep -qE 'poll\(.*, (99[0-9]{3}|100[0-9]{3})\) += ' "$d/hang"
-else
-    skip "no --hang-timeout: no timer" "strace not installed"
-fi
+# --- no --hang-timeout: no look is armed (-v says when one is)
+d=$(fresh verbose)
+"$AMLRUN" -v --nproc-per-node 2 --no-python sh -c 'echo a' >/dev/null 2>"$d/plain"
+check "no --hang-timeout: amlrun -v ran the job" grep -q "started 2 workers" "$d/plain"
+check "no --hang-timeout: no look armed" sh -c "! grep -q 'hang watch' '$d/plain'"
+"$AMLRUN" -v --hang-timeout 100 --max-restarts 1 --nproc-per-node 2 --no-python \
+    sh -c '[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 1; echo a' >/dev/null 2>"$d/hang"
+expect_eq "--hang-timeout 100: a look armed for each attempt" \
+    "$(grep -c '^amlrun: hang watch: a hang is 100 s without progress; first look in 100\.0 s$' "$d/hang")" 2

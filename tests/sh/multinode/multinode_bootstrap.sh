@@ -29,12 +29,17 @@ bcast_ok() {
 by_slot=(0 0 PID 0 1 PID 1 2 PID 1 3 PID)
 
 on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>&1 &
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>"$TEST_TMP/e0" &
 on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 --master-port "$PORT" \
-    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>&1
+    --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b1" 2>"$TEST_TMP/e1"
 wait
 bcast_ok "bootstrap bcast across nodes: standalone amlrun on each" \
     "$(cat "$TEST_TMP/b0" "$TEST_TMP/b1")" "${by_slot[@]}"
+# The job's success line, once: node 0's, with the job's rank count.
+check "standalone amlrun on each: node 0 ends with the job's success line" \
+    grep -q '^amlrun: 4 ranks exited 0 in [0-9.]* s (restarts 0)$' "$TEST_TMP/e0"
+check "standalone amlrun on each: node 1 prints none" \
+    sh -c "! grep -q 'exited 0 in' '$TEST_TMP/e1'"
 
 # (the ranks' lines on stdout; stderr apart: on a loaded machine Open MPI
 # may warn there that setpgid() lost a race with its child's exec)

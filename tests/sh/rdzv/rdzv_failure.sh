@@ -71,7 +71,7 @@ failure() {
     for node in "${NODES[@]}"; do
         [ "$node" = "$fhost" ] && continue
         has "$name: $node says why it stops its workers" "$(cat "$RZ_DIR/$node.err")" \
-            "^amlrun: stopping the 2 workers of this node \\(SIGTERM, SIGKILL after [0-9]+ s\\): node $nrank \\(10\\.231\\.0\\.1${fhost#n}\\), a worker, failed with exit status $st\$"
+            "^amlrun: stopping the 2 workers of this node, ranks [0-9]+-[0-9]+ \\(SIGTERM, SIGKILL after [0-9]+ s\\): node $nrank \\(10\\.231\\.0\\.1${fhost#n}\\), a worker, failed with exit status $st\$"
     done
     for node in "${NODES[@]:1}"; do
         diag "$name: $node's stderr: $(grep -c . "$RZ_DIR/$node.err") lines; $(grep -m1 'amlrun' "$RZ_DIR/$node.err")"

@@ -74,6 +74,7 @@ static void test_per_rank(void)
     CHECK_INT_EQ(amldist__hang_check(r, 4, 100 * S, 10 * S, st, &v), 1);
     CHECK_INT_EQ(v.nstalled, 1);
     CHECK_INT_EQ(st[0], 2);
+    CHECK_INT_EQ(v.single_out, 1);
     CHECK_INT_EQ(v.idle_ns, 20 * S);
     /* Two stalled, in the view's order; a dead one is never stalled. */
     r[0].progress_ns = 85 * S;
@@ -94,6 +95,23 @@ static void test_per_rank(void)
     CHECK_INT_EQ(st[0], 1);
 }
 
+/* Every live rank stalled (a collective waits for the one that hung): a
+ * hang, but the progress singles none out. */
+static void test_all_stalled(void)
+{
+    amldist__hang_rank_t r[3] = {live(0, 0, 0), live(1, 0, 0), live(2, 0, 0)};
+    for (int i = 0; i < 3; i++) {
+        r[i].uses_api = 1;
+        r[i].progress_ns = (50 + i) * S / 1000 + 50 * S;
+    }
+    int st[3];
+    amldist__hang_verdict_t v;
+    CHECK_INT_EQ(amldist__hang_check(r, 3, 61 * S, 10 * S, st, &v), 1);
+    CHECK_INT_EQ(v.nstalled, 3);
+    CHECK_INT_EQ(v.single_out, 0);
+    CHECK_INT_EQ(v.per_rank, 1);
+}
+
 /* Far times do not overflow next_ns. */
 static void test_overflow(void)
 {
@@ -109,6 +127,7 @@ int main(void)
     RUN(test_lines_job);
     RUN(test_ends);
     RUN(test_per_rank);
+    RUN(test_all_stalled);
     RUN(test_overflow);
     return test_summary();
 }

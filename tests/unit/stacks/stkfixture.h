@@ -18,7 +18,7 @@ static inline char *fx_dup(const char *s)
 }
 
 /* A rank: node rank / 8, local rank rank % 8, host "node<node>",
- * pid 1000 + rank, last progress 12.5 s ago. */
+ * pid 1000 + rank (1 for a rank past 1000000), last progress 12.5 s ago. */
 static inline void fx_rank(struct stk_set *s, int rank)
 {
     s->ranks = realloc(s->ranks, (s->n + 1) * sizeof *s->ranks);
@@ -30,7 +30,7 @@ static inline void fx_rank(struct stk_set *s, int rank)
     r->local_rank = rank % 8;
     r->node = rank / 8;
     r->host = strdup(host);
-    r->pid = 1000 + rank;
+    r->pid = rank >= 0 && rank < 1000000 ? 1000 + rank : 1;
     r->last_progress_s = 12.5;
 }
 

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# What a hang (--hang-timeout) and --timeout report, checked by content:
+# real PyTorch DDP (gloo) with one rank stuck in a Python function while
+# the others wait in all_reduce (the outlier, its file:line and function;
+# the others' collective frame; the --hang-report JSON by keys and
+# content); native ranks stuck in a C loop, blocked in read(2), stopped by
+# SIGSTOP; per-rank progress (amldist.progress) naming the stalled rank
+# though it prints; a rank that exits while the stacks are read; --timeout.
+. "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
+export OMP_NUM_THREADS=1
+
+fresh() { rm -rf "$TEST_TMP/$1"; mkdir -p "$TEST_TMP/$1"; echo "$TEST_TMP/$1"; }
+# line_of FILE TEXT: the number of FILE's first line holding TEXT
+line_of() { grep -n -F -- "$2" "$1" | head -1 | cut -d: -f1; }
+
+# --- DDP, rank 2 stuck in stuck_in_data_loader(), the others in all_reduce
+DDP=$TOP/tests/amlrun/hang_ddp.py
+d=$(fresh ddp)
+"$AMLRUN" --hang-timeout 8 --hang-report "$d/report.json" --nproc-per-node 4 \
+    "$DDP" 2 "$d" >"$d/out" 2>"$d/err"
+expect_eq "DDP, rank 2 stuck: exit status 124" "$?" 124
+grep -q 'likely cause: rank 2$' "$d/err" || sed 's/^/# stderr: /' "$d/err"
+sleep_line=$(line_of "$DDP" "time.sleep(0.5)  # the line the report must name")
+call_line=$(line_of "$DDP" "        stuck_in_data_loader()")
+reduce_line=$(line_of "$DDP" "dist.all_reduce(t)  # the others wait here")
+pid2=$(cat "$d/pid.2" 2>/dev/null)
+check "DDP: the report names rank 2 alone as the likely cause" \
+    grep -q "^amlrun: hang: no progress for 8 s; stacks of 4 ranks, 2 groups; likely cause: rank 2$" "$d/err"
+check "DDP: rank 2 first, its host and pid, its file:line and function" \
+    grep -q "^amlrun:   rank 2 (host $(hostname), pid $pid2): hang_ddp.py:$sleep_line stuck_in_data_loader < hang_ddp.py:$call_line train" "$d/err"
+check "DDP: the others' group waits in all_reduce, called from train" \
+    grep -qE "^amlrun:   ranks 0-1,3 \(3\): distributed_c10d.py:[0-9]+ all_reduce < (... < )?hang_ddp.py:$reduce_line train" "$d/err"
+check "DDP: the outlier's line comes before the group's" \
+    sh -c "grep -n '^amlrun:   rank' '$d/err' | head -1 | grep -q 'rank 2 '"
+check "DDP: the report says where the JSON is" grep -q "^amlrun: the stacks are in $d/report.json$" "$d/err"
+got=$("$TORCH_PY" - "$d/report.json" "$pid2" "$sleep_line" "$reduce_line" <<'PY' 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+pid2, sleep_line, reduce_line = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+bad = []
+def need(cond, what):
+    if not cond:
+        bad.append(what)
+need(set(r) >= {"reason", "timeout_s", "ranks", "groups", "outliers"}, "top keys")
+need(r["reason"] == "hang" and r["timeout_s"] == 8, "reason, timeout_s")
+need(sorted(x["rank"] for x in r["ranks"]) == [0, 1, 2, 3], "4 ranks")
+for x in r["ranks"]:
+    need(set(x) >= {"rank", "local_rank", "node", "host", "pid", "last_progress_s", "threads"}, f"rank {x.get('rank')} keys")
+    need(x["last_progress_s"] >= 8, f"rank {x['rank']} last_progress_s >= 8")
+    for t in x["threads"]:
+        need(set(t) >= {"python", "native"}, "thread keys")
+        for f in t["python"] + t["native"]:
+            need(set(f) == {"function", "file", "line"}, "frame keys")
+r2 = [x for x in r["ranks"] if x["rank"] == 2][0]
+need(r2["pid"] == pid2, "rank 2's pid")
+main = r2["threads"][0]["python"]
+need(main and main[0]["function"] == "stuck_in_data_loader" and main[0]["file"].endswith("/hang_ddp.py") and main[0]["line"] == sleep_line, "rank 2's innermost Python frame")
+need(any(f["function"] for f in r2["threads"][0]["native"]), "rank 2's native frames")
+need(r["outliers"] == [2], "outliers [2]")
+need(r["groups"][0]["ranks"] == [2] and r["groups"][1]["ranks"] == [0, 1, 3], "groups [2], [0,1,3]")
+fr = r["groups"][1]["frames"]
+need(any(f["function"] == "all_reduce" for f in fr) and any(f["function"] == "train" and f["line"] == reduce_line for f in fr), "the group's collective frame")
+print("ok" if not bad else "bad: " + ", ".join(bad))
+PY
+)
+expect_eq "DDP: --hang-report JSON, by keys and content" "$got" ok
+
+# --- native ranks: one stuck in a C loop, in read(2), stopped by SIGSTOP;
+# the others wait in pause(2)
+STUCK=$TEST_TMP/stuck
+if cc -g -O0 -o "$STUCK" "$TOP/tests/amlrun/stuck.c"; then
+    SRC=$TOP/tests/amlrun/stuck.c
+    for mode in spin read stop; do
+        d=$(fresh "native_$mode")
+        "$AMLRUN" --hang-timeout 1 --hang-report "$d/r.json" --nproc-per-node 4 --no-python \
+            "$STUCK" "$mode" 1 "$d" >"$d/out" 2>"$d/err"
+        expect_eq "native, rank 1 $mode: 124" "$?" 124
+        pid1=$(cat "$d/pid.1" 2>/dev/null)
+        check "native, rank 1 $mode: named alone as the likely cause" \
+            grep -q "stacks of 4 ranks, 2 groups; likely cause: rank 1$" "$d/err"
+        check "native, $mode: the others wait in pause, from wait_for_peers" \
+            grep -q "^amlrun:   ranks 0,2-3 (3): pause.c:[0-9]* pause < stuck.c:$(line_of "$SRC" "        pause();") wait_for_peers" "$d/err"
+        case $mode in
+        spin) want="stuck.c:$(line_of "$SRC" "        spins++;") spin_forever" ;;
+        read) want="read.c:[0-9]* read < stuck.c:$(line_of "$SRC" "(void)read(p[0]") wait_for_input" ;;
+        stop) want="" ;;
+        esac
+        check "native, rank 1 $mode: its line with host and pid${want:+, $want}" \
+            grep -q "^amlrun:   rank 1 (host $(hostname), pid $pid1): $want" "$d/err"
+    done
+    check "native, stop: the stopped rank's own frames in the JSON" \
+        "$TORCH_PY" -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+x = [x for x in r["ranks"] if x["rank"] == 1][0]
+sys.exit(0 if x["threads"] and x["threads"][0]["native"] else 1)' "$TEST_TMP/native_stop/r.json"
+    # --- --timeout: the stacks first, then 124, whatever restarts are left
+    d=$(fresh timeout)
+    "$AMLRUN" --timeout 1 --max-restarts 2 --nproc-per-node 2 --no-python \
+        "$STUCK" spin 0 "$d" >"$d/out" 2>"$d/err"
+    expect_eq "--timeout 1: 124" "$?" 124
+    check "--timeout: the merged stacks printed, reason timeout" \
+        grep -q "^amlrun: timeout: .*stacks of 2 ranks, 2 groups" "$d/err"
+    check "--timeout: rank 0's loop named" grep -q "stuck.c:[0-9]* spin_forever" "$d/err"
+    check "--timeout: no restart" sh -c "! grep -q restarting '$d/err'"
+else
+    fail "native ranks: tests/amlrun/stuck.c builds with cc -g"
+fi
+
+# --- per rank (amldist.progress): rank 1 prints but makes no progress
+d=$(fresh perrank)
+cat >"$d/w.py" <<'PY'
+import os, time
+import amldist
+rank = int(os.environ["RANK"])
+for step in range(100000):
+    if rank == 1 and step >= 3:
+        print("rank 1 still loading", flush=True)  # lines, no progress
+    else:
+        amldist.progress(step)
+    time.sleep(0.05)
+PY
+PYTHONPATH=$TOP/python "$AMLRUN" --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 \
+    "$d/w.py" >"$d/out" 2>"$d/err"
+expect_eq "per rank: 124" "$?" 124
+check "per rank: the stalled rank named though it prints" \
+    grep -q "^amlrun: hang: rank 1 made no progress for [0-9.]* s (--hang-timeout 5): reading the stacks of the 3 ranks$" "$d/err"
+check "per rank: rank 1 printed until the end" grep -q "rank 1 still loading" "$d/out"
+check "per rank: the stalled rank is the outlier" \
+    "$TORCH_PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["outliers"] == [1] else 1)' "$d/r.json"
+
+# --- a rank that exits while its stack is read: its Python handler of the
+# real-time signals (amlrun asks for Python frames with one) exits at once
+d=$(fresh exits)
+cat >"$d/w.py" <<'PY'
+import os, signal, sys, time
+if os.environ["RANK"] == "1":
+    for s in range(signal.SIGRTMIN, signal.SIGRTMAX + 1):
+        signal.signal(s, lambda *a: os._exit(0))
+open(sys.argv[1] + "/ready." + os.environ["RANK"], "w").close()
+while True:
+    time.sleep(1)
+PY
+"$AMLRUN" -v --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 "$d/w.py" "$d" \
+    >"$d/out" 2>"$d/err"
+expect_eq "a rank exits while the stacks are read: the job still ends (124)" "$?" 124
+check "... the report is printed" grep -q "^amlrun: hang: no progress for 5 s; stacks of 3 ranks" "$d/err"
+check "... rank 1 exited then, by its own hand (0)" \
+    grep -q "^amlrun: rank 1 (local 1, pid [0-9]*): exited with status 0$" "$d/err"
+check "... the JSON says why its Python frames are missing" \
+    "$TORCH_PY" -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+x = [x for x in r["ranks"] if x["rank"] == 1][0]
+sys.exit(0 if x.get("error") else 1)' "$d/r.json"
