@@ -22,6 +22,7 @@
 #include "head/headnode.h"
 #include "output/msg.h"
 #include "output/output.h"
+#include "query/client.h"
 #include "run/command.h"
 #include "run/control.h"
 #include "run/dryrun.h"
@@ -229,6 +230,11 @@ int main(int argc, char **argv)
     int rc = options_parse(argc, argv, &o);
     if (rc >= 0)
         goto out;
+    if (o.status || o.stacks) {
+        rc = query_main(o.status ? QUERY_STATUS : QUERY_STACKS,
+                        o.status == OPT_JSON, o.ncmd ? o.cmd[0] : NULL);
+        goto out;
+    }
     if (o.topo) {
         rc = topo_main(&o.bind, o.nproc_kind == NPROC_NUM ? o.nproc : 0,
                        o.topo == OPT_JSON);

@@ -381,7 +381,7 @@ static int on_log_layout(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
-/* --dry-run, --topo: on, or OPT_JSON with =json. */
+/* --dry-run, --topo, --status: on, or OPT_JSON with =json. */
 static int on_json_able(struct amlrun_opts *o, const struct handler *h,
                         const char *name, const char *val)
 {
@@ -501,6 +501,8 @@ static const struct handler handlers[O_COUNT] = {
     [O_LOGS_SPECS] = {on_logs_specs, 0, NULL, 0, 0},
     [O_EVENT_LOG] = {on_name, AT(event_log), "want a file", 0, 0},
     [O_RESULT_JSON] = {on_name, AT(result_json), "want a file", 0, 0},
+    [O_STATUS] = {on_json_able, AT(status), NULL, 0, 0},
+    [O_STACKS] = {on_flag, AT(stacks), NULL, 0, 0},
     [O_HANG_TIMEOUT] = {on_positive_seconds, AT(hang_timeout),
                         "want seconds > 0", 0, 0},
     [O_HANG_REPORT] = {on_name, AT(hang_report), "want a file", 0, 0},

@@ -112,6 +112,9 @@ struct amlrun_opts {
     enum log_layout log_layout;
     /* other modules */
     int topo;
+    /* --status[=json] and --stacks: ask a running job (query/client.h);
+     * its JOB is the first word after the options, if any */
+    int status, stacks;
     int version;             /* --version: printed once -v may be known */
     struct amlrun_bind_opts bind;
     struct headnode_opts head;

@@ -241,6 +241,27 @@ static int check_combinations(struct amlrun_opts *o)
     return -1;
 }
 
+/* --status and --stacks ask a running job: one of them, and at most one
+ * JOB after it. */
+static int query_check(const struct amlrun_opts *o)
+{
+    const char *mode = o->status ? "--status" : "--stacks";
+    if (o->status && o->stacks) {
+        msg("--status and --stacks: give one of them");
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->ncmd > 1) {
+        msg("%s [JOB]: one job at most (a run id or an amlrun pid), not a "
+            "command", mode);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (o->ncmd == 1 && !*o->cmd[0]) {
+        msg("%s '': want a run id or an amlrun pid", mode);
+        return AMLRUN_EXIT_USAGE;
+    }
+    return -1;
+}
+
 int options_parse(int argc, char **argv, struct amlrun_opts *o)
 {
     options_init(o, argc > 0 ? argv[0] : "");
@@ -286,6 +307,8 @@ int options_parse(int argc, char **argv, struct amlrun_opts *o)
     rc = check_combinations(o);
     if (rc >= 0)
         return rc;
+    if (o->status || o->stacks)
+        return query_check(o);
     if (o->ncmd == 0 && !o->topo && !headnode_wanted(&o->head)) {
         msg("no command given (see amlrun --help)");
         return AMLRUN_EXIT_USAGE;

@@ -61,6 +61,9 @@ const struct option_def opttable[] = {
     {"logs-specs", ARG_REQUIRED, O_LOGS_SPECS},
     {"event-log", ARG_REQUIRED, O_EVENT_LOG},
     {"result-json", ARG_REQUIRED, O_RESULT_JSON},
+    /* a running job, asked (query/client.h) */
+    {"status", ARG_OPTIONAL, O_STATUS},
+    {"stacks", ARG_NONE, O_STACKS},
     {"hang-timeout", ARG_REQUIRED, O_HANG_TIMEOUT},
     {"hang-report", ARG_REQUIRED, O_HANG_REPORT},
     {"timeout", ARG_REQUIRED, O_TIMEOUT},
@@ -151,6 +154,7 @@ static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_REPORT_BINDINGS, "json"},
     {O_DRY_RUN, "json"},
     {O_TOPO, "json"},
+    {O_STATUS, "json"},
     {O_RESULT_JSON, "<file>"},
     {O_HANG_REPORT, "<file>"},
     {O_LAUNCHER, "mpirun slurm"},

@@ -7,6 +7,7 @@
 static const char usage_text[] =
 "usage: amlrun [options] [--] command [args...]\n"
 "       amlrun --topo [--topology FILE] [--output FILE.svg|png|pdf]\n"
+"       amlrun --status[=json] [JOB]    amlrun --stacks [JOB]\n"
 "\n"
 "Start a distributed training job: every worker gets RANK, LOCAL_RANK,\n"
 "WORLD_SIZE, MASTER_ADDR, MASTER_PORT and the rest of torchrun's variables,\n"
@@ -129,6 +130,13 @@ static const char usage_text[] =
 "  --output FILE.svg|png|pdf    with --topo or --dry-run: also draw the\n"
 "                        node with lstopo, each rank's cores, GPU and NIC\n"
 "                        coloured and labelled \"rank N\", with a legend\n"
+"A running job (JOB: its run id or amlrun pid; default: the only job of\n"
+"yours on this machine):\n"
+"  --status[=json] [JOB]  print its nodes and ranks (state, CPU %, RSS,\n"
+"                        last output line, progress step, lag), restarts\n"
+"                        and uptime, and exit; =json: as JSON\n"
+"  --stacks [JOB]        print the merged stacks of its workers and exit;\n"
+"                        the job runs on\n"
 "Head node:\n"
 "  --hostfile FILE       hosts (\"host slots=N\") to start per-node amlruns on\n"
 "  --hosts H1,H2,...     the same as a list\n"
@@ -143,7 +151,8 @@ static const char usage_text[] =
 "128+N when stopped by signal N, 2 usage error or refused by the job,\n"
 "125 amlrun failed or a node was lost, 126 command not executable,\n"
 "127 command not found, 124 a hang (--hang-timeout) or --timeout; with\n"
-"several nodes, the job's on every node.\n";
+"several nodes, the job's on every node.\n"
+"--status, --stacks: 0 answered, 1 no such job (or several, or no answer).\n";
 
 void usage_print(FILE *f)
 {

@@ -18,8 +18,19 @@ static void put_string(FILE *f, const char *s)
 {
     char e[8];
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        fputs(json_char(*p, e), f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        /* A run of bytes that stand for themselves, in one write (a hang
+         * report holds megabytes of names). */
+        const unsigned char *q = p;
+        while (*q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\')
+            q++;
+        if (q > p) {
+            fwrite(p, 1, (size_t)(q - p), f);
+            p = q;
+        } else {
+            fputs(json_char(*p++, e), f);
+        }
+    }
     fputc('"', f);
 }
 

@@ -11,14 +11,6 @@
 #include "run/events.h"
 #include "run/result.h"
 
-static int node_of(const struct job *j)
-{
-    if (j->s->rz)
-        return amldist_rdzv_node_rank(j->s->rz);
-    if (j->n > 0 && j->w[0].id.node >= 0)
-        return j->w[0].id.node;
-    return amldist_node_rank(j->s->env->layout);
-}
 
 static void begin(struct event *v, const char *name, const char *host,
                   int node, const char *run_id)
@@ -41,7 +33,7 @@ static void begin(struct event *v, const char *name, const char *host,
 
 static void job_begin(const struct job *j, struct event *v, const char *name)
 {
-    begin(v, name, j->s->host, node_of(j), j->s->o->run_id);
+    begin(v, name, j->s->host, job_node(j), j->s->o->run_id);
 }
 
 /* Write, and have the loop tell us when the rest may go. */
@@ -280,7 +272,7 @@ static void torch_event(const struct job *j, const struct torch_ev *t)
     ev_object(&v, "metadata");
     ev_str(&v, "run_id", o->run_id);
     ev_id(&v, "global_rank", w ? w->id.rank : -1);
-    ev_id(&v, "group_rank", t->group ? node_of(j) : -1);
+    ev_id(&v, "group_rank", t->group ? job_node(j) : -1);
     snprintf(pid, sizeof pid, "%d", w ? (int)w->pid : 0);
     ev_str(&v, "worker_id", w ? pid : NULL);
     ev_str(&v, "role", o->role);

@@ -112,19 +112,11 @@ size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx)
 /* How long the capture of every rank's stack may take. */
 #define CAPTURE_MS 10000
 
-/* Every running rank's stack, merged, on stderr (and --hang-report):
- * `stalled` names the ranks that stopped progressing when progress is per
- * rank; NULL: the stacks name the outliers. */
-static void stacks_report(struct job *j, const char *reason,
-                          const int *stalled, size_t nstalled)
+int job_stacks(struct job *j, struct stk_set *set)
 {
-    const struct amlrun_opts *o = j->s->o;
     amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
     int *idx = malloc((size_t)j->n * sizeof *idx);
     struct stk_target *t = calloc((size_t)j->n, sizeof *t);
-    struct stk_set set = {NULL, 0};
-    struct stk_report r;
-    memset(&r, 0, sizeof r);
     int64_t now = out_now_ns();
     size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
     for (size_t k = 0; k < nv; k++) {
@@ -143,10 +135,27 @@ static void stacks_report(struct job *j, const char *reason,
             .python_fd = w->stack_fd,
         };
     }
+    int rc = view && idx && t ? stk_capture(t, n, j->s->host, CAPTURE_MS, set)
+                              : -1;
+    free(t);
+    free(idx);
+    free(view);
+    return rc;
+}
+
+/* Every running rank's stack, merged, on stderr (and --hang-report):
+ * `stalled` names the ranks that stopped progressing when progress is per
+ * rank; NULL: the stacks name the outliers. */
+static void stacks_report(struct job *j, const char *reason,
+                          const int *stalled, size_t nstalled)
+{
+    const struct amlrun_opts *o = j->s->o;
+    struct stk_set set = {NULL, 0};
+    struct stk_report r;
+    memset(&r, 0, sizeof r);
     double timeout = strcmp(reason, "timeout") == 0 ? o->timeout
                                                     : o->hang_timeout;
-    if (!view || !idx || !t ||
-        stk_capture(t, n, j->s->host, CAPTURE_MS, &set) < 0 ||
+    if (job_stacks(j, &set) < 0 ||
         stk_merge(&set, stalled, nstalled, reason, timeout, &r) < 0) {
         msg("out of memory reading the workers' stacks");
     } else {
@@ -168,9 +177,6 @@ static void stacks_report(struct job *j, const char *reason,
     }
     stk_report_free(&r);
     stk_set_free(&set);
-    free(t);
-    free(idx);
-    free(view);
 }
 
 static void on_look(void *arg);

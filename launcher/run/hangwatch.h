@@ -30,6 +30,12 @@ void watch_attempt_end(struct job *j);
  * for j->n in v; each one's worker index in idx[], which may be NULL); the
  * count. */
 size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx);
+/* Every running rank's stack (stk_capture: each stopped only while it is
+ * read), its last progress from its calls or else its lines, appended to
+ * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */
+struct stk_set;
+int job_stacks(struct job *j, struct stk_set *set);
+
 /* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 

@@ -60,6 +60,7 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
+    struct jobquery *query; /* --status and --stacks (jobquery.h), NULL */
     /* The workers' progress page and its readings (progresspage.h). */
     struct progress_watch *progress;
     /* Timers of hangwatch.c (0: none): --hang-timeout's next look, the
@@ -77,5 +78,8 @@ struct job {
  * ...), and the signals that came, taken before an action on the job. */
 void job_act(struct job *j, enum action a, int sig);
 int job_take_signals(struct job *j);
+/* start.c: this node's rank in the job (the control plane's, else the
+ * layout's), negative when not known. */
+int job_node(const struct job *j);
 
 #endif /* AMLRUN_JOB_H */

@@ -16,10 +16,6 @@
 #include "run/report.h"
 #include "stacks/stacks.h"
 
-/* How long this node reads its workers' stacks for a gather: within the
- * host's 10 s for a hang. */
-#define CAPTURE_MS 5000
-
 /* ---- the views (--hang-timeout) --------------------------------------- */
 
 /* A quarter of the timeout apart, from 100 ms to 1 s, as the library
@@ -89,50 +85,16 @@ void plane_attempt_end(struct job *j)
 
 /* ---- answers ---------------------------------------------------------- */
 
-/* Seconds since each rank's last progress (its last call, or line, or its
- * start), for the report. */
-static double last_progress_s(const amldist__hang_rank_t *h, size_t n,
-                              int rank, int64_t now)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (h[i].rank != rank)
-            continue;
-        int64_t t = h[i].uses_api ? h[i].progress_ns : h[i].line_ns;
-        if (t < h[i].start_ns)
-            t = h[i].start_ns;
-        return t > 0 ? (double)(now - t) / 1e9 : -1;
-    }
-    return -1;
-}
-
-/* This node's running workers' stacks, encoded; NULL when none could be
- * had (said). */
+/* This node's running workers' stacks (job_stacks(), as for its own
+ * hangs and --stacks), encoded; NULL when out of memory (said). */
 static char *node_stacks(struct job *j, size_t *len)
 {
-    struct stk_target *t = calloc((size_t)(j->n > 0 ? j->n : 1), sizeof *t);
-    size_t nt = 0, nv;
-    amldist__hang_rank_t *h = ranks_view(j, &nv);
     struct stk_set set = {0};
-    char *text = NULL;
-    int64_t now = out_now_ns();
-    for (int i = 0; t && h && i < j->n; i++) {
-        const struct worker *w = &j->w[i];
-        if (!w->running)
-            continue;
-        t[nt++] = (struct stk_target){
-            .rank = w->id.rank, .local_rank = w->id.local,
-            .node = w->id.node, .pid = w->pid,
-            .last_progress_s = last_progress_s(h, nv, w->id.rank, now),
-            .python_fd = w->stack_fd};
-    }
-    if (t && h && stk_capture(t, nt, j->s->host, CAPTURE_MS, &set) == 0)
-        text = stk_encode(&set, len);
+    char *text = job_stacks(j, &set) == 0 ? stk_encode(&set, len) : NULL;
     if (!text)
         msg("the stacks of this node's ranks for another node: out of "
             "memory");
     stk_set_free(&set);
-    free(t);
-    free(h);
     return text;
 }
 

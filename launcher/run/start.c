@@ -40,6 +40,15 @@ int job_init(struct job *j, const struct job_spec *s)
     return 0;
 }
 
+int job_node(const struct job *j)
+{
+    if (j->s->rz)
+        return amldist_rdzv_node_rank(j->s->rz);
+    if (j->n > 0 && j->w[0].id.node >= 0)
+        return j->w[0].id.node;
+    return amldist_node_rank(j->s->env->layout);
+}
+
 void job_free(struct job *j)
 {
     for (int i = 0; j->w && i < j->n; i++) {

@@ -23,6 +23,7 @@
 #include "output/msg.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/jobquery.h"
 #include "run/plane.h"
 #include "run/progresspage.h"
 #include "run/report.h"
@@ -462,7 +463,7 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
-    if (job_open_rundir(&j) < 0) {
+    if (job_open_rundir(&j) < 0 || jobquery_open(&j) < 0) {
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
@@ -513,6 +514,7 @@ int supervise(const struct job_spec *s)
         else
             report_hang_end(&j, status);
     }
+    jobquery_close(&j);
     progress_report_slowest(&j);
     plane_report_slowest(&j);
     report_slurm_stop(&j, status);

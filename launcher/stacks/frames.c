@@ -1,6 +1,7 @@
 /* What a frame is (see frames.h). */
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 #include "stacks/frames.h"
 

@@ -2,8 +2,8 @@
  * What the user reads (see stacks.h): the compact report on stderr and the
  * JSON of --hang-report.
  *
- *   amlrun: hang: no progress for 30 s; 16 ranks in 2 groups; likely cause: rank 7
- *   amlrun:   rank 7 (host gpu-b, pid 4242): train.py:17 slow_step < train.py:40 main
+ *   amlrun: hang: no progress for 30 s; stacks of 16 ranks, 2 groups; likely cause: rank 7
+ *   amlrun:   rank 7 (host gpu-b, pid 4242): train.py:17 slow_step < train.py:40 train
  *   amlrun:   ranks 0-6,8-15 (15): distributed_c10d.py:2501 all_reduce < ... < train.py:42 train
  *
  * A group's frames are its example rank's main thread's (Python frames

@@ -84,12 +84,14 @@ static void put_str(struct out *o, const char *s)
     }
     put(o, " =", 2);
     size_t n = strnlen(s, STK_MAX_STR);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (escaped(c))
-            putf(o, "%%%02X", c);
-        else
-            put(o, (const char *)&c, 1);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && !escaped((unsigned char)s[j]))
+            j++;
+        put(o, s + i, j - i);
+        if (j < n)
+            putf(o, "%%%02X", (unsigned char)s[j++]);
+        i = j;
     }
 }
 

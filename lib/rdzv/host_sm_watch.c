@@ -19,7 +19,7 @@
 #include "progress/hang.h"
 #include "rdzv/host_sm_state.h"
 
-#define HANG_GATHER_MS 10000
+#define HANG_GATHER_MS 15000 /* amlrun reads its stacks within 10 s */
 #define HANG_GRACE_MS 10000
 #define GATHER_DEFAULT_MS 5000
 

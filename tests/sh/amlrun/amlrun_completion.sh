@@ -61,8 +61,12 @@ while IFS=$'\t' read -r kind name arg values; do
     bad=
     for v in $values; do
         if [ "$arg" = optional ]; then a=("--$name=$v"); else a=("--$name" "$v"); fi
-        "$AMLRUN" --dry-run --topology "$xml" "${ctx[@]}" "${a[@]}" true >/dev/null 2>"$d/err" ||
-            bad="$bad $v($(head -c 200 "$d/err"))"
+        "$AMLRUN" --dry-run --topology "$xml" "${ctx[@]}" "${a[@]}" true >/dev/null 2>"$d/err"
+        rc=$?
+        # --status asks a running job: none is named "true" (1), but the
+        # value was taken (a refused one is 2).
+        [ "$name:$rc" = status:1 ] && rc=0
+        [ "$rc" = 0 ] || bad="$bad $v($(head -c 200 "$d/err"))"
     done
     expect_eq "--$name: the parser accepts every value the completion offers" "$bad" ""
     if [ "$arg" = optional ]; then a=("--$name=bogus"); else a=("--$name" bogus); fi

@@ -76,10 +76,12 @@ expect_eq "per-node under mpirun: libamldist in a worker sees its own layout" \
 
 # --- no descriptor of amlrun leaks into a worker (with logs, prefixes, a
 # console filter, restarts): a worker sees exactly the descriptors a
-# command started directly here sees (whatever this shell passes on)
-# (but a Python worker's one deliberate descriptor: the write end of its
-# stack channel, launcher/stacks/, a pipe that never blocks, counted apart)
-lsfd='import os; print(sorted(int(f) for f in os.listdir("/proc/self/fd")))'
+# command started directly here sees (whatever this shell passes on), but
+# the ones amlrun gives on purpose: the progress page named in
+# AMLDIST_PROGRESS_FD (amlrun_progress.sh), and a Python worker's write end
+# of its stack channel (launcher/stacks/, a pipe that never blocks),
+# counted apart
+lsfd='import os; p = os.environ.get("AMLDIST_PROGRESS_FD"); print(sorted(int(f) for f in os.listdir("/proc/self/fd") if f != p))'
 lschan='import os, stat
 def chan(fd):
     try:
@@ -87,7 +89,8 @@ def chan(fd):
         return fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) and flags & 0o4003 == 0o4001
     except OSError:
         return False
-fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+p = os.environ.get("AMLDIST_PROGRESS_FD")
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd") if f != p)
 print([f for f in fds if not chan(f)], len([f for f in fds if chan(f)]))'
 base=$("$TORCH_PY" -c "$lsfd")
 out=$("$AMLRUN" --nproc-per-node 2 --prefix --log-dir "$d/logs" --ranks 0 "$TORCH_PY" -c "$lschan")

@@ -2,8 +2,9 @@
 # amlrun itself under valgrind (not its workers: --trace-children=no) and
 # built with ASan+UBSan: a normal job with prefixes, logs and a filter, a
 # failing job with a restart, a job stopped by SIGTERM, a dry run, a
-# usage error, a missing command, a console that goes away and a log file
-# over `ulimit -f`.  Any error or definite leak fails.
+# usage error, a missing command, a console that goes away, a log file
+# over `ulimit -f`, and a job asked --status and --stacks while it runs.
+# Any error or definite leak fails.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/san
@@ -53,6 +54,29 @@ jobs() {
     ( ulimit -f 16; "$@" --nproc-per-node 2 --log-dir "$d/logs" \
         head -c 100000 /dev/zero >/dev/null 2>"$d/e" )
     expect_eq "$label: log over ulimit -f" "$?" 0
+    # a job asked while it runs: the supervisor's query socket and answer,
+    # and the asking amlrun itself (--status, =json, --stacks, a stale
+    # socket, no such job)
+    rm -f "$d"/up.* "$d/down"
+    "$@" --nproc-per-node 2 --run-id "san-status-$$" sh -c \
+        'touch "$0/up.$RANK"; while [ ! -e "$0/down" ]; do sleep 0.05; done' \
+        "$d" >"$d/o" 2>"$d/e" &
+    local job=$!
+    if wait_for 2 120 "$d" up.; then
+        "$@" --status "san-status-$$" >"$d/so" 2>"$d/se"
+        expect_eq "$label: --status of a running job" "$?" 0
+        "$@" --status=json "$job" >"$d/so" 2>"$d/se"
+        expect_eq "$label: --status=json of a running job" "$?" 0
+        "$@" --stacks "san-status-$$" >"$d/so" 2>"$d/se"
+        expect_eq "$label: --stacks of a running job" "$?" 0
+        "$@" --status "san-none-$$" >"$d/so" 2>"$d/se"
+        expect_eq "$label: --status of no such job" "$?" 1
+    else
+        fail "$label: the job to ask did not start"
+    fi
+    touch "$d/down"
+    wait "$job"
+    expect_eq "$label: the job asked ends normally" "$?" 0
 }
 
 if have valgrind; then

@@ -14,7 +14,7 @@ declare -A level=(
     [lib/rdzv]=5 [lib/nccl]=5
     [launcher/output]=10
     [launcher/contain]=11 [launcher/stacks]=11
-    [launcher/cli]=12
+    [launcher/cli]=12 [launcher/query]=12
     [launcher/head]=13 [launcher/run]=13
     [launcher]=14
 )

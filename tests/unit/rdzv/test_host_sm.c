@@ -1012,10 +1012,10 @@ static void test_hang_gather_missing_node(void)
     answer(0, id, AMLDIST__RZ_G_LAST, "n0");
     answer(2, id, AMLDIST__RZ_G_LAST, "n2");
     CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 1);
-    now += 9000;
+    now += 14000;
     tick();
     CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 0);
-    now += 1000; /* the gather's 10 s */
+    now += 1000; /* the gather's 15 s */
     tick();
     CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 2);
     const amldist__rz_action_t *r = nth(AMLDIST__RZ_A_RESULT, 0);

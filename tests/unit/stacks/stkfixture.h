@@ -89,8 +89,17 @@ static inline void fx_py_native(struct stk_set *s)
     fx_nat(s, "__libc_start_main", NULL, 0, FX_LIBC);
 }
 
+/* A data loader's pin-memory thread, waiting for a batch. */
+static inline void fx_py_pin_memory(struct stk_set *s, int rank)
+{
+    fx_thread(s, 2000 + rank, "pt_pin_memory");
+    fx_py(s, "wait", "/usr/lib/python3.11/threading.py", 320);
+    fx_py(s, "get", "/usr/lib/python3.11/queue.py", 171);
+    fx_py(s, "_pin_memory_loop", FX_TORCH "utils/data/_utils/pin_memory.py", 52);
+}
+
 /* A PyTorch rank waiting in dist.all_reduce called at train.py:line, with
- * a second Python thread (a data loader's pin-memory thread). */
+ * a pin-memory thread. */
 static inline void fx_py_allreduce(struct stk_set *s, int rank, int line)
 {
     fx_rank(s, rank);
@@ -101,10 +110,7 @@ static inline void fx_py_allreduce(struct stk_set *s, int rank, int line)
     fx_py(s, "main", FX_TRAIN, 60);
     fx_py(s, "<module>", FX_TRAIN, 64);
     fx_py_native(s);
-    fx_thread(s, 2000 + rank, "pt_pin_memory");
-    fx_py(s, "wait", "/usr/lib/python3.11/threading.py", 320);
-    fx_py(s, "get", "/usr/lib/python3.11/queue.py", 171);
-    fx_py(s, "_pin_memory_loop", FX_TORCH "utils/data/_utils/pin_memory.py", 52);
+    fx_py_pin_memory(s, rank);
 }
 
 /* A PyTorch rank stuck in its own slow_step, at train.py:line. */
@@ -117,10 +123,7 @@ static inline void fx_py_stuck(struct stk_set *s, int rank, int line)
     fx_py(s, "main", FX_TRAIN, 60);
     fx_py(s, "<module>", FX_TRAIN, 64);
     fx_py_native(s);
-    fx_thread(s, 2000 + rank, "pt_pin_memory");
-    fx_py(s, "wait", "/usr/lib/python3.11/threading.py", 320);
-    fx_py(s, "get", "/usr/lib/python3.11/queue.py", 171);
-    fx_py(s, "_pin_memory_loop", FX_TORCH "utils/data/_utils/pin_memory.py", 52);
+    fx_py_pin_memory(s, rank);
 }
 
 /* A native worker's frames: */

@@ -71,16 +71,23 @@ static void check_ranks(const int *got, size_t n, const char *want)
     CHECK_STR_EQ(b, want);
 }
 
+/* n ranks in all_reduce at train.py:42 but one, stuck in slow_step at
+ * train.py:17. */
+static void straggler(struct stk_set *s, int n, int stuck)
+{
+    for (int i = 0; i < n; i++)
+        if (i == stuck)
+            fx_py_stuck(s, i, 17);
+        else
+            fx_py_allreduce(s, i, 42);
+}
+
 /* The real case: 1 rank of 16 stuck in its own function, the others in
  * all_reduce, across two nodes. */
 static void test_python_straggler(void)
 {
     struct stk_set s = {0};
-    for (int i = 0; i < 16; i++)
-        if (i == 7)
-            fx_py_stuck(&s, i, 17);
-        else
-            fx_py_allreduce(&s, i, 42);
+    straggler(&s, 16, 7);
     struct stk_report r = merge(&s, NULL, 0);
     CHECK_INT_EQ(r.ngroups, 2);
     CHECK_INT_EQ(r.noutliers, 1);
@@ -179,11 +186,7 @@ static void test_native(void)
 static void test_stalled(void)
 {
     struct stk_set s = {0};
-    for (int i = 0; i < 16; i++)
-        if (i == 7)
-            fx_py_stuck(&s, i, 17);
-        else
-            fx_py_allreduce(&s, i, 42);
+    straggler(&s, 16, 7);
     static const int stalled[] = {9, 3, 9};
     struct stk_report r = merge(&s, stalled, 3);
     check_ranks(r.outliers, r.noutliers, "3,9");
@@ -324,11 +327,7 @@ static void test_many(void)
     static const int sizes[] = {64, 1024};
     for (size_t k = 0; k < 2; k++) {
         struct stk_set s = {0};
-        for (int i = 0; i < sizes[k]; i++)
-            if (i == 37)
-                fx_py_stuck(&s, i, 17);
-            else
-                fx_py_allreduce(&s, i, 42);
+        straggler(&s, sizes[k], 37);
         double t0 = now();
         struct stk_report r = merge(&s, NULL, 0);
         double t1 = now();
@@ -456,11 +455,7 @@ static const char checker[] =
 static void test_json(void)
 {
     struct stk_set s = {0};
-    for (int i = 0; i < 9; i++)
-        if (i == 7)
-            fx_py_stuck(&s, i, 17);
-        else
-            fx_py_allreduce(&s, i, 42);
+    straggler(&s, 9, 7);
     free(s.ranks[0].host);
     s.ranks[0].host = strdup("n\xc3\xa9\n"); /* every byte passes, escaped */
     fx_rank(&s, 9);

@@ -240,6 +240,23 @@ static void test_malformed(void)
     CHECK_INT_EQ(stk_decode(NULL, 0, &s), -1);
 }
 
+/* Decode head, then n times rep, then tail, then the end line. */
+static int decode_made(const char *head, const char *rep, int n, const char *tail,
+                       struct stk_set *out)
+{
+    char *p = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&p, &len);
+    fputs(head, f);
+    for (int i = 0; i < n; i++)
+        fputs(rep, f);
+    fprintf(f, "%send 1\n", tail);
+    fclose(f);
+    int rc = decode_copy(p, len, out);
+    free(p);
+    return rc;
+}
+
 /* Past the bounds: the encoder keeps the innermost frames, the first
  * threads and a name's first bytes; the decoder refuses more. */
 static void test_bounds(void)
@@ -269,36 +286,10 @@ static void test_bounds(void)
     free(t);
 
     /* The same past the bounds by hand: one frame, thread, byte more. */
-    struct out {
-        char *p;
-        size_t len;
-    } o = {0};
-    FILE *f = open_memstream(&o.p, &o.len);
-    fprintf(f, HEAD RANK "t 1 -\n");
-    for (int i = 0; i < STK_MAX_FRAMES + 1; i++)
-        fprintf(f, "n 1 =f - -\n");
-    fprintf(f, "end 1\n");
-    fclose(f);
-    CHECK_INT_EQ(decode_copy(o.p, o.len, &b), -1);
-    free(o.p);
-    f = open_memstream(&o.p, &o.len);
-    fprintf(f, HEAD RANK);
-    for (int i = 0; i < STK_MAX_THREADS + 1; i++)
-        fprintf(f, "t 1 -\n");
-    fprintf(f, "end 1\n");
-    fclose(f);
-    CHECK_INT_EQ(decode_copy(o.p, o.len, &b), -1);
-    free(o.p);
-    f = open_memstream(&o.p, &o.len);
-    fprintf(f, HEAD "r 0 0 0 10 1.5 =%s -\nend 1\n", longname + 9); /* STK_MAX_STR + 1 */
-    fclose(f);
-    CHECK_INT_EQ(decode_copy(o.p, o.len, &b), -1);
-    free(o.p);
-    f = open_memstream(&o.p, &o.len);
-    fprintf(f, HEAD "r 0 0 0 10 1.5 =%s -\nend 1\n", longname + 10); /* STK_MAX_STR */
-    fclose(f);
-    CHECK_INT_EQ(decode_copy(o.p, o.len, &b), 0);
-    free(o.p);
+    CHECK_INT_EQ(decode_made(HEAD RANK "t 1 -\n", "n 1 =f - -\n", STK_MAX_FRAMES + 1, "", &b), -1);
+    CHECK_INT_EQ(decode_made(HEAD RANK, "t 1 -\n", STK_MAX_THREADS + 1, "", &b), -1);
+    CHECK_INT_EQ(decode_made(HEAD "r 0 0 0 10 1.5 =", "x", STK_MAX_STR + 1, " -\n", &b), -1);
+    CHECK_INT_EQ(decode_made(HEAD "r 0 0 0 10 1.5 =", "x", STK_MAX_STR, " -\n", &b), 0);
     stk_set_free(&b);
     free(longname);
     stk_set_free(&a);

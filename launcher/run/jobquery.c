@@ -1,0 +1,409 @@
+/*
+ * The supervisor's query socket (see jobquery.h and query/proto.h).  Every
+ * descriptor is non-blocking and close-on-exec; a client is read and
+ * written from the loop's callbacks, with a bounded request, one answer
+ * made once, and a deadline for the whole exchange.  A client of another
+ * user (root aside) is closed at once, before a byte is read or written.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output/msg.h"
+#include "query/proto.h"
+#include "query/qtext.h"
+#include "query/sockdir.h"
+#include "run/gather.h"
+#include "run/job.h"
+#include "run/jobquery.h"
+
+/* Clients served at once; more are closed at once. */
+#define QMAX_CLIENTS 16
+
+struct qclient {
+    struct jobquery *q;
+    int fd;           /* -1 once closed */
+    int deadline;     /* the loop's timer, 0 none */
+    int busy;         /* waiting for the parts of an answer */
+    void *pending;    /* node_part()'s handle while it makes ours */
+    enum part_kind kind;
+    char req[QP_REQ_MAX + 1];
+    size_t reqlen;
+    char *out;        /* the answer, once made */
+    size_t outlen, off;
+};
+
+struct jobquery {
+    struct job *j;
+    int fd;
+    char path[QDIR_PATH_MAX + 1];
+    struct qclient *c[QMAX_CLIENTS];
+};
+
+static void client_free(struct qclient *c)
+{
+    free(c->out);
+    free(c);
+}
+
+/* Close the connection; the client itself stays until its answer, if one
+ * is being gathered, comes back (gather.h gives no way to call it off). */
+static void client_close(struct qclient *c)
+{
+    struct jobquery *q = c->q;
+    struct job *j = q->j;
+    if (c->fd >= 0) {
+        amldist__loop_unwatch(j->loop, c->fd);
+        close(c->fd);
+        c->fd = -1;
+    }
+    if (c->deadline)
+        amldist__loop_cancel(j->loop, c->deadline);
+    c->deadline = 0;
+    if (c->pending) {
+        node_part_cancel(j, c->pending);
+        c->pending = NULL;
+        c->busy = 0;
+    }
+    for (int i = 0; i < QMAX_CLIENTS; i++)
+        if (q->c[i] == c)
+            q->c[i] = NULL;
+    if (!c->busy)
+        client_free(c);
+}
+
+static void on_deadline(void *arg)
+{
+    struct qclient *c = arg;
+    c->deadline = 0;
+    client_close(c);
+}
+
+static void on_client(void *arg, int fd, short revents);
+
+/* Send what is left of the answer; close when all is sent. */
+static void client_write(struct qclient *c)
+{
+    while (c->off < c->outlen) {
+        ssize_t n = send(c->fd, c->out + c->off, c->outlen - c->off,
+                         MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            amldist__loop_events(c->q->j->loop, c->fd, POLLOUT);
+            return;
+        }
+        if (n <= 0)
+            break;
+        c->off += (size_t)n;
+    }
+    client_close(c);
+}
+
+/* The answer is made: send it (or, for a client gone meanwhile, free). */
+static void answer(struct qclient *c, char *text, size_t len)
+{
+    c->busy = 0;
+    if (c->fd < 0) {
+        free(text);
+        client_free(c);
+        return;
+    }
+    if (!text) {
+        client_close(c);
+        return;
+    }
+    c->out = text;
+    c->outlen = len;
+    c->off = 0;
+    client_write(c);
+}
+
+/* The "job" record: what the asker's amlrun knows of the whole job. */
+static void job_record(FILE *f, const struct job *j)
+{
+    const struct amlrun_opts *o = j->s->o;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double started = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 -
+                     (now_s() - j->t_begin);
+    fputs("job", f);
+    qt_str(f, "run_id", o->run_id);
+    qt_int(f, "pid", getpid());
+    qt_num(f, "started", started, 3);
+    qt_int(f, "nodes", j->s->rz ? amldist_rdzv_num_nodes(j->s->rz)
+                                : amldist_world_size(j->s->env->layout));
+    qt_int(f, "world", j->n > 0 ? j->w[0].id.world : 0);
+    /* The command as given to amlrun: its words, one space apart. */
+    char *cmd = NULL;
+    size_t len = 0;
+    FILE *c = open_memstream(&cmd, &len);
+    if (c) {
+        for (int i = 0; i < o->ncmd; i++)
+            fprintf(c, "%s%s", i ? " " : "", o->cmd[i]);
+        if (fclose(c) != 0) {
+            free(cmd);
+            cmd = NULL;
+        }
+    }
+    qt_str(f, "cmd", cmd);
+    free(cmd);
+    fputc('\n', f);
+}
+
+static void parts_done(void *arg, struct part *parts, size_t n)
+{
+    struct qclient *c = arg;
+    struct job *j = c->q->j;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f && n == 0) {
+        fputs(QP_ERROR "out of memory\n", f);
+    } else if (f) {
+        fprintf(f, QP_ANSWER "%s\n", c->kind == PART_STATUS ? "status"
+                                                             : "stacks");
+        if (c->kind == PART_STATUS)
+            job_record(f, j);
+        for (size_t i = 0; i < n; i++) {
+            if (parts[i].error) {
+                fprintf(f, "error");
+                qt_int(f, "node", parts[i].node);
+                qt_str(f, "message", parts[i].error);
+                fputc('\n', f);
+                continue;
+            }
+            fprintf(f, "part %d %zu\n", parts[i].node, parts[i].len);
+            fwrite(parts[i].data, 1, parts[i].len, f);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        part_free(&parts[i]);
+    free(parts);
+    if (f && fclose(f) != 0) {
+        free(text);
+        text = NULL;
+    }
+    answer(c, f ? text : NULL, len);
+}
+
+static void part_ready(void *arg, struct part *p)
+{
+    struct qclient *c = arg;
+    c->pending = NULL;
+    job_gather(c->q->j, c->kind, p, parts_done, c);
+}
+
+static void info(struct qclient *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f) {
+        fputs(QP_ANSWER "info\n", f);
+        job_record(f, c->q->j);
+        if (fclose(f) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    answer(c, text, len);
+}
+
+static void request(struct qclient *c)
+{
+    /* Nothing more is read from it. */
+    amldist__loop_events(c->q->j->loop, c->fd, 0);
+    c->busy = 1;
+    if (strcmp(c->req, "info") == 0) {
+        info(c);
+        return;
+    }
+    if (strcmp(c->req, "status") != 0 && strcmp(c->req, "stacks") != 0) {
+        static const char bad[] = QP_ERROR "unknown request\n";
+        answer(c, strdup(bad), sizeof bad - 1);
+        return;
+    }
+    c->kind = strcmp(c->req, "status") == 0 ? PART_STATUS : PART_STACKS;
+    c->pending = node_part(c->q->j, c->kind, part_ready, c);
+    if (!c->pending) {
+        static const char oom[] = QP_ERROR "out of memory\n";
+        answer(c, strdup(oom), sizeof oom - 1);
+    }
+}
+
+static void client_read(struct qclient *c)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, c->req + c->reqlen, QP_REQ_MAX - c->reqlen, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            client_close(c);
+            return;
+        }
+        c->reqlen += (size_t)n;
+        c->req[c->reqlen] = '\0';
+        char *nl = memchr(c->req, '\n', c->reqlen);
+        if (nl) {
+            *nl = '\0';
+            request(c);
+            return;
+        }
+        if (c->reqlen == QP_REQ_MAX) {
+            client_close(c); /* no request is that long */
+            return;
+        }
+    }
+}
+
+static void on_client(void *arg, int fd, short revents)
+{
+    struct qclient *c = arg;
+    (void)fd;
+    if (c->out && (revents & (POLLOUT | POLLERR | POLLHUP)))
+        client_write(c);
+    else if (!c->busy && !c->out && (revents & (POLLIN | POLLERR | POLLHUP)))
+        client_read(c);
+}
+
+/* Same user, or root. */
+static int peer_allowed(int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+        len != sizeof cr)
+        return 0;
+    return cr.uid == geteuid() || cr.uid == 0;
+}
+
+static void take(struct jobquery *q, int fd)
+{
+    struct job *j = q->j;
+    int slot = -1;
+    for (int i = 0; i < QMAX_CLIENTS && slot < 0; i++)
+        if (!q->c[i])
+            slot = i;
+    struct qclient *c = slot >= 0 && peer_allowed(fd) ? calloc(1, sizeof *c)
+                                                      : NULL;
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->q = q;
+    c->fd = fd;
+    q->c[slot] = c;
+    c->deadline = amldist__loop_timer(j->loop,
+                                      amldist__now_ms() + QP_DEADLINE_MS,
+                                      on_deadline, c);
+    if (c->deadline < 0 ||
+        amldist__loop_watch(j->loop, fd, POLLIN, on_client, c) < 0) {
+        if (c->deadline < 0)
+            c->deadline = 0;
+        client_close(c);
+    }
+}
+
+static void on_accept(void *arg, int fd, short revents)
+{
+    struct jobquery *q = arg;
+    (void)revents;
+    /* A few at a time: the loop's other descriptors come first. */
+    for (int k = 0; k < QMAX_CLIENTS; k++) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0)
+            return;
+        take(q, cfd);
+    }
+}
+
+/* The socket, or -1 with a reason. */
+static int listen_at(struct jobquery *q, char *why, size_t whysize)
+{
+    char dir[QDIR_PATH_MAX + 1];
+    if (qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
+        snprintf(why, whysize, "the directory's name is too long");
+        return -1;
+    }
+    if (qdir_check(dir, 1, why, whysize) < 0)
+        return -1;
+    if (qsock_path(dir, q->j->s->o->run_id, getpid(), q->path,
+                   sizeof q->path) < 0) {
+        snprintf(why, whysize, "%s: the socket's name is too long", dir);
+        return -1;
+    }
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, q->path, strlen(q->path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, whysize, "socket: %s", strerror(errno));
+        return -1;
+    }
+    /* A file of a dead amlrun that had our pid. */
+    unlink(q->path);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        chmod(q->path, 0600) < 0 || listen(fd, QMAX_CLIENTS) < 0) {
+        snprintf(why, whysize, "%s: %s", q->path, strerror(errno));
+        close(fd);
+        unlink(q->path);
+        q->path[0] = '\0';
+        return -1;
+    }
+    return fd;
+}
+
+int jobquery_open(struct job *j)
+{
+    struct jobquery *q = calloc(1, sizeof *q);
+    if (!q)
+        return -1;
+    q->j = j;
+    j->query = q;
+    char why[QDIR_PATH_MAX + 128];
+    q->fd = listen_at(q, why, sizeof why);
+    if (q->fd >= 0 &&
+        amldist__loop_watch(j->loop, q->fd, POLLIN, on_accept, q) < 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(q->fd);
+        unlink(q->path);
+        q->fd = -1;
+    }
+    if (q->fd < 0 && j->s->o->verbose)
+        msg("no --status socket (amlrun --status and --stacks cannot reach "
+            "this job): %s", why);
+    else if (j->s->o->verbose)
+        msg("--status socket: %s", q->path);
+    return 0;
+}
+
+void jobquery_close(struct job *j)
+{
+    struct jobquery *q = j->query;
+    if (!q)
+        return;
+    for (int i = 0; i < QMAX_CLIENTS; i++)
+        if (q->c[i]) {
+            struct qclient *c = q->c[i];
+            c->busy = 0; /* nothing comes back after the loop's end */
+            client_close(c);
+        }
+    if (q->fd >= 0) {
+        amldist__loop_unwatch(j->loop, q->fd);
+        close(q->fd);
+        unlink(q->path);
+    }
+    free(q);
+    j->query = NULL;
+}
