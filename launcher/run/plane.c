@@ -98,37 +98,159 @@ static char *node_stacks(struct job *j, size_t *len)
     return text;
 }
 
-/* --status from another node: this node's ranks, one line each
- * ("rank local node pid running"), for the status engineer to take on. */
-static char *node_status(const struct job *j, size_t *len)
+/* Another node's --status or --stacks: this node's part, made on the
+ * loop (node_part), then the answer: 'D' and its data, or 'E' and its
+ * error's text. */
+struct part_answer {
+    struct job *j;
+    unsigned id;
+};
+
+static void answer_part(struct job *j, unsigned id, const struct part *p)
 {
-    size_t cap = 64 + (size_t)j->n * 64, o = 0;
-    char *b = malloc(cap);
-    if (!b)
-        return NULL;
-    for (int i = 0; i < j->n; i++) {
-        const struct worker *w = &j->w[i];
-        o += (size_t)snprintf(b + o, cap - o, "%d %d %d %d %d\n", w->id.rank,
-                              w->id.local, w->id.node, (int)w->pid,
-                              w->running);
+    const char *body = p && !p->error ? p->data : p ? p->error : "out of memory";
+    size_t len = p && !p->error ? p->len : strlen(body);
+    char *b = malloc(len + 1);
+    if (b) {
+        b[0] = p && !p->error ? 'D' : 'E';
+        if (len)
+            memcpy(b + 1, body, len);
     }
-    *len = o;
-    return b;
+    if (amldist_rdzv_answer(j->s->rz, id, b ? b : "E", b ? len + 1 : 1) < 0)
+        msg("answering another node: %s", amldist_last_error());
+    free(b);
+}
+
+static void part_made(void *arg, struct part *p)
+{
+    struct part_answer *pa = arg;
+    answer_part(pa->j, pa->id, p);
+    part_free(p); /* its contents are ours, the part itself node_part()'s */
+    free(pa);
 }
 
 static void answer(struct job *j, const amldist_rdzv_request_t *q)
 {
     size_t len = 0;
     char *blob = NULL;
-    if (q->topic == AMLDIST_RDZV_TOPIC_HANG ||
-        q->topic == AMLDIST_RDZV_TOPIC_STACKS)
+    int own = q->asker == amldist_rdzv_node_rank(j->s->rz);
+    if (q->topic == AMLDIST_RDZV_TOPIC_HANG) {
         blob = node_stacks(j, &len);
-    else if (q->topic == AMLDIST_RDZV_TOPIC_STATUS)
-        blob = node_status(j, &len);
-    /* Unknown topics get an empty answer: the asker is not kept waiting. */
+    } else if ((q->topic == AMLDIST_RDZV_TOPIC_STATUS ||
+                q->topic == AMLDIST_RDZV_TOPIC_STACKS) && !own) {
+        struct part_answer *pa = malloc(sizeof *pa);
+        if (pa) {
+            *pa = (struct part_answer){j, q->id};
+            if (node_part(j, q->topic == AMLDIST_RDZV_TOPIC_STATUS
+                                 ? PART_STATUS : PART_STACKS,
+                          part_made, pa))
+                return;
+            free(pa);
+        }
+        answer_part(j, q->id, NULL);
+        return;
+    }
+    /* Its own ask (its part is already made), or an unknown topic: an
+     * empty answer, so that nobody is kept waiting. */
     if (amldist_rdzv_answer(j->s->rz, q->id, blob ? blob : "", len) < 0)
         msg("answering another node: %s", amldist_last_error());
     free(blob);
+}
+
+/* ---- this node's --status and --stacks, of every node ---------------------- */
+
+struct plane_ask {
+    struct plane_ask *next;
+    unsigned tag;
+    struct part mine;
+    gather_done_fn *done;
+    void *arg;
+};
+
+int plane_gather(struct job *j, enum part_kind k, struct part *mine,
+                 gather_done_fn *done, void *arg)
+{
+    struct plane_ask *a = calloc(1, sizeof *a);
+    /* Stacks are read within 10 s on each node; a status in a moment. */
+    if (!a || amldist_rdzv_gather(j->s->rz, k == PART_STATUS
+                                                ? AMLDIST_RDZV_TOPIC_STATUS
+                                                : AMLDIST_RDZV_TOPIC_STACKS,
+                                  NULL, 0, k == PART_STATUS ? 5000 : 15000,
+                                  &a->tag) < 0) {
+        free(a);
+        return -1;
+    }
+    a->mine = *mine;
+    a->done = done;
+    a->arg = arg;
+    a->next = j->asks;
+    j->asks = a;
+    return 0;
+}
+
+static int by_node(const void *x, const void *y)
+{
+    const struct part *a = x, *b = y;
+    return (a->node > b->node) - (a->node < b->node);
+}
+
+static char *copy(const void *p, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, p, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
+/* The parts of a gather this node asked for, to its done(). */
+static void parts_of(struct job *j, const amldist_rdzv_gather_t *g)
+{
+    struct plane_ask **pa = &j->asks, *a;
+    while (*pa && (*pa)->tag != g->tag)
+        pa = &(*pa)->next;
+    if (!(a = *pa))
+        return;
+    *pa = a->next;
+    int self = amldist_rdzv_node_rank(j->s->rz);
+    struct part *parts = calloc((size_t)g->n + 2, sizeof *parts);
+    size_t n = 0;
+    if (parts)
+        parts[n++] = a->mine;
+    else
+        part_free(&a->mine);
+    for (int i = 0; parts && i < g->n; i++) {
+        const amldist_rdzv_answer_t *ans = &g->answers[i];
+        if (ans->node == self)
+            continue;
+        struct part *p = &parts[n++];
+        p->node = ans->node;
+        char why[160];
+        if (ans->status) {
+            snprintf(why, sizeof why, "node %d (%s): %s", ans->node,
+                     ans->addr[0] ? ans->addr : "?",
+                     ans->status == AMLDIST_ERANGE ? "its answer was too large"
+                                                   : "no answer in time");
+            p->error = strdup(why);
+        } else if (ans->len >= 1 && ans->blob[0] == 'D') {
+            p->data = copy(ans->blob + 1, ans->len - 1);
+            p->len = ans->len - 1;
+        } else {
+            p->error = ans->len > 1 ? copy(ans->blob + 1, ans->len - 1)
+                                    : strdup("no answer");
+        }
+    }
+    if (parts && g->refused)
+        parts[n++] = (struct part){.node = -1,
+                                   .error = strdup("the other nodes could "
+                                                   "not be asked (the "
+                                                   "rendezvous host is "
+                                                   "busy)")};
+    if (parts)
+        qsort(parts, n, sizeof *parts, by_node);
+    a->done(a->arg, parts, parts ? n : 0);
+    free(a);
 }
 
 /* ---- the host's node: the hang, reported once ---------------------------- */
@@ -217,8 +339,9 @@ static void on_events(void *arg, int fd, short revents)
     }
     while (amldist_rdzv_next_gather(j->s->rz, &g) == 1) {
         job_take_signals(j);
-        if (g->topic == AMLDIST_RDZV_TOPIC_HANG &&
-            j->p.phase == PHASE_RUNNING)
+        if (g->topic != AMLDIST_RDZV_TOPIC_HANG)
+            parts_of(j, g);
+        else if (j->p.phase == PHASE_RUNNING)
             hang_report(j, g);
         amldist_rdzv_gather_free(g);
     }
@@ -336,6 +459,12 @@ void plane_report_slowest(struct job *j)
 
 void plane_free(struct job *j)
 {
+    while (j->asks) {
+        struct plane_ask *a = j->asks;
+        j->asks = a->next;
+        part_free(&a->mine);
+        free(a);
+    }
     if (!j->marks)
         return;
     for (int r = 0; r < j->marks->n; r++)

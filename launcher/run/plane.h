@@ -5,8 +5,9 @@
  *     decides with every node's (one node alone cannot: its ranks may wait
  *     for a rank elsewhere), instead of deciding here;
  *   - every gather's request is answered from the loop: the host's hang
- *     and --stacks with this node's stacks (stk_capture, stk_encode),
- *     --status with this node's ranks;
+ *     with this node's stacks (job_stacks, stk_encode), another node's
+ *     --status and --stacks with this node's part (node_part, gather.h);
+ *     this node's own --status and --stacks ask every node (job_gather);
  *   - on the host's node, the hang's answers are merged and printed once
  *     (and written, --hang-report), nodes that did not answer named, and
  *     the round fails: exit status 124, or a restart;
@@ -17,6 +18,7 @@
 #define AMLRUN_PLANE_H
 
 #include "progress/page.h"
+#include "run/gather.h"
 #include "run/job.h"
 
 /* The gathers' descriptor in the job's loop (once); 0 or -1. */
@@ -33,7 +35,14 @@ void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
  * (host H), M ms behind the median over K steps" when one rank of the job
  * was consistently last (progress_report_slowest()'s line, job-wide). */
 void plane_report_slowest(struct job *j);
-/* What the host's node knows of every rank's marks. */
+/* job_gather() across nodes: every node asked for its part of kind k
+ * (this node's is `mine`, taken), done() called from the loop with them
+ * all in node order, a node that did not answer as a part whose error
+ * names it.  0, or -1 when the ask could not be made (mine not taken). */
+int plane_gather(struct job *j, enum part_kind k, struct part *mine,
+                 gather_done_fn *done, void *arg);
+/* What the host's node knows of every rank's marks, and the gathers still
+ * waited for (their done() is not called). */
 void plane_free(struct job *j);
 
 #endif /* AMLRUN_PLANE_H */
