@@ -236,6 +236,14 @@ void amldist__rz_sm_on_view(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     amldist__rz_sm_watch_tick(sm);
 }
 
+/* Whether member m's view counts: a node of this round that watches. */
+static int watching(const amldist__rz_sm_t *sm,
+                    const struct amldist__rz_member *m)
+{
+    return m->state == AMLDIST__RZ_M_RUNNING && m->view_round == sm->round &&
+           m->view_timeout_ms;
+}
+
 /* The hang rule over every node's view of this round. */
 static void decide(amldist__rz_sm_t *sm)
 {
@@ -243,8 +251,7 @@ static void decide(amldist__rz_sm_t *sm)
     uint32_t timeout_ms = 0;
     for (int i = 0; i < sm->nm; i++) {
         struct amldist__rz_member *m = &sm->m[i];
-        if (m->state != AMLDIST__RZ_M_RUNNING || m->view_round != sm->round ||
-            !m->view_timeout_ms)
+        if (!watching(sm, m))
             continue;
         n += m->nviews;
         if (!timeout_ms || m->view_timeout_ms < timeout_ms)
@@ -264,8 +271,7 @@ static void decide(amldist__rz_sm_t *sm)
     size_t k = 0;
     for (int i = 0; i < sm->nm; i++) {
         struct amldist__rz_member *m = &sm->m[i];
-        if (m->state != AMLDIST__RZ_M_RUNNING || m->view_round != sm->round ||
-            !m->view_timeout_ms)
+        if (!watching(sm, m))
             continue;
         for (size_t j = 0; j < m->nviews; j++) {
             const amldist__rz_view_t *v = &m->views[j];
