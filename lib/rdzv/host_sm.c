@@ -51,6 +51,8 @@ void amldist__rz_sm_free(amldist__rz_sm_t *sm)
         free(sm->m[i].views);
     for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++)
         free(sm->gathers[i].e);
+    for (int i = 0; i < sm->nspent; i++)
+        free(sm->spent[i]);
     free(sm->m);
     free(sm->rd.nproc);
     free(sm->acts);
@@ -297,6 +299,9 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                         const amldist__rz_action_t **acts)
 {
     sm->nacts = 0;
+    for (int i = 0; i < sm->nspent; i++)
+        free(sm->spent[i]);
+    sm->nspent = 0;
     sm->now = ev->now;
     sm->now_ns = ev->now_ns;
     struct amldist__rz_member *m =

@@ -82,6 +82,10 @@ struct amldist__rz_sm {
      * (hang_round), with the time the host ends the round itself if its
      * own node has not (hang_end, ms), and when the rule next decides. */
     struct amldist__rz_gather gathers[AMLDIST__RZ_GATHERS_MAX];
+    /* The entries of gathers that ended in the last step, freed at the
+     * next (host_sm.c). */
+    struct amldist__rz_gentry *spent[AMLDIST__RZ_GATHERS_MAX];
+    int nspent;
     uint32_t next_gather;
     int64_t now_ns, hang_next_ns;
     int hang_round;

@@ -76,7 +76,12 @@ static void finish(amldist__rz_sm_t *sm, struct amldist__rz_gather *g,
     memcpy(g->end_arg, g->arg, g->arg_len);
     result(sm, g, AMLDIST__RZ_NONE, AMLDIST__RZ_NONE,
            AMLDIST__RZ_G_END | flags, g->end_arg, g->arg_len);
-    free(g->e);
+    /* Its entries (the MISSING addresses the step's RESULTs point to)
+     * are freed at the next step. */
+    if (sm->nspent < AMLDIST__RZ_GATHERS_MAX)
+        sm->spent[sm->nspent++] = g->e;
+    else
+        free(g->e); /* not reached: one end per gather and step */
     g->e = NULL;
     g->used = 0;
     g->n = 0;
