@@ -417,6 +417,13 @@ void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
 
 void plane_report_slowest(struct job *j)
 {
+    long long off, err;
+    /* -v: this node's clock against the host's, as the marks and views
+     * were moved by it. */
+    if (j->s->rz && j->s->o->verbose &&
+        amldist_rdzv_clock_offset_ns(j->s->rz, &off, &err) == 0)
+        msg("rendezvous: the host's clock reads this node's %+.3f ms, "
+            "within %.3f ms", (double)off / 1e6, (double)err / 1e6);
     if (!j->s->rz || amldist_rdzv_is_host(j->s->rz) != 1 || j->s->o->quiet)
         return;
     drain_marks(j);

@@ -33,7 +33,8 @@ void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
                  size_t n);
 /* At the job's end, on the host's node: "amlrun: slowest rank R: node N
  * (host H), M ms behind the median over K steps" when one rank of the job
- * was consistently last (progress_report_slowest()'s line, job-wide). */
+ * was consistently last (progress_report_slowest()'s line, job-wide); on
+ * every node with -v, its clock's offset from the host's. */
 void plane_report_slowest(struct job *j);
 /* job_gather() across nodes: every node asked for its part of kind k
  * (this node's is `mine`, taken), done() called from the loop with them

@@ -6,7 +6,8 @@
 # own clock, names rank 3 at the end, once; node 1 says nothing of it.
 # Again with node 1's clock an hour behind (AMLDIST_TEST_CLOCK_SHIFT_MS):
 # taken at its word, node 1's ranks would arrive an hour early and a rank
-# of node 0 would be named.
+# of node 0 would be named; node 1's estimate of its offset (-v) is the
+# hour, within its error bound.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -28,7 +29,7 @@ run() {
         --master-port "$PORT" --nproc-per-node 2 --python "$TORCH_PY" "$JOB" \
         >"$TEST_TMP/$tag.out0" 2>"$TEST_TMP/$tag.0" &
     local p0=$!
-    on n1 $T env PYTHONPATH="$PYTHONPATH" "$@" "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
+    on n1 $T env PYTHONPATH="$PYTHONPATH" "$@" "$AMLRUN" -v --nnodes 2 --node-rank 1 --master-addr n0 \
         --master-port "$PORT" --nproc-per-node 2 --python "$TORCH_PY" "$JOB" \
         >"$TEST_TMP/$tag.out1" 2>"$TEST_TMP/$tag.1"
     echo $? >"$TEST_TMP/$tag.rc1"
@@ -58,5 +59,11 @@ run plain
 check_slowest plain "a straggler on node 1"
 run shifted AMLDIST_TEST_CLOCK_SHIFT_MS=-3600000
 check_slowest shifted "node 1's clock an hour behind"
+# Node 1's estimate of its offset (-v): the injected hour, within its bound.
+read -r off err < <(sed -n 's/^amlrun: rendezvous: the host.s clock reads this node.s \([-+0-9.]*\) ms, within \([0-9.]*\) ms$/\1 \2/p' \
+    "$TEST_TMP/shifted.1")
+check "node 1's clock an hour behind: its offset ($off ms, within $err ms) is the hour" \
+    python3 -c "import sys; o, e = float(sys.argv[1]), float(sys.argv[2]); \
+sys.exit(0 if abs(o - 3600000) <= e + 0.001 and e < 1000 else 1)" "${off:-nan}" "${err:-nan}"
 
 expect_eq "no process left on any node" "$(leftover_procs)" ""
