@@ -5,7 +5,7 @@
  *
  *     $ amlrun -n 4 progress_steps 40 10 2 15
  *     ...
- *     amlrun: slowest rank 2: node 0 (host h), 310 ms behind the median over 40 steps
+ *     amlrun: slowest rank 2: node 0 (host vm), 309 ms behind the median over 40 steps
  *
  * `progress_steps --loop N` calls amldist_progress() N times as fast as it
  * can and prints the nanoseconds per call (bench/progress.sh).

@@ -8,6 +8,7 @@
 #include "output/msg.h"
 #include "output/ranklist.h"
 #include "progress/hang.h"
+#include "progress/page.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
@@ -85,27 +86,27 @@ static int64_t s_to_ns(double s)
  * output lines, and their calls of the progress API (the page's slots,
  * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
  * index in idx[] (may be NULL). */
-size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx)
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
 {
-    struct progress_lag *lags = malloc((size_t)j->n * sizeof *lags);
-    int api = lags && progress_lags(j, lags) == 0;
+    const amldist__progress_page_t *pg = progress_page(j);
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
         if (w->attempt != j->p.restarts)
             continue; /* not started in this attempt */
+        amldist__progress_sample_t call = {0, 0, 0};
+        if (pg)
+            (void)amldist__progress_page_read(pg, (unsigned)i, &call);
         int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                        : w->err.line_ns;
         if (idx)
             idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
             .rank = w->id.rank, .alive = w->running,
-            .uses_api = api && lags[i].calls > 0,
-            .start_ns = w->start_ns, .progress_ns = api ? lags[i].t_ns : 0,
-            .line_ns = line, .end_ns = w->end_ns,
+            .uses_api = call.calls > 0, .start_ns = w->start_ns,
+            .progress_ns = call.t_ns, .line_ns = line, .end_ns = w->end_ns,
         };
     }
-    free(lags);
     return n;
 }
 

@@ -29,7 +29,7 @@ void watch_attempt_end(struct job *j);
 /* This node's ranks of the attempt, as the hang decision sees them (room
  * for j->n in v; each one's worker index in idx[], which may be NULL); the
  * count. */
-size_t hang_view(struct job *j, amldist__hang_rank_t *v, int *idx);
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
 /* Every running rank's stack (stk_capture: each stopped only while it is
  * read), its last progress from its calls or else its lines, appended to
  * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */

@@ -27,6 +27,10 @@ static void warn_ignored(const struct amlrun_opts *o)
         msg("per-process mode: --event-log, --event-log-handler and "
             "--signals-to-handle have no effect (no supervisor: the command "
             "runs in place of amlrun)");
+    if (o->hang_timeout > 0 || o->timeout > 0 || o->hang_report)
+        msg("per-process mode: --hang-timeout, --hang-report and --timeout "
+            "have no effect (no supervisor: the command runs in place of "
+            "amlrun; give them to a per-node amlrun)");
 }
 
 /*

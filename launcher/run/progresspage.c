@@ -66,6 +66,11 @@ void progress_job_free(struct job *j)
     j->progress = NULL;
 }
 
+const struct amldist__progress_page *progress_page(const struct job *j)
+{
+    return j->progress ? j->progress->pg : NULL;
+}
+
 int progress_worker_env(struct job *j, int index, char ***env)
 {
     struct progress_watch *pw = j->progress;

@@ -36,6 +36,11 @@ int progress_worker_env(struct job *j, int index, char ***env);
 void progress_attempt_start(struct job *j);
 void progress_attempt_end(struct job *j);
 
+/* The page itself (page.h: amldist__progress_page_read() of a worker's
+ * slot, its calls, last step and time), or NULL without one. */
+struct amldist__progress_page;
+const struct amldist__progress_page *progress_page(const struct job *j);
+
 /* Every local worker's progress now. */
 struct progress_lag {
     uint64_t calls;  /* amldist_progress() calls in this attempt; 0: none */

@@ -134,6 +134,7 @@ static void hang_error_file(const char *why, const char *path)
     snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
     FILE *f = fopen(path, "we");
     struct json js;
+    int bad = !f;
     if (f) {
         json_begin(&js, f);
         json_object(&js, NULL);
@@ -144,8 +145,10 @@ static void hang_error_file(const char *why, const char *path)
         json_str(&js, "timestamp", ts);
         json_close(&js);
         json_int(&js, "errorCode", AMLRUN_EXIT_HANG);
+        bad = json_end(&js) < 0;
+        bad |= fclose(f) != 0;
     }
-    if (!f || json_end(&js) < 0 || fclose(f) != 0)
+    if (bad)
         msg_errno(errno, "TORCHELASTIC_ERROR_FILE %s", path);
 }
 

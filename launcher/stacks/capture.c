@@ -125,11 +125,15 @@ int stk_capture(const struct stk_target *t, size_t n, const char *host,
         .deadline = any_python ? start + timeout_ms * 2.0 / 3 : end,
     };
     pthread_t th;
-    if (p.rc == 0) {
-        if (pthread_create(&th, NULL, native_main, &p) == 0)
-            pthread_join(th, NULL);
-        else
-            native_main(&p); /* no thread to spare: this one traces */
+    int err = p.rc == 0 ? pthread_create(&th, NULL, native_main, &p) : 0;
+    if (p.rc == 0 && err == 0) {
+        pthread_join(th, NULL);
+    } else if (p.rc == 0) {
+        /* Traced from amlrun's own thread, a thread that never stopped
+         * would stay traced: no native frames instead. */
+        for (size_t i = 0; i < n && p.rc == 0; i++)
+            p.rc = cap_error(&r[i], "no native frames: no thread to read "
+                                    "them from: %s", strerror(err));
     }
     if (p.rc == 0 && any_python && cap_python(t, n, r, c, end) < 0)
         p.rc = -1;

@@ -15,6 +15,7 @@
  */
 #include <ctype.h>
 #include <dirent.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -409,19 +410,52 @@ static int same_build(Dwfl_Module *a, Dwfl_Module *b)
     return nx == ny && !memcmp(x, y, (size_t)nx);
 }
 
-static Dwfl_Line *source_line(struct srccache *c, Dwfl_Module *m,
-                              Dwarf_Addr pc)
+/* The line of a module-relative address through its compile units, for
+ * objects without .debug_aranges (clang leaves them out), which this
+ * libdw's lookup needs. */
+static const char *unit_line(Dwfl_Module *m, Dwarf_Addr addr, int *lineno)
+{
+    Dwarf_Addr bias;
+    Dwarf *dw = dwfl_module_getdwarf(m, &bias);
+    Dwarf_Aranges *ar;
+    size_t nar;
+    if (dw && dwarf_getaranges(dw, &ar, &nar) == 0 && nar > 0)
+        return NULL; /* it has them: the lookup said no */
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die die;
+    uint8_t type;
+    while (dw && dwarf_get_units(dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
+        if (type != DW_UT_compile || dwarf_haspc(&die, addr - bias) <= 0)
+            continue;
+        Dwarf_Line *l = dwarf_getsrc_die(&die, addr - bias);
+        const char *file = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+        if (file && dwarf_lineno(l, lineno) == 0)
+            return file;
+        return NULL;
+    }
+    return NULL;
+}
+
+/* file:line of pc in module m, or NULL. */
+static const char *source_line(struct srccache *c, Dwfl_Module *m,
+                               Dwarf_Addr pc, int *lineno)
 {
     GElf_Addr bias;
+    Dwarf_Addr addr = pc;
     const char *path =
         dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     if (path && path[0] == '/' && !strstr(path, " (deleted)") &&
         dwfl_module_getelf(m, &bias)) {
         struct srcmod *e = srccache_get(c, path);
-        if (e && e->mod && same_build(m, e->mod))
-            return dwfl_module_getsrc(e->mod, pc - bias + e->bias);
-    }
-    return dwfl_module_getsrc(m, pc); /* [vdso], a file gone */
+        if (e && e->mod && same_build(m, e->mod)) {
+            m = e->mod;
+            addr = pc - bias + e->bias;
+        }
+    } /* else [vdso], a file gone: through the worker's own module */
+    Dwfl_Line *line = dwfl_module_getsrc(m, addr);
+    const char *file =
+        line ? dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
+    return file ? file : unit_line(m, addr, lineno);
 }
 
 static int resolve(Dwfl *dwfl, struct srccache *cache, const struct walk *w,
@@ -440,10 +474,8 @@ static int resolve(Dwfl *dwfl, struct srccache *cache, const struct walk *w,
             dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
         f->module = dup_or_null(name, &nomem);
         f->function = dup_or_null(dwfl_module_addrname(m, w->pc[i]), &nomem);
-        Dwfl_Line *line = source_line(cache, m, w->pc[i]);
         int lineno = 0;
-        const char *src =
-            line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+        const char *src = source_line(cache, m, w->pc[i], &lineno);
         if (src) {
             f->file = dup_or_null(src, &nomem);
             f->line = lineno > 0 ? lineno : 0;
@@ -494,6 +526,7 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
     if (!w)
         rc = -1;
     size_t unstopped = 0;
+    const char *unreadable = NULL; /* why a thread had no frame at all */
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (!k[i].seized || k[i].gone)
             continue;
@@ -507,12 +540,16 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
             continue;
         }
         w->n = 0;
-        if (!why)
-            (void)dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w);
+        if (!why && dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
+            w->n == 0 && !unreadable)
+            unreadable = dwfl_errmsg(-1);
         if (resolve(dwfl, cache, w, th) < 0)
             rc = -1;
     }
     free(w);
+    if (rc == 0 && unreadable)
+        rc = cap_error(r, "no native frames for a thread: libdwfl: %s",
+                       unreadable);
     dwfl_end(dwfl);
     if (rc == 0 && unstopped)
         rc = cap_error(r, "%zu of %zu threads did not stop in time "

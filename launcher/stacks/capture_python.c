@@ -221,26 +221,25 @@ static struct stk_thread *main_thread(struct stk_rank *r)
 static int attach(struct stk_rank *r, const struct cap_native *c,
                   struct stk_thread *py, size_t n, const unsigned long *ids)
 {
+    size_t native = r->nthreads; /* c->tp's length; more may be added */
+    if (!native) {
+        /* No native threads (ptrace refused): the main thread first all
+         * the same. */
+        free(r->threads);
+        if (!(r->threads = calloc(1, sizeof *r->threads)))
+            return -1;
+        r->threads[0].tid = r->pid;
+        r->nthreads = 1;
+    }
     for (size_t k = 0; k < n; k++) {
         struct stk_thread *to = NULL;
-        for (size_t j = 0; ids[k] && c->tp && j < r->nthreads; j++)
+        for (size_t j = 0; ids[k] && c->tp && j < native; j++)
             if (c->tp[j] == ids[k] && !r->threads[j].npython)
                 to = &r->threads[j];
         if (!to && k == n - 1) {
             to = main_thread(r);
             if (to && to->npython)
                 to = NULL;
-            if (!to && !r->nthreads) {
-                /* no native threads at all (ptrace refused) */
-                struct stk_thread *g = realloc(r->threads, sizeof *g);
-                if (!g)
-                    return -1;
-                r->threads = g;
-                memset(g, 0, sizeof *g);
-                g->tid = r->pid;
-                r->nthreads = 1;
-                to = g;
-            }
         }
         if (!to) {
             struct stk_thread *g =

@@ -76,12 +76,12 @@ expect_eq "per-node under mpirun: libamldist in a worker sees its own layout" \
 
 # --- no descriptor of amlrun leaks into a worker (with logs, prefixes, a
 # console filter, restarts): a worker sees exactly the descriptors a
-# command started directly here sees (whatever this shell passes on), but
-# the ones amlrun gives on purpose: the progress page named in
-# AMLDIST_PROGRESS_FD (amlrun_progress.sh), and a Python worker's write end
-# of its stack channel (launcher/stacks/, a pipe that never blocks),
-# counted apart
-lsfd='import os; p = os.environ.get("AMLDIST_PROGRESS_FD"); print(sorted(int(f) for f in os.listdir("/proc/self/fd") if f != p))'
+# command started directly here sees (whatever this shell passes on)
+# (but a Python worker's one deliberate descriptor: the write end of its
+# stack channel, launcher/stacks/, a pipe that never blocks, counted apart;
+# and every worker's progress page, the memfd AMLDIST_PROGRESS_FD names,
+# lib/progress/page.h, left out)
+lsfd='import os; print(sorted(int(f) for f in os.listdir("/proc/self/fd") if f != os.environ.get("AMLDIST_PROGRESS_FD")))'
 lschan='import os, stat
 def chan(fd):
     try:
@@ -89,8 +89,7 @@ def chan(fd):
         return fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) and flags & 0o4003 == 0o4001
     except OSError:
         return False
-p = os.environ.get("AMLDIST_PROGRESS_FD")
-fds = sorted(int(f) for f in os.listdir("/proc/self/fd") if f != p)
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd") if f != os.environ.get("AMLDIST_PROGRESS_FD"))
 print([f for f in fds if not chan(f)], len([f for f in fds if chan(f)]))'
 base=$("$TORCH_PY" -c "$lsfd")
 out=$("$AMLRUN" --nproc-per-node 2 --prefix --log-dir "$d/logs" --ranks 0 "$TORCH_PY" -c "$lschan")
@@ -99,3 +98,5 @@ out=$("$AMLRUN" --max-restarts 1 sh -c '[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] &&
 expect_eq "no fd leaks into restarted workers" "$out" "$base"
 out=$("$AMLRUN" --mode process "$TORCH_PY" -c "$lsfd")
 expect_eq "per-process: amlrun adds no descriptor" "$out" "$base"
+out=$("$AMLRUN" --nproc-per-node 1 "$TORCH_PY" -c 'import os, stat; fd = int(os.environ["AMLDIST_PROGRESS_FD"]); print(os.readlink("/proc/self/fd/%d" % fd).startswith("/memfd:"), stat.S_ISREG(os.fstat(fd).st_mode))' 2>/dev/null)
+expect_eq "the descriptor left out: the progress page, a memfd" "$out" "True True"

@@ -151,3 +151,11 @@ check "no --hang-timeout: no look armed" sh -c "! grep -q 'hang watch' '$d/plain
     sh -c '[ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && exit 1; echo a' >/dev/null 2>"$d/hang"
 expect_eq "--hang-timeout 100: a look armed for each attempt" \
     "$(grep -c '^amlrun: hang watch: a hang is 100 s without progress; first look in 100\.0 s$' "$d/hang")" 2
+
+# --- per-process mode has no supervisor: said, and the command runs
+d=$(fresh inplace)
+"$AMLRUN" --mode process --hang-timeout 5 --timeout 9 --no-python touch "$d/ran" 2>"$d/err"
+expect_eq "per-process mode with --hang-timeout: the command's status" "$?" 0
+check "per-process mode: the options said to have no effect" \
+    grep -q "^amlrun: per-process mode: --hang-timeout, --hang-report and --timeout have no effect" "$d/err"
+check "per-process mode: the command ran" test -e "$d/ran"
