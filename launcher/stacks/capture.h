@@ -22,6 +22,11 @@ struct cap_native {
 /* Milliseconds on the monotonic clock. */
 double cap_now_ms(void);
 
+/* A thread's state letter from /proc/PID/task/TID/stat, 0: it is gone;
+ * cap_gone_state(): that letter says it has ended (0, Z, X). */
+char cap_task_state(pid_t pid, pid_t tid);
+int cap_gone_state(char s);
+
 /* Read every thread's native frames of the n targets t into r[i]
  * (threads, error) and c[i], by the deadline (cap_now_ms()): a thread that
  * has not stopped by half the time left (an uninterruptible sleep: a dead

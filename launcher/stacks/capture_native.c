@@ -40,11 +40,9 @@ struct task {
     int seized, stopped, gone;
     int inject;      /* the signal its stop reported, handed back */
     int group_stop;  /* the stop signal of its group-stop, else 0 */
-    unsigned long tp;
 };
 
-/* A thread's state letter from /proc/PID/task/TID/stat, 0: it is gone. */
-static char task_state(pid_t pid, pid_t tid)
+char cap_task_state(pid_t pid, pid_t tid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
@@ -60,7 +58,7 @@ static char task_state(pid_t pid, pid_t tid)
     return p && p[1] == ' ' ? p[2] : 0;
 }
 
-static int gone_state(char s)
+int cap_gone_state(char s)
 {
     return s == 0 || s == 'Z' || s == 'X' || s == 'x';
 }
@@ -186,7 +184,7 @@ static void seize(pid_t pid, struct task *k, size_t n, int *refused)
             continue;
         }
         int err = errno;
-        if (gone_state(task_state(pid, k[i].tid)))
+        if (cap_gone_state(cap_task_state(pid, k[i].tid)))
             k[i].gone = 1;
         else if (err == EPERM || err == EACCES)
             *refused = 1;
@@ -253,7 +251,7 @@ static void wait_stops(struct seized *z, size_t nz, double deadline)
                 }
                 /* Every few rounds: has it ended instead? */
                 if (round % 16 == 15 &&
-                    gone_state(task_state(pid, k[i].tid))) {
+                    cap_gone_state(cap_task_state(pid, k[i].tid))) {
                     k[i].gone = 1;
                     reap_thread(pid, &k[i]);
                     continue;
@@ -281,7 +279,7 @@ static void detach(pid_t pid, struct task *k, size_t n)
             continue;
         /* Not stopped (yet): it cannot be detached now; the kernel does it
          * when the tracing thread ends (capture.c).  Ended: collect it. */
-        if (gone_state(task_state(pid, k[i].tid)))
+        if (cap_gone_state(cap_task_state(pid, k[i].tid)))
             reap_thread(pid, &k[i]);
     }
 }
@@ -568,12 +566,12 @@ static int begin(const struct stk_target *t, struct stk_rank *r,
     int rc = list_tasks(pid, &z->k, &z->n);
     if (rc < 0)
         return -1;
-    if (rc > 0 || gone_state(task_state(pid, pid))) {
+    if (rc > 0 || cap_gone_state(cap_task_state(pid, pid))) {
         c->exited = 1;
         z->n = 0;
         return cap_error(r, "it exited before its stack could be read");
     }
-    c->stopped = task_state(pid, pid) == 'T';
+    c->stopped = cap_task_state(pid, pid) == 'T';
     int refused;
     seize(pid, z->k, z->n, &refused);
     if (refused) {

@@ -327,9 +327,8 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
                 rc = -1;
                 break;
             }
-            if (eof) {
-                d[k].done = whole_lines(&d[k]);
-                d[k].fd = -1;
+            if (eof) { /* nothing more can come */
+                d[k].done = 1;
                 continue;
             }
             if (finished(&t[d[k].i], &d[k], sig, now)) {
@@ -349,11 +348,15 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
     }
     for (size_t k = 0; k < nd && rc == 0; k++) {
         struct stk_rank *rk = &r[d[k].i];
-        if (!d[k].len)
+        if (!d[k].len && cap_gone_state(cap_task_state(rk->pid, rk->pid)))
+            rc = cap_error(rk, "it exited before its Python stack could be "
+                               "read");
+        else if (!d[k].len)
             rc = cap_error(rk, "no Python frames: no answer from its "
                                "faulthandler in time");
-        else if (!d[k].done &&
-                 cap_error(rk, "Python frames cut short: out of time") < 0)
+        else if ((!d[k].done || !whole_lines(&d[k])) &&
+                 cap_error(rk, "Python frames cut short: %s",
+                           d[k].done ? "it exited" : "out of time") < 0)
             rc = -1;
         else
             rc = take(&t[d[k].i], rk, &c[d[k].i], &d[k]);

@@ -69,9 +69,12 @@ struct stk_target {
 /* Read the stacks of every thread of each target, native frames through
  * ptrace and libdwfl, Python frames through the worker's faulthandler
  * channel, waiting at most timeout_ms for all of it; the targets keep
- * running afterwards.  A target whose stack cannot be read gets its
- * one-line error and no threads.  Appends one stk_rank per target to out
- * (host is copied into each); 0, or -1 when out of memory. */
+ * running afterwards (a stopped one stays stopped).  A target whose stack
+ * cannot be read gets its one-line error and no threads; one read in part
+ * (no Python frames, ptrace refused but Python frames read, a thread that
+ * never stopped) gets its error and the threads that were read.  Appends
+ * one stk_rank per target to out (host is copied into each); 0, or -1
+ * when out of memory. */
 int stk_capture(const struct stk_target *t, size_t n, const char *host,
                 int timeout_ms, struct stk_set *out);
 
