@@ -257,10 +257,11 @@ AMLDIST_API long long amldist_rdzv_host_time_ns(const amldist_rdzv_t *r,
 /*
  * Hangs across nodes.  amldist_rdzv_watch() with timeout_ms > 0 makes this
  * node send its ranks' view to the host: the latest one that
- * amldist_rdzv_set_view() gave, every timeout_ms / 4 (at most every 1 s,
- * at least every 100 ms), its times put on the host's clock; 0 stops it
+ * amldist_rdzv_set_view() gave, every timeout_ms / 8 (at most every 0.5
+ * s, at least every 100 ms), its times put on the host's clock; 0 stops it
  * (nothing is sent unless watching).  The host decides from every node's
- * view, with the least timeout the nodes give, by amlrun's own rule: where
+ * view, with the least timeout the nodes give, as of twice that interval
+ * and 50 ms ago (a view on its way is no hang), by amlrun's own rule: where
  * some rank uses the progress API, every live rank whose last call (its
  * start, before one) is older than the timeout has stalled; else the job
  * is hung when no rank anywhere has shown a sign of life (its start, an

@@ -18,12 +18,12 @@
 
 /* ---- the views (--hang-timeout) --------------------------------------- */
 
-/* A quarter of the timeout apart, from 100 ms to 1 s, as the library
- * sends them. */
+/* An eighth of the timeout apart, from 100 ms to 0.5 s, as the library
+ * sends them (amldist_rdzv_watch()). */
 static long long view_every_ms(double timeout_s)
 {
-    long long ms = (long long)(timeout_s * 250);
-    return ms < 100 ? 100 : ms > 1000 ? 1000 : ms;
+    long long ms = (long long)(timeout_s * 125);
+    return ms < 100 ? 100 : ms > 500 ? 500 : ms;
 }
 
 /* This node's ranks as the hang rule sees them (their lines and their

@@ -288,8 +288,10 @@ static void decide(amldist__rz_sm_t *sm)
                 .line_ns = v->line_ns, .end_ns = v->end_ns};
         }
     }
+    /* Decided as of the time every node's view has surely reached. */
+    int64_t slack = AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms);
     amldist__hang_verdict_t verdict;
-    if (amldist__hang_check(all, n, sm->now_ns,
+    if (amldist__hang_check(all, n, sm->now_ns - slack,
                             (int64_t)timeout_ms * 1000000, stalled,
                             &verdict)) {
         /* timeout ms | count | the stalled ranks (as many as fit) */
@@ -308,7 +310,9 @@ static void decide(amldist__rz_sm_t *sm)
                           HANG_GATHER_MS, arg, 8 + 4 * ns))
             sm->hang_end = sm->now; /* no gather: the round ends now */
     } else {
-        sm->hang_next_ns = verdict.next_ns;
+        sm->hang_next_ns = verdict.next_ns == AMLDIST__HANG_NEVER
+                               ? INT64_MAX
+                               : verdict.next_ns + slack;
     }
     free(all);
     free(stalled);

@@ -114,6 +114,15 @@ enum {
 #define AMLDIST__RZ_G_END 8u     /* the gather is complete */
 #define AMLDIST__RZ_G_REFUSED 16u /* END: the host would not gather */
 
+/* How often a watching agent sends its view: an eighth of the timeout,
+ * from 100 ms to 0.5 s; the host allows twice that, and 50 ms, for a view
+ * on its way (AMLDIST__RZ_VIEW_SLACK_NS), so that a rank's progress the
+ * host has not heard of yet never makes a hang. */
+#define AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms)                                  \
+    ((timeout_ms) / 8 < 100 ? 100 : (timeout_ms) / 8 > 500 ? 500 : (timeout_ms) / 8)
+#define AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms)                                  \
+    ((2 * (int64_t)AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms) + 50) * 1000000)
+
 /* One rank's view as the host keeps it (host ns; 0: none). */
 typedef struct {
     uint32_t rank, flags;

@@ -21,12 +21,6 @@
 #define TIMEQ_QUICK_SAMPLES 4
 #define MARKS_EVERY_MS 1000
 
-static long long view_every(int watch_ms)
-{
-    int t = watch_ms / 4;
-    return t < 100 ? 100 : t > 1000 ? 1000 : t;
-}
-
 /* A gather whose answers come in, one slot an answering agent. */
 struct amldist__rz_gathering {
     struct amldist__rz_gathering *next;
@@ -335,7 +329,7 @@ int amldist__rz_plane_io(amldist_rdzv_t *r)
     int nviews = 0, watch_ms = pl->watch_ms, want_view = 0;
     int64_t shift = amldist__rz_clock_shift_ns() + pl->clk_offset;
     if (r->c.fd >= 0 && running && watch_ms > 0 && now >= r->pt.next_view) {
-        r->pt.next_view = now + view_every(watch_ms);
+        r->pt.next_view = now + AMLDIST__RZ_VIEW_EVERY_MS(watch_ms);
         want_view = 1;
         nviews = pl->nviews;
         views = nviews ? malloc((size_t)nviews * sizeof *views) : NULL;
