@@ -272,21 +272,26 @@ void amldist_rdzv_gather_free(amldist_rdzv_gather_t *g)
 }
 
 /* Under mu: keep the marks of steps that are multiples of the stride,
- * doubled while the queue is full. */
+ * doubled (once a mark) while the queue is full; a mark without room
+ * goes. */
 static void keep_mark(struct amldist__rz_plane_shared *pl,
                       const amldist_rdzv_mark_t *m)
 {
-    while (m->step % pl->stride == 0 &&
-           pl->nmarks_out == AMLDIST__RZ_MARKS_MAX) {
-        pl->stride *= 2;
-        int k = 0;
-        for (int i = 0; i < pl->nmarks_out; i++)
-            if (pl->marks_out[i].step % pl->stride == 0)
-                pl->marks_out[k++] = pl->marks_out[i];
-        pl->nmarks_out = k;
+    if (m->step % pl->stride)
+        return;
+    if (pl->nmarks_out == AMLDIST__RZ_MARKS_MAX) {
+        if (pl->stride < (1ull << 40)) {
+            pl->stride *= 2;
+            int k = 0;
+            for (int i = 0; i < pl->nmarks_out; i++)
+                if (pl->marks_out[i].step % pl->stride == 0)
+                    pl->marks_out[k++] = pl->marks_out[i];
+            pl->nmarks_out = k;
+        }
+        if (m->step % pl->stride || pl->nmarks_out == AMLDIST__RZ_MARKS_MAX)
+            return;
     }
-    if (m->step % pl->stride == 0)
-        pl->marks_out[pl->nmarks_out++] = *m;
+    pl->marks_out[pl->nmarks_out++] = *m;
 }
 
 int amldist_rdzv_put_marks(amldist_rdzv_t *r, const amldist_rdzv_mark_t *m,
