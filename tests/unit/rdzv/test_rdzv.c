@@ -3286,6 +3286,53 @@ static void test_hostile_plane_member(void)
     CHECK_DUMP(N);
 }
 
+/* The marks a node hands over are sampled, never queued past their bound:
+ * 3000 steps of one rank, then 3000 marks of step 0 (many ranks at once)
+ * into a full queue, neither looping nor crashing; what reaches the host's
+ * node (a job of one node: its own) is of steps that are multiples of one
+ * power of two, at most 1024 at once, and on the host's clock. */
+static void test_plane_marks_sampled(void)
+{
+    amldist_rdzv_options_t o = AMLDIST_RDZV_OPTIONS_INIT;
+    o.endpoint = "127.0.0.1:0";
+    o.token = TOKEN;
+    amldist_rdzv_t *r = NULL;
+    CHECK_INT_EQ(amldist_rdzv_join(&o, &r), 0);
+    if (!r)
+        return;
+    static amldist_rdzv_mark_t m[6000], in[6000];
+    long long t0 = mono_ns();
+    for (int i = 0; i < 3000; i++) {
+        m[i] = (amldist_rdzv_mark_t){0, 1, (unsigned long long)i, t0 + i};
+        m[3000 + i] = (amldist_rdzv_mark_t){0, 2 + i, 0, t0};
+    }
+    CHECK_INT_EQ(amldist_rdzv_put_marks(r, m, 6000), 0);
+    int n = 0;
+    long long end = now_ms() + 10000LL * slow();
+    while (n == 0 && now_ms() < end) {
+        sleep_ms(20);
+        n = amldist_rdzv_take_marks(r, in, 6000);
+    }
+    printf("# %d marks reached the host's node\n", n);
+    CHECK(n > 0 && n <= 1024);
+    unsigned long long stride = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK_INT_EQ(in[i].node, 0);
+        CHECK(llabs(in[i].t_ns - t0) < 1000000000LL);
+        if (in[i].rank == 1 && in[i].step && (!stride || in[i].step < stride))
+            stride = in[i].step; /* the least step above 0: the stride */
+    }
+    /* The flood of step 0 may have left rank 1 nothing but its step 0. */
+    CHECK(stride == 0 || (stride >= 2 && (stride & (stride - 1)) == 0));
+    for (int i = 0; i < n; i++)
+        CHECK(in[i].step % (stride ? stride : 1) == 0);
+    /* And the next steps, once the flood is sent, go on being sampled. */
+    for (int i = 0; i < 64; i++)
+        m[i] = (amldist_rdzv_mark_t){0, 1, 3000 + (unsigned long long)i, t0};
+    CHECK_INT_EQ(amldist_rdzv_put_marks(r, m, 64), 0);
+    amldist_rdzv_close(r);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3362,6 +3409,7 @@ int main(int argc, char **argv)
     RUNF(test_plane_gather_missing_node);
     RUNF(test_plane_hang_across_nodes);
     RUNF(test_hostile_plane_member);
+    RUNF(test_plane_marks_sampled);
     RUNF(test_fake_host_assign_then_stop);
     RUNF(test_fake_host_next_assign_then_stop);
     RUNF(test_fake_host_garbage);
