@@ -159,3 +159,14 @@ expect_eq "per-process mode with --hang-timeout: the command's status" "$?" 0
 check "per-process mode: the options said to have no effect" \
     grep -q "^amlrun: per-process mode: --hang-timeout, --hang-report and --timeout have no effect" "$d/err"
 check "per-process mode: the command ran" test -e "$d/ran"
+
+# --- with the control plane (c10d, one node): the hang goes through the
+# host, which restarts the job's round, then ends it with 124
+d=$(fresh c10d)
+"$AMLRUN" --nnodes 1 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:0 --hang-timeout 1 \
+    --max-restarts 1 --nproc-per-node 2 --no-python sh -c 'exec sleep 600' >"$d/out" 2>"$d/err"
+expect_eq "c10d: hung twice with --max-restarts 1: 124" "$?" 124
+expect_eq "c10d: one restart of the round" \
+    "$(grep -c '^amlrun: restarting the workers of all 1 nodes (restart 1 of 1; this node is node 0)$' "$d/err")" 1
+check "c10d: the job's summary names the hang" \
+    grep -q "^amlrun:   host .*: hang: no progress for [0-9.]* s (--hang-timeout 1)$" "$d/err"
