@@ -319,6 +319,10 @@ static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
     events_hang(j, "hang", timeout, stalled, (size_t)g->nstalled);
     free(stalled);
     report_tell_hang(j, timeout);
+    /* This node's own workers may all have ended already (the others wait
+     * for a rank elsewhere): nothing of its own to stop then. */
+    if (j->p.phase != PHASE_RUNNING)
+        return;
     enum action a = policy_hung(&j->p);
     report_stopping(j, "hang", a);
     job_act(j, a, SIGTERM);
@@ -341,8 +345,8 @@ static void on_events(void *arg, int fd, short revents)
         job_take_signals(j);
         if (g->topic != AMLDIST_RDZV_TOPIC_HANG)
             parts_of(j, g);
-        else if (j->p.phase == PHASE_RUNNING)
-            hang_report(j, g);
+        else if (j->p.phase == PHASE_RUNNING || j->p.phase == PHASE_WAITING)
+            hang_report(j, g); /* of this round: it still runs */
         amldist_rdzv_gather_free(g);
     }
 }
