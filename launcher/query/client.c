@@ -294,8 +294,9 @@ static int all_digits(const char *s)
 }
 
 /* Root naming another user's amlrun by its pid: that user's directory
- * (their XDG_RUNTIME_DIR, read from the process's environment). */
-static int dir_of_pid(pid_t pid, char *dir, size_t size)
+ * (their XDG_RUNTIME_DIR, read from the process's environment), and the
+ * user in *uid. */
+static int dir_of_pid(pid_t pid, char *dir, size_t size, uid_t *uid)
 {
     char path[64];
     struct stat st;
@@ -314,7 +315,10 @@ static int dir_of_pid(pid_t pid, char *dir, size_t size)
         if (strncmp(env + k, "XDG_RUNTIME_DIR=", 16) == 0)
             xdg = env + k + 16;
     }
-    return qdir_path(st.st_uid, xdg, dir, size);
+    if (qdir_path(st.st_uid, xdg, dir, size) < 0)
+        return -1;
+    *uid = st.st_uid;
+    return 0;
 }
 
 /* The job JOB names (NULL: the only one); its index, or -1 after saying
@@ -418,18 +422,19 @@ static int stacks_print(char *body)
     return failed;
 }
 
-/* The jobs in dir; 0, or -1 after a message.  A directory that is not
- * safely ours is not read at all. */
-static int jobs_in(const char *dir, const char *mode, struct found **f,
-                   size_t *n)
+/* The jobs in dir; 0, or -1 (after a message, unless quiet).  A
+ * directory that is not safely its owner's is not read at all. */
+static int jobs_in(const char *dir, uid_t owner, const char *mode, int quiet,
+                   struct found **f, size_t *n)
 {
     char why[QDIR_PATH_MAX + 128];
     *f = NULL;
     *n = 0;
-    if (qdir_check(dir, 0, why, sizeof why) < 0) {
+    if (qdir_check(dir, 0, owner, why, sizeof why) < 0) {
         if (errno == ENOENT)
             return 0;
-        msg("%s: %s", mode, why);
+        if (!quiet)
+            msg("%s: %s", mode, why);
         return -1;
     }
     if (list_jobs(dir, f, n) < 0) {
@@ -442,29 +447,37 @@ static int jobs_in(const char *dir, const char *mode, struct found **f,
 int query_main(enum query_kind kind, int json, const char *job)
 {
     const char *mode = kind == QUERY_STATUS ? "--status" : "--stacks";
-    char dir[QDIR_PATH_MAX + 1], tmpdir[QDIR_PATH_MAX + 1];
-    if (!(job && all_digits(job) &&
-          dir_of_pid((pid_t)strtol(job, NULL, 10), dir, sizeof dir) == 0) &&
-        qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
+    char dir[QDIR_PATH_MAX + 1];
+    if (qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
         msg("%s: the socket directory's name is too long", mode);
         return 1;
     }
     struct found *f;
     size_t n, at0;
-    if (jobs_in(dir, mode, &f, &n) < 0)
+    if (jobs_in(dir, geteuid(), mode, 0, &f, &n) < 0)
         return 1;
-    /* A job named but not found under XDG_RUNTIME_DIR may have been
-     * started where it was not set (cron, sudo): /tmp/amlrun-<uid>. */
-    if (job && matches(f, n, job, &at0) == 0 &&
-        qdir_path(geteuid(), NULL, tmpdir, sizeof tmpdir) == 0 &&
-        strcmp(tmpdir, dir) != 0) {
+    /* A job named but not there may be elsewhere: started where
+     * XDG_RUNTIME_DIR was not set (cron, sudo), /tmp/amlrun-<uid>; or,
+     * for root naming a pid, another user's, in that user's directory. */
+    struct { char dir[QDIR_PATH_MAX + 1]; uid_t owner; } other[2];
+    int nother = 0;
+    if (job && qdir_path(geteuid(), NULL, other[nother].dir,
+                         sizeof other[nother].dir) == 0 &&
+        strcmp(other[nother].dir, dir) != 0)
+        other[nother++].owner = geteuid();
+    if (job && all_digits(job) &&
+        dir_of_pid((pid_t)strtol(job, NULL, 10), other[nother].dir,
+                   sizeof other[nother].dir, &other[nother].owner) == 0)
+        nother++;
+    for (int k = 0; k < nother && job && matches(f, n, job, &at0) == 0; k++) {
         struct found *g;
         size_t m;
-        if (jobs_in(tmpdir, mode, &g, &m) == 0 && matches(g, m, job, &at0)) {
+        if (jobs_in(other[k].dir, other[k].owner, mode, 1, &g, &m) == 0 &&
+            matches(g, m, job, &at0)) {
             found_free(f, n);
             f = g;
             n = m;
-            memcpy(dir, tmpdir, sizeof dir);
+            memcpy(dir, other[k].dir, sizeof dir);
         } else {
             found_free(g, m);
         }

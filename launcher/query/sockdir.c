@@ -27,7 +27,8 @@ int qdir_path(uid_t uid, const char *xdg, char *buf, size_t size)
     return n < 0 || (size_t)n + 24 > size || n + 24 > QDIR_PATH_MAX ? -1 : 0;
 }
 
-int qdir_check(const char *dir, int create, char *why, size_t whysize)
+int qdir_check(const char *dir, int create, uid_t owner, char *why,
+               size_t whysize)
 {
     if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(why, whysize, "%s: %s", dir, strerror(errno));
@@ -52,9 +53,9 @@ int qdir_check(const char *dir, int create, char *why, size_t whysize)
         snprintf(why, whysize, "%s: %s", dir, strerror(errno));
         return -1;
     }
-    if (st.st_uid != geteuid()) {
-        snprintf(why, whysize, "%s belongs to uid %lu, not to this user",
-                 dir, (unsigned long)st.st_uid);
+    if (st.st_uid != owner) {
+        snprintf(why, whysize, "%s belongs to uid %lu, not to uid %lu", dir,
+                 (unsigned long)st.st_uid, (unsigned long)owner);
         errno = EPERM;
         return -1;
     }

@@ -25,10 +25,11 @@
  * unset) into buf; 0, or -1 when it does not fit. */
 int qdir_path(uid_t uid, const char *xdg, char *buf, size_t size);
 
-/* Open this user's directory, making it when `create`: 0, or -1 with a
- * one-line reason in why ("... is a symbolic link", ENOENT's when it does
- * not exist and create is 0: errno is then ENOENT). */
-int qdir_check(const char *dir, int create, char *why, size_t whysize);
+/* Check the directory of user `owner` (made when `create`): 0, or -1 with
+ * a one-line reason in why ("... is a symbolic link", ENOENT's when it
+ * does not exist and create is 0: errno is then ENOENT). */
+int qdir_check(const char *dir, int create, uid_t owner, char *why,
+               size_t whysize);
 
 /* The socket's path for run id `run_id` and pid `pid` in dir; 0, or -1
  * when even the pid does not fit. */

@@ -106,9 +106,10 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
            ranks->n == 1 ? "" : "s", nodes->n, nodes->n == 1 ? "" : "s",
            uptime < 0 ? 0 : uptime, restarts, maxr);
     printf("command: %s\n", cell(job, "cmd", b, sizeof b));
-    if (unanswered)
-        printf("(%zu node%s did not answer)\n", unanswered,
-               unanswered == 1 ? "" : "s");
+    double in_job = qrec_num(job, "nodes", -1);
+    if (unanswered || in_job > (double)nodes->n)
+        printf("(%zu of the job's %.0f nodes answered)\n", nodes->n,
+               in_job > (double)nodes->n ? in_job : (double)nodes->n);
     printf("\n%-5s %-24s %-16s %-10s %-8s %s\n", "NODE", "HOST", "ADDRESS",
            "STATE", "PID", "UPTIME");
     for (size_t i = 0; i < nodes->n; i++) {
@@ -164,6 +165,7 @@ static void print_json(const struct qrec *job, const struct recs *nodes,
     jnum(&js, job, "pid", "pid", 0);
     jnum(&js, job, "started", "start_time", 3);
     json_str(&js, "command", qrec_get(job, "cmd"));
+    jnum(&js, job, "nodes", "nodes_in_job", 0);
     json_array(&js, "nodes");
     for (size_t i = 0; i < nodes->n; i++) {
         const struct qrec *r = &nodes->r[i];

@@ -335,7 +335,7 @@ static int listen_at(struct jobquery *q, char *why, size_t whysize)
         snprintf(why, whysize, "the directory's name is too long");
         return -1;
     }
-    if (qdir_check(dir, 1, why, whysize) < 0)
+    if (qdir_check(dir, 1, geteuid(), why, whysize) < 0)
         return -1;
     if (qsock_path(dir, q->j->s->o->run_id, getpid(), q->path,
                    sizeof q->path) < 0) {

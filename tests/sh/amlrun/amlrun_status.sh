@@ -7,7 +7,8 @@
 # a byte (SO_PEERCRED); the workers do not inherit the socket; it is gone
 # after the job; a dead amlrun's socket is cleaned; a client that stalls
 # does not hold up the next; answers during a restart; 64 ranks; --stacks
-# stops nothing; each rank's progress step and lag.  Every job runs under
+# stops nothing; each rank's progress step and lag; two nodes on their
+# control plane, each answering.  Every job runs under
 # a private XDG_RUNTIME_DIR, so that other tests' jobs are not in the
 # lists.
 . "$(dirname "$0")/../../lib.sh"
@@ -26,8 +27,14 @@ cat >"$d/worker.py" <<'EOF'
 import os, sys, time
 d = sys.argv[1]
 def wait_here(path):
-    while not os.path.exists(path):
-        time.sleep(0.05)
+    # Only C calls below it (no os.path frame): every rank's innermost
+    # Python frame is this one, whenever its stack is read.
+    while True:
+        try:
+            os.stat(path)
+            return
+        except FileNotFoundError:
+            time.sleep(0.05)
 rank = os.environ["RANK"]
 attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
 print("rank %s up" % rank, flush=True)
@@ -169,8 +176,8 @@ kill "$staller"; wait "$staller" 2>/dev/null
 "$AMLRUN" --stacks st-a >"$d/k1.out" 2>"$d/k1.err"
 expect_eq "--stacks RUN_ID: exit 0" "$?" 0
 check "--stacks: one group, the 4 ranks at worker.py's wait_here" \
-    grep -qE '^amlrun:   ranks 0-3 \(4\): worker\.py:[0-9]+ wait_here < worker\.py:[0-9]+ <module>' "$d/k1.out" ||
-    diag "$(cat "$d/k1.out" "$d/k1.err")"
+    grep -qE '^amlrun:   ranks 0-3 \(4\): worker\.py:[0-9]+ wait_here < worker\.py:[0-9]+ <module>' "$d/k1.out"
+sed 's/^/# /' "$d/k1.out" "$d/k1.err"
 check "--stacks: 4 ranks in 1 group, all at the same place" \
     grep -qE "^amlrun: .*stacks of 4 ranks.* 1 group.*same place" "$d/k1.out"
 "$AMLRUN" --stacks "$pid_a" >"$d/k2.out" 2>&1
@@ -237,7 +244,40 @@ except (ConnectionResetError, BrokenPipeError):
         fail "the job for the other-user cases did not start"
         kill "$pid_b"; wait "$pid_b"
     fi
-    [ -n "$made_user" ] && userdel "$quser" 2>/dev/null
+    # The user's own job: found by that user (in /tmp/amlrun-<uid>, made
+    # by its amlrun), and by root, by pid.
+    (cd / && exec runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --nproc-per-node 2 \
+        --run-id "st-u-$$" sh -c 'while :; do sleep 0.1; done') >/dev/null 2>&1 &
+    ujob=$!
+    upid=
+    deadline=$((SECONDS + 60))
+    until [ -n "$upid" ] || [ "$SECONDS" -ge "$deadline" ]; do
+        upid=$(ls "/tmp/amlrun-$quid" 2>/dev/null | sed -n "s/^st-u-$$\.\([0-9]*\)\.sock\$/\1/p")
+        sleep 0.1
+    done
+    if [ -n "$upid" ]; then
+        expect_eq "the user's amlrun made its own directory, 0700" \
+            "$(stat -c '%a %u' "/tmp/amlrun-$quid")" "700 $quid"
+        out=$(cd / && runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --status 2>&1)
+        expect_eq "the user's --status finds its own job (0)" "$?" 0
+        check "with its 2 ranks" test "$(table_ranks <<<"$out" | wc -l)" = 2
+        "$AMLRUN" --status "$upid" >"$d/u.out" 2>&1
+        expect_eq "root's --status PID of the user's job (0)" "$?" 0
+        check "root sees the user's job and its 2 ranks" sh -c \
+            "grep -q '^job st-u-$$: amlrun pid $upid' '$d/u.out' && test \$(awk '/^RANK /{t=1;next} t && \$1 ~ /^[0-9]+\$/' '$d/u.out' | wc -l) = 2"
+        kill -TERM "$upid"
+        deadline=$((SECONDS + 60))
+        while kill -0 "$upid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+        check "the user's socket is gone after its job" test ! -e "/tmp/amlrun-$quid/st-u-$$.$upid.sock"
+    else
+        fail "the user's own job did not start"
+        kill "$ujob"
+    fi
+    wait "$ujob"
+    if [ -n "$made_user" ]; then
+        userdel "$quser" 2>/dev/null
+        rm -rf "/tmp/amlrun-$quid" # its amlrun's, left for nobody
+    fi
 else
     skip "another user learns nothing" "no user $quser and no useradd/runuser"
 fi
@@ -359,8 +399,8 @@ if wait_for 64 180 "$d/big" 'ready\.0\.[0-9]*$'; then
     diag "64 ranks: --stacks rc $rc in $((SECONDS - start)) s"
     expect_eq "64 ranks: --stacks answers within 120 s (0)" "$rc" 0
     check "64 ranks: every one at wait_here" \
-        grep -qE '^amlrun:   ranks 0-63 \(64\): worker\.py:[0-9]+ wait_here' "$d/bigk.out" ||
-        diag "$(head -5 "$d/bigk.out" "$d/bigk.err")"
+        grep -qE '^amlrun:   ranks 0-63 \(64\): worker\.py:[0-9]+ wait_here' "$d/bigk.out"
+    sed 's/^/# /' "$d/bigk.out" "$d/bigk.err" | head -5
     "$AMLRUN" --status st-big >"$d/big2.out" 2>&1
     expect_eq "64 ranks: after --stacks every rank still runs, the same pids" \
         "$(table_ranks <"$d/big2.out")" "$(worker_pids big 0 64)"
@@ -400,3 +440,43 @@ check "progress: the table shows rank 2's lag marked" \
     grep -qE '^2 +2 +0 +[0-9]+ .* [0-9]+ +[0-9.]+s +\+[0-9.]+s\*$' "$d/prog.txt"
 wait "$pid_prog"
 expect_eq "progress: the job ends normally (0)" "$?" 0
+
+# --- two nodes (two amlruns here, on their control plane): each answers
+# for the job; until the plane gathers every node's part, for its own node
+# and saying how many of the job's nodes answered
+port=$(free_port)
+mkdir -p "$d/mn"
+pids_mn=()
+for r in 0 1; do
+    "$AMLRUN" --nnodes 2 --node-rank "$r" --master-addr 127.0.0.1 --master-port "$port" \
+        --nproc-per-node 2 --run-id st-mn "$d/worker.py" "$d/mn" >"$d/mn$r.out" 2>"$d/mn$r.err" &
+    pids_mn+=($!)
+done
+if wait_for 4 60 "$d/mn" 'ready\.0\.[0-9]*$'; then
+    for r in 0 1; do
+        "$AMLRUN" --status=json "${pids_mn[$r]}" >"$d/mn$r.json" 2>&1
+        expect_eq "two nodes: node $r's amlrun answers --status (0)" "$?" 0
+        check "two nodes: node $r's answer covers the job, or says it covers only node $r" "$TORCH_PY" -c "
+import json
+j = json.load(open('$d/mn$r.json'))
+ranks = sorted((x['rank'], x['node']) for x in j['ranks'])
+nodes = sorted(n['node'] for n in j['nodes'])
+assert j['nodes_in_job'] == 2, j
+assert (nodes == [0, 1] and ranks == [(0, 0), (1, 0), (2, 1), (3, 1)]) or \
+       (nodes == [$r] and ranks == [(2 * $r, $r), (2 * $r + 1, $r)]), j"
+        "$AMLRUN" --status "${pids_mn[$r]}" >"$d/mn$r.txt" 2>&1
+        check "two nodes: node $r's table says how many nodes answered, if not all" sh -c \
+            "grep -q 'ranks on 2 nodes' '$d/mn$r.txt' || grep -q '^(1 of the job.s 2 nodes answered)' '$d/mn$r.txt'"
+        "$AMLRUN" --stacks "${pids_mn[$r]}" >"$d/mnk$r.out" 2>&1
+        expect_eq "two nodes: node $r's amlrun answers --stacks (0)" "$?" 0
+        check "two nodes: its stacks are its ranks' (or every node's), at wait_here" \
+            grep -qE "^amlrun:   ranks ($((2 * r))-$((2 * r + 1)) \(2\)|0-3 \(4\)): worker\.py:[0-9]+ wait_here" "$d/mnk$r.out"
+    done
+else
+    fail "two nodes: the job did not start"
+fi
+touch "$d/mn/stop"
+for r in 0 1; do
+    wait "${pids_mn[$r]}"
+    expect_eq "two nodes: node $r ends normally (0)" "$?" 0
+done

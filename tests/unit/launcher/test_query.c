@@ -127,36 +127,37 @@ static void test_dir_rules(void)
     CHECK_INT_EQ(qdir_path(geteuid() + 1, base, p, sizeof p), 0);
     CHECK_STR_HAS(p, "/tmp/amlrun-");
     /* Made 0700; found again. */
-    CHECK_INT_EQ(qdir_check(d, 0, why, sizeof why), -1);
+    CHECK_INT_EQ(qdir_check(d, 0, geteuid(), why, sizeof why), -1);
     CHECK_INT_EQ(errno, ENOENT);
-    CHECK_INT_EQ(qdir_check(d, 1, why, sizeof why), 0);
+    CHECK_INT_EQ(qdir_check(d, 1, geteuid(), why, sizeof why), 0);
     struct stat st;
     CHECK_INT_EQ(stat(d, &st), 0);
     CHECK_INT_EQ(st.st_mode & 07777, 0700);
-    CHECK_INT_EQ(qdir_check(d, 1, why, sizeof why), 0);
+    CHECK_INT_EQ(qdir_check(d, 1, geteuid(), why, sizeof why), 0);
     /* Open to others: refused, with its mode. */
     chmod(d, 0755);
-    CHECK_INT_EQ(qdir_check(d, 1, why, sizeof why), -1);
+    CHECK_INT_EQ(qdir_check(d, 1, geteuid(), why, sizeof why), -1);
     CHECK_STR_HAS(why, "has mode 0755");
     chmod(d, 0700);
     /* Another user's (root can give it away). */
     if (geteuid() == 0) {
         CHECK_INT_EQ(chown(d, 65534, 65534), 0);
-        CHECK_INT_EQ(qdir_check(d, 1, why, sizeof why), -1);
-        CHECK_STR_HAS(why, "belongs to uid 65534");
+        CHECK_INT_EQ(qdir_check(d, 1, geteuid(), why, sizeof why), -1);
+        CHECK_STR_HAS(why, "belongs to uid 65534, not to uid 0");
+        CHECK_INT_EQ(qdir_check(d, 0, 65534, why, sizeof why), 0);
         CHECK_INT_EQ(chown(d, 0, 0), 0);
     }
     /* A symbolic link to a good directory: refused. */
     char link[300];
     snprintf(link, sizeof link, "%s/link", base);
     CHECK_INT_EQ(symlink(d, link), 0);
-    CHECK_INT_EQ(qdir_check(link, 1, why, sizeof why), -1);
+    CHECK_INT_EQ(qdir_check(link, 1, geteuid(), why, sizeof why), -1);
     CHECK_STR_HAS(why, "is a symbolic link");
     /* A file where the directory should be. */
     char file[300];
     snprintf(file, sizeof file, "%s/file", base);
     close(open(file, O_CREAT | O_WRONLY, 0600));
-    CHECK_INT_EQ(qdir_check(file, 1, why, sizeof why), -1);
+    CHECK_INT_EQ(qdir_check(file, 1, geteuid(), why, sizeof why), -1);
     unlink(file);
     unlink(link);
     rmdir(d);
@@ -197,6 +198,7 @@ static void test_status_print(void)
     CHECK_STR_HAS(out, "job r\\x0a1: amlrun pid 10, 3 ranks on 2 nodes, up "
                        "6.0 s, restarts 1");
     CHECK_STR_HAS(out, "command: a b\n");
+    CHECK(strstr(out, "nodes answered") == NULL); /* both did */
     CHECK_STR_HAS(out, "h\\x1b0");
     CHECK(strstr(out, "\x1b") == NULL);
     const char *n0 = strstr(out, "\n0     h"), *n1 = strstr(out, "\n1     h1");
