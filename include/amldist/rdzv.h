@@ -19,6 +19,8 @@
 #ifndef AMLDIST_RDZV_H
 #define AMLDIST_RDZV_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -219,6 +221,169 @@ AMLDIST_API const char *amldist_rdzv_failure(const amldist_rdzv_t *r);
 /* Leave the job and free the handle.  The host waits (at most the
  * keepalive's dead time) for the other agents to have heard the end. */
 AMLDIST_API void amldist_rdzv_close(amldist_rdzv_t *r);
+
+
+/*
+ * Since AMLDIST_1.2: what crosses nodes while the workers run (amlrun's
+ * --hang-timeout, --status and --stacks of issue 20), every piece of it
+ * carried by the handle's thread, which never waits for the caller.
+ */
+
+/* The job's exit status when the host found it hung (as timeout(1)). */
+#define AMLDIST_RDZV_STATUS_HANG 124
+
+/*
+ * This node's clock against the host's, estimated as NTP does from the
+ * round trips of a time request sent once a heartbeat (the least round
+ * trip of the last 8 is kept): the host's clock reads this node's plus
+ * *offset_ns, within *error_ns (half that round trip).  This node's clock
+ * is CLOCK_MONOTONIC as this process reads it; on the host's node the
+ * offset is 0 within 0.  Returns 0, or AMLDIST_EUNKNOWN before the first
+ * answer, AMLDIST_EINVAL.
+ *
+ * For tests only: AMLDIST_TEST_CLOCK_SHIFT_MS=N in a process's environment
+ * makes the control plane read its clock N ms ahead (N < 0: behind), as
+ * another machine's clock would be; amldist_rdzv_host_time_ns() takes it
+ * into account, so that a test sees the estimate find it.
+ */
+AMLDIST_API int amldist_rdzv_clock_offset_ns(const amldist_rdzv_t *r,
+                                             long long *offset_ns,
+                                             long long *error_ns);
+/* A time of this node (CLOCK_MONOTONIC, ns) on the host's clock, with the
+ * current estimate (the time itself, shifted as above, before one). */
+AMLDIST_API long long amldist_rdzv_host_time_ns(const amldist_rdzv_t *r,
+                                                long long monotonic_ns);
+
+/*
+ * Hangs across nodes.  amldist_rdzv_watch() with timeout_ms > 0 makes this
+ * node send its ranks' view to the host: the latest one that
+ * amldist_rdzv_set_view() gave, every timeout_ms / 8 (at most every 0.5
+ * s, at least every 100 ms), its times put on the host's clock; 0 stops it
+ * (nothing is sent unless watching).  The host decides from every node's
+ * view, with the least timeout the nodes give, as of twice that interval
+ * and 50 ms ago (a view on its way is no hang), by amlrun's own rule: where
+ * some rank uses the progress API, every live rank whose last call (its
+ * start, before one) is older than the timeout has stalled; else the job
+ * is hung when no rank anywhere has shown a sign of life (its start, an
+ * output line, its end) for the timeout.  Then it asks every
+ * node for a gather of topic AMLDIST_RDZV_TOPIC_HANG (below), whose
+ * answers reach the host's own node, and the job ends (or restarts) with
+ * that node's amldist_rdzv_fail() (status AMLDIST_RDZV_STATUS_HANG); if
+ * none comes by the gather's end and 10 s more, the host ends the round
+ * itself, as a failure of that status.  Once a round.
+ */
+enum {
+    AMLDIST_RDZV_VIEW_ALIVE = 1u << 0, /* the rank runs */
+    AMLDIST_RDZV_VIEW_API = 1u << 1    /* it called the progress API */
+};
+typedef struct {
+    int rank;           /* the job's rank */
+    unsigned flags;     /* AMLDIST_RDZV_VIEW_* */
+    /* CLOCK_MONOTONIC ns of this node, 0: none: its start (this round),
+     * its last progress call, its last output line, its end. */
+    long long start_ns, progress_ns, line_ns, end_ns;
+} amldist_rdzv_view_t;
+AMLDIST_API int amldist_rdzv_watch(amldist_rdzv_t *r, int timeout_ms);
+/* This node's ranks (n <= 4096, copied).  0, AMLDIST_EINVAL, ENOMEM. */
+AMLDIST_API int amldist_rdzv_set_view(amldist_rdzv_t *r,
+                                      const amldist_rdzv_view_t *v, int n);
+
+/*
+ * Gathers: one node asks, every node of the job (the asker too) answers
+ * with an opaque blob (at most 8 MiB a node), and the answers reach the
+ * asker, with the nodes that did not answer in time named.  The host
+ * relays both ways, at most 8 gathers at once.
+ *
+ * amldist_rdzv_events_fd() is readable while a request waits to be
+ * answered or a gather is complete here: poll it beside
+ * amldist_rdzv_fd(), then take them until none is left.
+ */
+enum {
+    AMLDIST_RDZV_TOPIC_HANG = 1,   /* the host found the job hung (its
+                                      requests only): this node's stacks */
+    AMLDIST_RDZV_TOPIC_STACKS = 2, /* amlrun --stacks */
+    AMLDIST_RDZV_TOPIC_STATUS = 3, /* amlrun --status */
+    AMLDIST_RDZV_TOPIC_USER = 256  /* and above: the caller's own */
+};
+typedef struct {
+    unsigned id;            /* for amldist_rdzv_answer() */
+    unsigned topic;
+    int asker;              /* the asking node's rank; -1: the host */
+    const unsigned char *arg; /* what the asker gave (arg_len bytes) */
+    size_t arg_len;
+    /* AMLDIST_RDZV_TOPIC_HANG: the host's timeout, and the ranks that
+     * stopped progressing (per rank; none: the whole job stopped). */
+    int hang_timeout_ms;
+    const int *stalled;
+    int nstalled;
+} amldist_rdzv_request_t;
+typedef struct {
+    int node;               /* its node rank, -1: in no round now */
+    int status;             /* 0: answered; AMLDIST_ETIMEDOUT: no answer
+                               in time, or its agent was lost;
+                               AMLDIST_ERANGE: its answer was too large */
+    char addr[64];          /* its address as the host sees it ("" when
+                               it answered) */
+    const unsigned char *blob; /* its answer, len bytes */
+    size_t len;
+} amldist_rdzv_answer_t;
+typedef struct {
+    unsigned tag;           /* amldist_rdzv_gather()'s; 0: the host's */
+    unsigned topic;
+    int refused;            /* the host would not gather (too many at once,
+                               or this node is in no round) */
+    /* The request as every node got it (for a hang: the host's timeout
+     * and stalled ranks, as in amldist_rdzv_request_t). */
+    const unsigned char *arg;
+    size_t arg_len;
+    int hang_timeout_ms;
+    const int *stalled;
+    int nstalled;
+    amldist_rdzv_answer_t *answers; /* one a node asked */
+    int n;
+} amldist_rdzv_gather_t;
+
+AMLDIST_API int amldist_rdzv_events_fd(const amldist_rdzv_t *r);
+/* Ask every node: `topic`, `arg` (at most 4 KiB), answers awaited at most
+ * timeout_ms (<= 0: 5 s; at most 60 s).  *tag names the gather. */
+AMLDIST_API int amldist_rdzv_gather(amldist_rdzv_t *r, unsigned topic,
+                                    const void *arg, size_t arg_len,
+                                    int timeout_ms, unsigned *tag);
+/* The next request to answer: 1 with *out (free it with
+ * amldist_rdzv_request_free()), 0 when none waits. */
+AMLDIST_API int amldist_rdzv_next_request(amldist_rdzv_t *r,
+                                          amldist_rdzv_request_t **out);
+AMLDIST_API void amldist_rdzv_request_free(amldist_rdzv_request_t *q);
+/* Answer request `id` (the blob is copied; at most 8 MiB, else
+ * AMLDIST_ERANGE).  Answering late, or twice, is harmless. */
+AMLDIST_API int amldist_rdzv_answer(amldist_rdzv_t *r, unsigned id,
+                                    const void *blob, size_t len);
+/* The next complete gather: 1 with *out (free it with
+ * amldist_rdzv_gather_free()), 0 when none. */
+AMLDIST_API int amldist_rdzv_next_gather(amldist_rdzv_t *r,
+                                         amldist_rdzv_gather_t **out);
+AMLDIST_API void amldist_rdzv_gather_free(amldist_rdzv_gather_t *g);
+
+/*
+ * Stragglers across nodes: each node hands its ranks' per-step marks
+ * (CLOCK_MONOTONIC ns of this node), and the host's own node takes every
+ * node's, on the host's clock.  Sampled: a node sends at most 1024 marks
+ * a second, those of steps that are multiples of a power of two that it
+ * doubles while it has more (and halves while it has far fewer), so the
+ * nodes' samples share the steps of the coarsest.  Returns 0 or an error.
+ */
+typedef struct {
+    int node;               /* amldist_rdzv_take_marks(): whose */
+    int rank;
+    unsigned long long step;
+    long long t_ns;
+} amldist_rdzv_mark_t;
+AMLDIST_API int amldist_rdzv_put_marks(amldist_rdzv_t *r,
+                                       const amldist_rdzv_mark_t *m, int n);
+/* On the host's node: up to max marks received (oldest first; the oldest
+ * are dropped beyond 65536 unread); the count. */
+AMLDIST_API int amldist_rdzv_take_marks(amldist_rdzv_t *r,
+                                        amldist_rdzv_mark_t *out, int max);
 
 #ifdef __cplusplus
 }

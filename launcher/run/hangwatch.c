@@ -11,6 +11,7 @@
 #include "progress/page.h"
 #include "run/events.h"
 #include "run/hangwatch.h"
+#include "run/plane.h"
 #include "run/progresspage.h"
 #include "run/report.h"
 #include "stacks/frames.h"
@@ -85,7 +86,7 @@ static int64_t s_to_ns(double s)
  * output lines, and their calls of the progress API (the page's slots,
  * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
  * index in idx[] (may be NULL). */
-static size_t view_of(const struct job *j, amldist__hang_rank_t *v, int *idx)
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
 {
     const amldist__progress_page_t *pg = progress_page(j);
     size_t n = 0;
@@ -118,7 +119,7 @@ int job_stacks(struct job *j, struct stk_set *set)
     int *idx = malloc((size_t)j->n * sizeof *idx);
     struct stk_target *t = calloc((size_t)j->n, sizeof *t);
     int64_t now = out_now_ns();
-    size_t n = 0, nv = view && idx && t ? view_of(j, view, idx) : 0;
+    size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
     for (size_t k = 0; k < nv; k++) {
         const struct worker *w = &j->w[idx[k]];
         if (!w->running)
@@ -227,7 +228,7 @@ static void on_look(void *arg)
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, view_of(j, view, NULL), now,
+    } else if (amldist__hang_check(view, hang_view(j, view, NULL), now,
                                    s_to_ns(j->s->o->hang_timeout), stalled,
                                    &v)) {
         hung(j, &v, stalled);
@@ -240,6 +241,11 @@ static void on_look(void *arg)
 
 void watch_attempt(struct job *j)
 {
+    /* Across nodes, the rendezvous host decides, from every node's view. */
+    if (j->s->rz) {
+        plane_attempt(j);
+        return;
+    }
     double sec = j->s->o->hang_timeout;
     if (sec <= 0 || j->p.phase != PHASE_RUNNING)
         return;
@@ -313,6 +319,7 @@ void watch_worker_done(struct job *j)
 
 void watch_attempt_end(struct job *j)
 {
+    plane_attempt_end(j);
     cancel(j, &j->hang_timer);
     cancel(j, &j->notice_timer);
     j->t_first_done = 0;

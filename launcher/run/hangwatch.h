@@ -14,6 +14,7 @@
 #ifndef AMLRUN_HANGWATCH_H
 #define AMLRUN_HANGWATCH_H
 
+#include "progress/hang.h"
 #include "run/job.h"
 
 /* The job begins (--timeout's timer). */
@@ -25,6 +26,10 @@ void watch_worker_done(struct job *j);
 /* The attempt's workers have all ended: its timers go. */
 void watch_attempt_end(struct job *j);
 
+/* This node's ranks of the attempt, as the hang decision sees them (room
+ * for j->n in v; each one's worker index in idx[], which may be NULL); the
+ * count. */
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
 /* Every running rank's stack (stk_capture: each stopped only while it is
  * read), its last progress from its calls or else its lines, appended to
  * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */

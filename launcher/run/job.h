@@ -67,6 +67,9 @@ struct job {
      * job's --timeout, the next notice of ranks still running after
      * others ended (notice_every: the interval after it, in s). */
     int hang_timer, timeout_timer, notice_timer;
+    int plane_timer; /* plane.c: the next view for the host */
+    struct plane_hist *marks; /* plane.c, the host's node: every rank's */
+    struct plane_ask *asks;   /* plane.c: this node's gathers waited for */
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every;
     char hang_why[256]; /* the last hang or --timeout, in words, or "" */

@@ -8,6 +8,7 @@
 #include "progress/page.h"
 #include "progress/straggler.h"
 #include "run/job.h"
+#include "run/plane.h"
 #include "run/progresspage.h"
 
 /* Each worker's recorded steps, the newest AMLDIST__STRAGGLER_MAX_STEPS. */
@@ -88,8 +89,9 @@ int progress_worker_env(struct job *j, int index, char ***env)
     return 0;
 }
 
-/* Read worker i's new marks into its history; how many came. */
-static size_t collect_one(struct progress_watch *pw, int i)
+/* Read worker i's new marks into its history (and, across nodes, to the
+ * control plane's host: plane.c); how many came. */
+static size_t collect_one(struct job *j, struct progress_watch *pw, int i)
 {
     struct history *h = &pw->h[i];
     if (!h->marks && !(h->marks = malloc(HIST * sizeof *h->marks)))
@@ -109,15 +111,17 @@ static size_t collect_one(struct progress_watch *pw, int i)
     }
     if (n)
         pw->used = 1;
+    if (n && j->s->rz)
+        plane_marks(j, j->w[i].id.rank, got, n);
     return n;
 }
 
 /* Every worker's new marks; the most one worker had. */
-static size_t collect(struct progress_watch *pw)
+static size_t collect(struct job *j, struct progress_watch *pw)
 {
     size_t most = 0;
     for (int i = 0; i < pw->n; i++) {
-        size_t n = collect_one(pw, i);
+        size_t n = collect_one(j, pw, i);
         if (n > most)
             most = n;
     }
@@ -139,7 +143,7 @@ static void on_tick(void *arg)
     struct job *j = arg;
     struct progress_watch *pw = j->progress;
     pw->timer = 0;
-    size_t most = collect(pw);
+    size_t most = collect(j, pw);
     if (!pw->used) {
         if (pw->period_ms < IDLE_MAX_MS)
             pw->period_ms *= 2;
@@ -173,7 +177,7 @@ void progress_attempt_end(struct job *j)
     if (pw->timer)
         amldist__loop_cancel(j->loop, pw->timer);
     pw->timer = 0;
-    collect(pw);
+    collect(j, pw);
 }
 
 /* The statistics over every worker's history: lags[pw->n], *v. */
@@ -205,7 +209,7 @@ int progress_lags(struct job *j, struct progress_lag *out)
     struct progress_watch *pw = j->progress;
     if (!pw)
         return -1;
-    collect(pw);
+    collect(j, pw);
     amldist__straggler_lag_t *lags = calloc((size_t)pw->n, sizeof *lags);
     amldist__straggler_t v;
     if (!lags || compute(pw, lags, &v) < 0) {

@@ -10,6 +10,7 @@
 #include "output/msg.h"
 #include "output/torchlogs.h"
 #include "run/events.h"
+#include "run/plane.h"
 #include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
@@ -68,6 +69,7 @@ void job_free(struct job *j)
     free(j->local_block);
     rundir_close(j->rd);
     progress_job_free(j);
+    plane_free(j);
 }
 
 /* Removed at the end unless it holds redirected output (torchrun keeps its

@@ -24,6 +24,7 @@
 #include "run/events.h"
 #include "run/hangwatch.h"
 #include "run/jobquery.h"
+#include "run/plane.h"
 #include "run/progresspage.h"
 #include "run/report.h"
 #include "run/start.h"
@@ -371,7 +372,7 @@ static int watch_controls(struct job *j)
     if (j->s->rz && amldist__loop_watch(j->loop, amldist_rdzv_fd(j->s->rz), 0,
                                         on_control, j) < 0)
         return -1;
-    return 0;
+    return plane_watch(j);
 }
 
 /* ---- an attempt ----------------------------------------------------------- */
@@ -524,6 +525,7 @@ int supervise(const struct job_spec *s)
     }
     jobquery_close(&j);
     progress_report_slowest(&j);
+    plane_report_slowest(&j);
     report_slurm_stop(&j, status);
     report_success(&j, status);
     events_end(&j, status);

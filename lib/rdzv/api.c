@@ -24,7 +24,7 @@
 #include "util/secret.h"
 
 
-static void wake_thread(amldist_rdzv_t *r)
+void amldist__rz_wake(amldist_rdzv_t *r)
 {
     char b = 1;
     while (write(r->wake[1], &b, 1) < 0 && errno == EINTR) {
@@ -129,6 +129,9 @@ static void free_handle(amldist_rdzv_t *r)
         close(r->wake[1]);
     if (r->efd >= 0)
         close(r->efd);
+    if (r->gfd >= 0)
+        close(r->gfd);
+    amldist__rz_plane_free(r);
     if (r->try_fd >= 0)
         close(r->try_fd);
     amldist__conn_close(&r->c);
@@ -250,7 +253,8 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
     amldist_rdzv_t *r = calloc(1, sizeof *r);
     if (!r)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    r->wake[0] = r->wake[1] = r->efd = r->try_fd = -1;
+    amldist__rz_clock_reload();
+    r->wake[0] = r->wake[1] = r->efd = r->gfd = r->try_fd = -1;
     r->c.fd = -1;
     r->cur.round = -1;
     r->sh.next.round = -1;
@@ -285,7 +289,8 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         rc = amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: %s",
                            o.endpoint, err);
     } else if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) < 0 ||
-               (r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+               (r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+               (r->gfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
     } else if (!(r->loop = amldist__loop_new())) {
         rc = amldist__fail(AMLDIST_ENOMEM, "out of memory");
@@ -403,7 +408,7 @@ int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
     r->sh.fail = f;
     r->sh.fail_len = 16 + n;
     pthread_mutex_unlock(&r->mu);
-    wake_thread(r);
+    amldist__rz_wake(r);
     return 0;
 }
 
@@ -421,7 +426,7 @@ int amldist_rdzv_done(amldist_rdzv_t *r, int status)
         r->sh.done_port = port;
     }
     pthread_mutex_unlock(&r->mu);
-    wake_thread(r);
+    amldist__rz_wake(r);
     return 0;
 }
 
@@ -483,7 +488,7 @@ void amldist_rdzv_close(amldist_rdzv_t *r)
     pthread_mutex_lock(&r->mu);
     r->sh.closing = 1;
     pthread_mutex_unlock(&r->mu);
-    wake_thread(r);
+    amldist__rz_wake(r);
     pthread_join(r->thread, NULL);
     free_handle(r);
 }

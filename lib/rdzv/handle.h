@@ -16,6 +16,41 @@
 
 struct addrinfo;
 
+/* What the caller hands the thread, or the thread the caller, beyond the
+ * round (thread_plane.c, api_plane.c), under mu. */
+struct amldist__rz_ask;
+struct amldist__rz_answer;
+struct amldist__rz_req;
+struct amldist__rz_got;
+struct amldist__rz_plane_shared {
+    int clk_have;
+    int64_t clk_offset, clk_error;
+    int watch_ms;                  /* > 0: send views */
+    amldist_rdzv_view_t *views;    /* the caller's latest, local times */
+    int nviews;
+    struct amldist__rz_ask *asks;  /* to send */
+    struct amldist__rz_answer *answers; /* to send */
+    struct amldist__rz_req *reqs;  /* for the caller (requests) */
+    int nreqs;
+    struct amldist__rz_got *got;   /* for the caller (complete gathers) */
+    unsigned next_tag;
+    amldist_rdzv_mark_t *marks_out; /* AMLDIST__RZ_MARKS_MAX, host times */
+    int nmarks_out;
+    unsigned long long stride;     /* marks of steps that are multiples */
+    amldist_rdzv_mark_t *marks_in; /* a ring of AMLDIST__RZ_MARKS_IN */
+    size_t in_first, in_n;
+};
+#define AMLDIST__RZ_MARKS_IN 65536
+#define AMLDIST__RZ_REQS_MAX 64
+
+struct amldist__rz_gathering; /* a gather whose answers come in */
+struct amldist__rz_plane_thread {
+    amldist__rz_clock_t clk;
+    long long next_timeq, next_view, next_marks;
+    amldist__rz_outbox_t out;      /* ANSWER chunks */
+    struct amldist__rz_gathering *g;
+};
+
 /* The agent's state, as the thread sets it and the caller reads it. */
 enum { C_CONNECTING, C_JOINING, C_RUNNING, C_STOP, C_WAITING, C_OVER };
 
@@ -74,7 +109,11 @@ struct amldist_rdzv {
         size_t fail_len;
         int done, done_status, done_port;
         int closing;
+        struct amldist__rz_plane_shared pl; /* issue 20's (thread_plane.c) */
     } sh;
+    /* Issue 20's, the thread's own (thread_plane.c). */
+    struct amldist__rz_plane_thread pt;
+    int gfd; /* thread -> caller: a request or a gather waits */
 };
 
 /* The thread's body (pthread_create's start routine) (thread.c). */
@@ -113,6 +152,19 @@ void amldist__rz_connect_abort(amldist_rdzv_t *r);
 void amldist__rz_note_options(amldist_rdzv_t *r,
                               const amldist_rdzv_options_t *o);
 void amldist__rz_note_round(amldist_rdzv_t *r);
+/* api.c: the thread has something of the caller's to do. */
+void amldist__rz_wake(amldist_rdzv_t *r);
+/* thread_plane.c: issue 20's frames from the host (TIMEA, QUERY, RESULT,
+ * MARKS); what is due to send, each loop round (0, or -1: the host is
+ * lost, said); when that is next; everything freed (closing). */
+void amldist__rz_plane_frame(amldist_rdzv_t *r, unsigned type,
+                             const unsigned char *p, uint32_t len);
+int amldist__rz_plane_io(amldist_rdzv_t *r);
+long long amldist__rz_plane_wake(const amldist_rdzv_t *r);
+void amldist__rz_plane_free(amldist_rdzv_t *r);
+/* api_plane.c: under mu, the caller's events descriptor emptied when
+ * nothing waits for it. */
+void amldist__rz_plane_signal(amldist_rdzv_t *r);
 /* The host's WAIT line, written to the note descriptor (thread). */
 void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
                            uint32_t len);

@@ -41,6 +41,7 @@ struct member {
     int own; /* the host's own agent's connection */
     char addr[INET6_ADDRSTRLEN];
     long long since;
+    amldist__rz_outbox_t out; /* RESULTs behind the connection's queue */
 };
 
 struct amldist__rz_host {
@@ -101,6 +102,7 @@ static void close_member(amldist__rz_host_t *h, struct member *m)
     if (m->c.fd >= 0)
         amldist__loop_unwatch(h->loop, m->c.fd);
     amldist__conn_close(&m->c);
+    amldist__rz_outbox_clear(&m->out);
 }
 
 void amldist__rz_host_free(amldist__rz_host_t *h)
@@ -156,6 +158,49 @@ static void refuse(struct member *m, uint32_t reason, const char *text)
     m->since = amldist__now_ms();
 }
 
+/* QUERY, RESULT and MARKS: a head of u32s and the action's data; a
+ * RESULT waits its turn behind what the asker has not read yet. */
+static void send_watch(struct member *m, const amldist__rz_action_t *a)
+{
+    unsigned char head[AMLDIST__RZ_RESULT_HEAD];
+    uint32_t v[5];
+    size_t nv = 0;
+    unsigned type = a->type == AMLDIST__RZ_A_QUERY    ? AMLDIST__RZ_QUERY
+                    : a->type == AMLDIST__RZ_A_RESULT ? AMLDIST__RZ_RESULT
+                                                      : AMLDIST__RZ_MARKS;
+    if (type == AMLDIST__RZ_QUERY) {
+        v[nv++] = a->value;
+        v[nv++] = a->topic;
+        v[nv++] = a->node;
+    } else if (type == AMLDIST__RZ_RESULT) {
+        v[nv++] = a->tag;
+        v[nv++] = a->topic;
+        v[nv++] = a->index;
+        v[nv++] = a->node;
+        v[nv++] = a->flags;
+    } else {
+        v[nv++] = a->node;
+        v[nv++] = a->value;
+    }
+    for (size_t i = 0; i < nv; i++)
+        amldist__net_put_u32(head + 4 * i, v[i]);
+    if (m->c.fd < 0)
+        return;
+    if (type == AMLDIST__RZ_RESULT) {
+        if (amldist__rz_outbox_push(&m->out, type, head, 4 * nv, a->data,
+                                    a->len) < 0 ||
+            amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+            m->c.last_rx = 0; /* stuck: lost at the next tick */
+        return;
+    }
+    unsigned char buf[8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX];
+    size_t len = a->len < sizeof buf - 4 * nv ? a->len : sizeof buf - 4 * nv;
+    memcpy(buf, head, 4 * nv);
+    if (len)
+        memcpy(buf + 4 * nv, a->data, len);
+    send_to(m, type, buf, 4 * nv + len);
+}
+
 /* Carry out the state machine's answer to one event. */
 static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
 {
@@ -181,6 +226,11 @@ static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
         case AMLDIST__RZ_A_WAIT:
             send_to(m, AMLDIST__RZ_WAIT, a[i].text, strlen(a[i].text));
             break;
+        case AMLDIST__RZ_A_QUERY:
+        case AMLDIST__RZ_A_RESULT:
+        case AMLDIST__RZ_A_MARKS:
+            send_watch(m, &a[i]);
+            break;
         case AMLDIST__RZ_A_STOP:
         case AMLDIST__RZ_A_FINISH:
             send_text(m, a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
@@ -195,6 +245,7 @@ static void step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
 {
     const amldist__rz_action_t *acts;
     ev->now = amldist__now_ms();
+    ev->now_ns = amldist__rz_clock_ns();
     int n = amldist__rz_sm_step(h->sm, ev, &acts);
     apply(h, acts, n);
 }
@@ -206,6 +257,35 @@ static void lose(amldist__rz_host_t *h, struct member *m, const char *why)
     if (was == M_JOINED)
         step(h, &(amldist__rz_event_t){.type = AMLDIST__RZ_EV_LOST, .who = m,
                                        .why = why});
+}
+
+/* A VIEW: its ranks decoded for the state machine. */
+static void on_view(amldist__rz_host_t *h, struct member *m,
+                    const unsigned char *p, uint32_t len)
+{
+    uint32_t n = amldist__net_get_u32(p + 8);
+    if ((uint64_t)n * AMLDIST__RZ_VIEW_RANK + AMLDIST__RZ_VIEW_HEAD != len) {
+        lose(h, m, "a malformed VIEW (its count)");
+        return;
+    }
+    amldist__rz_view_t *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *q = p + AMLDIST__RZ_VIEW_HEAD +
+                                 (size_t)i * AMLDIST__RZ_VIEW_RANK;
+        v[i].rank = amldist__net_get_u32(q);
+        v[i].flags = amldist__net_get_u32(q + 4);
+        v[i].start_ns = (int64_t)amldist__rz_get_u64(q + 8);
+        v[i].progress_ns = (int64_t)amldist__rz_get_u64(q + 16);
+        v[i].line_ns = (int64_t)amldist__rz_get_u64(q + 24);
+        v[i].end_ns = (int64_t)amldist__rz_get_u64(q + 32);
+    }
+    step(h, &(amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = m,
+                                   .round = amldist__net_get_u32(p),
+                                   .timeout_ms = amldist__net_get_u32(p + 4),
+                                   .views = v, .nviews = n});
+    free(v);
 }
 
 static void on_frame(amldist__rz_host_t *h, struct member *m, unsigned type,
@@ -232,6 +312,45 @@ static void on_frame(amldist__rz_host_t *h, struct member *m, unsigned type,
     switch (type) {
     case AMLDIST__RZ_BEAT:
         return;
+    case AMLDIST__RZ_TIMEQ: {
+        /* Not a decision: the host's clock, read as near the wire as the
+         * loop allows (its time between t2 and t3 is the agent's to
+         * subtract). */
+        unsigned char a[24];
+        memcpy(a, p, 8);
+        amldist__rz_put_u64(a + 8, (uint64_t)amldist__rz_clock_ns());
+        amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
+        send_to(m, AMLDIST__RZ_TIMEA, a, sizeof a);
+        return;
+    }
+    case AMLDIST__RZ_VIEW:
+        on_view(h, m, p, len);
+        return;
+    case AMLDIST__RZ_ASK:
+        ev.type = AMLDIST__RZ_EV_ASK;
+        ev.tag = amldist__net_get_u32(p);
+        ev.topic = amldist__net_get_u32(p + 4);
+        ev.timeout_ms = amldist__net_get_u32(p + 8);
+        ev.text = p + 12;
+        ev.text_len = len - 12;
+        break;
+    case AMLDIST__RZ_ANSWER:
+        ev.type = AMLDIST__RZ_EV_ANSWER;
+        ev.id = amldist__net_get_u32(p);
+        ev.flags = amldist__net_get_u32(p + 4);
+        ev.text = p + 8;
+        ev.text_len = len - 8;
+        break;
+    case AMLDIST__RZ_MARKS:
+        ev.type = AMLDIST__RZ_EV_MARKS;
+        ev.rank = amldist__net_get_u32(p + 4);
+        ev.text = p + 8;
+        ev.text_len = len - 8;
+        if ((uint64_t)ev.rank * AMLDIST__RZ_MARK_LEN != ev.text_len) {
+            lose(h, m, "a malformed MARKS (its count)");
+            return;
+        }
+        break;
     case AMLDIST__RZ_FAIL:
         ev.type = AMLDIST__RZ_EV_FAIL;
         ev.round = amldist__net_get_u32(p);
@@ -392,6 +511,8 @@ void amldist__rz_host_arm(amldist__rz_host_t *h)
 {
     for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
+        if (m->c.fd >= 0 && amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+            m->c.last_rx = 0; /* stuck: lost at the next tick */
         if (m->c.fd >= 0)
             amldist__loop_events(h->loop, m->c.fd, (short)(POLLIN |
                                  (m->c.out_off < m->c.out_len ? POLLOUT : 0)));

@@ -26,8 +26,11 @@ amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
         return NULL;
     sm->cfg = *cfg;
     /* At most max members are in the job; a step sends each at most an
-     * ADMIT or REFUSE, a STOP or WAIT, and an ASSIGN, REFUSE or FINISH. */
-    sm->cap = 3 * cfg->max + 4;
+     * ADMIT or REFUSE, a STOP or WAIT, and an ASSIGN, REFUSE or FINISH;
+     * a QUERY each; and each gather's asker a RESULT for each of them and
+     * its END (host_sm_watch.c). */
+    sm->cap = 4 * cfg->max + 4 + AMLDIST__RZ_GATHERS_MAX * (cfg->max + 2);
+    sm->hang_round = -1;
     sm->m = calloc((size_t)cfg->max, sizeof *sm->m);
     sm->acts = calloc((size_t)sm->cap, sizeof *sm->acts);
     if (!sm->m || amldist__rz_round_alloc(&sm->rd, cfg->max) < 0 ||
@@ -44,6 +47,12 @@ void amldist__rz_sm_free(amldist__rz_sm_t *sm)
 {
     if (!sm)
         return;
+    for (int i = 0; i < sm->nm; i++)
+        free(sm->m[i].views);
+    for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++)
+        free(sm->gathers[i].e);
+    for (int i = 0; i < sm->nspent; i++)
+        free(sm->spent[i]);
     free(sm->m);
     free(sm->rd.nproc);
     free(sm->acts);
@@ -61,7 +70,8 @@ void amldist__rz_sm_emit(amldist__rz_sm_t *sm, int type, void *who,
                          uint32_t value, const char *text)
 {
     if (sm->nacts < sm->cap) /* the bound in amldist__rz_sm_new() holds */
-        sm->acts[sm->nacts++] = (amldist__rz_action_t){type, who, value, text};
+        sm->acts[sm->nacts++] = (amldist__rz_action_t){
+            .type = type, .who = who, .value = value, .text = text};
 }
 
 static int count_state(const amldist__rz_sm_t *sm, int state)
@@ -135,6 +145,15 @@ static void first_failure(amldist__rz_sm_t *sm, int status, int final,
     sm->counted = counts;
     sm->restart_wanted =
         !final && (!counts || sm->restarts < sm->cfg.max_restarts);
+}
+
+void amldist__rz_sm_round_fails(amldist__rz_sm_t *sm, int status,
+                                const char *text)
+{
+    if (sm->failed || sm->phase != AMLDIST__RZ_P_RUNNING)
+        return;
+    first_failure(sm, status, 0, 1, text);
+    amldist__rz_sm_stop_all(sm, "%s", text);
 }
 
 /* Every node's workers are down (or its agent gone): what comes next. */
@@ -267,9 +286,12 @@ static void on_done(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
 static void sweep(amldist__rz_sm_t *sm)
 {
     int k = 0;
-    for (int i = 0; i < sm->nm; i++)
+    for (int i = 0; i < sm->nm; i++) {
         if (amldist__rz_in_job(&sm->m[i]))
             sm->m[k++] = sm->m[i];
+        else
+            free(sm->m[i].views);
+    }
     sm->nm = k;
 }
 
@@ -277,7 +299,11 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                         const amldist__rz_action_t **acts)
 {
     sm->nacts = 0;
+    for (int i = 0; i < sm->nspent; i++)
+        free(sm->spent[i]);
+    sm->nspent = 0;
     sm->now = ev->now;
+    sm->now_ns = ev->now_ns;
     struct amldist__rz_member *m =
         ev->type == AMLDIST__RZ_EV_JOIN || ev->type == AMLDIST__RZ_EV_TICK
             ? NULL
@@ -296,11 +322,30 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
             on_done(sm, m, ev);
         break;
     case AMLDIST__RZ_EV_LOST:
-        if (m)
+        if (m) {
             on_lost(sm, m, ev->why ? ev->why : "");
+            amldist__rz_sm_watch_lost(sm, m->who);
+        }
         break;
     case AMLDIST__RZ_EV_TICK:
         amldist__rz_sm_on_tick(sm);
+        amldist__rz_sm_watch_tick(sm);
+        break;
+    case AMLDIST__RZ_EV_VIEW:
+        if (m)
+            amldist__rz_sm_on_view(sm, m, ev);
+        break;
+    case AMLDIST__RZ_EV_ASK:
+        if (m)
+            amldist__rz_sm_on_ask(sm, m, ev);
+        break;
+    case AMLDIST__RZ_EV_ANSWER:
+        if (m)
+            amldist__rz_sm_on_answer(sm, m, ev);
+        break;
+    case AMLDIST__RZ_EV_MARKS:
+        if (m)
+            amldist__rz_sm_on_marks(sm, m, ev);
         break;
     }
     sweep(sm);
@@ -310,12 +355,13 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
 
 long long amldist__rz_sm_next_deadline(const amldist__rz_sm_t *sm)
 {
+    long long w = amldist__rz_sm_watch_deadline(sm);
     if (sm->phase != AMLDIST__RZ_P_FORMING)
-        return -1;
+        return w;
     long long t = sm->started + sm->cfg.join_timeout_ms;
     if (sm->min_at && sm->min_at + sm->cfg.last_call_ms < t)
         t = sm->min_at + sm->cfg.last_call_ms;
-    return t;
+    return w >= 0 && w < t ? w : t;
 }
 
 int amldist__rz_sm_drained(const amldist__rz_sm_t *sm, long long now)

@@ -39,8 +39,14 @@ enum {
                             the protocol: why */
     /* Time passed: the round forms when max nodes joined, or min did and
      * the last call is over; the job ends when the join timeout passed
-     * first.  The I/O sends one after every batch of other events. */
-    AMLDIST__RZ_EV_TICK
+     * first; a gather's time is up; the job is found hung.  The I/O sends
+     * one after every batch of other events. */
+    AMLDIST__RZ_EV_TICK,
+    /* host_sm_watch.c's: */
+    AMLDIST__RZ_EV_VIEW,   /* round, timeout_ms, views/nviews */
+    AMLDIST__RZ_EV_ASK,    /* tag, topic, timeout_ms, text: the arg */
+    AMLDIST__RZ_EV_ANSWER, /* id, flags, text: a chunk */
+    AMLDIST__RZ_EV_MARKS   /* rank: count, text: the marks */
 };
 
 typedef struct {
@@ -53,6 +59,10 @@ typedef struct {
     const unsigned char *text; /* FAIL: the summary, text_len bytes */
     size_t text_len;
     const char *why;          /* LOST */
+    int64_t now_ns;           /* the host's clock (views' times), ns */
+    uint32_t timeout_ms, tag, topic, id; /* VIEW, ASK, ANSWER */
+    const amldist__rz_view_t *views; /* VIEW */
+    size_t nviews;
 } amldist__rz_event_t;
 
 enum {
@@ -62,7 +72,12 @@ enum {
                              rank `value` */
     AMLDIST__RZ_A_STOP,   /* STOP(value: round, text) */
     AMLDIST__RZ_A_FINISH, /* FINISH(value: status, text) */
-    AMLDIST__RZ_A_WAIT    /* WAIT(text): the round is forming */
+    AMLDIST__RZ_A_WAIT,   /* WAIT(text): the round is forming */
+    AMLDIST__RZ_A_QUERY,  /* QUERY(value: id, topic, node: the asker's,
+                             data: the arg) */
+    AMLDIST__RZ_A_RESULT, /* RESULT(tag, topic, index, node, flags, data) */
+    AMLDIST__RZ_A_MARKS   /* MARKS(node: the sender's, value: count, data:
+                             the marks) to the host's own agent */
 };
 
 typedef struct {
@@ -70,6 +85,9 @@ typedef struct {
     void *who;
     uint32_t value;
     const char *text;  /* REFUSE, STOP, FINISH; valid until the next step */
+    uint32_t tag, topic, index, node, flags;   /* QUERY, RESULT, MARKS */
+    const unsigned char *data; /* valid until the next step */
+    size_t len;
 } amldist__rz_action_t;
 
 typedef struct amldist__rz_sm amldist__rz_sm_t;
@@ -88,7 +106,8 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
 /* The round that ASSIGN actions describe (node: of the last one). */
 const amldist__rz_round_t *amldist__rz_sm_round(const amldist__rz_sm_t *sm);
 int amldist__rz_sm_phase(const amldist__rz_sm_t *sm);
-/* When a TICK next has something to decide (a deadline), or -1. */
+/* When a TICK next has something to decide (a deadline), or -1: the
+ * forming round's, a gather's, the hang rule's. */
 long long amldist__rz_sm_next_deadline(const amldist__rz_sm_t *sm);
 /* The job is over and every agent but the host's own has left, or the
  * end is older than the dead time, or the job did not end here (its

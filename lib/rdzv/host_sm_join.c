@@ -59,7 +59,8 @@ static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                                      .nproc = (int)ev->join.nproc,
                                      .port = (int)ev->join.port,
                                      .seq = sm->seq++,
-                                     .prev_node = -1};
+                                     .prev_node = -1,
+                                     .view_round = -1};
     m->machine = ev->join.machine;
     amldist__strlcpy(m->addr, ev->addr ? ev->addr : "", sizeof m->addr);
     amldist__strlcpy(m->local_addr, ev->join.local_addr,

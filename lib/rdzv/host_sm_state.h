@@ -30,6 +30,33 @@ struct amldist__rz_member {
     uint64_t machine; /* 0: shares its GPUs with no other node */
     char addr[INET6_ADDRSTRLEN];
     char local_addr[AMLDIST__RZ_ADDR_MAX + 1]; /* its --local-addr, "" */
+    /* Its last VIEW (malloc'd), of round view_round (-1: none). */
+    amldist__rz_view_t *views;
+    size_t nviews;
+    int view_round;
+    uint32_t view_timeout_ms;
+};
+
+/* One agent asked in a gather. */
+struct amldist__rz_gentry {
+    void *who;
+    uint32_t node;
+    char addr[INET6_ADDRSTRLEN];
+    size_t got;
+    int over; /* answered whole, too big, or lost */
+};
+
+/* A gather in progress (host_sm_watch.c). */
+struct amldist__rz_gather {
+    int used;
+    uint32_t id, tag, topic;
+    void *asker;         /* NULL: nobody to tell any more */
+    long long deadline;  /* ms */
+    unsigned char arg[AMLDIST__RZ_ARG_MAX], end_arg[AMLDIST__RZ_ARG_MAX];
+    size_t arg_len;
+    struct amldist__rz_gentry *e;
+    int n;
+    size_t total;
 };
 
 struct amldist__rz_sm {
@@ -51,6 +78,18 @@ struct amldist__rz_sm {
     amldist__rz_round_t rd;
     amldist__rz_action_t *acts;
     int nacts, cap;
+    /* host_sm_watch.c: gathers, and the hang rule's verdict once a round
+     * (hang_round), with the time the host ends the round itself if its
+     * own node has not (hang_end, ms), and when the rule next decides. */
+    struct amldist__rz_gather gathers[AMLDIST__RZ_GATHERS_MAX];
+    /* The entries of gathers that ended in the last step, freed at the
+     * next (host_sm.c). */
+    struct amldist__rz_gentry *spent[AMLDIST__RZ_GATHERS_MAX];
+    int nspent;
+    uint32_t next_gather;
+    int64_t now_ns, hang_next_ns;
+    int hang_round;
+    long long hang_end;
 };
 
 static inline int amldist__rz_in_job(const struct amldist__rz_member *m)
@@ -79,5 +118,24 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm,
 void amldist__rz_sm_form_round(amldist__rz_sm_t *sm);
 void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who);
 void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm);
+/* host_sm.c: the round's first failure (fail: what it says), every node
+ * told to stop. */
+void amldist__rz_sm_round_fails(amldist__rz_sm_t *sm, int status,
+                                const char *text);
+/* host_sm_watch.c: a VIEW, an ASK, an ANSWER, MARKS from member m; time
+ * passing (gathers' deadlines, the hang rule); m leaves (its gathers'
+ * entries, its own gathers); its memory. */
+void amldist__rz_sm_on_view(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
+                            const amldist__rz_event_t *ev);
+void amldist__rz_sm_on_ask(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
+                           const amldist__rz_event_t *ev);
+void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
+                              struct amldist__rz_member *m,
+                              const amldist__rz_event_t *ev);
+void amldist__rz_sm_on_marks(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
+                             const amldist__rz_event_t *ev);
+void amldist__rz_sm_watch_tick(amldist__rz_sm_t *sm);
+void amldist__rz_sm_watch_lost(amldist__rz_sm_t *sm, void *who);
+long long amldist__rz_sm_watch_deadline(const amldist__rz_sm_t *sm);
 
 #endif /* AMLDIST_RDZV_HOST_SM_STATE_H */

@@ -35,6 +35,33 @@
  *   BEAT    either way, empty: "still here"
  *   WAIT    host -> agent, while the round forms: text (one line: how
  *           many nodes are in and when the round forms)
+ *
+ * Issue 20's frames (clock.c, host_sm_watch.c, thread_plane.c).  Times
+ * "ns" are i64 nanoseconds on a clock named beside them: the agent's
+ * (amldist__rz_clock_ns() of its process) or the host's.
+ *   TIMEQ   agent -> host, once a heartbeat: t1 (agent ns, when sent)
+ *   TIMEA   host -> agent, at once: t1 | t2 (host ns, TIMEQ read) | t3
+ *           (host ns, TIMEA sent): the agent adds t4 and keeps the sample
+ *           of least round trip of the last AMLDIST__RZ_CLOCK_SAMPLES
+ *   VIEW    agent -> host, only while the agent watches for hangs: round
+ *           u32 | hang timeout ms u32 | count u32 | for each rank: rank
+ *           u32 | flags u32 (AMLDIST_RDZV_VIEW_*) | start ns | last
+ *           progress ns | last line ns | end ns (host ns, 0: none)
+ *   ASK     agent -> host: tag u32 (the asker's) | topic u32 | timeout
+ *           ms u32 | arg (0 .. AMLDIST__RZ_ARG_MAX)
+ *   QUERY   host -> every agent of the job: id u32 (the host's) | topic
+ *           u32 | asker's node u32 (NONE: the host: a hang) | arg
+ *   ANSWER  agent -> host: id u32 | flags u32 (AMLDIST__RZ_G_LAST) | a
+ *           chunk of the answer (0 .. AMLDIST__RZ_CHUNK_MAX; the chunks
+ *           of one answer at most AMLDIST__RZ_BLOB_MAX)
+ *   RESULT  host -> the asker: tag u32 | topic u32 | index u32 (of the
+ *           answering agent in the gather) | node u32 (NONE: not in a
+ *           round) | flags u32 (AMLDIST__RZ_G_*) | data: a chunk of that
+ *           agent's answer; MISSING: its address; END (index and node
+ *           NONE, the gather is complete): the gather's arg
+ *   MARKS   agent -> host, and host -> its own agent: node u32 (the
+ *           host sets it) | count u32 | for each: rank u32 | step u64
+ *           (as u32 pairs) | t ns (host ns)
  */
 #ifndef AMLDIST_RDZV_INTERNAL_H
 #define AMLDIST_RDZV_INTERNAL_H
@@ -58,8 +85,97 @@ enum {
     AMLDIST__RZ_DONE = 21,
     AMLDIST__RZ_FINISH = 22,
     AMLDIST__RZ_BEAT = 23,
-    AMLDIST__RZ_WAIT = 24
+    AMLDIST__RZ_WAIT = 24,
+    AMLDIST__RZ_TIMEQ = 25,
+    AMLDIST__RZ_TIMEA = 26,
+    AMLDIST__RZ_VIEW = 27,
+    AMLDIST__RZ_ASK = 28,
+    AMLDIST__RZ_QUERY = 29,
+    AMLDIST__RZ_ANSWER = 30,
+    AMLDIST__RZ_RESULT = 31,
+    AMLDIST__RZ_MARKS = 32
 };
+
+/* Issue 20's frames' limits. */
+#define AMLDIST__RZ_VIEW_HEAD 12
+#define AMLDIST__RZ_VIEW_RANK 40
+#define AMLDIST__RZ_VIEW_RANKS 4096 /* ranks of one node in a VIEW */
+#define AMLDIST__RZ_ARG_MAX 4096
+#define AMLDIST__RZ_CHUNK_MAX 65536
+#define AMLDIST__RZ_BLOB_MAX (8u << 20)    /* one agent's answer */
+#define AMLDIST__RZ_GATHER_MAX (64u << 20) /* one gather's answers */
+#define AMLDIST__RZ_GATHERS_MAX 8          /* gathers open at once */
+#define AMLDIST__RZ_GATHER_MS_MAX 60000    /* the longest a gather waits */
+#define AMLDIST__RZ_RESULT_HEAD 20
+#define AMLDIST__RZ_MARK_LEN 20
+#define AMLDIST__RZ_MARKS_MAX 1024         /* marks in one MARKS */
+#define AMLDIST__RZ_CLOCK_SAMPLES 8
+/* RESULT and ANSWER flags. */
+#define AMLDIST__RZ_G_LAST 1u    /* the last chunk of this agent's answer */
+#define AMLDIST__RZ_G_MISSING 2u /* no answer in time (or its agent lost) */
+#define AMLDIST__RZ_G_TOOBIG 4u  /* its answer went past the bound */
+#define AMLDIST__RZ_G_END 8u     /* the gather is complete */
+#define AMLDIST__RZ_G_REFUSED 16u /* END: the host would not gather */
+
+/* How often a watching agent sends its view: an eighth of the timeout,
+ * from 100 ms to 0.5 s; the host allows twice that, and 50 ms, for a view
+ * on its way (AMLDIST__RZ_VIEW_SLACK_NS), so that a rank's progress the
+ * host has not heard of yet never makes a hang. */
+#define AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms)                                  \
+    ((timeout_ms) / 8 < 100 ? 100 : (timeout_ms) / 8 > 500 ? 500 : (timeout_ms) / 8)
+#define AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms)                                  \
+    ((2 * (int64_t)AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms) + 50) * 1000000)
+
+/* One rank's view as the host keeps it (host ns; 0: none). */
+typedef struct {
+    uint32_t rank, flags;
+    int64_t start_ns, progress_ns, line_ns, end_ns;
+} amldist__rz_view_t;
+
+/* The control plane's clock: CLOCK_MONOTONIC in ns, plus the test shift
+ * AMLDIST_TEST_CLOCK_SHIFT_MS (tests only: it makes this process's clock
+ * read that much ahead, as another machine's would) (clock.c). */
+int64_t amldist__rz_clock_ns(void);
+int64_t amldist__rz_clock_shift_ns(void);
+/* Read the test shift again (amldist_rdzv_join()). */
+void amldist__rz_clock_reload(void);
+
+/* NTP's estimate of a peer's clock offset (clock.c), pure: the samples of
+ * the last AMLDIST__RZ_CLOCK_SAMPLES exchanges. */
+typedef struct {
+    int64_t offset[AMLDIST__RZ_CLOCK_SAMPLES], delay[AMLDIST__RZ_CLOCK_SAMPLES];
+    int n, next;
+} amldist__rz_clock_t;
+/* One exchange: t1 sent (ours), t2 received, t3 answered (theirs), t4
+ * answer received (ours).  0, or -1 when the times are impossible (t4 <
+ * t1, or a round trip shorter than the peer's own time on it). */
+int amldist__rz_clock_add(amldist__rz_clock_t *c, int64_t t1, int64_t t2,
+                          int64_t t3, int64_t t4);
+/* theirs = ours + *offset, within *error (half the least round trip of
+ * the samples kept); -1 when there is no sample yet. */
+int amldist__rz_clock_best(const amldist__rz_clock_t *c, int64_t *offset,
+                           int64_t *error);
+
+/* Frames waiting behind a connection's queue (outbox.c): pushed whole
+ * (a head and a payload, copied), moved into the connection while its
+ * queue holds less than AMLDIST__RZ_OUTBOX_LOW. */
+#define AMLDIST__RZ_OUTBOX_LOW (256u << 10)
+#define AMLDIST__RZ_OUTBOX_MAX (128u << 20)
+struct amldist__rz_out;
+typedef struct {
+    struct amldist__rz_out *head, *tail;
+    size_t bytes;
+} amldist__rz_outbox_t;
+/* 0, or -1 when out of memory or past AMLDIST__RZ_OUTBOX_MAX. */
+int amldist__rz_outbox_push(amldist__rz_outbox_t *o, unsigned type,
+                            const void *head, size_t hlen, const void *p,
+                            size_t len);
+/* 0, or -1 when the connection refused a frame (stuck, or broken). */
+int amldist__rz_outbox_pump(amldist__rz_outbox_t *o, amldist__conn_t *c);
+void amldist__rz_outbox_clear(amldist__rz_outbox_t *o);
+
+void amldist__rz_put_u64(unsigned char *p, uint64_t v);
+uint64_t amldist__rz_get_u64(const unsigned char *p);
 
 /* A JOIN without a local address; the address adds its length. */
 #define AMLDIST__RZ_JOIN_LEN 80

@@ -236,6 +236,9 @@ static int poll_timeout(const amldist_rdzv_t *r, int connecting)
         if (h < t)
             t = h;
     }
+    long long p = amldist__rz_plane_wake(r);
+    if (p >= 0 && p < t)
+        t = p;
     if (t <= now)
         return 0;
     return t - now > 60000 ? 60000 : (int)(t - now);
@@ -287,6 +290,10 @@ void *amldist__rz_thread_main(void *arg)
         }
         if (state == C_CONNECTING && !closing)
             amldist__rz_try_connect(r);
+        /* Issue 20's frames first: the marks a node had go before its
+         * DONE, which may end the job. */
+        if (r->c.fd >= 0)
+            amldist__rz_plane_io(r);
         send_queued(r);
         if (r->c.fd >= 0)
             amldist__loop_events(r->loop, r->c.fd, (short)(POLLIN |

@@ -35,6 +35,11 @@ void amldist__rz_on_frame(amldist_rdzv_t *r, unsigned type,
         amldist__rz_note_wait(r, p, len);
         return;
     }
+    if (type == AMLDIST__RZ_TIMEA || type == AMLDIST__RZ_QUERY ||
+        type == AMLDIST__RZ_RESULT || type == AMLDIST__RZ_MARKS) {
+        amldist__rz_plane_frame(r, type, p, len);
+        return;
+    }
     pthread_mutex_lock(&r->mu);
     switch (type) {
     case AMLDIST__RZ_BEAT:

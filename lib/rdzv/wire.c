@@ -7,29 +7,29 @@
 #include "rdzv/rdzv_internal.h"
 #include "util/secret.h"
 
-static void put_u64(unsigned char *p, uint64_t v)
+void amldist__rz_put_u64(unsigned char *p, uint64_t v)
 {
     amldist__net_put_u32(p, (uint32_t)(v >> 32));
     amldist__net_put_u32(p + 4, (uint32_t)v);
 }
 
-static uint64_t get_u64(const unsigned char *p)
+uint64_t amldist__rz_get_u64(const unsigned char *p)
 {
     return (uint64_t)amldist__net_get_u32(p) << 32 | amldist__net_get_u32(p + 4);
 }
 
 size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
 {
-    put_u64(p, j->token);
-    put_u64(p + 8, j->agent);
-    put_u64(p + 16, j->run);
+    amldist__rz_put_u64(p, j->token);
+    amldist__rz_put_u64(p + 8, j->agent);
+    amldist__rz_put_u64(p + 16, j->run);
     const uint32_t v[] = {j->round, j->nproc, j->order, j->min,
                           j->max,   j->max_restarts, j->port,
                           j->keepalive_ms, j->keepalive_misses,
                           j->last_call_ms, j->join_timeout_ms};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         amldist__net_put_u32(p + 24 + 4 * i, v[i]);
-    put_u64(p + 68, j->machine);
+    amldist__rz_put_u64(p + 68, j->machine);
     size_t alen = strnlen(j->local_addr, AMLDIST__RZ_ADDR_MAX);
     amldist__net_put_u32(p + 76, (uint32_t)alen);
     memcpy(p + AMLDIST__RZ_JOIN_LEN, j->local_addr, alen);
@@ -39,16 +39,16 @@ size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
 int amldist__rz_get_join(const unsigned char *p, uint32_t len,
                          amldist__rz_join_t *j)
 {
-    j->token = get_u64(p);
-    j->agent = get_u64(p + 8);
-    j->run = get_u64(p + 16);
+    j->token = amldist__rz_get_u64(p);
+    j->agent = amldist__rz_get_u64(p + 8);
+    j->run = amldist__rz_get_u64(p + 16);
     uint32_t *v[] = {&j->round, &j->nproc, &j->order, &j->min,
                      &j->max,   &j->max_restarts, &j->port,
                      &j->keepalive_ms, &j->keepalive_misses,
                      &j->last_call_ms, &j->join_timeout_ms};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         *v[i] = amldist__net_get_u32(p + 24 + 4 * i);
-    j->machine = get_u64(p + 68);
+    j->machine = amldist__rz_get_u64(p + 68);
     uint32_t alen = amldist__net_get_u32(p + 76);
     j->local_addr[0] = '\0';
     if (alen > AMLDIST__RZ_ADDR_MAX ||
@@ -74,6 +74,17 @@ const amldist__frame_limit_t amldist__rz_frames[] = {
     {AMLDIST__RZ_FINISH, 4, AMLDIST__RZ_FINISH_MAX},
     {AMLDIST__RZ_BEAT, 0, 0},
     {AMLDIST__RZ_WAIT, 1, AMLDIST__RZ_TEXT_MAX},
+    {AMLDIST__RZ_TIMEQ, 8, 8},
+    {AMLDIST__RZ_TIMEA, 24, 24},
+    {AMLDIST__RZ_VIEW, AMLDIST__RZ_VIEW_HEAD,
+     AMLDIST__RZ_VIEW_HEAD + AMLDIST__RZ_VIEW_RANK * AMLDIST__RZ_VIEW_RANKS},
+    {AMLDIST__RZ_ASK, 12, 12 + AMLDIST__RZ_ARG_MAX},
+    {AMLDIST__RZ_QUERY, 12, 12 + AMLDIST__RZ_ARG_MAX},
+    {AMLDIST__RZ_ANSWER, 8, 8 + AMLDIST__RZ_CHUNK_MAX},
+    /* a chunk, or the gather's arg at its END */
+    {AMLDIST__RZ_RESULT, AMLDIST__RZ_RESULT_HEAD,
+     AMLDIST__RZ_RESULT_HEAD + AMLDIST__RZ_CHUNK_MAX},
+    {AMLDIST__RZ_MARKS, 8, 8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX},
     {0, 0, 0},
 };
 

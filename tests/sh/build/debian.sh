@@ -63,8 +63,10 @@ for p in libamldist-dev amlrun; do
     if lst "$p" | grep -q '/libamldist\.so\.1$'; then fail "$p: no copy of the shared library"
     else ok "$p: no copy of the shared library"; fi
 done
-check "amlrun needs libamldist1 (>= 1.1.0, for AMLDIST_1.1)" \
-    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.1\\.0)'"
+# amlrun calls the control plane's calls of AMLDIST_1.2 (its gathers,
+# views and marks across nodes).
+check "amlrun needs libamldist1 (>= 1.2.0, for AMLDIST_1.2)" \
+    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.2\\.0)'"
 
 # lintian: no errors (warnings are printed for the record).
 lintian --allow-root "$out"/*.changes >"$TEST_TMP/lintian" 2>&1

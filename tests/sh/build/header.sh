@@ -30,10 +30,12 @@ expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 "
 expect_eq "AMLDIST_1.1 holds what 1.1 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.1$' | tr '\n' ' ')" \
     "amldist_build_info@@AMLDIST_1.1 amldist_plan_export_xml@@AMLDIST_1.1 amldist_plan_rank_omp_threads@@AMLDIST_1.1 amldist_rdzv_gpu_share@@AMLDIST_1.1 amldist_rdzv_warnings@@AMLDIST_1.1 amldist_topo_locality@@AMLDIST_1.1 "
-# 1.2 added amldist_progress (the progress page of amlrun), and only that.
+# 1.2 added amldist_progress (the progress page of amlrun) and the control
+# plane's calls of issue 20 (clock offsets, hang views, gathers, per-step
+# marks: amldist_rdzv(3)).
 expect_eq "AMLDIST_1.2 holds what 1.2 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.2$' | tr '\n' ' ')" \
-    "amldist_progress@@AMLDIST_1.2 "
+    "amldist_progress@@AMLDIST_1.2 amldist_rdzv_answer@@AMLDIST_1.2 amldist_rdzv_clock_offset_ns@@AMLDIST_1.2 amldist_rdzv_events_fd@@AMLDIST_1.2 amldist_rdzv_gather@@AMLDIST_1.2 amldist_rdzv_gather_free@@AMLDIST_1.2 amldist_rdzv_host_time_ns@@AMLDIST_1.2 amldist_rdzv_next_gather@@AMLDIST_1.2 amldist_rdzv_next_request@@AMLDIST_1.2 amldist_rdzv_put_marks@@AMLDIST_1.2 amldist_rdzv_request_free@@AMLDIST_1.2 amldist_rdzv_set_view@@AMLDIST_1.2 amldist_rdzv_take_marks@@AMLDIST_1.2 amldist_rdzv_watch@@AMLDIST_1.2 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')

@@ -60,6 +60,7 @@ static void start(int min, int max, int restarts)
 static void step(amldist__rz_event_t ev)
 {
     ev.now = now;
+    ev.now_ns = now * 1000000LL; /* the host's clock, views' times */
     nact = amldist__rz_sm_step(sm, &ev, &act);
 }
 
@@ -836,6 +837,299 @@ static void test_unknown_members_ignored(void)
     amldist__rz_sm_free(sm);
 }
 
+/* ---- issue 20: views and the hang rule, gathers, marks ---- */
+
+#define MS(t) ((int64_t)(t) * 1000000LL)
+
+/* Member i's view: ranks first.. first+n-1, each with `flags`, last
+ * progress at prog[k] ms and last line at line[k] ms (-1: never; the
+ * rule itself is lib/progress/hang.c's, tested in test_hang). */
+static void view(int i, int round, uint32_t timeout_ms, int first, int n,
+                 unsigned flags, const long long *prog, const long long *line)
+{
+    amldist__rz_view_t v[8];
+    for (int k = 0; k < n; k++)
+        v[k] = (amldist__rz_view_t){
+            .rank = (uint32_t)(first + k), .flags = flags,
+            .progress_ns = prog[k] < 0 ? 0 : MS(prog[k]),
+            .line_ns = line[k] < 0 ? 0 : MS(line[k])};
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = &mb[i],
+                               .round = (uint32_t)round,
+                               .timeout_ms = timeout_ms, .views = v,
+                               .nviews = (size_t)n});
+}
+
+static void answer(int i, uint32_t id, uint32_t flags, const char *chunk)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_ANSWER, .who = &mb[i],
+                               .id = id, .flags = flags,
+                               .text = (const unsigned char *)chunk,
+                               .text_len = strlen(chunk)});
+}
+
+static void ask(int i, uint32_t tag, uint32_t topic, uint32_t timeout_ms,
+                const char *arg)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_ASK, .who = &mb[i],
+                               .tag = tag, .topic = topic,
+                               .timeout_ms = timeout_ms,
+                               .text = (const unsigned char *)arg,
+                               .text_len = strlen(arg)});
+}
+
+/* The k-th action of the last step that is `type` (any member). */
+static const amldist__rz_action_t *nth(int type, int k)
+{
+    for (int j = 0; j < nact; j++)
+        if (act[j].type == type && k-- == 0)
+            return &act[j];
+    return NULL;
+}
+
+/* The host decides as of this long ago (views on their way). */
+#define SLACK_MS(timeout_ms) (2 * AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms) + 50)
+
+static const long long API = AMLDIST_RDZV_VIEW_ALIVE | AMLDIST_RDZV_VIEW_API;
+static const long long ALIVE = AMLDIST_RDZV_VIEW_ALIVE;
+
+/* With the progress API: the rank of node 1 whose progress stopped is
+ * named, though its node's other rank and node 0's progress; the host asks
+ * every node for its stacks, for the host's own agent. */
+static void test_hang_per_rank_names_the_stalled(void)
+{
+    job(2, 2, 0);
+    form(2); /* node 0: 1 worker (rank 0), node 1: 2 (ranks 1, 2) */
+    long long p0[] = {now}, l0[] = {now};
+    view(0, 0, 3000, 0, 1, API, p0, l0);
+    long long p1[] = {now, now}, l1[] = {now, now};
+    view(1, 0, 3000, 1, 2, API, p1, l1);
+    CHECK_INT_EQ(nact, 0);
+    /* The rule decides again at the first rank's deadline (and the views'
+     * slack). */
+    CHECK(amldist__rz_sm_next_deadline(sm) == now + 3000 + SLACK_MS(3000));
+    long long t0 = now;
+    now += 2500;
+    long long p0b[] = {now}, p1b[] = {now, t0}, l1b[] = {now, now};
+    view(0, 0, 3000, 0, 1, API, p0b, l0);
+    view(1, 0, 3000, 1, 2, API, p1b, l1b); /* rank 2 still prints */
+    CHECK_INT_EQ(nact, 0);
+    now += 500 + SLACK_MS(3000) - 1;
+    tick(); /* not yet: rank 2's progress, a view on its way aside, is 1 ms
+               short of 3 s old */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    now += 1;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 1);
+    CHECK(q != NULL);
+    if (q) {
+        CHECK_INT_EQ(q->topic, AMLDIST_RDZV_TOPIC_HANG);
+        CHECK_INT_EQ(q->node, AMLDIST__RZ_NONE); /* the host asks */
+        CHECK_INT_EQ(q->len, 12);
+        CHECK_INT_EQ(amldist__net_get_u32(q->data), 3000);
+        CHECK_INT_EQ(amldist__net_get_u32(q->data + 4), 1);
+        CHECK_INT_EQ(amldist__net_get_u32(q->data + 8), 2);
+    }
+    /* Once a round. */
+    now += 100;
+    view(1, 0, 3000, 1, 2, API, p1b, l1b);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    uint32_t id = q ? q->value : 0;
+    answer(1, id, 0, "node1-");
+    const amldist__rz_action_t *r = action(AMLDIST__RZ_A_RESULT, 0);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_INT_EQ(r->tag, 0);
+        CHECK_INT_EQ(r->node, 1);
+        CHECK_INT_EQ(r->flags, 0);
+        CHECK_INT_EQ(r->len, 6);
+    }
+    answer(1, id, AMLDIST__RZ_G_LAST, "stacks");
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_RESULT, 0)->flags, AMLDIST__RZ_G_LAST);
+    answer(0, id, AMLDIST__RZ_G_LAST, "node0");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 2);
+    r = nth(AMLDIST__RZ_A_RESULT, 1);
+    CHECK(r && (r->flags & AMLDIST__RZ_G_END) && r->len == 12);
+    /* The host's node fails the round: an ordinary failure, a restart if
+     * any is left. */
+    fail(0, 0, 0, -1, AMLDIST_RDZV_STATUS_HANG, "amlrun: the job hung");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 2);
+    amldist__rz_sm_free(sm);
+}
+
+/* Without the API: hung only when no rank of any node showed progress
+ * for the timeout; node 0's ranks alone waiting is no hang while node 1
+ * prints. */
+static void test_hang_whole_job_across_nodes(void)
+{
+    job(2, 2, 0);
+    form(2);
+    long long none[] = {-1, -1}, old[] = {now, now};
+    view(0, 0, 2000, 0, 1, ALIVE, none, old);
+    now += 1900;
+    long long fresh[] = {now, now};
+    view(1, 0, 2000, 1, 2, ALIVE, none, fresh);
+    now += 1500; /* node 0 silent for 3.4 s, node 1 for 1.5 s */
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    CHECK(amldist__rz_sm_next_deadline(sm) == now + 500 + SLACK_MS(2000));
+    now += 501 + SLACK_MS(2000);
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 0);
+    CHECK(q && amldist__net_get_u32(q->data + 4) == 0); /* none stalled */
+    amldist__rz_sm_free(sm);
+}
+
+/* Dead ranks, views of another round and no view at all decide nothing;
+ * with several timeouts, the least. */
+static void test_hang_ignores_dead_and_stale(void)
+{
+    job(2, 2, 0);
+    form(2);
+    long long none[] = {-1, -1}, old[] = {now - 10000, now - 10000};
+    view(1, 0, 60000, 1, 2, 0, none, old); /* both dead */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    view(1, 5, 60000, 1, 2, ALIVE, none, old); /* another round's */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    long long fresh[] = {now};
+    view(0, 0, 60000, 0, 1, ALIVE, none, fresh);
+    now += 1500;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    long long mid[] = {now - 1200 - SLACK_MS(1000),
+                       now - 1200 - SLACK_MS(1000)};
+    view(1, 0, 1000, 1, 2, ALIVE, none, mid); /* 1 s: the least */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    amldist__rz_sm_free(sm);
+}
+
+/* A node that does not answer the hang's gather is named missing (with
+ * its address) at the gather's end; if the host's node then does not end
+ * the round, the host does, with status 124. */
+static void test_hang_gather_missing_node(void)
+{
+    job(3, 3, 1);
+    form(3);
+    long long none[] = {-1}, old[] = {now};
+    for (int i = 0; i < 3; i++)
+        view(i, 0, 1000, i, 1, ALIVE, none, old);
+    now += 1001 + SLACK_MS(1000);
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 3);
+    uint32_t id = action(AMLDIST__RZ_A_QUERY, 2)->value;
+    answer(0, id, AMLDIST__RZ_G_LAST, "n0");
+    answer(2, id, AMLDIST__RZ_G_LAST, "n2");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 1);
+    now += 14000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 0);
+    now += 1000; /* the gather's 15 s */
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 2);
+    const amldist__rz_action_t *r = nth(AMLDIST__RZ_A_RESULT, 0);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_INT_EQ(r->node, 1);
+        CHECK_INT_EQ(r->flags, AMLDIST__RZ_G_MISSING | AMLDIST__RZ_G_LAST);
+        CHECK(r->len == strlen("10.0.0.1") && !memcmp(r->data, "10.0.0.1", 8));
+        CHECK(r->who == &mb[0]);
+    }
+    CHECK(nth(AMLDIST__RZ_A_RESULT, 1)->flags & AMLDIST__RZ_G_END);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 0);
+    now += 10000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 3);
+    CHECK_STR_HAS(action(AMLDIST__RZ_A_STOP, 1)->text, "hung");
+    for (int i = 0; i < 3; i++)
+        done(i, 0, 143);
+    /* A hang counts as a restart: one was left. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 3);
+    amldist__rz_sm_free(sm);
+}
+
+/* Any node asks; every node answers in chunks; the answers reach the
+ * asker alone, then END with the arg; an answer past the bound is named
+ * too big; answers to requests never made, or made of others, go
+ * nowhere. */
+static void test_gather_relays_to_the_asker(void)
+{
+    job(2, 2, 0);
+    form(2);
+    ask(1, 7, AMLDIST_RDZV_TOPIC_STATUS, 2000, "verbose");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 0);
+    CHECK(q && q->node == 1 && q->topic == AMLDIST_RDZV_TOPIC_STATUS &&
+          q->len == 7);
+    uint32_t id = q ? q->value : 0;
+    answer(0, id + 100, AMLDIST__RZ_G_LAST, "never asked");
+    CHECK_INT_EQ(nact, 0);
+    answer(0, id, AMLDIST__RZ_G_LAST, "node0 status");
+    const amldist__rz_action_t *r = action(AMLDIST__RZ_A_RESULT, 1);
+    CHECK(r && r->tag == 7 && r->node == 0 && r->index == 0);
+    answer(0, id, AMLDIST__RZ_G_LAST, "twice");
+    CHECK_INT_EQ(nact, 0);
+    /* Past the bound: named, and the rest of its chunks dropped. */
+    static char big[AMLDIST__RZ_CHUNK_MAX + 1];
+    memset(big, 'x', AMLDIST__RZ_CHUNK_MAX);
+    for (unsigned k = 0; k < AMLDIST__RZ_BLOB_MAX / AMLDIST__RZ_CHUNK_MAX; k++)
+        answer(1, id, 0, big);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_RESULT, 1)->flags, 0);
+    answer(1, id, AMLDIST__RZ_G_LAST, "y");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 2);
+    r = nth(AMLDIST__RZ_A_RESULT, 0);
+    CHECK(r && r->flags == (AMLDIST__RZ_G_TOOBIG | AMLDIST__RZ_G_LAST));
+    r = nth(AMLDIST__RZ_A_RESULT, 1);
+    CHECK(r && r->flags == AMLDIST__RZ_G_END && r->len == 7 &&
+          !memcmp(r->data, "verbose", 7));
+    amldist__rz_sm_free(sm);
+}
+
+/* Refused: the topic HANG from an agent, a node in no round, a ninth
+ * gather at once.  A lost node is named missing at once; a lost asker's
+ * gather goes on without it. */
+static void test_gather_refusals_and_losses(void)
+{
+    job(2, 3, 0);
+    form(2);
+    ask(1, 1, AMLDIST_RDZV_TOPIC_HANG, 0, "");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    CHECK(action(AMLDIST__RZ_A_RESULT, 1)->flags ==
+          (AMLDIST__RZ_G_END | AMLDIST__RZ_G_REFUSED));
+    join(2, -1, 1); /* waits for the next round */
+    ask(2, 1, AMLDIST_RDZV_TOPIC_STATUS, 0, "");
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    CHECK(action(AMLDIST__RZ_A_RESULT, 2)->flags & AMLDIST__RZ_G_REFUSED);
+    for (int k = 0; k < AMLDIST__RZ_GATHERS_MAX; k++) {
+        ask(0, (uint32_t)k + 1, AMLDIST_RDZV_TOPIC_STACKS, 0, "");
+        CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 3); /* the joiner too */
+    }
+    ask(0, 99, AMLDIST_RDZV_TOPIC_STACKS, 0, "");
+    CHECK(action(AMLDIST__RZ_A_RESULT, 0)->flags & AMLDIST__RZ_G_REFUSED);
+    lost(2, "connection closed");
+    /* Each open gather names it missing, at once. */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), AMLDIST__RZ_GATHERS_MAX);
+    lost(0, "connection closed"); /* the asker: nobody to tell */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 0);
+    now += 6000;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_RESULT), 0);
+    amldist__rz_sm_free(sm);
+}
+
+/* Marks go to the host's own agent, with the sender's node. */
+static void test_marks_to_the_host_node(void)
+{
+    job(2, 2, 0);
+    form(2);
+    unsigned char m[2 * AMLDIST__RZ_MARK_LEN] = {0};
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_MARKS, .who = &mb[1],
+                               .rank = 2, .text = m, .text_len = sizeof m});
+    const amldist__rz_action_t *a = action(AMLDIST__RZ_A_MARKS, 0);
+    CHECK(a && a->node == 1 && a->value == 2 && a->len == sizeof m);
+    amldist__rz_sm_free(sm);
+}
+
 int main(void)
 {
     RUN(test_forms_when_max_joined);
@@ -866,5 +1160,12 @@ int main(void)
     RUN(test_lost_while_done);
     RUN(test_newcomer_joins_running_elastic_job);
     RUN(test_unknown_members_ignored);
+    RUN(test_hang_per_rank_names_the_stalled);
+    RUN(test_hang_whole_job_across_nodes);
+    RUN(test_hang_ignores_dead_and_stale);
+    RUN(test_hang_gather_missing_node);
+    RUN(test_gather_relays_to_the_asker);
+    RUN(test_gather_refusals_and_losses);
+    RUN(test_marks_to_the_host_node);
     return test_summary();
 }

@@ -188,6 +188,26 @@ typedef struct {
     int final_rc;
 } round_t;
 
+/* What an agent saw of issue 20's calls (ACT_PLANE). */
+typedef struct {
+    int clk_rc;              /* amldist_rdzv_clock_offset_ns() at last */
+    long long off, err;
+    long long host_minus_mono; /* host_time_ns(t) - t */
+    int requests, req_topic, req_asker, req_timeout, req_nstalled;
+    int req_stalled[4];
+    long long req_at;        /* the first request came (ms) */
+    int gathers, g_topic, g_refused, g_n, g_nstalled, g_stalled[4];
+    unsigned g_tag, tag;
+    int g_node[MAXA], g_status[MAXA];
+    size_t g_len[MAXA];
+    char g_head[MAXA][32], g_addr[MAXA][64];
+    long long g_at;
+    int marks;               /* taken on the host's node */
+    int marks_other;         /* of them, from other nodes */
+    long long mark_skew_ms;  /* the largest |a mark's time - host's now| */
+    long long started;       /* ACT_PLANE began (ms) */
+} plane_t;
+
 typedef struct {
     int joined; /* 1 after a successful join, -1 after a failed one */
     int join_rc;
@@ -198,6 +218,7 @@ typedef struct {
     int exit_status;
     char failure[1024];
     int finished;
+    plane_t pl;
 } slot_t;
 
 typedef struct {
@@ -228,8 +249,22 @@ enum {
     ACT_NEXT, /* workers ended with fail_status, no fail(): next(status) */
     ACT_POLL, /* done(0) at once, then wait(0), wait(100), poll the fd for
                  the answer, wait(0) */
-    ACT_WAIT_FINAL /* wait to be stopped, done(stopped_status), then a stop
-                      signal: fail(FINAL), then wait(-1) */
+    ACT_WAIT_FINAL, /* wait to be stopped, done(stopped_status), then a stop
+                       signal: fail(FINAL), then wait(-1) */
+    ACT_PLANE /* issue 20's calls as the spec's P_* say (plane()), until
+                 stopped (then stopped_status), or go(), or wait_ms */
+};
+
+/* ACT_PLANE's parts. */
+enum {
+    P_ANSWER = 1, /* answer requests: "node N <topic>" padded to answer_len */
+    P_ASK = 2,    /* gather topic STATUS once every agent joined */
+    P_WATCH = 4,  /* watch for hangs: rank view_rank, progress per rank
+                     (stalled: its progress stays at the start) */
+    P_MARKS = 8,  /* put a mark of rank view_rank each 20 ms; the host's
+                     node takes them */
+    P_HANG_FAIL = 16 /* the host's node fails the round on a hang's
+                        gather (status AMLDIST_RDZV_STATUS_HANG) */
 };
 
 typedef struct {
@@ -246,6 +281,11 @@ typedef struct {
     int nofile;         /* > 0: RLIMIT_NOFILE of the agent's process */
     int one_cpu;        /* run the agent's threads on one CPU */
     int done_delay_ms;  /* before next(): its workers take this to stop */
+    /* ACT_PLANE */
+    unsigned plane;     /* P_* */
+    int shift_ms;       /* AMLDIST_TEST_CLOCK_SHIFT_MS */
+    size_t answer_len;
+    int view_rank, stalled, watch_ms, gather_ms;
 } spec_t;
 
 static spec_t spec(int port, int nodes)
@@ -344,6 +384,135 @@ static int wait_stop(amldist_rdzv_t *r, round_t *rd, int ms)
     }
 }
 
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void plane_request(amldist_rdzv_t *r, const spec_t *s, plane_t *pl,
+                          int node)
+{
+    amldist_rdzv_request_t *q;
+    while (amldist_rdzv_next_request(r, &q) == 1) {
+        if (!pl->requests++) {
+            pl->req_at = now_ms();
+            pl->req_topic = (int)q->topic;
+            pl->req_asker = q->asker;
+            pl->req_timeout = q->hang_timeout_ms;
+            pl->req_nstalled = q->nstalled;
+            for (int i = 0; i < q->nstalled && i < 4; i++)
+                pl->req_stalled[i] = q->stalled[i];
+        }
+        if (s->plane & P_ANSWER) {
+            size_t len = s->answer_len > 32 ? s->answer_len : 32;
+            char *b = malloc(len);
+            memset(b, '.', len);
+            snprintf(b, 32, "node %d topic %u", node, q->topic);
+            amldist_rdzv_answer(r, q->id, b, len);
+            free(b);
+        }
+        amldist_rdzv_request_free(q);
+    }
+}
+
+static void plane_gather(amldist_rdzv_t *r, const spec_t *s, plane_t *pl)
+{
+    amldist_rdzv_gather_t *g;
+    while (amldist_rdzv_next_gather(r, &g) == 1) {
+        pl->gathers++;
+        pl->g_at = now_ms();
+        pl->g_tag = g->tag;
+        pl->g_topic = (int)g->topic;
+        pl->g_refused = g->refused;
+        pl->g_n = g->n;
+        pl->g_nstalled = g->nstalled;
+        for (int i = 0; i < g->nstalled && i < 4; i++)
+            pl->g_stalled[i] = g->stalled[i];
+        for (int i = 0; i < g->n && i < MAXA; i++) {
+            const amldist_rdzv_answer_t *a = &g->answers[i];
+            pl->g_node[i] = a->node;
+            pl->g_status[i] = a->status;
+            pl->g_len[i] = a->len;
+            size_t k = a->len < 31 ? a->len : 31;
+            memcpy(pl->g_head[i], a->blob ? (const char *)a->blob : "", k);
+            pl->g_head[i][k] = '\0';
+            amldist__strlcpy(pl->g_addr[i], a->addr, sizeof pl->g_addr[i]);
+        }
+        if (g->topic == AMLDIST_RDZV_TOPIC_HANG && (s->plane & P_HANG_FAIL))
+            amldist_rdzv_fail(r, 0, -1, AMLDIST_RDZV_STATUS_HANG,
+                              "amlrun: the job hung");
+        amldist_rdzv_gather_free(g);
+    }
+}
+
+static void plane_marks(amldist_rdzv_t *r, const spec_t *s, plane_t *pl,
+                        unsigned long long step)
+{
+    amldist_rdzv_mark_t m = {0, s->view_rank, step, mono_ns()};
+    amldist_rdzv_put_marks(r, &m, 1);
+    amldist_rdzv_mark_t in[64];
+    int n;
+    long long now = amldist_rdzv_host_time_ns(r, mono_ns());
+    while ((n = amldist_rdzv_take_marks(r, in, 64)) > 0) {
+        pl->marks += n;
+        for (int i = 0; i < n; i++) {
+            pl->marks_other += in[i].node != amldist_rdzv_node_rank(r);
+            long long skew = llabs(in[i].t_ns - now) / 1000000;
+            if (skew > pl->mark_skew_ms)
+                pl->mark_skew_ms = skew;
+        }
+    }
+}
+
+/* ACT_PLANE: what the spec's P_* say, every 20 ms, until stopped (1),
+ * go() or wait_ms (0). */
+static int plane(amldist_rdzv_t *r, const spec_t *s, plane_t *pl, int nodes,
+                 int k)
+{
+    pl->started = now_ms();
+    int node = amldist_rdzv_node_rank(r);
+    long long start_ns = mono_ns(), end = now_ms() + s->wait_ms;
+    unsigned long long step = 0;
+    if (s->plane & P_WATCH)
+        amldist_rdzv_watch(r, s->watch_ms);
+    while (now_ms() < end && __atomic_load_n(&sh->go, __ATOMIC_SEQ_CST) <= k) {
+        struct pollfd p[2] = {{amldist_rdzv_fd(r), POLLIN, 0},
+                              {amldist_rdzv_events_fd(r), POLLIN, 0}};
+        poll(p, 2, 20);
+        if (amldist_rdzv_state(r) == AMLDIST_RDZV_STOP)
+            return 1;
+        long long t = mono_ns();
+        if (s->plane & P_WATCH) {
+            amldist_rdzv_view_t v = {s->view_rank,
+                                     AMLDIST_RDZV_VIEW_ALIVE |
+                                         AMLDIST_RDZV_VIEW_API,
+                                     start_ns, s->stalled ? start_ns : t, t,
+                                     0};
+            amldist_rdzv_set_view(r, &v, 1);
+        }
+        if (s->plane & P_MARKS)
+            plane_marks(r, s, pl, step++);
+        plane_request(r, s, pl, node);
+        plane_gather(r, s, pl);
+        int in = 0;
+        for (int i = 0; i < nodes; i++)
+            in += __atomic_load_n(&sh->a[i].joined, __ATOMIC_SEQ_CST) == 1;
+        if ((s->plane & P_ASK) && !pl->tag && in == nodes)
+            amldist_rdzv_gather(r, AMLDIST_RDZV_TOPIC_STATUS, "hello", 5,
+                                s->gather_ms, &pl->tag);
+        long long off, err;
+        pl->clk_rc = amldist_rdzv_clock_offset_ns(r, &off, &err);
+        if (pl->clk_rc == 0) {
+            pl->off = off;
+            pl->err = err;
+            pl->host_minus_mono = amldist_rdzv_host_time_ns(r, t) - t;
+        }
+    }
+    return 0;
+}
+
 static void agent_main(const spec_t *s, slot_t *sl)
 {
     spec_t my = *s;
@@ -365,6 +534,11 @@ static void agent_main(const spec_t *s, slot_t *sl)
     sl->t_start = now_ms();
     if (my.delay_ms)
         sleep_ms(my.delay_ms);
+    if (my.shift_ms) {
+        char v[32];
+        snprintf(v, sizeof v, "%d", my.shift_ms);
+        setenv("AMLDIST_TEST_CLOCK_SHIFT_MS", v, 1);
+    }
     amldist_rdzv_t *r = NULL;
     int rc = amldist_rdzv_join(&my.o, &r);
     sl->t_join = now_ms();
@@ -409,6 +583,11 @@ static void agent_main(const spec_t *s, slot_t *sl)
         }
         case ACT_WAIT:
             status = wait_stop(r, rd, my.wait_ms) ? my.stopped_status : 0;
+            break;
+        case ACT_PLANE:
+            status = plane(r, &my, &sl->pl, my.o.min_nodes, k)
+                         ? my.stopped_status
+                         : 0;
             break;
         case ACT_NEXT:
             /* after the others' joins returned (see test_failure_at_once
@@ -3097,6 +3276,334 @@ static void test_fake_host_refuse_control_chars(void)
         CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 }
 
+/* ------------------------------------------------------------------ */
+/* Issue 20: clock offsets, gathers, hangs across nodes, marks          */
+
+/* Wait (10 s at most, scaled) until cond holds, re-read each 5 ms. */
+#define WAIT_FOR(cond)                                                         \
+    do {                                                                       \
+        long long end_ = now_ms() + 10000LL * slow();                          \
+        while (!(cond) && now_ms() < end_)                                     \
+            sleep_ms(5);                                                       \
+    } while (0)
+
+static void set_plane(spec_t *s, int n, unsigned plane)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].act[0] = ACT_PLANE;
+        s[i].plane = plane;
+        s[i].wait_ms = 30000 * slow();
+    }
+}
+
+/* Two agents' clocks shifted on purpose (AMLDIST_TEST_CLOCK_SHIFT_MS:
+ * 250 ms behind, an hour ahead): each one's estimate of its offset from
+ * the host's clock is the shift, within its error bound; the host's own
+ * is 0 within 0; a time put on the host's clock has the shift undone. */
+static void test_plane_clock_offset(void)
+{
+    enum { N = 3 };
+    spec_t s[N];
+    pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_plane(s, N, 0);
+    s[1].shift_ms = -250;
+    s[2].shift_ms = 3600000;
+    start_hosted(s, N, pids, port, 0);
+    WAIT_FOR(sh->a[1].pl.off != 0 && sh->a[2].pl.off != 0 &&
+             sh->a[0].pl.started);
+    go(1);
+    reap_all(pids, N);
+    const int64_t want[N] = {0, 250000000LL, -3600000000000LL};
+    for (int i = 0; i < N; i++) {
+        plane_t *pl = &sh->a[i].pl;
+        printf("# agent %d: offset %lld ns within %lld ns (host - mono %lld "
+               "ns)\n", i, pl->off, pl->err, pl->host_minus_mono);
+        CHECK_INT_EQ(pl->clk_rc, 0);
+        CHECK(llabs(pl->off - want[i]) <= pl->err);
+        CHECK(llabs(pl->host_minus_mono) <= pl->err);
+        CHECK(pl->err < 1000000000LL); /* loopback: far below a second */
+        CHECK_INT_EQ(sh->a[i].exit_status, 0);
+    }
+    CHECK(sh->a[0].pl.err == 0);
+    CHECK_DUMP(N);
+}
+
+/* Agent 2 gathers from every node: the answers (one of 300 kB, sent in
+ * chunks) reach it alone, each under its node; agent 3 never answers and
+ * is named missing with its address once the gather's time is up. */
+static void test_plane_gather_missing_node(void)
+{
+    enum { N = 4 };
+    spec_t s[N];
+    pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_plane(s, N, P_ANSWER);
+    s[1].answer_len = 300000;
+    s[2].plane |= P_ASK;
+    s[2].gather_ms = 1500;
+    s[3].plane = 0;
+    start_hosted(s, N, pids, port, 0);
+    WAIT_FOR(sh->a[2].pl.gathers > 0);
+    go(1);
+    reap_all(pids, N);
+    plane_t *pl = &sh->a[2].pl;
+    CHECK_INT_EQ(pl->gathers, 1);
+    CHECK(pl->g_tag == pl->tag && pl->tag != 0);
+    CHECK_INT_EQ(pl->g_topic, AMLDIST_RDZV_TOPIC_STATUS);
+    CHECK_INT_EQ(pl->g_refused, 0);
+    CHECK_INT_EQ(pl->g_n, N);
+    for (int j = 0; j < N; j++) {
+        int node = sh->a[j].r[0].node, k = -1;
+        for (int i = 0; i < pl->g_n && i < MAXA; i++)
+            if (pl->g_node[i] == node)
+                k = i;
+        CHECK(k >= 0);
+        if (k < 0)
+            continue;
+        char head[32];
+        snprintf(head, sizeof head, "node %d topic %d", node,
+                 AMLDIST_RDZV_TOPIC_STATUS);
+        printf("# agent %d (node %d): status %d, %zu bytes \"%s\" %s\n", j,
+               node, pl->g_status[k], pl->g_len[k], pl->g_head[k],
+               pl->g_addr[k]);
+        if (j == 3) {
+            CHECK_INT_EQ(pl->g_status[k], AMLDIST_ETIMEDOUT);
+            CHECK_STR_EQ(pl->g_addr[k], "127.0.0.1");
+            CHECK_INT_EQ(pl->g_len[k], 0);
+        } else {
+            CHECK_INT_EQ(pl->g_status[k], 0);
+            CHECK_INT_EQ(pl->g_len[k], j == 1 ? 300000 : 32);
+            CHECK(strncmp(pl->g_head[k], head, strlen(head)) == 0);
+        }
+        /* Every agent was asked, the asker named. */
+        CHECK_INT_EQ(sh->a[j].pl.requests, 1);
+        CHECK_INT_EQ(sh->a[j].pl.req_asker, sh->a[2].r[0].node);
+        CHECK_INT_EQ(sh->a[j].pl.req_topic, AMLDIST_RDZV_TOPIC_STATUS);
+        if (j != 2)
+            CHECK_INT_EQ(sh->a[j].pl.gathers, 0);
+    }
+    CHECK_DUMP(N);
+}
+
+/* Rank 1, on a node whose clock runs an hour behind, stops progressing;
+ * rank 0 goes on.  The host, from both views on its clock, finds rank 1
+ * stalled (not before the timeout: an hour's offset taken for staleness
+ * would find it at once), asks every node for its stacks, and the host's
+ * node, which gets them all, fails the round: every node ends with 124.
+ * The marks of both nodes reach the host's node on its clock. */
+static void test_plane_hang_across_nodes(void)
+{
+    enum { N = 2 };
+    spec_t s[N];
+    pid_t pids[N];
+    int port = new_job(s, N, N);
+    set_plane(s, N, P_ANSWER | P_WATCH | P_MARKS);
+    for (int i = 0; i < N; i++) {
+        s[i].view_rank = i;
+        s[i].watch_ms = 1000;
+    }
+    s[0].plane |= P_HANG_FAIL;
+    s[1].stalled = 1;
+    s[1].shift_ms = -3600000;
+    run_hosted(s, N, pids, port, 0);
+    for (int i = 0; i < N; i++) {
+        plane_t *pl = &sh->a[i].pl;
+        printf("# agent %d: hang request after %lld ms, stalled %d: %d\n", i,
+               pl->req_at - sh->a[1].pl.started, pl->req_nstalled,
+               pl->req_stalled[0]);
+        CHECK_INT_EQ(pl->requests, 1);
+        CHECK_INT_EQ(pl->req_topic, AMLDIST_RDZV_TOPIC_HANG);
+        CHECK_INT_EQ(pl->req_asker, -1);
+        CHECK_INT_EQ(pl->req_timeout, 1000);
+        CHECK_INT_EQ(pl->req_nstalled, 1);
+        CHECK_INT_EQ(pl->req_stalled[0], 1);
+        CHECK(pl->req_at - sh->a[1].pl.started >= 900);
+        CHECK_INT_EQ(sh->a[i].exit_status, AMLDIST_RDZV_STATUS_HANG);
+        CHECK_STR_HAS(sh->a[i].failure, "the job hung");
+    }
+    plane_t *h = &sh->a[0].pl;
+    CHECK_INT_EQ(h->gathers, 1);
+    CHECK_INT_EQ(h->g_topic, AMLDIST_RDZV_TOPIC_HANG);
+    CHECK_INT_EQ(h->g_tag, 0);
+    CHECK_INT_EQ(h->g_n, 2);
+    CHECK(h->g_nstalled == 1 && h->g_stalled[0] == 1);
+    for (int i = 0; i < h->g_n && i < 2; i++)
+        CHECK_INT_EQ(h->g_status[i], 0);
+    CHECK_INT_EQ(sh->a[1].pl.gathers, 0);
+    printf("# host's node: %d marks, %d from node 1, skew at most %lld ms\n",
+           h->marks, h->marks_other, h->mark_skew_ms);
+    CHECK(h->marks_other > 0 && h->marks > h->marks_other);
+    CHECK(h->mark_skew_ms < 60000); /* not an hour */
+    CHECK_DUMP(N);
+}
+
+/* The next frame of `type` from the host (others skipped), its payload in
+ * buf; a BEAT sent every 100 ms meanwhile, so that the raw member stays in
+ * the job.  The payload's length, or -1 when none came within ms. */
+static ssize_t raw_frame(int fd, unsigned want, unsigned char *buf,
+                         size_t size, int ms)
+{
+    long long end = now_ms() + (long long)ms * slow(), beat = 0;
+    unsigned char hdr[AMLDIST__FRAME_HEADER_LEN], beat_f[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(beat_f, AMLDIST__RZ_BEAT, 0);
+    for (;;) {
+        if (now_ms() >= beat) {
+            send_all(fd, beat_f, sizeof beat_f);
+            beat = now_ms() + 100;
+        }
+        if (now_ms() > end)
+            return -1;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 20) != 1)
+            continue;
+        if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr)
+            return -1;
+        unsigned type;
+        uint32_t len;
+        if (!frame_header(hdr, &type, &len) || len > size)
+            return -1;
+        if (len && recv(fd, buf, len, MSG_WAITALL) != (ssize_t)len)
+            return -1;
+        if (type == want)
+            return (ssize_t)len;
+    }
+}
+
+static void raw_send(int fd, unsigned type, const void *p, size_t len)
+{
+    unsigned char f[AMLDIST__FRAME_HEADER_LEN + 64];
+    amldist__frame_put_header(f, type, (uint32_t)len);
+    memcpy(f + AMLDIST__FRAME_HEADER_LEN, p, len);
+    CHECK_INT_EQ(send_all(fd, f, AMLDIST__FRAME_HEADER_LEN + len), 0);
+}
+
+static void raw_ask(int fd, uint32_t tag, uint32_t topic, uint32_t ms,
+                    const char *arg)
+{
+    unsigned char a[12 + 16];
+    amldist__net_put_u32(a, tag);
+    amldist__net_put_u32(a + 4, topic);
+    amldist__net_put_u32(a + 8, ms);
+    memcpy(a + 12, arg, strlen(arg));
+    raw_send(fd, AMLDIST__RZ_ASK, a, 12 + strlen(arg));
+}
+
+/* A raw member of a 2-node job beside a real host: an answer to a request
+ * never made goes nowhere; a hang asked by an agent is refused; its own
+ * gather gets the real node's answer and names the raw member, which
+ * never answers, missing; an answer chunk past the frame's bound drops
+ * it, and the real node hears its loss. */
+static void test_hostile_plane_member(void)
+{
+    enum { N = 1 };
+    spec_t s[N];
+    pid_t pids[N];
+    int port = new_job(s, N, 2);
+    set_plane(s, N, P_ANSWER);
+    start_host(s, pids, port);
+    amldist__rz_join_t j = join_fields(
+        amldist__bs_hash(RUN_ID, AMLDIST__BS_HASH_START), 2);
+    j.keepalive_ms = (uint32_t)s[0].o.keepalive_ms;
+    j.keepalive_misses = (uint32_t)s[0].o.keepalive_misses;
+    unsigned char f[256], buf[70000];
+    size_t len = join_frame(f, &j);
+    int fd = raw_connect(port);
+    CHECK_INT_EQ(send_all(fd, f, len), 0);
+    CHECK(raw_frame(fd, AMLDIST__RZ_ASSIGN, buf, sizeof buf, 10000) > 0);
+    unsigned char never[8 + 5];
+    amldist__net_put_u32(never, 4242);
+    amldist__net_put_u32(never + 4, AMLDIST__RZ_G_LAST);
+    memcpy(never + 8, "never", 5);
+    raw_send(fd, AMLDIST__RZ_ANSWER, never, sizeof never);
+    raw_ask(fd, 5, AMLDIST_RDZV_TOPIC_HANG, 0, "");
+    ssize_t n = raw_frame(fd, AMLDIST__RZ_RESULT, buf, sizeof buf, 5000);
+    CHECK(n == AMLDIST__RZ_RESULT_HEAD && amldist__net_get_u32(buf) == 5 &&
+          amldist__net_get_u32(buf + 16) ==
+              (AMLDIST__RZ_G_END | AMLDIST__RZ_G_REFUSED));
+    raw_ask(fd, 6, AMLDIST_RDZV_TOPIC_STATUS, 1000, "x");
+    n = raw_frame(fd, AMLDIST__RZ_QUERY, buf, sizeof buf, 5000);
+    CHECK(n == 13 && amldist__net_get_u32(buf + 4) == AMLDIST_RDZV_TOPIC_STATUS);
+    int answered = 0, missing = 0, end = 0;
+    while (!end && (n = raw_frame(fd, AMLDIST__RZ_RESULT, buf, sizeof buf,
+                                  5000)) >= AMLDIST__RZ_RESULT_HEAD) {
+        uint32_t node = amldist__net_get_u32(buf + 12),
+                 fl = amldist__net_get_u32(buf + 16);
+        CHECK_INT_EQ(amldist__net_get_u32(buf), 6);
+        end = (fl & AMLDIST__RZ_G_END) != 0;
+        if (fl & AMLDIST__RZ_G_MISSING)
+            missing += node == 1;
+        else if (!end)
+            answered += node == 0 && n == AMLDIST__RZ_RESULT_HEAD + 32 &&
+                        memcmp(buf + AMLDIST__RZ_RESULT_HEAD, "node 0 topic 3",
+                               14) == 0;
+        else
+            CHECK(n == AMLDIST__RZ_RESULT_HEAD + 1 &&
+                  buf[AMLDIST__RZ_RESULT_HEAD] == 'x');
+    }
+    CHECK(end && answered == 1 && missing == 1);
+    /* An ANSWER longer than a chunk may be: the host drops the member. */
+    unsigned char big[AMLDIST__FRAME_HEADER_LEN];
+    amldist__frame_put_header(big, AMLDIST__RZ_ANSWER,
+                              8 + AMLDIST__RZ_CHUNK_MAX + 1);
+    send_all(fd, big, sizeof big);
+    CHECK(drain(fd, buf, sizeof buf, 5000 * slow()) >= 0);
+    close(fd);
+    reap_all(pids, N);
+    CHECK(sh->a[0].finished);
+    CHECK_INT_EQ(sh->a[0].pl.requests, 1);
+    CHECK_INT_EQ(sh->a[0].r[0].next_rc, 0);
+    CHECK_INT_EQ(sh->a[0].exit_status, AMLDIST_RDZV_STATUS_LOST);
+    CHECK_DUMP(N);
+}
+
+/* The marks a node hands over are sampled, never queued past their bound:
+ * 3000 steps of one rank, then 3000 marks of step 0 (many ranks at once)
+ * into a full queue, neither looping nor crashing; what reaches the host's
+ * node (a job of one node: its own) is of steps that are multiples of one
+ * power of two, at most 1024 at once, and on the host's clock. */
+static void test_plane_marks_sampled(void)
+{
+    amldist_rdzv_options_t o = AMLDIST_RDZV_OPTIONS_INIT;
+    o.endpoint = "127.0.0.1:0";
+    o.token = TOKEN;
+    amldist_rdzv_t *r = NULL;
+    CHECK_INT_EQ(amldist_rdzv_join(&o, &r), 0);
+    if (!r)
+        return;
+    static amldist_rdzv_mark_t m[6000], in[6000];
+    long long t0 = mono_ns();
+    for (int i = 0; i < 3000; i++) {
+        m[i] = (amldist_rdzv_mark_t){0, 1, (unsigned long long)i, t0 + i};
+        m[3000 + i] = (amldist_rdzv_mark_t){0, 2 + i, 0, t0};
+    }
+    CHECK_INT_EQ(amldist_rdzv_put_marks(r, m, 6000), 0);
+    int n = 0;
+    long long end = now_ms() + 10000LL * slow();
+    while (n == 0 && now_ms() < end) {
+        sleep_ms(20);
+        n = amldist_rdzv_take_marks(r, in, 6000);
+    }
+    printf("# %d marks reached the host's node\n", n);
+    CHECK(n > 0 && n <= 1024);
+    unsigned long long stride = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK_INT_EQ(in[i].node, 0);
+        CHECK(llabs(in[i].t_ns - t0) < 1000000000LL);
+        if (in[i].rank == 1 && in[i].step && (!stride || in[i].step < stride))
+            stride = in[i].step; /* the least step above 0: the stride */
+    }
+    /* The flood of step 0 may have left rank 1 nothing but its step 0. */
+    CHECK(stride == 0 || (stride >= 2 && (stride & (stride - 1)) == 0));
+    for (int i = 0; i < n; i++)
+        CHECK(in[i].step % (stride ? stride : 1) == 0);
+    /* And the next steps, once the flood is sent, go on being sampled. */
+    for (int i = 0; i < 64; i++)
+        m[i] = (amldist_rdzv_mark_t){0, 1, 3000 + (unsigned long long)i, t0};
+    CHECK_INT_EQ(amldist_rdzv_put_marks(r, m, 64), 0);
+    amldist_rdzv_close(r);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3171,6 +3678,11 @@ int main(int argc, char **argv)
     RUNF(test_hostile_fd_exhaustion);
     RUNF(test_hostile_member_garbage);
     RUNF(test_failure_at_once);
+    RUNF(test_plane_clock_offset);
+    RUNF(test_plane_gather_missing_node);
+    RUNF(test_plane_hang_across_nodes);
+    RUNF(test_hostile_plane_member);
+    RUNF(test_plane_marks_sampled);
     RUNF(test_fake_host_assign_then_stop);
     RUNF(test_fake_host_next_assign_then_stop);
     RUNF(test_fake_host_garbage);

@@ -1,0 +1,486 @@
+/* Issue 20 across nodes in amlrun (see plane.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/msg.h"
+#include "output/output.h"
+#include "output/ranklist.h"
+#include "progress/hang.h"
+#include "progress/straggler.h"
+#include "run/events.h"
+#include "run/hangwatch.h"
+#include "run/plane.h"
+#include "run/report.h"
+#include "stacks/stacks.h"
+
+/* ---- the views (--hang-timeout) --------------------------------------- */
+
+/* An eighth of the timeout apart, from 100 ms to 0.5 s, as the library
+ * sends them (amldist_rdzv_watch()). */
+static long long view_every_ms(double timeout_s)
+{
+    long long ms = (long long)(timeout_s * 125);
+    return ms < 100 ? 100 : ms > 500 ? 500 : ms;
+}
+
+/* This node's ranks as the hang rule sees them (their lines and their
+ * calls of the progress API); NULL when out of memory. */
+static amldist__hang_rank_t *ranks_view(struct job *j, size_t *n)
+{
+    amldist__hang_rank_t *h = malloc((size_t)(j->n > 0 ? j->n : 1) *
+                                     sizeof *h);
+    *n = h ? hang_view(j, h, NULL) : 0;
+    return h;
+}
+
+static void on_view(void *arg)
+{
+    struct job *j = arg;
+    j->plane_timer = 0;
+    if (j->p.phase != PHASE_RUNNING)
+        return;
+    size_t n;
+    amldist__hang_rank_t *h = ranks_view(j, &n);
+    amldist_rdzv_view_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (h && v) {
+        for (size_t i = 0; i < n; i++)
+            v[i] = (amldist_rdzv_view_t){
+                .rank = h[i].rank,
+                .flags = (h[i].alive ? AMLDIST_RDZV_VIEW_ALIVE : 0u) |
+                         (h[i].uses_api ? AMLDIST_RDZV_VIEW_API : 0u),
+                .start_ns = h[i].start_ns, .progress_ns = h[i].progress_ns,
+                .line_ns = h[i].line_ns, .end_ns = h[i].end_ns};
+        amldist_rdzv_set_view(j->s->rz, v, (int)n);
+    }
+    free(h);
+    free(v);
+    long long at = out_now_ns() / 1000000 +
+                   view_every_ms(j->s->o->hang_timeout);
+    j->plane_timer = amldist__loop_timer(j->loop, at, on_view, j);
+    if (j->plane_timer < 0)
+        j->plane_timer = 0; /* out of memory: the host sees the last view */
+}
+
+void plane_attempt(struct job *j)
+{
+    if (!j->s->rz || j->s->o->hang_timeout <= 0)
+        return;
+    double ms = j->s->o->hang_timeout * 1000;
+    amldist_rdzv_watch(j->s->rz, ms > 86400000 ? 86400000 : (int)ms);
+    on_view(j);
+}
+
+void plane_attempt_end(struct job *j)
+{
+    if (j->plane_timer)
+        amldist__loop_cancel(j->loop, j->plane_timer);
+    j->plane_timer = 0;
+    /* The attempt's ranks are no view of the next round's. */
+    if (j->s->rz && j->s->o->hang_timeout > 0)
+        amldist_rdzv_set_view(j->s->rz, NULL, 0);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+/* This node's running workers' stacks (job_stacks(), as for its own
+ * hangs and --stacks), encoded; NULL when out of memory (said). */
+static char *node_stacks(struct job *j, size_t *len)
+{
+    struct stk_set set = {0};
+    char *text = job_stacks(j, &set) == 0 ? stk_encode(&set, len) : NULL;
+    if (!text)
+        msg("the stacks of this node's ranks for another node: out of "
+            "memory");
+    stk_set_free(&set);
+    return text;
+}
+
+/* Another node's --status or --stacks: this node's part, made on the
+ * loop (node_part), then the answer: 'D' and its data, or 'E' and its
+ * error's text. */
+struct part_answer {
+    struct job *j;
+    unsigned id;
+};
+
+static void answer_part(struct job *j, unsigned id, const struct part *p)
+{
+    const char *body = p && !p->error ? p->data : p ? p->error : "out of memory";
+    size_t len = p && !p->error ? p->len : strlen(body);
+    char *b = malloc(len + 1);
+    if (b) {
+        b[0] = p && !p->error ? 'D' : 'E';
+        if (len)
+            memcpy(b + 1, body, len);
+    }
+    if (amldist_rdzv_answer(j->s->rz, id, b ? b : "E", b ? len + 1 : 1) < 0)
+        msg("answering another node: %s", amldist_last_error());
+    free(b);
+}
+
+static void part_made(void *arg, struct part *p)
+{
+    struct part_answer *pa = arg;
+    answer_part(pa->j, pa->id, p);
+    part_free(p); /* its contents are ours, the part itself node_part()'s */
+    free(pa);
+}
+
+static void answer(struct job *j, const amldist_rdzv_request_t *q)
+{
+    size_t len = 0;
+    char *blob = NULL;
+    int own = q->asker == amldist_rdzv_node_rank(j->s->rz);
+    if (q->topic == AMLDIST_RDZV_TOPIC_HANG) {
+        blob = node_stacks(j, &len);
+    } else if ((q->topic == AMLDIST_RDZV_TOPIC_STATUS ||
+                q->topic == AMLDIST_RDZV_TOPIC_STACKS) && !own) {
+        struct part_answer *pa = malloc(sizeof *pa);
+        if (pa) {
+            *pa = (struct part_answer){j, q->id};
+            if (node_part(j, q->topic == AMLDIST_RDZV_TOPIC_STATUS
+                                 ? PART_STATUS : PART_STACKS,
+                          part_made, pa))
+                return;
+            free(pa);
+        }
+        answer_part(j, q->id, NULL);
+        return;
+    }
+    /* Its own ask (its part is already made), or an unknown topic: an
+     * empty answer, so that nobody is kept waiting. */
+    if (amldist_rdzv_answer(j->s->rz, q->id, blob ? blob : "", len) < 0)
+        msg("answering another node: %s", amldist_last_error());
+    free(blob);
+}
+
+/* ---- this node's --status and --stacks, of every node ---------------------- */
+
+struct plane_ask {
+    struct plane_ask *next;
+    unsigned tag;
+    struct part mine;
+    gather_done_fn *done;
+    void *arg;
+};
+
+int plane_gather(struct job *j, enum part_kind k, struct part *mine,
+                 gather_done_fn *done, void *arg)
+{
+    struct plane_ask *a = calloc(1, sizeof *a);
+    /* Stacks are read within 10 s on each node; a status in a moment. */
+    if (!a || amldist_rdzv_gather(j->s->rz, k == PART_STATUS
+                                                ? AMLDIST_RDZV_TOPIC_STATUS
+                                                : AMLDIST_RDZV_TOPIC_STACKS,
+                                  NULL, 0, k == PART_STATUS ? 5000 : 15000,
+                                  &a->tag) < 0) {
+        free(a);
+        return -1;
+    }
+    a->mine = *mine;
+    a->done = done;
+    a->arg = arg;
+    a->next = j->asks;
+    j->asks = a;
+    return 0;
+}
+
+static int by_node(const void *x, const void *y)
+{
+    const struct part *a = x, *b = y;
+    return (a->node > b->node) - (a->node < b->node);
+}
+
+static char *copy(const void *p, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, p, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
+/* The parts of a gather this node asked for, to its done(). */
+static void parts_of(struct job *j, const amldist_rdzv_gather_t *g)
+{
+    struct plane_ask **pa = &j->asks, *a;
+    while (*pa && (*pa)->tag != g->tag)
+        pa = &(*pa)->next;
+    if (!(a = *pa))
+        return;
+    *pa = a->next;
+    int self = amldist_rdzv_node_rank(j->s->rz);
+    struct part *parts = calloc((size_t)g->n + 2, sizeof *parts);
+    size_t n = 0;
+    if (parts)
+        parts[n++] = a->mine;
+    else
+        part_free(&a->mine);
+    for (int i = 0; parts && i < g->n; i++) {
+        const amldist_rdzv_answer_t *ans = &g->answers[i];
+        if (ans->node == self)
+            continue;
+        struct part *p = &parts[n++];
+        p->node = ans->node;
+        char why[160];
+        if (ans->status) {
+            snprintf(why, sizeof why, "node %d (%s): %s", ans->node,
+                     ans->addr[0] ? ans->addr : "?",
+                     ans->status == AMLDIST_ERANGE ? "its answer was too large"
+                                                   : "no answer in time");
+            p->error = strdup(why);
+        } else if (ans->len >= 1 && ans->blob[0] == 'D') {
+            p->data = copy(ans->blob + 1, ans->len - 1);
+            p->len = ans->len - 1;
+        } else {
+            p->error = ans->len > 1 ? copy(ans->blob + 1, ans->len - 1)
+                                    : strdup("no answer");
+        }
+    }
+    if (parts && g->refused)
+        parts[n++] = (struct part){.node = -1,
+                                   .error = strdup("the other nodes could "
+                                                   "not be asked (the "
+                                                   "rendezvous host is "
+                                                   "busy)")};
+    if (parts)
+        qsort(parts, n, sizeof *parts, by_node);
+    a->done(a->arg, parts, parts ? n : 0);
+    free(a);
+}
+
+/* ---- the host's node: the hang, reported once ---------------------------- */
+
+/* "node 2 (10.0.0.3), node 5 (...)": the nodes that sent no stacks. */
+static void missing_nodes(const amldist_rdzv_gather_t *g, char *buf,
+                          size_t size)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < g->n && o < size; i++) {
+        const amldist_rdzv_answer_t *a = &g->answers[i];
+        if (a->status == 0)
+            continue;
+        int w = snprintf(buf + o, size - o, "%snode %d (%s: %s)",
+                         o ? ", " : "", a->node, a->addr[0] ? a->addr : "?",
+                         a->status == AMLDIST_ERANGE ? "too large"
+                                                     : "no answer in time");
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
+{
+    const struct amlrun_opts *o = j->s->o;
+    double timeout = g->hang_timeout_ms / 1000.0;
+    int *stalled = malloc((size_t)(g->nstalled > 0 ? g->nstalled : 1) *
+                          sizeof *stalled);
+    if (!stalled)
+        return;
+    memcpy(stalled, g->stalled, (size_t)g->nstalled * sizeof *stalled);
+    char list[256], missing[1024];
+    if (g->nstalled > 0) {
+        ranklist_format(stalled, (size_t)g->nstalled, list, sizeof list);
+        msg("hang: rank%s %s of the job made no progress for %g s "
+            "(--hang-timeout, as the rendezvous host saw every node): the "
+            "stacks of every node", g->nstalled == 1 ? "" : "s", list,
+            timeout);
+    } else {
+        msg("hang: no rank of any node showed progress for %g s "
+            "(--hang-timeout, as the rendezvous host saw every node): the "
+            "stacks of every node", timeout);
+    }
+    struct stk_set all = {0};
+    for (int i = 0; i < g->n; i++) {
+        const amldist_rdzv_answer_t *a = &g->answers[i];
+        if (a->status == 0 &&
+            stk_decode((const char *)a->blob, a->len, &all) < 0)
+            msg("hang: node %d sent stacks that do not decode", a->node);
+    }
+    struct stk_report rep;
+    if (stk_merge(&all, g->nstalled ? stalled : NULL, (size_t)g->nstalled,
+                  "hang", timeout, &rep) == 0) {
+        stk_print(stderr, &all, &rep);
+        if (o->hang_report && stk_write_json(o->hang_report, &all, &rep) < 0)
+            msg_errno(errno, "--hang-report %s", o->hang_report);
+        stk_report_free(&rep);
+    }
+    missing_nodes(g, missing, sizeof missing);
+    if (missing[0])
+        msg("hang: no stacks from %s", missing);
+    stk_set_free(&all);
+    /* The round fails here, for every node: 124, or a restart. */
+    events_hang(j, "hang", timeout, stalled, (size_t)g->nstalled);
+    free(stalled);
+    report_tell_hang(j, timeout);
+    /* This node's own workers may all have ended already (the others wait
+     * for a rank elsewhere): nothing of its own to stop then. */
+    if (j->p.phase != PHASE_RUNNING)
+        return;
+    enum action a = policy_hung(&j->p);
+    report_stopping(j, "hang", a);
+    job_act(j, a, SIGTERM);
+}
+
+/* ---- the loop ------------------------------------------------------------- */
+
+static void on_events(void *arg, int fd, short revents)
+{
+    struct job *j = arg;
+    amldist_rdzv_request_t *q;
+    amldist_rdzv_gather_t *g;
+    (void)fd;
+    (void)revents;
+    while (amldist_rdzv_next_request(j->s->rz, &q) == 1) {
+        answer(j, q);
+        amldist_rdzv_request_free(q);
+    }
+    while (amldist_rdzv_next_gather(j->s->rz, &g) == 1) {
+        job_take_signals(j);
+        if (g->topic != AMLDIST_RDZV_TOPIC_HANG)
+            parts_of(j, g);
+        else if (j->p.phase == PHASE_RUNNING || j->p.phase == PHASE_WAITING)
+            hang_report(j, g); /* of this round: it still runs */
+        amldist_rdzv_gather_free(g);
+    }
+}
+
+int plane_watch(struct job *j)
+{
+    if (!j->s->rz)
+        return 0;
+    return amldist__loop_watch(j->loop, amldist_rdzv_events_fd(j->s->rz),
+                               POLLIN, on_events, j);
+}
+
+/* ---- stragglers across nodes --------------------------------------------- */
+
+/* Each rank's newest marks, on the host's clock (the host's node). */
+#define HIST AMLDIST__STRAGGLER_MAX_STEPS
+struct plane_hist {
+    struct rank_hist {
+        int node;
+        amldist__progress_mark_t *m; /* a ring of HIST, NULL: none yet */
+        size_t head, len;
+    } *r;
+    int n; /* ranks (the job's world) */
+};
+
+/* Take what the host passed on into the histories. */
+static void drain_marks(struct job *j)
+{
+    amldist_rdzv_mark_t in[256];
+    int k;
+    int world = j->n > 0 ? j->w[0].id.world : 0;
+    if (!j->marks && world > 0 && (j->marks = calloc(1, sizeof *j->marks)) &&
+        !(j->marks->r = calloc((size_t)world, sizeof *j->marks->r))) {
+        free(j->marks);
+        j->marks = NULL;
+    }
+    if (j->marks && !j->marks->n)
+        j->marks->n = world;
+    while ((k = amldist_rdzv_take_marks(j->s->rz, in, 256)) > 0) {
+        for (int i = 0; i < k && j->marks; i++) {
+            if (in[i].rank < 0 || in[i].rank >= j->marks->n)
+                continue;
+            struct rank_hist *h = &j->marks->r[in[i].rank];
+            if (!h->m && !(h->m = malloc(HIST * sizeof *h->m)))
+                continue;
+            h->node = in[i].node;
+            h->m[(h->head + h->len) % HIST] =
+                (amldist__progress_mark_t){in[i].step, in[i].t_ns};
+            if (h->len < HIST)
+                h->len++;
+            else
+                h->head = (h->head + 1) % HIST;
+        }
+    }
+}
+
+void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
+                 size_t n)
+{
+    amldist_rdzv_mark_t out[64];
+    while (n) {
+        int k = n < 64 ? (int)n : 64;
+        for (int i = 0; i < k; i++)
+            out[i] = (amldist_rdzv_mark_t){0, rank, m[i].step, m[i].t_ns};
+        amldist_rdzv_put_marks(j->s->rz, out, k);
+        m += k;
+        n -= (size_t)k;
+    }
+    if (amldist_rdzv_is_host(j->s->rz) == 1)
+        drain_marks(j);
+}
+
+void plane_report_slowest(struct job *j)
+{
+    long long off, err;
+    /* -v: this node's clock against the host's, as the marks and views
+     * were moved by it. */
+    if (j->s->rz && j->s->o->verbose &&
+        amldist_rdzv_clock_offset_ns(j->s->rz, &off, &err) == 0)
+        msg("rendezvous: the host's clock reads this node's %+.3f ms, "
+            "within %.3f ms", (double)off / 1e6, (double)err / 1e6);
+    if (!j->s->rz || amldist_rdzv_is_host(j->s->rz) != 1 || j->s->o->quiet)
+        return;
+    drain_marks(j);
+    struct plane_hist *ph = j->marks;
+    if (!ph)
+        return;
+    amldist__straggler_rank_t *ranks = calloc((size_t)ph->n, sizeof *ranks);
+    amldist__straggler_lag_t *lags = calloc((size_t)ph->n, sizeof *lags);
+    int *index = calloc((size_t)ph->n, sizeof *index);
+    amldist__progress_mark_t **lin = calloc((size_t)ph->n, sizeof *lin);
+    size_t nr = 0;
+    for (int r = 0; ranks && lags && index && lin && r < ph->n; r++) {
+        struct rank_hist *h = &ph->r[r];
+        if (!h->len || !(lin[nr] = malloc(h->len * sizeof **lin)))
+            continue;
+        for (size_t k = 0; k < h->len; k++)
+            lin[nr][k] = h->m[(h->head + k) % HIST];
+        ranks[nr] = (amldist__straggler_rank_t){lin[nr], h->len};
+        index[nr++] = r;
+    }
+    amldist__straggler_t v;
+    if (nr >= 2 && amldist__straggler_compute(ranks, nr, lags, &v) == 0 &&
+        v.slowest >= 0) {
+        int rank = index[v.slowest], node = ph->r[rank].node;
+        double ms = (double)lags[v.slowest].lag_ns / 1e6;
+        char host[300] = "";
+        if (node == amldist_rdzv_node_rank(j->s->rz))
+            snprintf(host, sizeof host, " (host %s)", j->s->host);
+        msg("slowest rank %d: node %d%s, %.*f ms behind the median over %u "
+            "steps (every node's, on one clock)", rank, node, host,
+            ms < 10 ? 1 : 0, ms, v.steps);
+    }
+    for (size_t i = 0; lin && i < nr; i++)
+        free(lin[i]);
+    free(lin);
+    free(index);
+    free(lags);
+    free(ranks);
+}
+
+void plane_free(struct job *j)
+{
+    while (j->asks) {
+        struct plane_ask *a = j->asks;
+        j->asks = a->next;
+        part_free(&a->mine);
+        free(a);
+    }
+    if (!j->marks)
+        return;
+    for (int r = 0; r < j->marks->n; r++)
+        free(j->marks->r[r].m);
+    free(j->marks->r);
+    free(j->marks);
+    j->marks = NULL;
+}
