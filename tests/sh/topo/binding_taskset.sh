@@ -4,6 +4,7 @@
 # worker inside C, warns when C is too small for its ranks and says how to
 # fix it, and widens to the allowed cpus only when asked (",widen").
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
 if [ ! -x "$AMLRUN" ]; then fail "taskset binding: $AMLRUN not built"; exit 0; fi
 if ! have taskset; then skip "taskset binding" "taskset not installed"; exit 0; fi
 unset OMP_NUM_THREADS CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
@@ -27,7 +28,7 @@ run() {
 
 run taskset -c "$last" "$AMLRUN" --nproc-per-node 1
 expect_eq "taskset -c $last, 1 rank: stays on cpu $last" "$(cat "$out")" "0 $last"
-check "taskset -c $last, 1 rank: no warning" test ! -s "$err"
+check "taskset -c $last, 1 rank: no warning" test -z "$(no_success_line <"$err")"
 
 run taskset -c "$last" "$AMLRUN" --nproc-per-node 2
 expect_eq "taskset -c $last, 2 ranks: both stay on cpu $last" \
