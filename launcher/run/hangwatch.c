@@ -294,9 +294,10 @@ static void timeout_parts(void *arg, struct part *parts, size_t n)
     struct stk_set set = {NULL, 0};
     job_take_signals(j);
     for (size_t i = 0; i < n; i++) {
-        if (parts[i].error && (parts[i].node < 0 ||
-                               strncmp(parts[i].error, "node ", 5) == 0))
-            msg("--timeout: no stacks from every node: %s", parts[i].error);
+        if (parts[i].error && parts[i].node < 0)
+            msg("--timeout: %s", parts[i].error);
+        else if (parts[i].error && !strncmp(parts[i].error, "node ", 5))
+            msg("--timeout: no stacks from %s", parts[i].error);
         else if (parts[i].error)
             msg("--timeout: no stacks from node %d: %s", parts[i].node,
                 parts[i].error);
