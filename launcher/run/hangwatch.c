@@ -10,6 +10,7 @@
 #include "progress/hang.h"
 #include "progress/page.h"
 #include "run/events.h"
+#include "run/gather.h"
 #include "run/hangwatch.h"
 #include "run/plane.h"
 #include "run/progresspage.h"
@@ -144,20 +145,19 @@ int job_stacks(struct job *j, struct stk_set *set)
     return rc;
 }
 
-/* Every running rank's stack, merged, on stderr (and --hang-report):
- * `stalled` names the ranks that stopped progressing when progress is per
- * rank; NULL: the stacks name the outliers. */
-static void stacks_report(struct job *j, const char *reason,
-                          const int *stalled, size_t nstalled)
+/* The ranks of `set` merged, on stderr (and --hang-report): `stalled`
+ * names the ranks that stopped progressing when progress is per rank;
+ * NULL: the stacks name the outliers. */
+static void stacks_out(struct job *j, const struct stk_set *set,
+                       const char *reason, const int *stalled,
+                       size_t nstalled)
 {
     const struct amlrun_opts *o = j->s->o;
-    struct stk_set set = {NULL, 0};
     struct stk_report r;
     memset(&r, 0, sizeof r);
     double timeout = strcmp(reason, "timeout") == 0 ? o->timeout
                                                     : o->hang_timeout;
-    if (job_stacks(j, &set) < 0 ||
-        stk_merge(&set, stalled, nstalled, reason, timeout, &r) < 0) {
+    if (stk_merge(set, stalled, nstalled, reason, timeout, &r) < 0) {
         msg("out of memory reading the workers' stacks");
     } else {
         /* Into memory first: each of its lines goes out in one write. */
@@ -165,18 +165,29 @@ static void stacks_report(struct job *j, const char *reason,
         size_t len = 0;
         FILE *m = open_memstream(&text, &len);
         if (m) {
-            stk_print(m, &set, &r);
+            stk_print(m, set, &r);
             if (fclose(m) == 0)
                 (void)write_all(2, text, len);
         }
         free(text);
-        if (o->hang_report && stk_write_json(o->hang_report, &set, &r) < 0)
+        if (o->hang_report && stk_write_json(o->hang_report, set, &r) < 0)
             msg_errno(errno, "--hang-report %s: cannot write it",
                       o->hang_report);
         else if (o->hang_report && !o->quiet)
             msg("the stacks are in %s", o->hang_report);
     }
     stk_report_free(&r);
+}
+
+/* This node's running ranks' stacks, merged (stacks_out). */
+static void stacks_report(struct job *j, const char *reason,
+                          const int *stalled, size_t nstalled)
+{
+    struct stk_set set = {NULL, 0};
+    if (job_stacks(j, &set) < 0)
+        msg("out of memory reading the workers' stacks");
+    else
+        stacks_out(j, &set, reason, stalled, nstalled);
     stk_set_free(&set);
 }
 
@@ -257,29 +268,100 @@ void watch_attempt(struct job *j)
 
 /* ---- --timeout ---------------------------------------------------------- */
 
+/* Across nodes, --timeout is the rendezvous host's node's: it gathers every
+ * node's stacks (job_gather(), as for --stacks), prints them merged once
+ * and ends the job on every node (124).  Another node's own timer waits
+ * this much longer, for a host's node that is gone or has no --timeout:
+ * the gather's 15 s, and more. */
+#define TIMEOUT_FALLBACK_S 30.0
+
+/* The job stops: 124 on every node, whatever restarts are left. */
+static void timeout_stop(struct job *j)
+{
+    char why[96];
+    snprintf(why, sizeof why, "--timeout %g: the job stops",
+             j->s->o->timeout);
+    report_tell_final(j, AMLRUN_EXIT_HANG, why);
+    enum action a = policy_timeout(&j->p);
+    report_stopping(j, "timeout", a);
+    job_act(j, a, SIGTERM);
+}
+
+/* Every node's stacks (parts in node order, n == 0: out of memory). */
+static void timeout_parts(void *arg, struct part *parts, size_t n)
+{
+    struct job *j = arg;
+    struct stk_set set = {NULL, 0};
+    job_take_signals(j);
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i].error && parts[i].node < 0)
+            msg("--timeout: %s", parts[i].error);
+        else if (parts[i].error && !strncmp(parts[i].error, "node ", 5))
+            msg("--timeout: no stacks from %s", parts[i].error);
+        else if (parts[i].error)
+            msg("--timeout: no stacks from node %d: %s", parts[i].node,
+                parts[i].error);
+        else if (stk_decode(parts[i].data, parts[i].len, &set) < 0)
+            msg("--timeout: node %d sent stacks that do not decode",
+                parts[i].node);
+        part_free(&parts[i]);
+    }
+    free(parts);
+    if (n == 0)
+        msg("out of memory reading the workers' stacks");
+    else
+        stacks_out(j, &set, "timeout", NULL, 0);
+    stk_set_free(&set);
+    timeout_stop(j);
+}
+
+static void timeout_mine(void *arg, struct part *p)
+{
+    struct job *j = arg;
+    job_gather(j, PART_STACKS, p, timeout_parts, j);
+}
+
 static void on_timeout(void *arg)
 {
     struct job *j = arg;
     j->timeout_timer = 0;
     job_take_signals(j);
     const struct amlrun_opts *o = j->s->o;
-    int stacks = j->p.phase == PHASE_RUNNING && j->live > 0;
+    amldist_rdzv_t *rz = j->s->rz;
+    int nodes = rz && amldist_rdzv_num_nodes(rz) > 1;
+    int host = nodes && amldist_rdzv_is_host(rz) == 1;
+    if (nodes && !host && !j->timeout_late) {
+        /* The host's node reports and stops the job; this is its
+         * fallback. */
+        j->timeout_late = 1;
+        j->timeout_timer = timer_at(j, out_now_ns() +
+                                    s_to_ns(TIMEOUT_FALLBACK_S), on_timeout);
+        if (o->verbose)
+            msg("--timeout %g: the rendezvous host's node stops the job "
+                "(this node itself in %g s if it does not)", o->timeout,
+                TIMEOUT_FALLBACK_S);
+        return;
+    }
+    /* The host's node: the ranks of every node may run, its own ended. */
+    int every = host && (j->p.phase == PHASE_RUNNING ||
+                         j->p.phase == PHASE_WAITING);
+    int stacks = every || (j->p.phase == PHASE_RUNNING && j->live > 0);
     snprintf(j->hang_why, sizeof j->hang_why, "--timeout %g: the job ran "
              "%.1f s", o->timeout, now_s() - j->t_begin);
-    if (stacks)
+    if (every)
+        msg("%s: reading the stacks of the ranks of every node",
+            j->hang_why);
+    else if (stacks)
         msg("%s: reading the stacks of the %d rank%s", j->hang_why, j->live,
             plural((size_t)j->live));
     else
         msg("%s: it ends", j->hang_why);
     events_hang(j, "timeout", now_s() - j->t_begin, NULL, 0);
+    if (every && node_part(j, PART_STACKS, timeout_mine, j))
+        return; /* timeout_parts() stops the job */
     if (stacks)
         stacks_report(j, "timeout", NULL, 0);
-    char why[96];
-    snprintf(why, sizeof why, "--timeout %g: the job stops", o->timeout);
-    report_tell_final(j, AMLRUN_EXIT_HANG, why);
-    enum action a = policy_timeout(&j->p);
-    report_stopping(j, "timeout", a);
-    job_act(j, a, SIGTERM);
+    timeout_stop(j);
 }
 
 void watch_job(struct job *j)

@@ -7,7 +7,9 @@
  *     read and merged, printed (and written, --hang-report), and the
  *     attempt stops as a failure: exit status 124, or a restart;
  *   - --timeout: the job's wall time; the stacks first, then the job ends
- *     (124) whatever restarts are left;
+ *     (124) whatever restarts are left; across nodes the rendezvous host's
+ *     node gathers every node's stacks for one report (job_gather), and
+ *     another node's timer is only a fallback, 30 s later;
  *   - ranks still running after others ended: a notice soon after, then
  *     at doubling intervals.
  */

@@ -67,6 +67,7 @@ struct job {
      * job's --timeout, the next notice of ranks still running after
      * others ended (notice_every: the interval after it, in s). */
     int hang_timer, timeout_timer, notice_timer;
+    int timeout_late; /* --timeout on a node not the host's: its fallback */
     int plane_timer; /* plane.c: the next view for the host */
     struct plane_hist *marks; /* plane.c, the host's node: every rank's */
     struct plane_ask *asks;   /* plane.c: this node's gathers waited for */
