@@ -1,5 +1,7 @@
 /* The framed connection (see conn.h). */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,12 @@ void amldist__conn_init(amldist__conn_t *c, int fd,
     c->fd = fd;
     c->limits = limits;
     c->last_rx = amldist__now_ms();
+    /* Every frame goes out in whole writes, often two small ones back to
+     * back (an answer and a heartbeat's clock, a handshake and its first
+     * sealed frame): with Nagle's algorithm the second waits for the
+     * peer's delayed ACK, 40 ms a time.  Not TCP (a socketpair): no-op. */
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 void amldist__conn_close(amldist__conn_t *c)

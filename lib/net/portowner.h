@@ -1,5 +1,6 @@
 /*
- * Who listens on a local TCP port: the uid of the socket, from
+ * Who listens on a local TCP port: the uid of the socket, from the
+ * kernel's socket diagnostics (sock_diag, listening sockets only), else
  * /proc/net/tcp and /proc/net/tcp6 (this network namespace's), so that an
  * agent never joins an endpoint on its own machine that another user's
  * process holds (it would follow whatever squats the port first).

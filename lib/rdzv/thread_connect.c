@@ -46,9 +46,7 @@ static void send_join(amldist_rdzv_t *r)
 /* Connected to the host: the connection is the client's, JOIN first. */
 static void connected(amldist_rdzv_t *r, int fd)
 {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (amldist__rz_client_open(r, fd) < 0) {
+    if (amldist__rz_client_open(r, fd) < 0) { /* TCP_NODELAY: net/conn.c */
         amldist__rz_host_lost(r, "out of memory", 0);
         return;
     }
