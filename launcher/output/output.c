@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "output/msg.h"
 #include "output/output.h"
+#include "util/clock.h"
 
 #define IOV_BATCH 8 /* the pieces of one line, at most */
 
@@ -264,13 +264,6 @@ void out_stream_tail(const struct out_stream *s, const char *indent,
     }
 }
 
-int64_t out_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
 {
     ssize_t n;
@@ -284,7 +277,7 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
     tail_add(s, buf, (size_t)n);
     /* A line's end is most often the batch's last byte. */
     if (memrchr(buf, '\n', (size_t)n))
-        s->line_ns = out_now_ns();
+        s->line_ns = amldist__now_ns();
     if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
         log_failed(s->log, errno); /* once: the stream forgets its log */
         s->log = -1;

@@ -37,8 +37,6 @@ struct out_stream {
     int64_t line_ns;
 };
 
-/* CLOCK_MONOTONIC in ns: the clock of line_ns and of the progress page. */
-int64_t out_now_ns(void);
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or
  * a read error) the unfinished line is written with a newline added and
  * the pipe closed; the pipe is closed too once the stream's console is

@@ -23,6 +23,7 @@
 #include "query/proto.h"
 #include "query/qtext.h"
 #include "query/sockdir.h"
+#include "util/clock.h"
 #include "stacks/stacks.h"
 
 /* How long each question may take, from connect to the last byte. */
@@ -32,18 +33,11 @@
 /* The most an answer may be. */
 #define ANSWER_MAX (64u << 20)
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for `events` on fd until `deadline`; 1 ready, 0 timed out, -1. */
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - amldist__now_ms();
         if (left <= 0)
             return 0;
         struct pollfd p = {fd, events, 0};
@@ -59,7 +53,7 @@ static int wait_fd(int fd, short events, long long deadline)
 static char *ask(const char *path, const char *req, int timeout_ms,
                  size_t *len)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = amldist__now_ms() + timeout_ms;
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;

@@ -17,6 +17,7 @@
 #include "run/report.h"
 #include "stacks/frames.h"
 #include "stacks/stacks.h"
+#include "util/clock.h"
 
 /* The first notice of ranks still running, and the longest interval
  * between two. */
@@ -55,7 +56,7 @@ void running_ranks(const struct job *j, char *buf, size_t size)
     free(ranks);
 }
 
-/* A timer at `at_ns` (out_now_ns()'s clock, the loop's in ms, rounded
+/* A timer at `at_ns` (amldist__now_ns()'s clock, the loop's in ms, rounded
  * up), or 0 when it cannot be had (said). */
 static int timer_at(struct job *j, int64_t at_ns, amldist__loop_timer_fn *fn)
 {
@@ -119,7 +120,7 @@ int job_stacks(struct job *j, struct stk_set *set)
     amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
     int *idx = malloc((size_t)j->n * sizeof *idx);
     struct stk_target *t = calloc((size_t)j->n, sizeof *t);
-    int64_t now = out_now_ns();
+    int64_t now = amldist__now_ns();
     size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
     for (size_t k = 0; k < nv; k++) {
         const struct worker *w = &j->w[idx[k]];
@@ -235,7 +236,7 @@ static void on_look(void *arg)
     amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
     int *stalled = malloc((size_t)j->n * sizeof *stalled);
     amldist__hang_verdict_t v;
-    int64_t now = out_now_ns();
+    int64_t now = amldist__now_ns();
     if (!view || !stalled) {
         /* Out of memory: look again later. */
         j->hang_timer = timer_at(j, now + s_to_ns(1), on_look);
@@ -260,7 +261,7 @@ void watch_attempt(struct job *j)
     double sec = j->s->o->hang_timeout;
     if (sec <= 0 || j->p.phase != PHASE_RUNNING)
         return;
-    j->hang_timer = timer_at(j, out_now_ns() + s_to_ns(sec), on_look);
+    j->hang_timer = timer_at(j, amldist__now_ns() + s_to_ns(sec), on_look);
     if (j->hang_timer && j->s->o->verbose)
         msg("hang watch: a hang is %g s without progress; first look in "
             "%.1f s", sec, sec);
@@ -334,7 +335,7 @@ static void on_timeout(void *arg)
         /* The host's node reports and stops the job; this is its
          * fallback. */
         j->timeout_late = 1;
-        j->timeout_timer = timer_at(j, out_now_ns() +
+        j->timeout_timer = timer_at(j, amldist__now_ns() +
                                     s_to_ns(TIMEOUT_FALLBACK_S), on_timeout);
         if (o->verbose)
             msg("--timeout %g: the rendezvous host's node stops the job "
@@ -383,7 +384,7 @@ static void on_notice(void *arg)
     report_waiting(j, now_s() - j->t_first_done);
     j->notice_every = j->notice_every * 2 > NOTICE_MAX_S
                           ? NOTICE_MAX_S : j->notice_every * 2;
-    j->notice_timer = timer_at(j, out_now_ns() + s_to_ns(j->notice_every),
+    j->notice_timer = timer_at(j, amldist__now_ns() + s_to_ns(j->notice_every),
                                on_notice);
 }
 
@@ -395,7 +396,7 @@ void watch_worker_done(struct job *j)
         j->p.phase != PHASE_RUNNING)
         return;
     j->notice_every = NOTICE_FIRST_S;
-    j->notice_timer = timer_at(j, out_now_ns() + s_to_ns(NOTICE_FIRST_S),
+    j->notice_timer = timer_at(j, amldist__now_ns() + s_to_ns(NOTICE_FIRST_S),
                                on_notice);
 }
 

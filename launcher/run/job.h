@@ -33,7 +33,7 @@ struct worker {
     double t_start;
     time_t t_end;      /* wall clock when it was reaped */
     double t_done;     /* now_s() then (t_start's clock) */
-    int64_t start_ns, end_ns; /* the same two on out_now_ns()'s clock, for
+    int64_t start_ns, end_ns; /* the same two on amldist__now_ns()'s clock, for
                                  the hang decision (end_ns 0: running) */
     char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;

@@ -29,6 +29,7 @@
 #include "run/job.h"
 #include "run/progresspage.h"
 #include "stacks/stacks.h"
+#include "util/clock.h"
 
 /* What /proc/PID/stat says of a process. */
 struct pstat {
@@ -116,7 +117,7 @@ static double output_age(const struct worker *w)
 {
     int64_t t = w->out.line_ns > w->err.line_ns ? w->out.line_ns
                                                  : w->err.line_ns;
-    return t > 0 ? (double)(out_now_ns() - t) / 1e9 : -1;
+    return t > 0 ? (double)(amldist__now_ns() - t) / 1e9 : -1;
 }
 
 /* The rank's last progress step, its age and its lag (progresspage.h):
@@ -130,7 +131,7 @@ static void progress_fields(FILE *f, const struct progress_lag *pl)
         return;
     }
     qt_int(f, "step", (long long)pl->step);
-    double age = (double)(out_now_ns() - pl->t_ns) / 1e9;
+    double age = (double)(amldist__now_ns() - pl->t_ns) / 1e9;
     qt_num(f, "step_age", age < 0 ? 0 : age, 3);
     if (pl->steps > 0)
         fprintf(f, " lag=%.3f", (double)pl->lag_ns / 1e9);

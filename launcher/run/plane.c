@@ -15,6 +15,7 @@
 #include "run/plane.h"
 #include "run/report.h"
 #include "stacks/stacks.h"
+#include "util/clock.h"
 
 /* ---- the views (--hang-timeout) --------------------------------------- */
 
@@ -57,7 +58,7 @@ static void on_view(void *arg)
     }
     free(h);
     free(v);
-    long long at = out_now_ns() / 1000000 +
+    long long at = amldist__now_ns() / 1000000 +
                    view_every_ms(j->s->o->hang_timeout);
     j->plane_timer = amldist__loop_timer(j->loop, at, on_view, j);
     if (j->plane_timer < 0)

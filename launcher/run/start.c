@@ -16,6 +16,7 @@
 #include "run/start.h"
 #include "stacks/channel.h"
 #include "stacks/stacks.h"
+#include "util/clock.h"
 
 int job_init(struct job *j, const struct job_spec *s)
 {
@@ -255,7 +256,7 @@ int start_worker(struct job *j, int index, int *status)
             w->pid = pid;
             w->running = 1;
             w->t_start = now_s();
-            w->start_ns = out_now_ns();
+            w->start_ns = amldist__now_ns();
             w->end_ns = 0;
             j->live++;
             w->attempt = restarts;

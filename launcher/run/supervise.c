@@ -29,6 +29,7 @@
 #include "run/report.h"
 #include "run/start.h"
 #include "run/supervise.h"
+#include "util/clock.h"
 
 int sig_stops_job(const struct amlrun_opts *o, int sig)
 {
@@ -205,7 +206,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
     w->running = 0;
     w->status = status;
     w->t_end = time(NULL);
-    w->end_ns = out_now_ns();
+    w->end_ns = amldist__now_ns();
     j->live--;
     guard_del(w->pid);
     drain(j, w);

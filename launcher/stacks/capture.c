@@ -14,15 +14,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "stacks/capture.h"
+#include "util/clock.h"
+
+const char *cap_status_field(pid_t pid, pid_t tid, const char *name,
+                             char *buf, size_t size)
+{
+    char path[64];
+    if (!pid)
+        snprintf(path, sizeof path, "/proc/self/status");
+    else if (tid)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid,
+                 (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    const char *found = NULL;
+    size_t len = strlen(name);
+    while (f && !found && fgets(buf, (int)size, f))
+        if (!strncmp(buf, name, len) && buf[len] == ':')
+            found = buf + len + 1;
+    if (f)
+        fclose(f);
+    return found;
+}
 
 double cap_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return (double)amldist__now_ns() / 1e6;
 }
 
 int cap_error(struct stk_rank *r, const char *fmt, ...)

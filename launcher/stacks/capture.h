@@ -22,6 +22,12 @@ struct cap_native {
 /* Milliseconds on the monotonic clock. */
 double cap_now_ms(void);
 
+/* The text after "NAME:" of a line of /proc/PID/status (tid 0), of
+ * /proc/PID/task/TID/status, or of /proc/self/status (pid 0), in buf;
+ * NULL when the file or the line is not there. */
+const char *cap_status_field(pid_t pid, pid_t tid, const char *name,
+                             char *buf, size_t size);
+
 /* A thread's state letter from /proc/PID/task/TID/stat, 0: it is gone;
  * cap_gone_state(): that letter says it has ended (0, Z, X). */
 char cap_task_state(pid_t pid, pid_t tid);

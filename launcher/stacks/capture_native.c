@@ -115,30 +115,17 @@ static int list_tasks(pid_t pid, struct task **out, size_t *n)
 /* A capability of this process's effective set (CAP_SYS_PTRACE is 19). */
 static int have_cap(int cap)
 {
-    FILE *f = fopen("/proc/self/status", "re");
     char line[256];
-    unsigned long long eff = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "CapEff: %llx", &eff) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (eff >> cap) & 1;
+    const char *v = cap_status_field(0, 0, "CapEff", line, sizeof line);
+    return v ? (strtoull(v, NULL, 16) >> cap) & 1 : 0;
 }
 
 /* The worker's real user id (Uid:), or -1. */
 static long task_uid(pid_t pid)
 {
-    char path[64], line[256];
-    long uid = -1;
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Uid: %ld", &uid) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return uid;
+    char line[256];
+    const char *v = cap_status_field(pid, 0, "Uid", line, sizeof line);
+    return v ? strtol(v, NULL, 10) : -1;
 }
 
 /* Why ptrace said EPERM, in words. */

@@ -29,23 +29,9 @@
  * "SigPnd", "ShdPnd"); 0 when unreadable. */
 static unsigned long long sigmask_of(pid_t pid, pid_t tid, const char *name)
 {
-    char path[64], line[256];
-    if (tid)
-        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid,
-                 (int)tid);
-    else
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    unsigned long long v = 0;
-    size_t len = strlen(name);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, name, len) && line[len] == ':') {
-            v = strtoull(line + len + 1, NULL, 16);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return v;
+    char line[256];
+    const char *v = cap_status_field(pid, tid, name, line, sizeof line);
+    return v ? strtoull(v, NULL, 16) : 0;
 }
 
 struct dump {

@@ -14,9 +14,9 @@
  * tightest, and a queue that held one frame for long only widens its own.
  */
 #include <stdlib.h>
-#include <time.h>
 
 #include "rdzv/rdzv_internal.h"
+#include "util/clock.h"
 
 /* One process, one clock: read at each join (amldist__rz_clock_reload()),
  * the same for every handle and the host. */
@@ -44,10 +44,7 @@ int64_t amldist__rz_clock_shift_ns(void)
 
 int64_t amldist__rz_clock_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec +
-           amldist__rz_clock_shift_ns();
+    return amldist__now_ns() + amldist__rz_clock_shift_ns();
 }
 
 int amldist__rz_clock_add(amldist__rz_clock_t *c, int64_t t1, int64_t t2,

@@ -3,9 +3,14 @@
 
 #include "util/clock.h"
 
-long long amldist__now_ms(void)
+int64_t amldist__now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+long long amldist__now_ms(void)
+{
+    return amldist__now_ns() / 1000000;
 }

@@ -4,6 +4,10 @@
 #ifndef AMLDIST_UTIL_CLOCK_H
 #define AMLDIST_UTIL_CLOCK_H
 
+#include <stdint.h>
+
 long long amldist__now_ms(void);
+/* The same clock in nanoseconds. */
+int64_t amldist__now_ns(void);
 
 #endif

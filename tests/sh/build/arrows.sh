@@ -45,9 +45,9 @@ for f in lib/*/*.[ch] launcher/*.[ch] launcher/*/*.[ch]; do
         if [ -z "${level[$to]+x}" ]; then
             unknown+=("$to")
         elif [ "${level[$to]}" -ge "${level[$from]}" ] && ! {
-            # amlrun links lib/net/loop.c, lib/util/secret.c and lib/progress/{page,straggler,hang}.c:
+            # amlrun links lib/net/loop.c, lib/util/{clock,secret}.c and lib/progress/{page,straggler,hang}.c:
             # launcher code may use their headers.
-            case $path in lib/net/loop.h | lib/util/secret.h | lib/progress/page.h | lib/progress/straggler.h | lib/progress/hang.h)
+            case $path in lib/net/loop.h | lib/util/clock.h | lib/util/secret.h | lib/progress/page.h | lib/progress/straggler.h | lib/progress/hang.h)
                 [ "$root" = launcher ] ;; *) false ;; esac; }; then
             bad+=("$f:$line includes $path ($from may not include $to)")
         fi
