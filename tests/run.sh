@@ -117,7 +117,7 @@ done | sort -k1,1n -k2,2nr | cut -d' ' -f3)
 
 # ---- running them ------------------------------------------------------------
 pass=0 failed=0 skipped=0
-failures=() times=() beside=()
+failures=() times=() cpus=() beside=()
 declare -A RETRIED=()
 declare -A RUNNING=() STATE=()   # RUNNING[i]=start time; STATE[label]=pass|fail
 
@@ -143,7 +143,14 @@ start() {
         timeout --kill-after=10 "${LIMIT[i]}" "${ISOLATE[@]}" "$@" >"$log/$i.out" 2>"$log/$i.err" </dev/null &
         echo $! >"$log/$i.pid"
         wait $!
-        echo $? >"$log/$i.rc"
+        rc=$?
+        # CPU seconds of the program and everything it waited for (bash's
+        # times: the second line is the children's user and system time)
+        # (into a file first: times in a pipe would be a child's)
+        times >"$log/$i.cpu"
+        awk 'NR == 2 { gsub(/[ms]/, " "); print $1 * 60 + $2 + $3 * 60 + $4 }' "$log/$i.cpu" >"$log/$i.cpu2"
+        mv "$log/$i.cpu2" "$log/$i.cpu"
+        echo $rc >"$log/$i.rc"
         echo "$i" >"$log/done"
     ) &
     RUNNING[$i]=${EPOCHREALTIME/./}
@@ -186,6 +193,7 @@ finish() {
         STATE[$label]=pass
     fi
     times+=("$secs $label")
+    cpus+=("$(cat "$log/$i.cpu" 2>/dev/null || echo 0) $label")
     pass=$((pass + p)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 
@@ -235,10 +243,16 @@ wait
 # did not run this time).
 for t in "${times[@]}"; do LAST[${t#* }]=${t%% *}; done
 for l in "${!LAST[@]}"; do echo "${LAST[$l]} $l"; done >"$DURATIONS" 2>/dev/null
+printf '%s\n' "${cpus[@]}" >"$BUILD/test-cpu" 2>/dev/null
 echo
 if [ "${#times[@]}" -gt 0 ]; then
     echo "Slowest:"
     printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5d s  %s\n", $1, $2 }'
+fi
+if [ "${#cpus[@]}" -gt 0 ]; then
+    echo "Most CPU (user + system, with the processes each waited for):"
+    printf '%s\n' "${cpus[@]}" | sort -rn | head -n 10 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }'
+    printf '%s\n' "${cpus[@]}" | awk '{ s += $1 } END { printf "  %7.1f s  in all\n", s }'
 fi
 if [ "${#beside[@]}" -gt 0 ]; then
     echo "Failed beside other programs, then run again alone (the second run counts):"
