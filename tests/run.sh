@@ -158,9 +158,10 @@ start() {
 
 # finish I: count and print job I's result lines, all together.
 finish() {
-    local i=$1 label=${LABEL[$1]} out="$log/$1.out" rc p f s secs
+    local i=$1 label=${LABEL[$1]} out="$log/$1.out" rc p f s secs at
     rc=$(cat "$log/$i.rc")
     secs=$(((${EPOCHREALTIME/./} - RUNNING[$i] + 500000) / 1000000))
+    at=$(((RUNNING[$i] - T0 + 500000) / 1000000))
     unset "RUNNING[$i]"
     p=$(grep -c '^ok - ' "$out")
     s=$(grep -c '^ok - .*# SKIP' "$out")
@@ -183,7 +184,7 @@ finish() {
         ORDER+=("$i")
         return
     fi
-    echo "== $label ($secs s)"
+    echo "== $label ($secs s from +$at s, $(cat "$log/$i.cpu" 2>/dev/null || echo '?') s CPU)"
     sed -e "s|^\(not ok - \)|\1[$label] |" -e "s|^\(ok - \)|\1[$label] |" "$out"
     if [ "$f" -gt 0 ]; then
         sed 's/^/#   /' "$log/$i.err" | tail -n 40
@@ -210,6 +211,7 @@ trap 'stop_all; rm -rf "$log"; exit 130' INT
 trap 'stop_all; rm -rf "$log"; exit 143' TERM
 trap 'rm -rf "$log"' EXIT
 
+T0=${EPOCHREALTIME/./}
 mkfifo "$log/done"
 exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
 echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
