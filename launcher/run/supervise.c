@@ -394,13 +394,14 @@ static void start_attempt(struct job *j)
         else
             forked++;
     }
-    /* The failure named is the lowest rank's: when the command cannot run
-     * at all every worker fails the same way, and one message says it.
-     * Every child forked is waited for, failed or not. */
+    /* One failure is said: one that stopped the forking was said there;
+     * else the lowest rank's (when the command cannot run at all every
+     * worker fails the same way).  Every child forked is waited for,
+     * failed or not. */
     int first = failed ? forked : j->n;
     for (int i = 0; i < forked; i++) {
-        int st;
-        if (start_worker_end(j, i, i < first, &st) < 0 && i < first) {
+        int st, say = !failed && i < first;
+        if (start_worker_end(j, i, say, &st) < 0 && say) {
             first = i;
             status = st;
         }
