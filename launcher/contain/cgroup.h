@@ -11,9 +11,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Make the job's cgroup and learn whether children may be cloned into it;
- * 0, or -1 with why[] saying why there is none. */
+/* Make the job's cgroup and start learning whether children may be
+ * cloned into it (a probe child, reaped by cgroup_probe_end); 0, or -1
+ * with why[] saying why there is none. */
 int cgroup_setup(char *why, size_t whysz);
+/* Reap the probe child cgroup_setup cloned, if not yet done (cgroup_fork
+ * and cgroup_remove do it first). */
+void cgroup_probe_end(void);
 /* Its path (after cgroup_setup succeeded). */
 const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */

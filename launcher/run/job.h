@@ -24,6 +24,10 @@ struct worker {
     struct job *job;
     struct worker_id id;
     pid_t pid;
+    /* Forked, its exec not yet confirmed (start_worker_end): the child
+     * and the pipe that reports the exec; 0 and -1 otherwise. */
+    pid_t spawn_pid;
+    int spawn_fd;
     int running;
     int stopped;       /* the stop signal while it is stopped, else 0 */
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */

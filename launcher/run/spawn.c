@@ -75,10 +75,11 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     child_fail(fd, SPAWN_EXEC, err);
 }
 
-pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
-                   int *err)
+pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
+                  enum spawn_stage *stage, int *err)
 {
     int p[2], go[2];
+    *report_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
@@ -110,6 +111,9 @@ pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
     }
     if (stop_after_fork)
         raise(SIGSTOP);
+    /* Closed before the next worker is forked: a later child must not
+     * hold this write end, or its end of file would wait for that one's
+     * exec too. */
     close(p[1]);
     close(go[0]);
     /* Both sides set the group so that it exists whichever runs first;
@@ -121,13 +125,20 @@ pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
         n = write(go[1], "g", 1);
     while (n < 0 && errno == EINTR);
     close(go[1]);
+    *report_fd = p[0];
+    return pid;
+}
+
+int spawn_end(pid_t pid, int report_fd, enum spawn_stage *stage, int *err)
+{
     int report[2];
+    ssize_t n;
     do
-        n = read(p[0], report, sizeof report);
+        n = read(report_fd, report, sizeof report);
     while (n < 0 && errno == EINTR);
-    close(p[0]);
+    close(report_fd);
     if (n == 0)
-        return pid; /* exec closed the pipe: the worker runs */
+        return 0; /* exec closed the pipe: the worker runs */
     *stage = n == (ssize_t)sizeof report ? (enum spawn_stage)report[0]
                                          : SPAWN_SETUP;
     *err = n == (ssize_t)sizeof report ? report[1] : EPROTO;

@@ -33,9 +33,20 @@ struct spawn_req {
                                 write end; -1 none */
 };
 
-/* Start a worker in its own process group.  Returns its pid; or -1 with
- * *stage and *err saying what failed (the child, if any, is reaped). */
-pid_t spawn_worker(const struct spawn_req *r, enum spawn_stage *stage,
-                   int *err);
+/* Start a worker in two steps, so that the workers' execs overlap:
+ * spawn_begin forks it into its own process group, tells the orphan guard
+ * about the group and lets the child go on towards exec; spawn_end waits
+ * for that exec.  Every spawn_begin that returned a pid needs its
+ * spawn_end, which reaps a child that failed.
+ *
+ * spawn_begin: the pid, with *report_fd the pipe that says how the exec
+ * went (for spawn_end); or -1 with *stage and *err saying what failed
+ * (then there is no child). */
+pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
+                  enum spawn_stage *stage, int *err);
+/* 0: the worker runs; -1: it failed before running the command, with
+ * *stage and *err saying where and why (it is reaped and out of the
+ * guard's list).  Closes report_fd. */
+int spawn_end(pid_t pid, int report_fd, enum spawn_stage *stage, int *err);
 
 #endif /* AMLRUN_SPAWN_H */

@@ -36,6 +36,7 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].log_out = j->w[i].log_err = -1;
         j->w[i].out.fd = j->w[i].err.fd = -1;
         j->w[i].stack_fd = -1;
+        j->w[i].spawn_fd = -1;
     }
     progress_job_init(j);
     return 0;
@@ -251,16 +252,9 @@ int start_worker(struct job *j, int index, int *status)
         };
         enum spawn_stage stage = SPAWN_OK;
         int err = 0;
-        pid_t pid = spawn_worker(&r, &stage, &err);
+        pid_t pid = spawn_begin(&r, &w->spawn_fd, &stage, &err);
         if (pid > 0) {
-            w->pid = pid;
-            w->running = 1;
-            w->t_start = now_s();
-            w->start_ns = amldist__now_ns();
-            w->end_ns = 0;
-            j->live++;
-            w->attempt = restarts;
-            events_worker_start(j, w);
+            w->spawn_pid = pid;
         } else {
             *status = report_start_failure(j, w, stage, err);
             ok = 0;
@@ -281,4 +275,32 @@ int start_worker(struct job *j, int index, int *status)
     free(sh);
     amldist_envp_free(env);
     return ok ? 0 : -1;
+}
+
+int start_worker_end(struct job *j, int index, int report, int *status)
+{
+    struct worker *w = &j->w[index];
+    enum spawn_stage stage = SPAWN_OK;
+    int err = 0;
+    pid_t pid = w->spawn_pid;
+    int rc = spawn_end(pid, w->spawn_fd, &stage, &err);
+    w->spawn_pid = 0;
+    w->spawn_fd = -1;
+    if (rc == 0) {
+        w->pid = pid;
+        w->running = 1;
+        w->t_start = now_s();
+        w->start_ns = amldist__now_ns();
+        w->end_ns = 0;
+        j->live++;
+        w->attempt = j->p.restarts;
+        events_worker_start(j, w);
+        return 0;
+    }
+    *status = report ? report_start_failure(j, w, stage, err)
+                     : AMLRUN_EXIT_SYSTEM;
+    out_stream_close(&w->out);
+    out_stream_close(&w->err);
+    worker_close_stack(w);
+    return -1;
 }

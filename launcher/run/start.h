@@ -18,9 +18,16 @@ int job_open_rundir(struct job *j);
 void job_close_attempt_logs(struct job *j);
 
 /* Start worker `index` of the attempt, its output pipes in w->out and
- * w->err.  0, or -1 after a message with amlrun's exit status in *status
- * (the pipes are closed then). */
+ * w->err: forked and let go towards its exec, which start_worker_end
+ * waits for (the workers of an attempt are all forked first, so that
+ * their execs overlap).  0, or -1 after a message with amlrun's exit
+ * status in *status (the pipes are closed then, and there is no
+ * start_worker_end to call). */
 int start_worker(struct job *j, int index, int *status);
+/* The worker started by start_worker has exec'd: it runs (0), or it could
+ * not (-1, reaped, its pipes closed, *status amlrun's exit status, and the
+ * failure reported when REPORT says so). */
+int start_worker_end(struct job *j, int index, int report, int *status);
 /* Close w's Python stack channel (at its end; a new attempt opens one). */
 void worker_close_stack(struct worker *w);
 

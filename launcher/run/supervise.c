@@ -385,15 +385,33 @@ static void start_attempt(struct job *j)
         j->w[i].out.fd = j->w[i].err.fd = -1;
         j->w[i].running = j->w[i].stopped = j->w[i].tty_reported = 0;
     }
-    for (int i = 0; i < j->n && !failed; i++) {
-        int status;
-        if (start_worker(j, i, &status) < 0) {
-            /* Reported once, here; the ones already started are stopped. */
-            enum action a = policy_start_failed(&j->p, status);
-            report_tell_final(j, status, "a worker could not start");
-            job_act(j, a, SIGTERM);
-            failed = 1;
+    /* All forked first, then every exec waited for: the workers' execs
+     * overlap instead of each waiting for the one before. */
+    int forked = 0, status = 0;
+    while (forked < j->n && !failed) {
+        if (start_worker(j, forked, &status) < 0)
+            failed = 1; /* said; no more are forked */
+        else
+            forked++;
+    }
+    /* One failure is said: one that stopped the forking was said there;
+     * else the lowest rank's (when the command cannot run at all every
+     * worker fails the same way).  Every child forked is waited for,
+     * failed or not. */
+    int first = failed ? forked : j->n;
+    for (int i = 0; i < forked; i++) {
+        int st, say = !failed && i < first;
+        if (start_worker_end(j, i, say, &st) < 0 && say) {
+            first = i;
+            status = st;
         }
+    }
+    if (first < j->n) {
+        /* Reported once, here; the ones started are stopped. */
+        enum action a = policy_start_failed(&j->p, status);
+        report_tell_final(j, status, "a worker could not start");
+        job_act(j, a, SIGTERM);
+        failed = 1;
     }
     for (int i = 0; i < j->n; i++) {
         stream_watch(j, &j->w[i], &j->w[i].out);
