@@ -14,7 +14,7 @@ MULTINODE_TIMEOUT=120
 rz_setup 3
 EP=$(node_addr n0)
 HAVE_TORCH=0
-"$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null && HAVE_TORCH=1
+have_torch torch.distributed.run && HAVE_TORCH=1
 
 # in_order PORT NNODES NODE:COUNT...: one amlrun per node, the same line but
 # --nproc-per-node, started one after the other so that they arrive in this
