@@ -33,7 +33,7 @@ plan() {
             true >"$TEST_TMP/$name.raw" 2>"$TEST_TMP/$name.err"; then
         fail "$name: amlrun exits 0"; sed 's/^/# /' "$TEST_TMP/$name.err"
     fi
-    python3 -c '
+    "$TORCH_PY" -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 for r in sorted(rows, key=lambda r: r["local_rank"]):
@@ -112,7 +112,7 @@ name=epyc-socket-share
 plan "$name" --nproc-per-node gpu --numa-binding socket
 expect_eq "EPYC: --numa-binding socket gives ranks 0-3 the same 48 cores" \
     "$(head -4 "$TEST_TMP/$name" | cut -d' ' -f2 | sort -u)" \
-    "$(calc --po -I pu package:0 | python3 -c '
+    "$(calc --po -I pu package:0 | "$TORCH_PY" -c '
 import sys
 v = sorted(map(int, sys.stdin.read().split(",")))
 print("%d-%d" % (v[0], v[-1]) if v == list(range(v[0], v[-1] + 1)) else v)')"
