@@ -31,10 +31,10 @@ tr_start() {
     printf '%s\0' "$@" >"$REQ/argv"
     echo "$REQ" >&"$tr_in"
 }
-# tr_wait: the next run to end, in TR_DIR and its status in TR_RC ("none"
+# tr_wait: until the next run ends, its status in TR_RC ("none"
 # when the interpreter died or did not answer for 150 s).
 tr_wait() {
-    read -r -t 150 TR_DIR TR_RC <&"$tr_out" || TR_RC=none
+    read -r -t 150 _ TR_RC <&"$tr_out" || TR_RC=none
 }
 
 cat >"$d/w.py" <<'PY'

@@ -43,10 +43,10 @@ for r in sorted(rows, key=lambda r: r["local_rank"]):
 # expected MODE: what torchrun's mode means, from hwloc-calc, for the ranks
 # of $TEST_TMP/$name (rank j of a NUMA node: its j-th rank in local order).
 expected() {
-    local mode=$1 busid numa pkg cores n j block first l3s seen=" " numas
+    local mode=$1 numa pkg cores n j block first l3s seen=" " numas
     # Each rank's NUMA node, asked once (not once per rank and rank).
     numas=$(while read -r b _; do calc -I numa "pci=$b"; done <"$TEST_TMP/$name")
-    while read -r busid _ && read -r numa <&3; do
+    while read -r _ _ && read -r numa <&3; do
         # Ranks before this one on its node, and ranks on its node.
         j=$(grep -o " $numa:" <<<"$seen" | wc -l)
         n=$(grep -cx "$numa" <<<"$numas")
