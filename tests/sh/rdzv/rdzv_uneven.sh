@@ -106,9 +106,10 @@ done
 
 # The static rendezvous with node 1 started first, node 0 late.
 rz_case static-late
+rsts=$(rz_rsts n0)
 rz_start n1 --nnodes 2 --node-rank 1 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 2 "$RZW"
-sleep 1
+rz_wait_refused n0 "$rsts" || fail "static, node 0 late: node 1 tries n0 first"
 rz_start n0 --nnodes 2 --node-rank 0 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 1 "$RZW"
 rz_wait
