@@ -35,3 +35,25 @@ expect_eq() {
 }
 
 have() { command -v "$1" >/dev/null 2>&1; }
+
+# have_torch [MODULE]: TORCH_PY has torch's MODULE (default torch.distributed),
+# found without importing it: an import of torch costs a second or more of
+# CPU, and the tests that ask import it anyway in what they run (where torch
+# is there but broken, they fail rather than skip).
+have_torch() {
+    "$TORCH_PY" - "${1:-torch.distributed}" 2>/dev/null <<'PY'
+import importlib.util, os, sys
+parts = sys.argv[1].split(".")
+spec = importlib.util.find_spec(parts[0])
+if spec is None or not spec.submodule_search_locations:
+    sys.exit(1)
+d = spec.submodule_search_locations[0]
+for p in parts[1:]:
+    if os.path.isfile(os.path.join(d, p, "__init__.py")):
+        d = os.path.join(d, p)
+    elif p == parts[-1] and os.path.isfile(os.path.join(d, p + ".py")):
+        d = None
+    else:
+        sys.exit(1)
+PY
+}

@@ -17,10 +17,20 @@ first connection that reaches the target is tampered with:
     --inject DIR:N:FILE  before frame N, the last FINISH (type 22) of the
                        recording FILE, else its last frame
     --replay FILE      connect to nobody: send FILE's bytes to the client
+    --armed GLOB:COUNT N counts the frames of its direction from the first
+                       one read once COUNT files match GLOB (the workers'
+                       records: the round has formed and they run), the
+                       earlier ones relayed as they are.  Without it N
+                       counts from the connection's first frame, which
+                       suits the handshake only: the heartbeats' timing
+                       frames (TIMEQ/TIMEA) come when the clock says, so
+                       which frame is the Nth of the round's depends on
+                       how the machine schedules the agents
 
 Loopback and the test's own namespaces only.  Prints "proxy: ..." lines
 (what it did) on stderr, and "ready" on stdout once it listens.
 """
+import glob
 import socket
 import struct
 import sys
@@ -51,6 +61,7 @@ laddr, lport, taddr, tport = args[0], int(args[1]), args[2], int(args[3])
 actions = {}
 record = None
 replay = None
+armed = None
 i = 4
 while i < len(args):
     a = args[i]
@@ -58,6 +69,9 @@ while i < len(args):
         record = args[i + 1]
     elif a == "--replay":
         replay = open(args[i + 1], "rb").read()
+    elif a == "--armed":
+        pattern, count = args[i + 1].rsplit(":", 1)
+        armed = (pattern, int(count))
     else:
         parts = args[i + 1].split(":")
         actions[(a[2:], parts[0])] = parts[1:]
@@ -98,9 +112,14 @@ def tamper(direction, index, frame, held):
     return [frame]
 
 
+def is_armed():
+    return armed is None or len(glob.glob(armed[0])) >= armed[1]
+
+
 def pump(src, dst, direction, rec, first):
     buf = b""
     index = 0
+    live = False  # armed: frames count from here
     held = []
     try:
         while True:
@@ -113,7 +132,11 @@ def pump(src, dst, direction, rec, first):
             buf += data
             whole, buf = frames_of(buf)
             for f in whole:
-                out = tamper(direction, index, f, held) if first else [f]
+                live = live or is_armed()
+                if not (first and live):
+                    dst.sendall(f)
+                    continue
+                out = tamper(direction, index, f, held)
                 index += 1
                 for o in out:
                     dst.sendall(o)

@@ -230,9 +230,25 @@ rz_expect() {
 # rz_wait_listen NODE PORT: until something listens on PORT on NODE (the
 # host's agent on the endpoint); rz_wait_conn NODE PORT: until NODE has a
 # connection to PORT (an agent that reached the host).  At most 20 s.
+# (rz_wait_refused below: an agent that tried and was refused.)
 rz_wait_listen() {
     local n=0
     until on "$1" ss -Htln "sport = :$2" | grep -q .; do
+        ((n++ < 400)) || return 1
+        sleep 0.05
+    done
+}
+# rz_rsts NODE: the TCP resets NODE has sent (its namespace's
+# /proc/net/snmp): one more after an agent started means the agent has
+# tried NODE's port and been refused, and now waits for its host.
+rz_rsts() {
+    on "$1" awk '$1 == "Tcp:" { if (n++) { for (i = 2; i <= NF; i++) if (h[i] == "OutRsts") print $i } else split($0, h) }' /proc/net/snmp
+}
+# rz_wait_refused NODE COUNT: until NODE has sent more than COUNT resets
+# (rz_rsts before the agent started).  At most 20 s.
+rz_wait_refused() {
+    local n=0
+    until [ "$(rz_rsts "$1")" -gt "$2" ]; do
         ((n++ < 400)) || return 1
         sleep 0.05
     done

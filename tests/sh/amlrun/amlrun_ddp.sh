@@ -3,7 +3,7 @@
 # modes; every replica must end with the same parameters and report it.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch; then
     skip "PyTorch DDP" "$TORCH_PY cannot import torch"; exit 0
 fi
 EX=$TOP/examples/ddp_train.py

@@ -23,7 +23,7 @@ l3=$(hwloc-calc --if xml -i "$xml" -I l3 numa:0 | cut -d, -f1)
 want=$(hwloc-calc --if xml -i "$xml" --po -I pu "l3:$l3")
 got=$(sed -n 's/^amlrun: rank 2 (local 2): gpu 2 0003:00:00.0, cpus \([0-9-]*\) .*/\1/p' <<<"$out")
 expect_eq "--report-bindings shows the file's plan (rank 2: NUMA 0's first L3)" \
-    "$got" "$(python3 -c 'import sys; v=[int(x) for x in sys.argv[1].split(",")]; print("%d-%d" % (v[0], v[-1]))' "$want")"
+    "$got" "$("$TORCH_PY" -c 'import sys; v=[int(x) for x in sys.argv[1].split(",")]; print("%d-%d" % (v[0], v[-1]))' "$want")"
 
 out=$(HWLOC_XMLFILE=$xml "$AMLRUN" --dry-run --nproc-per-node 2 train-$$ 2>&1); rc=$?
 expect_eq "HWLOC_XMLFILE names the other machine just as well: exit 0" "$rc" 0

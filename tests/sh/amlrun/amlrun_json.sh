@@ -10,7 +10,7 @@
 unset HWLOC_XMLFILE CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES
 d=$TEST_TMP/json
 mkdir -p "$d"
-valid() { python3 -c 'import json,sys; json.load(sys.stdin)' <"$1"; }
+valid() { "$TORCH_PY" -c 'import json,sys; json.load(sys.stdin)' <"$1"; }
 XMLS=$(ls /work/shared/topologies/aws-ofi-nccl/*.xml /work/shared/topologies/mpibind/*.xml \
     /work/shared/topologies/hwloc-tests/*.xml 2>/dev/null)
 [ -n "$XMLS" ] || diag "no XMLs in /work/shared/topologies: only this machine"
@@ -24,7 +24,7 @@ for xml in $XMLS; do
     "$AMLRUN" --topology "$xml" --topo >"$d/$n.topo.txt" 2>/dev/null
     # The matrix's rows, NIC names, counts and NUMA column, from the JSON
     # in the text's shape: the two must be the same.
-    expect_eq "$n: --topo=json says what --topo's matrix says" "$(python3 - "$d/$n.topo.json" "$d/$n.topo.txt" <<'PY'
+    expect_eq "$n: --topo=json says what --topo's matrix says" "$("$TORCH_PY" - "$d/$n.topo.json" "$d/$n.topo.txt" <<'PY'
 import json, re, sys
 t = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read().splitlines()
@@ -55,13 +55,13 @@ PY
         [ "$numa" = None ] && continue
         expect_eq "$n: GPU $busid on NUMA node $numa (hwloc-calc)" \
             "$(hwloc-calc --if xml -i "$xml" --po -I numa "pci=$busid" 2>/dev/null)" "$numa"
-    done < <(python3 -c 'import json,sys
+    done < <("$TORCH_PY" -c 'import json,sys
 for g in json.load(open(sys.argv[1]))["gpus"][:4]: print(g["busid"], g["numa"])' "$d/$n.topo.json")
 done
 
 # --- --dry-run=json against --report-bindings=json and hwloc-calc
 expand() {
-    python3 -c '
+    "$TORCH_PY" -c '
 import sys
 out = []
 for part in sys.argv[1].split(","):
@@ -71,7 +71,7 @@ print(",".join(map(str, sorted(out))))' "$1"
 }
 for xml in $XMLS; do
     n=$(basename "$xml" .xml)
-    ngpu=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["gpus"]))' "$d/$n.topo.json")
+    ngpu=$("$TORCH_PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["gpus"]))' "$d/$n.topo.json")
     [ "$ngpu" -gt 0 ] || continue
     args=(--topology "$xml" --nproc-per-node gpu --cpu-bind numa --nic-bind export)
     "$AMLRUN" "${args[@]}" --dry-run=json true >"$d/$n.dry.json" 2>"$d/err"
@@ -80,7 +80,7 @@ for xml in $XMLS; do
     "$AMLRUN" "${args[@]}" --dry-run --report-bindings=json true 2>/dev/null |
         grep '^{' >"$d/$n.report"
     expect_eq "$n: each rank's binding is --report-bindings=json's, its env and argv the text's" \
-        "$(python3 - "$d/$n.dry.json" "$d/$n.report" <<'PY'
+        "$("$TORCH_PY" - "$d/$n.dry.json" "$d/$n.report" <<'PY'
 import json, sys
 dr = json.load(open(sys.argv[1]))
 rep = [json.loads(l) for l in open(sys.argv[2])]
@@ -108,7 +108,7 @@ PY
         expect_eq "$n: GPU $busid's rank gets NUMA node $numa's cpus (hwloc-calc)" \
             "$(expand "$cpus")" \
             "$(hwloc-calc --if xml -i "$xml" --pi --po -I pu "numa:$numa" | tr , '\n' | sort -n | paste -sd,)"
-    done < <(python3 -c 'import json,sys
+    done < <("$TORCH_PY" -c 'import json,sys
 for r in json.load(open(sys.argv[1]))["ranks"][:3]:
     b = r["binding"]
     if b["cpus"] and not b["numa_guessed"]: print(b["gpu_busid"], b["cpus"])' "$d/$n.dry.json")
@@ -127,7 +127,7 @@ weird=$'a"b\n\\c\t\x01\x7f\xc3\xa9 \''
 WEIRD_VAR=$weird "$AMLRUN" -v --nproc-per-node 1 --dry-run=json true "$weird" x \
     >"$d/weird.json" 2>"$d/err"
 check "--dry-run=json with quotes and control characters is valid JSON" valid "$d/weird.json"
-expect_eq "the argument and the variable come back byte for byte" "$(WEIRD="$weird" python3 -c '
+expect_eq "the argument and the variable come back byte for byte" "$(WEIRD="$weird" "$TORCH_PY" -c '
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 w = os.environ["WEIRD"].encode("utf-8", "surrogateescape")
@@ -146,11 +146,11 @@ if os.environ["RANK"] == "1":
 time.sleep(60)
 PY
 "$AMLRUN" -q --nproc-per-node 3 --master-port "$(free_port)" \
-    --result-json "$d/fail.json" python3 "$d/fail1.py" >/dev/null 2>"$d/fail.err"
+    --result-json "$d/fail.json" "$TORCH_PY" "$d/fail1.py" >/dev/null 2>"$d/fail.err"
 expect_eq "failing job: amlrun exits 3" "$?" 3
 check "failing job: --result-json is valid JSON" valid "$d/fail.json"
 expect_eq "failing job: rank 1 is the first failure, the others terminated, times ordered" \
-    "$(python3 - "$d/fail.json" <<'PY'
+    "$("$TORCH_PY" - "$d/fail.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 f = r["first_failure"]
@@ -163,12 +163,12 @@ out.append(times and f["duration_s"] >= 0.2)
 print(out)
 PY
 )" "[3, 1, 3, 'failed', (0, 'terminated', 143, 'SIGTERM'), (1, 'failed', 3, None), (2, 'terminated', 143, 'SIGTERM'), True]"
-[ -s "$d/fail.json" ] && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["first_failure"]["pid"])' "$d/fail.json" >"$d/pid" 2>/dev/null
+[ -s "$d/fail.json" ] && "$TORCH_PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["first_failure"]["pid"])' "$d/fail.json" >"$d/pid" 2>/dev/null
 check "failing job: the first failure's pid is the one the text names" \
     grep -q "rank 1 (local 1, pid $(cat "$d/pid" 2>/dev/null)," "$d/fail.err"
 "$AMLRUN" -q --nproc-per-node 2 --result-json "$d/ok.json" true >/dev/null 2>&1
 expect_eq "succeeding job: amlrun exits 0" "$?" 0
-expect_eq "succeeding job: no failure, every rank succeeded with times" "$(python3 -c '
+expect_eq "succeeding job: no failure, every rank succeeded with times" "$("$TORCH_PY" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r["exit_status"], r["first_failure"], [(k["status"], k["exit_code"], k["start_time"] <= k["end_time"]) for k in r["ranks"]])' "$d/ok.json")" \
@@ -184,7 +184,7 @@ echo old >"$d/keep.json"
 "$AMLRUN" -q --nproc-per-node 1 --result-json "$d/keep.json" \
     sh -c "cat '$d/keep.json' >'$d/seen'" >/dev/null 2>&1
 expect_eq "the check leaves an earlier result as it was until the end" \
-    "$(cat "$d/seen"):$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_status"])' "$d/keep.json")" "old:0"
+    "$(cat "$d/seen"):$("$TORCH_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_status"])' "$d/keep.json")" "old:0"
 
 # --- head-node mode and per-process mode
 # Head node: the command it would exec, one string per word: the same words
@@ -192,7 +192,7 @@ expect_eq "the check leaves an earlier result as it was until the end" \
 "$AMLRUN" --hosts a:2,b:2 --dry-run ./train --lr 'x y' >"$d/head.txt"
 "$AMLRUN" --hosts a:2,b:2 --dry-run=json ./train --lr 'x y' >"$d/head.json"
 expect_eq "head node --dry-run=json: the text's words, hosts and slots" \
-    "$(python3 -c 'import json, shlex, sys
+    "$("$TORCH_PY" -c 'import json, shlex, sys
 j = json.load(open(sys.argv[1])); t = shlex.split(open(sys.argv[2]).read())
 print(j["mode"], j["launcher"], j["command"] == t, [(h["name"], h["slots"]) for h in j["hosts"]], j["nproc_per_node"], j["command"][-3:])' \
         "$d/head.json" "$d/head.txt")" \
@@ -200,7 +200,7 @@ print(j["mode"], j["launcher"], j["command"] == t, [(h["name"], h["slots"]) for 
 # In place under mpirun: each process prints its own rank's document.
 $MPIRUN -np 2 "$AMLRUN" --dry-run=json true >"$d/inplace.json" 2>/dev/null
 expect_eq "mpirun -np 2 amlrun --dry-run=json: one document per rank, ranks 0 and 1" \
-    "$(python3 -c 'import json, sys
+    "$("$TORCH_PY" -c 'import json, sys
 docs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(sorted(r["rank"] for d in docs for r in d["ranks"]), sorted({r["env"]["WORLD_SIZE"] for d in docs for r in d["ranks"]}))' \
         "$d/inplace.json")" "[0, 1] ['2']"

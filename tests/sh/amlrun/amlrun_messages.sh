@@ -57,7 +57,7 @@ check "head node: -r 3 and --nproc passed on before the command" \
     has "$out" "amlrun -r 3 --nproc 1 --nnodes 2 true$"
 
 # The same prefixes under real torchrun 1.13: accepted or refused alike.
-if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
+if have_torch torch.distributed.run; then
     for args in "--max_restart 1" "--nproc_per_no 1" "--ma 1" "--rdzv 1" "--stand"; do
         # shellcheck disable=SC2086
         "$TORCH_PY" "$TOP/bench/torchrun-wrapper.py" $args --nproc_per_node 1 --master_port "$(free_port)" \

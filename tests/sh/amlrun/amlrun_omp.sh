@@ -11,7 +11,7 @@ unset OMP_NUM_THREADS HWLOC_XMLFILE CUDA_VISIBLE_DEVICES
 
 mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 # The first allowed cpu of each of the first two cores: "cpu core" pairs.
-pair=$(python3 -c '
+pair=$("$TORCH_PY" -c '
 import os, sys
 allowed = sorted(os.sched_getaffinity(0))
 seen = {}

@@ -83,7 +83,7 @@ expect_eq "29500 taken: said in one line, naming both ports" \
 "${A[@]}" -q --nproc-per-node 1 true 2>"$d/e"
 expect_eq "29500 taken, -q: nothing said" "$(cat "$d/e")" ""
 
-if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if have_torch; then
     "${A[@]}" --nproc-per-node 2 "$TOP/examples/ddp_train.py" >"$d/o" 2>"$d/e"
     rc=$?
     expect_eq "29500 taken: PyTorch DDP (README command 1) runs, exit 0" "$rc" 0

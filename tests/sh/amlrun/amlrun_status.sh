@@ -413,7 +413,11 @@ fi
 
 # --- progress: every rank's step, and rank 2's lag (it is 40 ms slower at
 # each step: consistently last)
-PYTHONPATH=$TOP/python${PYTHONPATH:+:$PYTHONPATH} "$AMLRUN" --nproc-per-node 4 --run-id st-prog \
+# (400 steps, rank 2's 24 s, so that the job still runs when asked on a
+# loaded machine; once asked, the steps end: PROGRESS_STOP; the ranks start
+# their steps together: PROGRESS_START)
+mkdir "$d/prog.start"
+PROGRESS_START=$d/prog.start PROGRESS_STOP=$d/prog.stop PYTHONPATH=$TOP/python${PYTHONPATH:+:$PYTHONPATH} "$AMLRUN" --nproc-per-node 4 --run-id st-prog \
     "$TOP/tests/amlrun/progress_worker.py" 400 20 2 40 >"$d/prog.out" 2>"$d/prog.err" &
 pid_prog=$!
 # Until every rank has shown 12 steps (the lag needs 8 in common).
@@ -438,6 +442,7 @@ assert r[2]['step'] < max(x['step'] for x in r), r"
 "$AMLRUN" --status st-prog >"$d/prog.txt" 2>&1
 check "progress: the table shows rank 2's lag marked" \
     grep -qE '^2 +2 +0 +[0-9]+ .* [0-9]+ +[0-9.]+s +\+[0-9.]+s\*$' "$d/prog.txt"
+touch "$d/prog.stop"
 wait "$pid_prog"
 expect_eq "progress: the job ends normally (0)" "$?" 0
 

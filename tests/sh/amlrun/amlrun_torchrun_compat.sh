@@ -10,8 +10,32 @@
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/compat
 mkdir -p "$d"
-TORCHRUN=("$TORCH_PY" "$TOP/bench/torchrun-wrapper.py")
 unset OMP_NUM_THREADS
+
+# torchrun: bench/torchrun-wrapper.py's, each run a fork of one interpreter
+# that imported torch once (tests/amlrun/torchrun_forks.py): the same code
+# as `torchrun ARGS` from a shell, without the second or so of CPU that
+# importing torch costs each of the 16 runs here.
+coproc TR { exec "$TORCH_PY" "$HELPERS/torchrun_forks.py" 2>"$d/forks.err"; }
+tr_pid=$TR_PID tr_in=${TR[1]} tr_out=${TR[0]}
+NREQ=0
+# tr_start [VAR=VALUE | -u VAR]... -- ARGS...: `torchrun ARGS` in $d with
+# that environment, started; its directory (out, err) in REQ.
+tr_start() {
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    REQ=$d/tr.$((++NREQ))
+    mkdir "$REQ"
+    (cd "$d" && env "${envs[@]}" env -0) >"$REQ/env"
+    printf '%s\0' "$@" >"$REQ/argv"
+    echo "$REQ" >&"$tr_in"
+}
+# tr_wait: until the next run ends, its status in TR_RC ("none"
+# when the interpreter died or did not answer for 150 s).
+tr_wait() {
+    read -r -t 150 _ TR_RC <&"$tr_out" || TR_RC=none
+}
 
 cat >"$d/w.py" <<'PY'
 import json, os, sys
@@ -46,8 +70,11 @@ side() {
     local envs=()
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    (cd "$d" && env "${envs[@]}" timeout 120 "${TORCHRUN[@]}" "$@") >"$d/t.out" 2>"$d/t.err"
-    local trc=$?
+    tr_start "${envs[@]}" -- "$@"
+    tr_wait
+    local trc=$TR_RC
+    cp "$REQ/out" "$d/t.out"
+    cp "$REQ/err" "$d/t.err"
     (cd "$d" && env "${envs[@]}" timeout 120 "$AMLRUN" -q "$@") >"$d/a.out" 2>"$d/a.err"
     local arc=$?
     expect_eq "$name: both exit 0" "$trc $arc" "0 0"
@@ -69,9 +96,10 @@ compare() {
 }
 
 port=$(free_port)
-if ! (cd "$d" && timeout 120 "${TORCHRUN[@]}" --master_port "$port" w.py) >"$d/t.out" 2>"$d/t.err" ||
-   ! grep -q '^rank=0 ' "$d/t.out"; then
-    tail -3 "$d/t.err" | sed 's/^/# /'
+tr_start -- --master_port "$port" w.py
+tr_wait
+if [ "$TR_RC" != 0 ] || ! grep -q '^rank=0 ' "$REQ/out"; then
+    cat "$d/forks.err" "$REQ/err" 2>/dev/null | tail -3 | sed 's/^/# /'
     skip "amlrun beside torchrun" "torchrun (torch.distributed.run under $TORCH_PY) cannot run here"
     exit 0
 fi
@@ -108,14 +136,24 @@ side "c10d rendezvous" 2 "MASTER_ADDR MASTER_PORT" -- --nproc_per_node 2 \
 # Two nodes of two workers each, told apart only by PET_NODE_RANK: the
 # torchruns meet at the master; every rank of both nodes is compared.
 p=$(free_port)
-for launcher in torchrun amlrun; do
-    for n in 0 1; do
-        if [ $launcher = torchrun ]; then cmd=("${TORCHRUN[@]}"); else cmd=("$AMLRUN" -q); fi
-        (cd "$d" && PET_NNODES=2 PET_NODE_RANK=$n PET_NPROC_PER_NODE=2 PET_MASTER_PORT=$p \
-            PET_MASTER_ADDR=127.0.0.1 timeout 120 "${cmd[@]}" w.py) >"$d/$launcher$n.out" 2>&1 &
-    done
-    wait
+for n in 0 1; do
+    tr_start PET_NNODES=2 PET_NODE_RANK=$n PET_NPROC_PER_NODE=2 PET_MASTER_PORT=$p \
+        PET_MASTER_ADDR=127.0.0.1 -- w.py
 done
-cat "$d/torchrun0.out" "$d/torchrun1.out" >"$d/t.out"
+tr_wait
+tr_wait
+cat "$d/tr.$((NREQ - 1))"/out "$d/tr.$((NREQ - 1))"/err "$REQ/out" "$REQ/err" >"$d/t.out"
+pids=()
+for n in 0 1; do
+    (cd "$d" && PET_NNODES=2 PET_NODE_RANK=$n PET_NPROC_PER_NODE=2 PET_MASTER_PORT=$p \
+        PET_MASTER_ADDR=127.0.0.1 timeout 120 "$AMLRUN" -q w.py) >"$d/amlrun$n.out" 2>&1 &
+    pids+=($!)
+done
+wait "${pids[@]}"
 cat "$d/amlrun0.out" "$d/amlrun1.out" >"$d/a.out"
 compare "two nodes by PET_NODE_RANK" 4 ""
+
+# The torchruns' interpreter ends when its requests do; waited for, so that
+# nothing outlives the test (and tests/run.sh counts its CPU).
+eval "exec $tr_in>&-"
+wait "$tr_pid"

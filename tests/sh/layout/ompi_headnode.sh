@@ -14,12 +14,18 @@ multinode_setup 3
 HELLO=$BUILD/examples/hello
 REPORT=$TOP/tests/amlrun/report.sh
 
+# rank0_host MPIRUN-OPTIONS...: the host Open MPI puts rank 0 on.  Every rank
+# exits 0: when the others exited 1 (`[ rank = 0 ] && hostname`), mpirun
+# aborted the job on the first of them, on a loaded machine before rank 0
+# had printed.
+# shellcheck disable=SC2016
+rank0_host() { on n0 $T $MPIRUN "$@" sh -c '[ "$OMPI_COMM_WORLD_RANK" != 0 ] || hostname' 2>/dev/null; }
 # field NAME: the values of NAME= over all ranks of the last run, counted.
 counted() { grep -o "^$1=.*" | sort | uniq -c | awk '{$1 = $1; print}' | tr '\n' ';'; }
 
 for layout in "--host n1:2,n2:2" "--host n1:2,n2:2 --map-by node" "--host n1:2,n2:2 --novm"; do
     # shellcheck disable=SC2086
-    rank0=$(on n0 $T $MPIRUN $layout sh -c '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && hostname' 2>/dev/null)
+    rank0=$(rank0_host $layout)
     check "$layout: Open MPI puts rank 0 on n1 or n2" test "$rank0" = n1 -o "$rank0" = n2
     # shellcheck disable=SC2086
     got=$(on n0 $T $MPIRUN $layout "$HELLO" 2>/dev/null | counted MASTER_ADDR)
@@ -47,7 +53,7 @@ expect_eq "per node: both amlruns refuse with the same reason" \
 expect_eq "per node: no worker started" "$(grep -c '^n[0-9] RANK=' <<<"$out")" 0
 
 # Given a master (mpirun -x MASTER_ADDR), every rank and worker has it.
-rank0=$(on n0 $T $MPIRUN --host n1:2,n2:2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && hostname' 2>/dev/null)
+rank0=$(rank0_host --host n1:2,n2:2)
 out=$(on n0 $T $MPIRUN --host n1:2,n2:2 -x MASTER_ADDR="$rank0" "$AMLRUN" "$REPORT" 2>&1)
 expect_eq "-x MASTER_ADDR: every rank gets it" \
     "$(grep -E '^n[0-9] RANK=' <<<"$out" | grep -o 'MASTER_ADDR=[^ ]*' | counted MASTER_ADDR)" "4 MASTER_ADDR=$rank0;"

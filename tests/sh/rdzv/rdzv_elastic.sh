@@ -24,15 +24,21 @@ node() {
 }
 worlds() { rz_reports | field world | sort | uniq -c | awk '{ print $2 "x" $1 }' | tr '\n' ' '; }
 
-# Late, but within the last call: n2 a second after n0 and n1 (the last
-# call is long, so that a loaded machine does not make n2 later than it;
-# the round starts as soon as n2, the third and last, joins).  With the
-# job's secret (issue 21).
+# Late, but within the last call: n2 once n0 and n1 are in and the last
+# call has begun (the host tells them so: "rendezvous: 2 nodes of 2:3 in;
+# the round forms in ..."; a second's sleep instead left it to chance that
+# it had; the last call is long, so that a loaded machine does not make n2
+# later than it; the round starts as soon as n2, the third and last,
+# joins).  With the job's secret (issue 21).
 export AMLDIST_JOB_TOKEN=elastic-secret-$RANDOM$RANDOM
 rz_case lastcall
 node n0 "$PORT" 2:3 last_call_timeout=20
 node n1 "$PORT" 2:3 last_call_timeout=20
-sleep 1
+n=0
+until grep -q "rendezvous: 2 nodes of 2:3 in; the round forms" "$RZ_DIR/n1.err" 2>/dev/null; do
+    ((n++ < 1200)) || { fail "the last call begins with n0 and n1"; break; }
+    sleep 0.05
+done
 node n2 "$PORT" 2:3 last_call_timeout=20
 rz_wait
 name="2:3, n2 a second late (last call 20 s), with a secret"

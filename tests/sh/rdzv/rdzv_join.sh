@@ -33,11 +33,13 @@ expect_eq "2 nodes x 2: n0 holds ranks 0,1 and n1 ranks 2,3" "$(rz_layout)" \
 [ "$(rz_count rep.)" = 4 ] || rz_dump
 no_leftovers "2 nodes x 2"
 
-# The other node's agent starts first: it waits for the host to listen.
+# The other node's agent starts first: it waits for the host to listen
+# (n0 starts once it has refused n1's first try).
 rz_case late-host
+rsts=$(rz_rsts n0)
 rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
     --nproc-per-node 1 "$RZW"
-sleep 1
+rz_wait_refused n0 "$rsts" || fail "host's agent last: n1 tries n0 first"
 rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
     --nproc-per-node 1 "$RZW"
 rz_wait

@@ -91,9 +91,11 @@ no_leftovers "host alone"
 waiting_stop() {
     local name=$1 node=$2 port=$3 pid t0
     rz_case "wait-$node"
+    rsts=$(rz_rsts n0)
     rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 2 \
         --nproc-per-node 1 --rdzv-conf join_timeout=60 "$RZW"
-    if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else sleep 1; fi
+    # (the host's agent listens; the other waits once n0 has refused it)
+    if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else rz_wait_refused n0 "$rsts"; fi
     if ! pid=$(rz_agent_pid "$node"); then
         fail "$name: the agent waits"
     else

@@ -73,7 +73,7 @@ if [ "${RC[n0]}" = 0 ]; then
 fi
 no_leftovers "$name"
 
-if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if have_torch; then
     rz_case ddp
     export RZ_FAIL_WORKER=n1/1
     start_all $((PORT + 30)) --max-restarts 2 --nproc-per-node 2 --python "$TORCH_PY" \

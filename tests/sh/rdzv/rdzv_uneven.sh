@@ -14,7 +14,7 @@ MULTINODE_TIMEOUT=120
 rz_setup 3
 EP=$(node_addr n0)
 HAVE_TORCH=0
-"$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null && HAVE_TORCH=1
+have_torch torch.distributed.run && HAVE_TORCH=1
 
 # in_order PORT NNODES NODE:COUNT...: one amlrun per node, the same line but
 # --nproc-per-node, started one after the other so that they arrive in this
@@ -106,9 +106,10 @@ done
 
 # The static rendezvous with node 1 started first, node 0 late.
 rz_case static-late
+rsts=$(rz_rsts n0)
 rz_start n1 --nnodes 2 --node-rank 1 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 2 "$RZW"
-sleep 1
+rz_wait_refused n0 "$rsts" || fail "static, node 0 late: node 1 tries n0 first"
 rz_start n0 --nnodes 2 --node-rank 0 --master-addr n0 --master-port $((PORT + 33)) \
     --nproc-per-node 1 "$RZW"
 rz_wait

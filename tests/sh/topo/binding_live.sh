@@ -11,7 +11,7 @@ unset OMP_NUM_THREADS CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
 mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 mems=$(sed -n 's/^Mems_allowed_list:[[:space:]]*//p' /proc/self/status)
 # The allowed cpus one by one ("0-1,4" -> 0 1 4).
-cpus=$(python3 -c '
+cpus=$("$TORCH_PY" -c '
 import sys
 out = []
 for part in sys.argv[1].split(","):
@@ -76,7 +76,7 @@ expect_eq "OMP_NUM_THREADS set by the user is kept" \
 out=$TEST_TMP/json.out
 timeout 60 "$AMLRUN" --nproc-per-node 2 --report-bindings=json /bin/true \
     >/dev/null 2>"$out"
-check "--report-bindings=json: one JSON object per rank" python3 -c '
+check "--report-bindings=json: one JSON object per rank" "$TORCH_PY" -c '
 import json, sys
 objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 assert [o["local_rank"] for o in objs] == [0, 1], objs

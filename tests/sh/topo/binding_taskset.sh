@@ -10,7 +10,7 @@ if ! have taskset; then skip "taskset binding" "taskset not installed"; exit 0; 
 unset OMP_NUM_THREADS CUDA_VISIBLE_DEVICES HWLOC_XMLFILE
 
 mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-set -- $(python3 -c '
+set -- $("$TORCH_PY" -c '
 import sys
 for part in sys.argv[1].split(","):
     a, _, b = part.partition("-")

@@ -13,15 +13,15 @@ unset HWLOC_XMLFILE CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES
 calc() { hwloc-calc --if xml -i "$xml" "$@"; }
 # Sorted PU list of some hwloc-calc locations (core:3 l3:1 ...), "a,b,c".
 pus() { calc --po -I pu "$@"; }
-# Expand "0-3,8" (amlrun's cpu list) the same way: "0,1,2,3,8".
+# Expand "0-3,8" (amlrun's cpu list) the same way: "0,1,2,3,8" (in the
+# shell: a Python for each of the hundred-odd lists cost seconds of CPU).
 expand() {
-    python3 -c '
-import sys
-out = []
-for part in sys.argv[1].split(","):
-    a, _, b = part.partition("-")
-    out += range(int(a), int(b or a) + 1)
-print(",".join(map(str, sorted(out))))' "$1"
+    local part a b out=()
+    for part in ${1//,/ }; do
+        a=${part%-*} b=${part#*-}
+        for ((; a <= b; a++)); do out+=("$a"); done
+    done
+    printf '%s\n' "${out[@]}" | sort -n | paste -sd,
 }
 nth() { echo "$1" | cut -d, -f"$(($2 + 1))"; }
 
@@ -33,7 +33,7 @@ plan() {
             true >"$TEST_TMP/$name.raw" 2>"$TEST_TMP/$name.err"; then
         fail "$name: amlrun exits 0"; sed 's/^/# /' "$TEST_TMP/$name.err"
     fi
-    python3 -c '
+    "$TORCH_PY" -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 for r in sorted(rows, key=lambda r: r["local_rank"]):
@@ -43,13 +43,13 @@ for r in sorted(rows, key=lambda r: r["local_rank"]):
 # expected MODE: what torchrun's mode means, from hwloc-calc, for the ranks
 # of $TEST_TMP/$name (rank j of a NUMA node: its j-th rank in local order).
 expected() {
-    local mode=$1 busid numa pkg cores n j block first l3s seen=" "
-    while read -r busid _; do
-        numa=$(calc -I numa "pci=$busid")
+    local mode=$1 numa pkg cores n j block first l3s seen=" " numas
+    # Each rank's NUMA node, asked once (not once per rank and rank).
+    numas=$(while read -r b _; do calc -I numa "pci=$b"; done <"$TEST_TMP/$name")
+    while read -r _ _ && read -r numa <&3; do
         # Ranks before this one on its node, and ranks on its node.
         j=$(grep -o " $numa:" <<<"$seen" | wc -l)
-        n=$(while read -r b _; do calc -I numa "pci=$b"; done <"$TEST_TMP/$name" |
-            grep -cx "$numa")
+        n=$(grep -cx "$numa" <<<"$numas")
         seen="$seen$numa: "
         case $mode in
         node) pus "numa:$numa" ;;
@@ -64,7 +64,7 @@ expected() {
             l3s=$(calc -I l3 "numa:$numa")
             pus "l3:$(nth "$l3s" "$j")" ;;
         esac
-    done <"$TEST_TMP/$name"
+    done <"$TEST_TMP/$name" 3<<<"$numas"
 }
 
 compare() { # compare LABEL MODE: amlrun's cpus against expected MODE
@@ -112,7 +112,7 @@ name=epyc-socket-share
 plan "$name" --nproc-per-node gpu --numa-binding socket
 expect_eq "EPYC: --numa-binding socket gives ranks 0-3 the same 48 cores" \
     "$(head -4 "$TEST_TMP/$name" | cut -d' ' -f2 | sort -u)" \
-    "$(calc --po -I pu package:0 | python3 -c '
+    "$(calc --po -I pu package:0 | "$TORCH_PY" -c '
 import sys
 v = sorted(map(int, sys.stdin.read().split(",")))
 print("%d-%d" % (v[0], v[-1]) if v == list(range(v[0], v[-1] + 1)) else v)')"

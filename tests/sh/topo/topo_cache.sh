@@ -17,7 +17,7 @@ export AMLDIST_TEST_TOPOLOGY_CACHE_LOG=$LOG
 fixtures=${AMLDIST_TOPOLOGIES:-$TOP/tests/topologies/real}
 
 mine=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-set -- $(python3 -c '
+set -- $("$TORCH_PY" -c '
 import sys
 for part in sys.argv[1].split(","):
     a, _, b = part.partition("-")

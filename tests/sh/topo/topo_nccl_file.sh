@@ -15,7 +15,7 @@ dir=${AMLDIST_NCCL_TOPOS:-$TOP/tests/topologies/real/nccl-topo}
 # expect FILE: "busid numaid cpulist" per GPU of the file, in PCI order, or
 # "nocpus" when a <cpu> has no affinity (the file cannot stand for a machine)
 expect() {
-    python3 - "$1" <<'PY'
+    "$TORCH_PY" - "$1" <<'PY'
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 def cpulist(mask):
@@ -137,7 +137,7 @@ check "malformed NCCL_TOPO_FILE: noticed" grep -q \
 # GPUs under it get its NUMA node.  The fixture's last two GPUs are put
 # under a switch 0000:a0:01.0 here.
 sw=$TEST_TMP/switch.xml
-python3 - "$hw" "$sw" <<'PY'
+"$TORCH_PY" - "$hw" "$sw" <<'PY'
 import sys, xml.etree.ElementTree as ET
 tree = ET.parse(sys.argv[1])
 for parent in tree.iter("object"):

@@ -16,7 +16,7 @@ dir=${AMLDIST_TOPOLOGIES:-$TOP/tests/topologies/real}
 
 # check NAME SVG JSON: the SVG against the plan's JSON lines.
 check() {
-    if python3 - "$2" "$3" >"$TEST_TMP/check" 2>&1 <<'EOF'; then
+    if "$TORCH_PY" - "$2" "$3" >"$TEST_TMP/check" 2>&1 <<'EOF'; then
 import json, re, sys
 import xml.etree.ElementTree as ET
 
