@@ -225,6 +225,11 @@ trap 'stop_all; rm -rf "$log"; exit 143' TERM
 trap 'rm -rf "$log"' EXIT
 
 T0=${EPOCHREALTIME/./}
+# The machine's busy and idle time (/proc/stat, in clock ticks), for the
+# line at the end: per-program figures miss what a program did not wait
+# for (daemons, the namespace clusters' processes).
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat 2>/dev/null; }
+read -r BUSY0 IDLE0 < <(cpu_ticks)
 mkfifo "$log/done"
 exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
 echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
@@ -268,6 +273,11 @@ if [ "${#cpus[@]}" -gt 0 ]; then
     echo "Most CPU (user + system, with the processes each waited for):"
     printf '%s\n' "${cpus[@]}" | sort -rn | head -n 10 | awk '{ printf "  %7.1f s  %s\n", $1, $2 }'
     printf '%s\n' "${cpus[@]}" | awk '{ s += $1 } END { printf "  %7.1f s  in all\n", s }'
+fi
+if read -r busy idle < <(cpu_ticks) && [ -n "${BUSY0:-}" ]; then
+    hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+    awk -v b=$((busy - BUSY0)) -v i=$((idle - IDLE0)) -v hz="$hz" -v n="$ncpu" 'BEGIN {
+        if (b + i > 0) printf "The machine: %.0f s of CPU busy, %.0f s idle (%d CPUs, %.0f%% busy)\n", b / hz, i / hz, n, 100 * b / (b + i) }'
 fi
 if [ "${#beside[@]}" -gt 0 ]; then
     echo "Failed beside other programs, then run again alone (the second run counts):"
