@@ -8,6 +8,9 @@
 #   default        binding on, the topology from the per-node cache
 #   binding off    --cpu-bind/--mem-bind/--nic-bind/--gpu-bind none
 #   cache off      AMLDIST_TOPOLOGY_CACHE=0: every agent discovers live
+#   cold cache     AMLDIST_TOPOLOGY_CACHE=a new empty directory each job:
+#                  the first agent discovers, the others wait for its entry
+#                  (the node's first job after a boot, or on a new machine)
 #   --topology     an XML export of this machine (with lstopo-no-graphics)
 # CPU: user+system of every agent and what it waited for (wait4's rusage,
 # summed over the N agents); wall: from the first spawn to the last exit.
@@ -35,10 +38,11 @@ else
     echo "bench: no lstopo-no-graphics: the --topology variant left out" >&2
 fi
 echo "# $N c10d agents on loopback, one /bin/true each; $(env -u OMP_NUM_THREADS nproc) CPUs; $ROUNDS rounds; load $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/python3 - "$ROUNDS" "$N" "$AMLRUN" "$xml" <<'PY'
-import os, random, signal, socket, statistics, sys, time
+/usr/bin/python3 - "$ROUNDS" "$N" "$AMLRUN" "$xml" "$tmp" <<'PY'
+import os, random, signal, socket, statistics, sys, tempfile, time
 
-rounds, n, amlrun, xml = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rounds, n, amlrun, xml, tmp = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                               sys.argv[4], sys.argv[5])
 devnull = os.open(os.devnull, os.O_RDWR)
 lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
 
@@ -66,7 +70,7 @@ def job(extra, env):
                                "127.0.0.1:%d" % port, "--nnodes", str(n),
                                "--nproc-per-node", "1", "/bin/true"]
     e = dict(os.environ)
-    e.update(env)
+    e.update({k: v() if callable(v) else v for k, v in env.items()})
     acts = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
             (os.POSIX_SPAWN_DUP2, devnull, 2)]
     pids = set()
@@ -99,7 +103,9 @@ off = ["--cpu-bind", "none", "--mem-bind", "none", "--nic-bind", "none",
        "--gpu-bind", "none"]
 variants = [("default (cache)", [], {}),
             ("binding off", off, {}),
-            ("cache off (live discovery)", [], {"AMLDIST_TOPOLOGY_CACHE": "0"})]
+            ("cache off (live discovery)", [], {"AMLDIST_TOPOLOGY_CACHE": "0"}),
+            ("cold cache (one discovers)", [],
+             {"AMLDIST_TOPOLOGY_CACHE": lambda: tempfile.mkdtemp(dir=tmp)})]
 if xml:
     variants.append(("--topology machine.xml", ["--topology", xml], {}))
 for _, extra, env in variants:  # warm up (and fill the cache)
@@ -121,7 +127,8 @@ for label in cpu:
     print("%-30s %10.1f %12.2f %10.1f" % (label, 1000 * c, 1000 * c / n,
                                           1000 * statistics.median(wall[label])))
 pairs = [("default (cache)", "binding off"),
-         ("cache off (live discovery)", "binding off")]
+         ("cache off (live discovery)", "binding off"),
+         ("cold cache (one discovers)", "binding off")]
 if xml:
     pairs += [("default (cache)", "--topology machine.xml"),
               ("cache off (live discovery)", "--topology machine.xml")]
