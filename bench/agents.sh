@@ -96,8 +96,17 @@ def job(extra, env):
         signal.alarm(0)
     wall = time.perf_counter() - t0
     if failed:
-        sys.exit("bench: %d of %d agents (%s) failed" % (failed, n, " ".join(extra)))
+        return None
     return cpu, wall
+
+def job_ok(extra, env):
+    """job(), again on a new port when an agent failed (another program
+    may have taken the port between the check and the host's bind)."""
+    for _ in range(3):
+        r = job(extra, env)
+        if r:
+            return r
+    sys.exit("bench: agents (%s) failed three times" % " ".join(extra))
 
 off = ["--cpu-bind", "none", "--mem-bind", "none", "--nic-bind", "none",
        "--gpu-bind", "none"]
@@ -109,12 +118,12 @@ variants = [("default (cache)", [], {}),
 if xml:
     variants.append(("--topology machine.xml", ["--topology", xml], {}))
 for _, extra, env in variants:  # warm up (and fill the cache)
-    job(extra, env)
+    job_ok(extra, env)
 cpu = {v[0]: [] for v in variants}
 wall = {v[0]: [] for v in variants}
 for r in range(rounds):
     for label, extra, env in (variants if r % 2 == 0 else variants[::-1]):
-        c, w = job(extra, env)
+        c, w = job_ok(extra, env)
         cpu[label].append(c)
         wall[label].append(w)
 
