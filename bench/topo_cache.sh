@@ -45,7 +45,7 @@ chmod +x "$floor"
 have_mpirun=0
 command -v mpirun >/dev/null && have_mpirun=1
 
-echo "# $(OMP_NUM_THREADS= nproc) of $(nproc --all) cores usable, $(uname -r), hwloc $(lstopo-no-graphics --version | awk '{print $2}'), $ROUNDS rounds"
+echo "# $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) cores usable, $(uname -r), hwloc $(lstopo-no-graphics --version | awk '{print $2}'), $ROUNDS rounds"
 /usr/bin/python3 - "$ROUNDS" "$LINES" "$AMLRUN" "$tmp" "$have_mpirun" \
     "${PAIRS:-start bind mpirun relay}" <<'PY'
 import os, statistics, sys, time
