@@ -21,6 +21,7 @@ bootstrap|7|1 129 2
 nodecheck|20|1
 rdzv_peers|5|1
 rdzv|7|1 2
+agents|10 64|1 2
 topo_cache|20 200000|1 100
 hang|5 2 64|1 1 4
 progress|7 2000000|1 1000
