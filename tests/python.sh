@@ -33,5 +33,6 @@ py_setup() {
     export PYTHONPATH=$PY_SITE${PYTHONPATH:+:$PYTHONPATH}
 }
 
-# py_has_torch: the interpreter imports torch.distributed.
-py_has_torch() { "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; }
+# py_has_torch: the interpreter has torch.distributed (tests/torch.sh).
+. "$TOP/tests/torch.sh"
+py_has_torch() { have_torch torch.distributed; }

@@ -7,6 +7,7 @@
 # node, and a standalone PyTorch job whose peers see the dead rank.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 
@@ -126,7 +127,7 @@ kill_node_during "mpirun per process, node n1 killed" \
 # Standalone amlrun on each node has no channel between nodes: the job ends
 # on n0 because its PyTorch peers lose rank 3 (gloo sees the connection
 # close) and fail, which amlrun on n0 then handles like any failing rank.
-if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if have_torch; then
     cat >"$TEST_TMP/ddp_die.py" <<'EOF'
 import os, signal, time
 import torch, torch.distributed as dist

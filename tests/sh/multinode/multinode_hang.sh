@@ -12,8 +12,9 @@
 # test_plane_hang_across_nodes).
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch; then
     skip "multi-node hang" "$TORCH_PY cannot import torch"
     exit 0
 fi

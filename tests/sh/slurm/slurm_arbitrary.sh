@@ -7,11 +7,12 @@
 # with MASTER_ADDR=n0 it waited for a rank 0 that was never there.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 slurm_setup
 have_torch=1
-"$TORCH_PY" -c 'import torch.distributed' 2>/dev/null || have_torch=0
+have_torch || have_torch=0
 
 printf 'n1\nn0\nn0\n' >"$TEST_TMP/hosts"
 for mpi in none pmi2 pmix; do

@@ -9,12 +9,13 @@
 # scheduler (slurmctld refuses them otherwise).
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 SLURM_SCHEDULER=sched/backfill
 slurm_setup
 have_torch=1
-"$TORCH_PY" -c 'import torch.distributed' 2>/dev/null || have_torch=0
+have_torch || have_torch=0
 
 for mpi in none pmi2 pmix; do
     if [ ! -e "$SLURM_PLUGINS/mpi_$mpi.so" ]; then
