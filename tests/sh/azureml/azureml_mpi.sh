@@ -66,7 +66,7 @@ check "per node: amlrun says it widened the binding" \
     grep -q "widened to all allowed cpus $allowed" "$TEST_TMP/pn.console"
 
 # --- PyTorch DDP (gloo), 2 nodes x 2 ------------------------------------------
-if ! have_torch; then
+if ! have_torch torch.distributed; then
     skip "Azure ML MPI jobs: DDP" "$TORCH_PY cannot import torch"
 else
     DDP_CODE=$TEST_TMP/ddp

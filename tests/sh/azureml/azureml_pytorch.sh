@@ -53,7 +53,7 @@ expect_eq "per process: python runs in amlrun's place (its parent is the shell)"
     "16 sh"
 
 # --- PyTorch DDP (gloo), 2 nodes x 2 ------------------------------------------
-if ! have_torch; then
+if ! have_torch torch.distributed; then
     skip "Azure ML PyTorch jobs: DDP" "$TORCH_PY cannot import torch"
 else
     DDP_CODE=$TEST_TMP/ddp

@@ -11,7 +11,7 @@ if ! have mpiexec.hydra; then
     skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0
 fi
-if ! have_torch; then
+if ! have_torch torch.distributed; then
     skip "hydra DDP" "$TORCH_PY cannot import torch"
     exit 0
 fi

@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
-if ! have_torch; then
+if ! have_torch torch.distributed; then
     skip "multi-node hang" "$TORCH_PY cannot import torch"
     exit 0
 fi
