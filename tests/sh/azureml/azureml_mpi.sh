@@ -6,6 +6,7 @@
 # PyTorch DDP (gloo) of 2 nodes x 2 (16 torch processes would take minutes on
 # this machine).
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90
 aml_setup
@@ -65,7 +66,7 @@ check "per node: amlrun says it widened the binding" \
     grep -q "widened to all allowed cpus $allowed" "$TEST_TMP/pn.console"
 
 # --- PyTorch DDP (gloo), 2 nodes x 2 ------------------------------------------
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "Azure ML MPI jobs: DDP" "$TORCH_PY cannot import torch"
 else
     DDP_CODE=$TEST_TMP/ddp

@@ -7,6 +7,7 @@
 # own size (2 nodes x 8), then a real PyTorch DDP (gloo) of 2 nodes x 2.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90
 aml_setup
@@ -52,7 +53,7 @@ expect_eq "per process: python runs in amlrun's place (its parent is the shell)"
     "16 sh"
 
 # --- PyTorch DDP (gloo), 2 nodes x 2 ------------------------------------------
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "Azure ML PyTorch jobs: DDP" "$TORCH_PY cannot import torch"
 else
     DDP_CODE=$TEST_TMP/ddp

@@ -144,16 +144,21 @@ expect_eq "every symbol it requires is exported" \
     "$(comm -13 <(echo "$exported") <(echo "$required") | tr '\n' ' ')" ""
 diag "symbols: $(echo "$exported" | wc -l) exported, $(echo "$required" | wc -l) required, $(echo "$listed" | wc -l) listed"
 
-# An ABI change fails the build: a function the map hides (gone from the
-# library), and a symbol the symbols file has not heard of.
-sed -i 's/^    local:$/&\n        amldist_envp_unset;/' "$src/lib/amldist.map"
-rm -rf "$src/debian/debhelper-build-stamp" "$src/.pybuild"
-(cd "$src" && "${sysenv[@]}" fakeroot debian/rules binary) >"$TEST_TMP/abi-gone.log" 2>&1
-expect_eq "amldist_envp_unset hidden: the build fails" "$?" 2
-check "dpkg-gensymbols says the symbol disappeared" grep -q -- '^- *amldist_envp_unset@AMLDIST_1.0' "$TEST_TMP/abi-gone.log"
-cp "$TOP/lib/amldist.map" "$src/lib/amldist.map"
+# An ABI change fails the build: a symbol the symbols file has not heard
+# of, and a function the map hides (gone from the library).  Each is the
+# arch-dependent half of the build (binary-arch: libamldist1 and its
+# symbols, not the Python module) without the Python unit tests (nocheck),
+# both of which the whole build above ran: dpkg-gensymbols fails the same.
+# The symbols file first: it is no input of the build, so the library
+# built above serves as it is (the build stamp stays).
+abienv=("${sysenv[@]}" DEB_BUILD_OPTIONS="nocheck parallel=2")
 sed -i '/amldist_rank@AMLDIST_1.0/d' "$src/debian/libamldist1.symbols"
-rm -rf "$src/debian/debhelper-build-stamp" "$src/.pybuild"
-(cd "$src" && "${sysenv[@]}" fakeroot debian/rules binary) >"$TEST_TMP/abi-new.log" 2>&1
+(cd "$src" && "${abienv[@]}" fakeroot debian/rules binary-arch) >"$TEST_TMP/abi-new.log" 2>&1
 expect_eq "a symbol missing from the symbols file: the build fails" "$?" 2
 check "dpkg-gensymbols names it" grep -q -- '^+ *amldist_rank@AMLDIST_1.0' "$TEST_TMP/abi-new.log"
+cp "$TOP/debian/libamldist1.symbols" "$src/debian/libamldist1.symbols"
+sed -i 's/^    local:$/&\n        amldist_envp_unset;/' "$src/lib/amldist.map"
+rm -rf "$src/debian/debhelper-build-stamp" "$src/.pybuild"
+(cd "$src" && "${abienv[@]}" fakeroot debian/rules binary-arch) >"$TEST_TMP/abi-gone.log" 2>&1
+expect_eq "amldist_envp_unset hidden: the build fails" "$?" 2
+check "dpkg-gensymbols says the symbol disappeared" grep -q -- '^- *amldist_envp_unset@AMLDIST_1.0' "$TEST_TMP/abi-gone.log"

@@ -6,11 +6,12 @@
 # multi-node runs give MASTER_ADDR with -genv, as a user must.  All replicas
 # must end with equal parameters that moved from the start.
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 if ! have mpiexec.hydra; then
     skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0
 fi
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "hydra DDP" "$TORCH_PY cannot import torch"
     exit 0
 fi

@@ -9,6 +9,7 @@
 # be equal: every amlrun refuses, naming them, and nothing runs.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 
@@ -81,7 +82,7 @@ expect_eq "2 and 2 workers: every rank ran once" "$(marks)" \
 check "2 and 2 workers: -v names the rendezvous" grep -q 'rendezvous n0:.*round 0: node 0 of 2 (workers per node: 2,2); this node hosts it' "$TEST_TMP/e0"
 # Side by side: real torchrun on the same two nodes, 1 and 2 workers, gives
 # the numbers amlrun gave above.
-if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
+if have_torch torch.distributed.run; then
     TR="$TORCH_PY $TOP/bench/torchrun-wrapper.py --nnodes 2 --master_addr n0 --master_port $((PORT + 40))"
     printf '#!/bin/sh\necho "$(hostname) $RANK/$WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE"\n' >"$TEST_TMP/tr.sh"
     chmod +x "$TEST_TMP/tr.sh"

@@ -1,24 +1,36 @@
 #!/usr/bin/env bash
 # Failure across nodes: a rank on node n1 exits 3, or the whole node n1 is
 # killed (every process in its namespace SIGKILLed).  The job must end on
-# both nodes within the grace period (--term-timeout 3, one worker on n0
+# both nodes within the grace period (--term-timeout 1, one worker on n0
 # ignores SIGTERM), name the failing rank, exit with its status, and leave
 # no process in any namespace.  Head-node mode, mpirun per process and per
 # node, and a standalone PyTorch job whose peers see the dead rank.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 
-GRACE=3
-# Rank 3 fails after 1 s, so that every other worker is running by then,
-# unless a file "nofail" lies beside the script (the agent gives remote
-# nodes a clean environment: a variable would not reach them).
+# What the grace is for, not how long it is: a worker that ignores SIGTERM
+# is killed when it ends.
+GRACE=1
+# Rank 3 fails once every other worker runs (its mark up.RANK beside the
+# script, made after rank 1 ignores SIGTERM; 20 s at most), unless a file
+# "nofail" lies there (the agent gives remote nodes a clean environment: a
+# variable would not reach them).
 W=$TEST_TMP/worker.sh
 cat >"$W" <<'EOF'
 #!/bin/sh
-if [ "$RANK" = 3 ] && [ ! -e "${0%/*}/nofail" ]; then sleep 1; echo "rank $RANK fails on $(hostname)"; exit 3; fi
+d=${0%/*}
 [ "$RANK" = 1 ] && trap '' TERM
+if [ "$RANK" = 3 ] && [ ! -e "$d/nofail" ]; then
+    n=0
+    until { [ -e "$d/up.0" ] && [ -e "$d/up.1" ] && [ -e "$d/up.2" ]; } || [ $n -ge 400 ]; do
+        sleep 0.05; n=$((n + 1))
+    done
+    echo "rank $RANK fails on $(hostname)"; exit 3
+fi
+: >"$d/up.$RANK"
 echo "rank $RANK runs on $(hostname)"
 exec sleep 300
 EOF
@@ -42,6 +54,7 @@ no_leftovers() {
 run_job() {
     local name=$1 t0 t1
     shift
+    rm -f "$TEST_TMP"/up.*
     t0=$(date +%s%N)
     RC=0
     on n0 $T "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || RC=$?
@@ -52,7 +65,7 @@ run_job() {
     diag "$name: status $RC after ${ELAPSED} ms"
 }
 
-# The job ended after the failure at ~1 s and the grace period, well before
+# The job ended after the failure and the grace period, well before
 # the workers' 300 s and the 60 s deadline, however loaded the machine.
 SOON_MS=45000
 in_time() {
@@ -126,7 +139,7 @@ kill_node_during "mpirun per process, node n1 killed" \
 # Standalone amlrun on each node has no channel between nodes: the job ends
 # on n0 because its PyTorch peers lose rank 3 (gloo sees the connection
 # close) and fail, which amlrun on n0 then handles like any failing rank.
-if "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if have_torch torch.distributed; then
     cat >"$TEST_TMP/ddp_die.py" <<'EOF'
 import os, signal, time
 import torch, torch.distributed as dist

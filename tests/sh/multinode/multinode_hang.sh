@@ -9,11 +9,12 @@
 # (AMLDIST_TEST_CLOCK_SHIFT_MS): the same report; node 1's lines taken at
 # its clock's word would look an hour fresh and no hang would ever be found
 # (the per-rank direction, a clock behind, is test_rdzv's
-# test_plane_hang_across_nodes).
+# test_plane_hang_across_nodes).  The two jobs run side by side.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "multi-node hang" "$TORCH_PY cannot import torch"
     exit 0
 fi
@@ -25,21 +26,29 @@ LINE=$(grep -n 'time.sleep(0.05)' "$HANG" | cut -d: -f1)
 SEC=20
 export STUCK_RANK=3 STUCK_STEP=3 OMP_NUM_THREADS=1
 
-# run TAG [ENV-FOR-NODE-1...]: both nodes, their stderr in $TEST_TMP/TAG.{0,1}
-run() {
+# start TAG [ENV-FOR-NODE-1...]: both nodes, their stderr in
+# $TEST_TMP/TAG.{0,1}; finish TAG waits for both.  The two jobs below run
+# side by side, on ports of their own: each waits out its $SEC s alone.
+declare -A pid0 pid1
+start() {
     local tag=$1
     shift
     on n0 $T env STUCK_RANK=3 "$AMLRUN" --hang-timeout $SEC --hang-report "$TEST_TMP/$tag.json" \
         --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
         --nproc-per-node 2 --python "$TORCH_PY" "$HANG" >"$TEST_TMP/$tag.out0" 2>"$TEST_TMP/$tag.0" &
-    local p0=$!
+    pid0[$tag]=$!
     on n1 $T env STUCK_RANK=3 "$@" "$AMLRUN" --hang-timeout $SEC --nnodes 2 --node-rank 1 \
         --master-addr n0 --master-port "$PORT" --nproc-per-node 2 \
-        --python "$TORCH_PY" "$HANG" >"$TEST_TMP/$tag.out1" 2>"$TEST_TMP/$tag.1"
-    echo $? >"$TEST_TMP/$tag.rc1"
-    wait $p0
-    echo $? >"$TEST_TMP/$tag.rc0"
+        --python "$TORCH_PY" "$HANG" >"$TEST_TMP/$tag.out1" 2>"$TEST_TMP/$tag.1" &
+    pid1[$tag]=$!
     PORT=$((PORT + 7))
+}
+finish() {
+    local tag=$1
+    wait "${pid1[$tag]}"
+    echo $? >"$TEST_TMP/$tag.rc1"
+    wait "${pid0[$tag]}"
+    echo $? >"$TEST_TMP/$tag.rc0"
 }
 
 # check TAG NAME
@@ -62,17 +71,19 @@ sys.exit(0 if r['outliers']==[3] and r['reason']=='hang' and len(r['ranks'])==4 
     if [ -n "${VERBOSE:-}" ]; then diag "$(cat "$e0" "$e1")"; fi
 }
 
-run plain
+begin=$(date +%s.%N)
+start plain
+start shifted AMLDIST_TEST_CLOCK_SHIFT_MS=3600000
+finish plain
 check_report plain "DDP hang across nodes"
 
-start=$(date +%s.%N)
-run shifted AMLDIST_TEST_CLOCK_SHIFT_MS=3600000
+finish shifted
 check_report shifted "node 1's clock an hour ahead"
 # Not before SEC after the last line of any rank: the job's steps came
 # first.
 last=$(grep -q 'step 2 rank 3' "$TEST_TMP/shifted.out1" && echo yes)
 expect_eq "node 1's clock an hour ahead: rank 3 printed its first steps" "$last" yes
 check "node 1's clock an hour ahead: the job ran at least $SEC s" \
-    python3 -c "import sys,time; sys.exit(0 if time.time() - $start >= $SEC else 1)"
+    python3 -c "import sys,time; sys.exit(0 if time.time() - $begin >= $SEC else 1)"
 
 expect_eq "no process left on any node" "$(leftover_procs)" ""

@@ -11,8 +11,9 @@
 # and in each worker.  Then a real gloo DDP job.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "Kubeflow pods" "$TORCH_PY cannot import torch"
     exit 0
 fi

@@ -10,8 +10,9 @@
 # hour, within its error bound.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "multi-node stragglers" "$TORCH_PY cannot import torch"
     exit 0
 fi

@@ -7,7 +7,8 @@
 # rank 3 the outlier on n1, and writes --hang-report; node 1 prints no
 # report of its own and writes none; both exit 124 and nothing is left.
 # Then node 0 without --timeout: node 1's own limit acts as the fallback,
-# 30 s later, with its own ranks' report, and the job still ends (124).
+# 30 s later, with its own ranks' report, and the job still ends (124); the
+# two jobs run side by side.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -30,32 +31,42 @@ ODD=$(grep -n 'def odd_one_out' "$d/w.py" | cut -d: -f1)
 ASLEEP=$(grep -n 'def asleep_here' "$d/w.py" | cut -d: -f1)
 # Generous: the workers are asleep long before it.
 SEC=15
-# run TAG [SEC-OF-NODE-0]: both nodes, node 1 with --timeout $SEC, node 0
-# with its own (none when not given); their files in $d/TAG.*
-run() {
+# start TAG [SEC-OF-NODE-0]: both nodes, node 1 with --timeout $SEC, node 0
+# with its own (none when not given); their files in $d/TAG.*, the workers'
+# marks in $d/TAG/.  finish TAG waits for both.  The two jobs below run side
+# by side, on ports of their own: the second waits out node 1's 30 s
+# fallback while the first is checked.
+declare -A pid0 pid1
+start() {
     local tag=$1 n pid=()
     local -a opt=("${2:+--timeout $2}" "--timeout $SEC")
-    rm -f "$d"/up.*
+    mkdir -p "$d/$tag"
     for n in 0 1; do
         # shellcheck disable=SC2086 # ${opt[n]}: none, or an option and its value
         on n$n $T "$AMLRUN" ${opt[n]} --hang-report "$d/$tag.r$n.json" --nnodes 2 \
             --node-rank $n --master-addr n0 --master-port "$PORT" --nproc-per-node 2 \
-            "$d/w.py" "$d" >"$d/$tag.out$n" 2>"$d/$tag.err$n" &
+            "$d/w.py" "$d/$tag" >"$d/$tag.out$n" 2>"$d/$tag.err$n" &
         pid[n]=$!
     done
-    wait "${pid[1]}"
-    echo $? >"$d/$tag.rc1"
-    wait "${pid[0]}"
-    echo $? >"$d/$tag.rc0"
+    pid0[$tag]=${pid[0]} pid1[$tag]=${pid[1]}
     PORT=$((PORT + 7))
 }
+finish() {
+    local tag=$1
+    wait "${pid1[$tag]}"
+    echo $? >"$d/$tag.rc1"
+    wait "${pid0[$tag]}"
+    echo $? >"$d/$tag.rc0"
+}
 
-run host $SEC
+start host $SEC
+start fallback
+finish host
 e0=$d/host.err0 e1=$d/host.err1
 
 expect_eq "node 0 exits 124" "$(cat "$d/host.rc0")" 124
 expect_eq "node 1 exits 124" "$(cat "$d/host.rc1")" 124
-expect_eq "every rank was asleep" "$(compgen -G "$d/up.*" | wc -l)" 4
+expect_eq "every rank was asleep" "$(compgen -G "$d/host/up.*" | wc -l)" 4
 check "node 0 reads the stacks of every node" \
     grep -q "^amlrun: --timeout $SEC: the job ran .*: reading the stacks of the ranks of every node" "$e0"
 check "node 0 prints one report of the 4 ranks, reason timeout" \
@@ -76,8 +87,8 @@ check "node 1 is stopped by node 0's --timeout" grep -q "host n0: --timeout $SEC
 if [ -n "${VERBOSE:-}" ]; then diag "$(cat "$e0" "$e1")"; fi
 
 # --- node 0 without --timeout: node 1's own, 30 s later
-run fallback
-expect_eq "fallback: every rank was asleep" "$(compgen -G "$d/up.*" | wc -l)" 4
+finish fallback
+expect_eq "fallback: every rank was asleep" "$(compgen -G "$d/fallback/up.*" | wc -l)" 4
 e0=$d/fallback.err0 e1=$d/fallback.err1
 expect_eq "fallback: node 0 exits 124" "$(cat "$d/fallback.rc0")" 124
 expect_eq "fallback: node 1 exits 124" "$(cat "$d/fallback.rc1")" 124

@@ -8,7 +8,7 @@
 # itself works: amldist.progress needs no library), that says how to fix it.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/python.sh"
-py_setup
+py_setup fresh
 ok "pip install --no-deps --no-build-isolation --no-index ./python (offline, Debian's setuptools)"
 files=$(cd "$PY_SITE" && find amldist -name '*.py' | sort | tr '\n' ' ')
 want=$(cd "$TOP/python" && find amldist -name '*.py' | sort | tr '\n' ' ')

@@ -7,11 +7,12 @@
 # with MASTER_ADDR=n0 it waited for a rank 0 that was never there.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 slurm_setup
-have_torch=1
-"$TORCH_PY" -c 'import torch.distributed' 2>/dev/null || have_torch=0
+with_torch=1
+have_torch torch.distributed || with_torch=0
 
 printf 'n1\nn0\nn0\n' >"$TEST_TMP/hosts"
 for mpi in none pmi2 pmix; do
@@ -23,7 +24,7 @@ for mpi in none pmi2 pmix; do
     SLURM_HOSTFILE=$TEST_TMP/hosts slurm_step \
         "SLURM_HOSTFILE=n1,n0,n0 srun --mpi=$mpi -m arbitrary -n3" "n1 n0 n0" \
         --mpi=$mpi -m arbitrary -n3 CMD
-    if [ "$mpi" = none ] && [ "$have_torch" = 1 ]; then
+    if [ "$mpi" = none ] && [ "$with_torch" = 1 ]; then
         SLURM_HOSTFILE=$TEST_TMP/hosts slurm_ddp \
             "DDP: SLURM_HOSTFILE=n1,n0,n0 srun -m arbitrary -n3 amlrun train.py" \
             -m arbitrary -n3 CMD
@@ -31,7 +32,7 @@ for mpi in none pmi2 pmix; do
 done
 # The layout from srun -w's list: no SLURM_HOSTFILE reaches the tasks.
 slurm_step "srun -m arbitrary -w n1,n0,n1,n0 -n4" "n1 n0 n1 n0" -m arbitrary -w n1,n0,n1,n0 -n4 CMD
-[ "$have_torch" = 1 ] &&
+[ "$with_torch" = 1 ] &&
     slurm_ddp "DDP: srun --mpi=pmi2 -m arbitrary -w n1,n0,n1,n0 -n4 amlrun train.py" \
         --mpi=pmi2 -m arbitrary -w n1,n0,n1,n0 -n4 CMD
 # Neighbours: rank 0 on the first node after all; one node.

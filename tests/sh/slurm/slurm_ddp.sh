@@ -6,8 +6,9 @@
 # --nproc-per-node 2`).  Each replica trains a few steps on its own data;
 # then all compare their parameters: equal everywhere, moved from the start.
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
-if ! "$TORCH_PY" -c 'import torch.distributed' 2>/dev/null; then
+if ! have_torch torch.distributed; then
     skip "Slurm DDP" "$TORCH_PY cannot import torch"
     exit 0
 fi

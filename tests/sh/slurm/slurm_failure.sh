@@ -10,11 +10,20 @@
 . "$TOP/tests/slurm.sh"
 slurm_setup
 
-# Rank 3 fails after 1 s, so that every other worker is running by then.
+# Rank 3 fails once every other worker runs (its mark up.RANK beside the
+# script; 20 s at most).
 W=$TEST_TMP/worker.sh
 cat >"$W" <<'EOF2'
 #!/bin/sh
-if [ "$RANK" = 3 ]; then sleep 1; echo "rank $RANK fails on $(hostname)"; exit 7; fi
+d=${0%/*}
+if [ "$RANK" = 3 ]; then
+    n=0
+    until { [ -e "$d/up.0" ] && [ -e "$d/up.1" ] && [ -e "$d/up.2" ]; } || [ $n -ge 400 ]; do
+        sleep 0.05; n=$((n + 1))
+    done
+    echo "rank $RANK fails on $(hostname)"; exit 7
+fi
+: >"$d/up.$RANK"
 echo "rank $RANK runs on $(hostname)"
 exec sleep 300
 EOF2
@@ -24,6 +33,7 @@ chmod +x "$W"
 run_job() {
     local name=$1 t0 t1
     shift
+    rm -f "$TEST_TMP"/up.*
     t0=$(date +%s%N)
     RC=0
     slurm_on n0 $T "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" || RC=$?
@@ -56,6 +66,7 @@ has "head-node: n1's amlrun names rank 3 and its status" "$ERR" \
 check "head-node: ended well before the workers' 300 s (${ELAPSED} ms)" test "$ELAPSED" -lt 45000
 no_leftovers "head-node (salloc)"
 
+rm -f "$TEST_TMP"/up.*
 slurm_on n0 $T sbatch --wait -N2 -o "$TEST_TMP/batch.out" \
     --wrap "$AMLRUN --launcher slurm --nproc-per-node 2 --term-timeout 3 $W" >/dev/null 2>&1
 RC=$?

@@ -9,12 +9,13 @@
 # scheduler (slurmctld refuses them otherwise).
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 SLURM_SCHEDULER=sched/backfill
 slurm_setup
-have_torch=1
-"$TORCH_PY" -c 'import torch.distributed' 2>/dev/null || have_torch=0
+with_torch=1
+have_torch torch.distributed || with_torch=0
 
 for mpi in none pmi2 pmix; do
     if [ ! -e "$SLURM_PLUGINS/mpi_$mpi.so" ]; then
@@ -23,7 +24,7 @@ for mpi in none pmi2 pmix; do
     fi
     slurm_step "srun --mpi=$mpi -w n1 -n1 : -w n0 -n2" "n1 n0 n0" \
         --mpi=$mpi -w n1 -n1 CMD : -w n0 -n2 CMD
-    if [ "$mpi" != pmix ] && [ "$have_torch" = 1 ]; then
+    if [ "$mpi" != pmix ] && [ "$with_torch" = 1 ]; then
         slurm_ddp "DDP: srun --mpi=$mpi -w n1 -n1 amlrun train.py : -w n0 -n2 amlrun train.py" \
             --mpi=$mpi -w n1 -n1 CMD : -w n0 -n2 CMD
     fi
