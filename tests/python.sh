@@ -48,8 +48,7 @@ py_setup() {
     export PYTHONPATH=$PY_SITE${PYTHONPATH:+:$PYTHONPATH}
 }
 
-# py_has_torch: the interpreter has torch.distributed (tests/torch.sh).
-. "$TOP/tests/torch.sh"
+# py_has_torch: the interpreter has torch.distributed (have_torch, tests/lib.sh).
 py_has_torch() { have_torch torch.distributed; }
 
 # py_install NAME TARGET: pip installs a copy of python/ into TARGET; 77

@@ -6,7 +6,6 @@
 # PyTorch DDP (gloo) of 2 nodes x 2 (16 torch processes would take minutes on
 # this machine).
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90
 aml_setup

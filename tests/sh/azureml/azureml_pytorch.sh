@@ -7,7 +7,6 @@
 # own size (2 nodes x 8), then a real PyTorch DDP (gloo) of 2 nodes x 2.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/azureml.sh"
 MULTINODE_TIMEOUT=90
 aml_setup

@@ -6,7 +6,6 @@
 # multi-node runs give MASTER_ADDR with -genv, as a user must.  All replicas
 # must end with equal parameters that moved from the start.
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 if ! have mpiexec.hydra; then
     skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0

@@ -9,7 +9,6 @@
 # be equal: every amlrun refuses, naming them, and nothing runs.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 

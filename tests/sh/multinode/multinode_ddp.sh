@@ -6,7 +6,6 @@
 # equal everywhere and differ from the start.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 if ! have_torch torch.distributed; then
     skip "multi-node DDP" "$TORCH_PY cannot import torch"

@@ -7,7 +7,6 @@
 # node, and a standalone PyTorch job whose peers see the dead rank.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
 

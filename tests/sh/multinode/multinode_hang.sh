@@ -12,7 +12,6 @@
 # test_plane_hang_across_nodes).  The two jobs run side by side.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 if ! have_torch torch.distributed; then
     skip "multi-node hang" "$TORCH_PY cannot import torch"

@@ -11,7 +11,6 @@
 # and in each worker.  Then a real gloo DDP job.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 if ! have_torch torch.distributed; then
     skip "Kubeflow pods" "$TORCH_PY cannot import torch"

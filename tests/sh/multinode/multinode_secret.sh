@@ -19,8 +19,8 @@ have_stranger=0
 stranger_setup && have_stranger=1
 
 # Each worker writes the secret it got (and a file saying it runs), then
-# waits for the
-# release; rank 1 then fails (so that a failure summary is printed).
+# waits for the release; rank 1 then fails (so that a failure summary is
+# printed), after rank 0's line.
 W=$d/worker.sh
 cat >"$W" <<'SH'
 #!/bin/sh
@@ -29,7 +29,14 @@ printf '%s' "$AMLDIST_JOB_TOKEN" >"$AMLRUN_TEST_D/tok.$RANK"
 touch "$AMLRUN_TEST_D/pid.$RANK"
 while [ ! -e "$AMLRUN_TEST_D/release" ]; do sleep 0.05; done
 echo "rank $RANK done"
-[ "$RANK" = 1 ] && { echo "rank 1 fails" >&2; exit 3; }
+touch "$AMLRUN_TEST_D/done.$RANK"
+# Rank 1 fails only once rank 0 has written its line: its failure stops
+# the job, which on a loaded machine could come before rank 0 woke.
+if [ "$RANK" = 1 ]; then
+    while [ ! -e "$AMLRUN_TEST_D/done.0" ]; do sleep 0.05; done
+    echo "rank 1 fails" >&2
+    exit 3
+fi
 exit 0
 SH
 chmod +x "$W"

@@ -10,7 +10,6 @@
 # hour, within its error bound.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/multinode.sh"
 if ! have_torch torch.distributed; then
     skip "multi-node stragglers" "$TORCH_PY cannot import torch"

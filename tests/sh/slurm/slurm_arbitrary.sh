@@ -7,7 +7,6 @@
 # with MASTER_ADDR=n0 it waited for a rank 0 that was never there.
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 slurm_setup

@@ -6,7 +6,6 @@
 # --nproc-per-node 2`).  Each replica trains a few steps on its own data;
 # then all compare their parameters: equal everywhere, moved from the start.
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 if ! have_torch torch.distributed; then
     skip "Slurm DDP" "$TORCH_PY cannot import torch"

@@ -9,7 +9,6 @@
 # scheduler (slurmctld refuses them otherwise).
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
-. "$TOP/tests/torch.sh"
 . "$TOP/tests/slurm.sh"
 SLURM_TIMEOUT=120
 SLURM_SCHEDULER=sched/backfill
