@@ -37,9 +37,15 @@ HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
 XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 # elfutils' libdwfl unwinds the workers' native stacks (launcher/stacks/):
-# amlrun links it, the library does not.
+# amlrun loads it (dlopen) at the first capture, its headers only here.
 DW_CFLAGS := $(shell pkg-config --cflags libdw 2>/dev/null)
-DW_LIBS   := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
+# The soname of a development library (pkg-config's name, file): what the
+# build found, so the dlopen takes that ABI, never a guessed version.  Empty
+# when it is not there: the file that needs it says so (#error).
+soname_of = $(shell objdump -p "$$(pkg-config --variable=libdir $(1) 2>/dev/null | \
+    sed 's|$$|/$(2)|' | grep . || $(CC) -print-file-name=$(2))" 2>/dev/null | \
+    sed -n 's/^ *SONAME *//p')
+DW_SONAME    := $(call soname_of,libdw,libdw.so)
 # OpenSSL 3's libcrypto: the control plane's and the bootstrap's channel
 # (lib/net/chan.c: HKDF, HMAC, ChaCha20-Poly1305), its headers only: the
 # library loads libcrypto.so.3 (dlopen) when a job has a secret.
@@ -193,6 +199,7 @@ $(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildca
 endef
 $(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
 $(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
+$(BUILD)/obj/$(call objname,launcher/stacks/dw.c): CPPFLAGS += -DSTK_DW_SONAME='"$(DW_SONAME)"'
 define run_lib_object
 $(BUILD)/obj/launcher-$(call objname,$(1)): $(1) $$(LIB_HDRS)
 	@mkdir -p $$(@D)
@@ -261,7 +268,7 @@ $(AMLRUN) $(TOOLS): $(RPATH_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH) \
-	    $(DW_LIBS) -lpthread
+	    -ldl -lpthread
 
 # The hook a Python worker's stacks are read through (launcher/stacks/),
 # where amlrun looks for it: BINDIR/../share/amldist/python, in the build
@@ -340,7 +347,7 @@ LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
                                         tests/unit/stacks/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
-$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) $(DW_LIBS) -lpthread
+$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) -ldl -lpthread
 # The stacks' tests start Python workers through the installed hook's place
 # in the build tree, and unwind a program built with -g.
 $(BUILD)/tests/test_stacks_capture: $(STK_PYTHON)
