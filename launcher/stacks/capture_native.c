@@ -295,7 +295,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
                     Dwarf_Addr base, char **file_name, Elf **elfp)
 {
     return dwl->dwfl_linux_proc_find_elf(mod, userdata, modname, base,
-                                        file_name, elfp);
+                                         file_name, elfp);
 }
 
 /* Debug information from the object itself or /usr/lib/debug/.build-id
@@ -307,8 +307,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
                           GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
     return dwl->dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
-                                        file_name, debuglink_file,
-                                        debuglink_crc, debuginfo_file_name);
+                                             file_name, debuglink_file,
+                                             debuglink_crc,
+                                             debuginfo_file_name);
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -420,7 +421,8 @@ static const char *unit_line(Dwfl_Module *m, Dwarf_Addr addr, int *lineno)
     Dwarf_CU *cu = NULL;
     Dwarf_Die die;
     uint8_t type;
-    while (dw && dwl->dwarf_get_units(dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
+    while (dw &&
+           dwl->dwarf_get_units(dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
         if (type != DW_UT_compile || dwl->dwarf_haspc(&die, addr - bias) <= 0)
             continue;
         Dwarf_Line *l = dwl->dwarf_getsrc_die(&die, addr - bias);
@@ -469,7 +471,8 @@ static int resolve(Dwfl *dwfl, struct srccache *cache, const struct walk *w,
         const char *name =
             dwl->dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
         f->module = dup_or_null(name, &nomem);
-        f->function = dup_or_null(dwl->dwfl_module_addrname(m, w->pc[i]), &nomem);
+        f->function =
+            dup_or_null(dwl->dwfl_module_addrname(m, w->pc[i]), &nomem);
         int lineno = 0;
         const char *src = source_line(cache, m, w->pc[i], &lineno);
         if (src) {
@@ -536,7 +539,8 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
             continue;
         }
         w->n = 0;
-        if (!why && dwl->dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
+        if (!why &&
+            dwl->dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
             w->n == 0 && !unreadable)
             unreadable = dwl->dwfl_errmsg(-1);
         if (resolve(dwfl, cache, w, th) < 0)

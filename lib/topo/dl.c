@@ -412,7 +412,7 @@ static void free_through_libxml(void *mem)
     (*XM(free))(mem);
 }
 #ifdef xmlFree
-#error "this libxml2 makes xmlFree a macro (thread-local allocators): not handled"
+#error "this libxml2 makes xmlFree a macro (thread-local allocators)"
 #else
 SHIM xmlFreeFunc xmlFree = free_through_libxml;
 #endif
