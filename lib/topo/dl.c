@@ -84,11 +84,15 @@ static struct lib hwlib = {AMLDIST_HWLOC_SONAME, "hwloc", PTHREAD_ONCE_INIT,
 static struct lib xmllib = {AMLDIST_XML_SONAME, "libxml2", PTHREAD_ONCE_INIT,
                             NULL, ""};
 
-/* dlopen l, or say why in l->why; the caller resolves its functions. */
-static void *open_lib(struct lib *l)
+/* dlopen l, or say why in l->why; the caller resolves its functions.
+ * hwloc's plugins (hwloc_pci.so, hwloc_xml_libxml.so...) do not link
+ * libhwloc: they find its functions in the global scope, where linking
+ * it put them, so it is loaded RTLD_GLOBAL (RTLD_LOCAL makes every plugin
+ * fail: "undefined symbol: hwloc_topology_reconnect").  libxml2 serves
+ * nobody else. */
+static void *open_lib(struct lib *l, int scope)
 {
-    /* RTLD_LOCAL: the program's own lookups never reach them through us. */
-    void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(l->soname, RTLD_NOW | scope);
     if (!h)
         snprintf(l->why, sizeof l->why, "cannot load %s (%s): %s", l->soname,
                  l->what, dlerror());
@@ -112,7 +116,7 @@ static void load_hwloc(void)
 {
     struct lib *l = &hwlib;
     __typeof__(hw) *tab = &hw;
-    void *h = open_lib(l);
+    void *h = open_lib(l, RTLD_GLOBAL);
     int ok = h != NULL;
     HWLOC_FUNCTIONS(RESOLVE)
     if (ok)
@@ -125,7 +129,7 @@ static void load_xml(void)
 {
     struct lib *l = &xmllib;
     __typeof__(xm) *tab = &xm;
-    void *h = open_lib(l);
+    void *h = open_lib(l, RTLD_LOCAL);
     int ok = h != NULL;
     XML_FUNCTIONS(RESOLVE)
     if (ok && resolve(l, h, (void **)&xm.free, "xmlFree") < 0)
