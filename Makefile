@@ -32,14 +32,22 @@ VERSION := $(MAJOR).$(MINOR).$(PATCH)
 SONAME  := libamldist.so.$(MAJOR)
 
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+# Linked only by a test that calls hwloc beyond what lib/topo/dl.c forwards.
 HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null || echo -lhwloc)
-# libxml2 reads NCCL topology files (lib/topo/ncclxml.c); hwloc links it too.
+# libxml2 reads NCCL topology files (lib/topo/ncclxml.c).
 XML_CFLAGS := $(shell pkg-config --cflags libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2)
-XML_LIBS   := $(shell pkg-config --libs libxml-2.0 2>/dev/null || echo -lxml2)
 # elfutils' libdwfl unwinds the workers' native stacks (launcher/stacks/):
-# amlrun links it, the library does not.
+# amlrun loads it (dlopen) at the first capture, its headers only here.
 DW_CFLAGS := $(shell pkg-config --cflags libdw 2>/dev/null)
-DW_LIBS   := $(shell pkg-config --libs libdw 2>/dev/null || echo -ldw -lelf)
+# The soname of a development library (pkg-config's name, file): what the
+# build found, so the dlopen takes that ABI, never a guessed version.  Empty
+# when it is not there: the file that needs it says so (#error).
+soname_of = $(shell objdump -p "$$(pkg-config --variable=libdir $(1) 2>/dev/null | \
+    sed 's|$$|/$(2)|' | grep . || $(CC) -print-file-name=$(2))" 2>/dev/null | \
+    sed -n 's/^ *SONAME *//p')
+DW_SONAME    := $(call soname_of,libdw,libdw.so)
+HWLOC_SONAME := $(call soname_of,hwloc,libhwloc.so)
+XML_SONAME   := $(call soname_of,libxml-2.0,libxml2.so)
 # OpenSSL 3's libcrypto: the control plane's and the bootstrap's channel
 # (lib/net/chan.c: HKDF, HMAC, ChaCha20-Poly1305), its headers only: the
 # library loads libcrypto.so.3 (dlopen) when a job has a secret.
@@ -103,9 +111,10 @@ ALL_CFLAGS  = $(CSTD) $(OPT) $(WARN) $(HARDEN) -Iinclude $(HWLOC_CFLAGS) $(CPPFL
 LIB_CFLAGS  = $(ALL_CFLAGS) -Ilib -DAMLDIST_BUILDING -fvisibility=hidden $(NCCL_CFLAGS) \
               $(XML_CFLAGS) $(CRYPTO_CFLAGS)
 ALL_LDFLAGS = $(HARDEN) -Wl,-z,relro,-z,now $(LDFLAGS)
-# The library reaches NCCL and the CUDA runtime through dlopen, so that
-# linking it (and starting amlrun) never loads them.
-LIB_LIBS    = $(HWLOC_LIBS) $(XML_LIBS) -ldl -lpthread
+# The library reaches NCCL, the CUDA runtime, hwloc and libxml2 through
+# dlopen (lib/topo/dl.c for the last two), so that linking it (and
+# starting amlrun) never loads them.
+LIB_LIBS    = -ldl -lpthread
 
 # Sources: one flat list per component folder.  Every lib/<component>/*.c is
 # part of the library; launcher/main.c and launcher/<component>/*.c make
@@ -193,6 +202,10 @@ $(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildca
 endef
 $(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
 $(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
+$(BUILD)/obj/$(call objname,launcher/stacks/dw.c): CPPFLAGS += -DSTK_DW_SONAME='"$(DW_SONAME)"'
+$(BUILD)/obj/$(call objname,lib/topo/dl.c) $(BUILD)/pic/$(call objname,lib/topo/dl.c): \
+    CPPFLAGS += -DAMLDIST_HWLOC_SONAME='"$(HWLOC_SONAME)"' \
+                -DAMLDIST_XML_SONAME='"$(XML_SONAME)"'
 define run_lib_object
 $(BUILD)/obj/launcher-$(call objname,$(1)): $(1) $$(LIB_HDRS)
 	@mkdir -p $$(@D)
@@ -229,7 +242,6 @@ $(PCFILE): Makefile include/amldist.h $(PC_STAMP)
 	    'Name: amldist' \
 	    'Description: canonical distributed-training layout, topology and binding' \
 	    'Version: $(VERSION)' \
-	    'Requires.private: hwloc libxml-2.0' \
 	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -lamldist' \
 	    'Libs.private: -ldl -lpthread' > $@
@@ -261,7 +273,7 @@ $(AMLRUN) $(TOOLS): $(RPATH_STAMP)
 $(AMLRUN): $(RUN_OBJS) $(SHLIB) $(SHLINK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(RUN_OBJS) -L$(BUILD)/lib -lamldist $(RPATH) \
-	    $(DW_LIBS) -lpthread
+	    -ldl -lpthread
 
 # The hook a Python worker's stacks are read through (launcher/stacks/),
 # where amlrun looks for it: BINDIR/../share/amldist/python, in the build
@@ -312,7 +324,7 @@ define unit_test
 $(BUILD)/tests/$(notdir $(1:%.c=%)): $(1) $$(TEST_HDRS) $$(STLIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) -Ilib -Itests/unit -I$(dir $(1)) $$(TEST_CFLAGS) $$(NCCL_CFLAGS) \
-	    $$(ALL_LDFLAGS) -o $$@ $$< $$(TEST_LINK) $$(STLIB) $$(LIB_LIBS)
+	    $$(ALL_LDFLAGS) -o $$@ $$< $$(TEST_LINK) $$(STLIB) $$(LIB_LIBS) $$(TEST_LIBS)
 endef
 $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 
@@ -340,10 +352,14 @@ LAUNCHER_TESTS := $(addprefix $(BUILD)/tests/,$(notdir \
                                         tests/unit/stacks/test_*.c))))
 $(LAUNCHER_TESTS): $(RUN_PARTS)
 $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
-$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) $(DW_LIBS) -lpthread
+$(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) -ldl -lpthread
 # The stacks' tests start Python workers through the installed hook's place
 # in the build tree, and unwind a program built with -g.
 $(BUILD)/tests/test_stacks_capture: $(STK_PYTHON)
+
+# test_topo_cache restricts a topology itself (hwloc_topology_restrict):
+# after the library, whose own calls still go through lib/topo/dl.c.
+$(BUILD)/tests/test_topo_cache: TEST_LIBS = $(HWLOC_LIBS)
 
 # test_envp fails chosen allocations and counts every block: the library's
 # calls to the allocator go to the test's __wrap_ functions.

@@ -15,8 +15,6 @@
  */
 #include <ctype.h>
 #include <dirent.h>
-#include <dwarf.h>
-#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -31,6 +29,7 @@
 #include <unistd.h>
 
 #include "stacks/capture.h"
+#include "stacks/dw.h"
 
 #define MAX_THREADS 4096
 #define MAX_FRAMES 256
@@ -287,6 +286,18 @@ static unsigned long thread_pointer(pid_t tid)
 
 /* ---- libdwfl ---------------------------------------------------------- */
 
+/* libdw's functions (dw.h), set before the first target is seized: the
+ * callbacks below run inside the unwinding, after it. */
+static const struct stk_dw *dwl;
+
+/* The ELF files of a live process: libdwfl's own, through the table. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+                    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+    return dwl->dwfl_linux_proc_find_elf(mod, userdata, modname, base,
+                                         file_name, elfp);
+}
+
 /* Debug information from the object itself or /usr/lib/debug/.build-id
  * (Debian's -dbgsym packages), never from a debuginfod server: a capture
  * must not wait on the network. */
@@ -295,13 +306,14 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
                           const char *file_name, const char *debuglink_file,
                           GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
-    return dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
-                                        file_name, debuglink_file,
-                                        debuglink_crc, debuginfo_file_name);
+    return dwl->dwfl_build_id_find_debuginfo(mod, userdata, modname, base,
+                                             file_name, debuglink_file,
+                                             debuglink_crc,
+                                             debuginfo_file_name);
 }
 
 static const Dwfl_Callbacks callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
+    .find_elf = find_elf,
     .find_debuginfo = find_debuginfo,
 };
 
@@ -315,7 +327,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
     struct walk *w = arg;
     Dwarf_Addr pc;
     bool activation;
-    if (!dwfl_frame_pc(state, &pc, &activation))
+    if (!dwl->dwfl_frame_pc(state, &pc, &activation))
         return DWARF_CB_ABORT;
     /* A return address points after the call: look up the call. */
     w->pc[w->n++] = activation || pc == 0 ? pc : pc - 1;
@@ -352,7 +364,7 @@ static void srccache_free(struct srccache *c)
 {
     for (size_t i = 0; i < c->n; i++) {
         free(c->m[i].path);
-        dwfl_end(c->m[i].dwfl);
+        dwl->dwfl_end(c->m[i].dwfl);
     }
     free(c->m);
     memset(c, 0, sizeof *c);
@@ -372,13 +384,13 @@ static struct srcmod *srccache_get(struct srccache *c, const char *path)
     if (!(e->path = strdup(path)))
         return NULL;
     c->n++;
-    e->dwfl = dwfl_begin(&callbacks);
+    e->dwfl = dwl->dwfl_begin(&callbacks);
     if (!e->dwfl)
         return e;
-    dwfl_report_begin(e->dwfl);
-    e->mod = dwfl_report_elf(e->dwfl, path, path, -1, 0, false);
-    dwfl_report_end(e->dwfl, NULL, NULL);
-    if (e->mod && !dwfl_module_getelf(e->mod, &e->bias))
+    dwl->dwfl_report_begin(e->dwfl);
+    e->mod = dwl->dwfl_report_elf(e->dwfl, path, path, -1, 0, false);
+    dwl->dwfl_report_end(e->dwfl, NULL, NULL);
+    if (e->mod && !dwl->dwfl_module_getelf(e->mod, &e->bias))
         e->mod = NULL;
     return e;
 }
@@ -388,8 +400,8 @@ static int same_build(Dwfl_Module *a, Dwfl_Module *b)
 {
     const unsigned char *x, *y;
     GElf_Addr vx, vy;
-    int nx = dwfl_module_build_id(a, &x, &vx);
-    int ny = dwfl_module_build_id(b, &y, &vy);
+    int nx = dwl->dwfl_module_build_id(a, &x, &vx);
+    int ny = dwl->dwfl_module_build_id(b, &y, &vy);
     if (nx <= 0 || ny <= 0)
         return nx <= 0 && ny <= 0;
     return nx == ny && !memcmp(x, y, (size_t)nx);
@@ -401,20 +413,21 @@ static int same_build(Dwfl_Module *a, Dwfl_Module *b)
 static const char *unit_line(Dwfl_Module *m, Dwarf_Addr addr, int *lineno)
 {
     Dwarf_Addr bias;
-    Dwarf *dw = dwfl_module_getdwarf(m, &bias);
+    Dwarf *dw = dwl->dwfl_module_getdwarf(m, &bias);
     Dwarf_Aranges *ar;
     size_t nar;
-    if (dw && dwarf_getaranges(dw, &ar, &nar) == 0 && nar > 0)
+    if (dw && dwl->dwarf_getaranges(dw, &ar, &nar) == 0 && nar > 0)
         return NULL; /* it has them: the lookup said no */
     Dwarf_CU *cu = NULL;
     Dwarf_Die die;
     uint8_t type;
-    while (dw && dwarf_get_units(dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
-        if (type != DW_UT_compile || dwarf_haspc(&die, addr - bias) <= 0)
+    while (dw &&
+           dwl->dwarf_get_units(dw, cu, &cu, NULL, &type, &die, NULL) == 0) {
+        if (type != DW_UT_compile || dwl->dwarf_haspc(&die, addr - bias) <= 0)
             continue;
-        Dwarf_Line *l = dwarf_getsrc_die(&die, addr - bias);
-        const char *file = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
-        if (file && dwarf_lineno(l, lineno) == 0)
+        Dwarf_Line *l = dwl->dwarf_getsrc_die(&die, addr - bias);
+        const char *file = l ? dwl->dwarf_linesrc(l, NULL, NULL) : NULL;
+        if (file && dwl->dwarf_lineno(l, lineno) == 0)
             return file;
         return NULL;
     }
@@ -428,18 +441,18 @@ static const char *source_line(struct srccache *c, Dwfl_Module *m,
     GElf_Addr bias;
     Dwarf_Addr addr = pc;
     const char *path =
-        dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+        dwl->dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     if (path && path[0] == '/' && !strstr(path, " (deleted)") &&
-        dwfl_module_getelf(m, &bias)) {
+        dwl->dwfl_module_getelf(m, &bias)) {
         struct srcmod *e = srccache_get(c, path);
         if (e && e->mod && same_build(m, e->mod)) {
             m = e->mod;
             addr = pc - bias + e->bias;
         }
     } /* else [vdso], a file gone: through the worker's own module */
-    Dwfl_Line *line = dwfl_module_getsrc(m, addr);
+    Dwfl_Line *line = dwl->dwfl_module_getsrc(m, addr);
     const char *file =
-        line ? dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
+        line ? dwl->dwfl_lineinfo(line, NULL, lineno, NULL, NULL, NULL) : NULL;
     return file ? file : unit_line(m, addr, lineno);
 }
 
@@ -452,13 +465,14 @@ static int resolve(Dwfl *dwfl, struct srccache *cache, const struct walk *w,
     int nomem = 0;
     for (size_t i = 0; i < w->n; i++) {
         struct stk_frame *f = &th->native[th->nnative++];
-        Dwfl_Module *m = dwfl_addrmodule(dwfl, w->pc[i]);
+        Dwfl_Module *m = dwl->dwfl_addrmodule(dwfl, w->pc[i]);
         if (!m)
             continue;
         const char *name =
-            dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+            dwl->dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
         f->module = dup_or_null(name, &nomem);
-        f->function = dup_or_null(dwfl_module_addrname(m, w->pc[i]), &nomem);
+        f->function =
+            dup_or_null(dwl->dwfl_module_addrname(m, w->pc[i]), &nomem);
         int lineno = 0;
         const char *src = source_line(cache, m, w->pc[i], &lineno);
         if (src) {
@@ -494,16 +508,16 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
     c->tp = calloc(n, sizeof *c->tp);
     if (!r->threads || !c->tp)
         return -1;
-    Dwfl *dwfl = dwfl_begin(&callbacks);
+    Dwfl *dwfl = dwl->dwfl_begin(&callbacks);
     const char *why = NULL;
     if (!dwfl)
-        why = dwfl_errmsg(-1);
-    else if (dwfl_linux_proc_report(dwfl, pid) != 0 ||
-             dwfl_report_end(dwfl, NULL, NULL) != 0 ||
-             dwfl_linux_proc_attach(dwfl, pid, true) != 0)
-        why = dwfl_errmsg(-1);
+        why = dwl->dwfl_errmsg(-1);
+    else if (dwl->dwfl_linux_proc_report(dwfl, pid) != 0 ||
+             dwl->dwfl_report_end(dwfl, NULL, NULL) != 0 ||
+             dwl->dwfl_linux_proc_attach(dwfl, pid, true) != 0)
+        why = dwl->dwfl_errmsg(-1);
     if (why && cap_error(r, "no native frames: libdwfl: %s", why) < 0) {
-        dwfl_end(dwfl);
+        dwl->dwfl_end(dwfl);
         return -1;
     }
     int rc = 0;
@@ -525,9 +539,10 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
             continue;
         }
         w->n = 0;
-        if (!why && dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
+        if (!why &&
+            dwl->dwfl_getthread_frames(dwfl, k[i].tid, on_frame, w) != 0 &&
             w->n == 0 && !unreadable)
-            unreadable = dwfl_errmsg(-1);
+            unreadable = dwl->dwfl_errmsg(-1);
         if (resolve(dwfl, cache, w, th) < 0)
             rc = -1;
     }
@@ -535,7 +550,7 @@ static int unwind(pid_t pid, struct task *k, size_t n, struct stk_rank *r,
     if (rc == 0 && unreadable)
         rc = cap_error(r, "no native frames for a thread: libdwfl: %s",
                        unreadable);
-    dwfl_end(dwfl);
+    dwl->dwfl_end(dwfl);
     if (rc == 0 && unstopped)
         rc = cap_error(r, "%zu of %zu threads did not stop in time "
                           "(uninterruptible sleep?): no frames for them",
@@ -591,6 +606,14 @@ static int unwind_target(struct stk_rank *r, struct cap_native *c,
 int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
                    struct cap_native *c, double deadline)
 {
+    /* Without libdw no worker is seized: each says why, in one line. */
+    const char *why;
+    if (!(dwl = stk_dw_load(&why))) {
+        int rc = 0;
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = cap_error(&r[i], "no native frames: %s", why);
+        return rc;
+    }
     struct seized *z = calloc(n ? n : 1, sizeof *z);
     if (!z)
         return -1;

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "topo/cache_internal.h"
+#include "topo/dl.h"
 #include "topo/topo_internal.h"
 #include "util/clock.h"
 
@@ -360,6 +361,10 @@ static int try_entry(int dirfd, const char *name, const char *fp,
 int amldist__topo_live(hwloc_topology_t *h)
 {
     *h = NULL;
+    /* The fingerprint and the entries' names ask hwloc its version before
+     * any handle is made: it is loaded here (topo/dl.h). */
+    if (amldist__dl_hwloc() < 0)
+        return -1;
     char dir[4096];
     const char *why = NULL;
     /* These make hwloc choose its components itself, the XML import

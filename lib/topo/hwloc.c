@@ -1,14 +1,12 @@
 /* A new hwloc handle with the filters every discovery here uses, and the
  * live discovery of this machine: below both the loader (load.c) and its
  * per-node cache (cache.c), which each start from it. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "topo/dl.h"
 #include "topo/topo_internal.h"
-
-typedef unsigned (*hwloc_get_api_version_fn)(void);
 
 /* hwloc components that would open a GPU driver or runtime in the launcher:
  * loading them costs seconds and can create contexts on every GPU.  "pci"
@@ -27,6 +25,11 @@ static const char blacklisted_plugins[] =
 
 int amldist__hwloc_new(hwloc_topology_t *h)
 {
+    /* hwloc is loaded here, at the first topology (topo/dl.h). */
+    if (amldist__dl_hwloc() < 0) {
+        *h = NULL;
+        return -1;
+    }
     /* hwloc dlopens its plugins at the first init of the process and reads
      * the blacklist only then, so it is set for that call alone and never
      * reaches the workers. */
@@ -71,13 +74,12 @@ int amldist__hwloc_discover(hwloc_topology_t *h)
  * (hwloc keeps its ABI within a major version). */
 void amldist__hwloc_describe(char *line, size_t size)
 {
+    const char *where = amldist__dl_hwloc_file();
+    if (where == NULL) {
+        snprintf(line, size, "hwloc: %s", amldist_last_error());
+        return;
+    }
     unsigned run = hwloc_get_api_version();
-    Dl_info info;
-    void *addr;
-    hwloc_get_api_version_fn fn = hwloc_get_api_version;
-    memcpy(&addr, &fn, sizeof addr);
-    const char *where = dladdr(addr, &info) && info.dli_fname
-                            ? info.dli_fname : "?";
     char release[32] = "?";
     hwloc_topology_t h;
     if (amldist__hwloc_new(&h) == 0) {

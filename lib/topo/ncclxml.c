@@ -11,6 +11,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "topo/dl.h"
 #include "topo/ncclxml.h"
 
 static int is(const xmlNode *n, const char *name)
@@ -216,6 +217,10 @@ static int read_doc(struct amldist__nx *nx, xmlDoc *doc)
 int amldist__nx_read(const char *path, struct amldist__nx **out)
 {
     *out = NULL;
+    /* libxml2 is loaded here, at the first NCCL file (topo/dl.h); the
+     * reader's cpu masks are hwloc's. */
+    if (amldist__dl_xml() < 0 || amldist__dl_hwloc() < 0)
+        return -1;
     struct amldist__nx *nx = calloc(1, sizeof *nx);
     if (nx != NULL)
         nx->devs = calloc(AMLDIST__NX_MAX_DEVS, sizeof *nx->devs);

@@ -31,6 +31,38 @@ cc -o "$TEST_TMP/hello" "$TOP/examples/hello.c" $(PKG_CONFIG_PATH=$TEST_TMP pkg-
 expect_eq "a program builds with pkg-config against the installed tree" "$?" 0
 out=$(RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$TEST_TMP/hello" 2>&1)
 check "and runs with the installed library" sh -c 'echo "$0" | grep -qx "RANK=1"' "$out"
+# hwloc and libxml2 are loaded when a topology is (lib/topo/dl.c): the
+# library does not need them, and a static program needs only -ldl and
+# -lpthread besides (the .pc's Libs.private), as CMake's static target says.
+needs=$(readelf -d "$d/opt/amldist/lib/libamldist.so.1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+expect_eq "libamldist.so.1 needs neither hwloc nor libxml2" "$(echo "$needs" | grep -Eo 'hwloc|xml' | head -1)" ""
+cat >"$TEST_TMP/topo.c" <<'EOF'
+#include <stdio.h>
+#include <amldist.h>
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        amldist_topo_t *t;
+        if (amldist_topo_load(&t, argv[i], 0) != 0) {
+            fprintf(stderr, "%s\n", amldist_last_error());
+            return 1;
+        }
+        printf("%d\n", amldist_topo_num_gpus(t));
+        amldist_topo_free(t);
+    }
+    return 0;
+}
+EOF
+# shellcheck disable=SC2046
+cc -o "$TEST_TMP/topo_static" "$TEST_TMP/topo.c" -I"$d/opt/amldist/include" \
+    "$d/opt/amldist/lib/libamldist.a" $(PKG_CONFIG_PATH=$TEST_TMP pkg-config --static --libs-only-l amldist | sed 's/-lamldist//') \
+    2>"$TEST_TMP/cc.err"
+expect_eq "a program links libamldist.a with pkg-config --static's libraries" "$?" 0
+check "it needs neither hwloc nor libxml2" sh -c '! readelf -d "$0" | grep -E "NEEDED.*(hwloc|xml)"' "$TEST_TMP/topo_static"
+# An hwloc XML file (hwloc) and an NCCL topology file (libxml2, then hwloc).
+out=$("$TEST_TMP/topo_static" "$TOP/tests/topologies/azure-ndm-a100-v4.xml" \
+      "$TOP/tests/topologies/real/nccl-topo/aws/p4d-24xl-topo.xml" 2>&1 | tr '\n' ' ')
+expect_eq "and loads an hwloc and an NCCL topology through them" "$out" "8 8 "
 # make uninstall takes away everything make install put there: no file is
 # left, whatever was built (amldist-nccl-check only with NCCL), and the
 # directories that install made for us alone go too.

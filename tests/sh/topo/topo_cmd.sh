@@ -53,3 +53,15 @@ out=$TEST_TMP/live
 check "--topo on this machine (no NVIDIA driver) succeeds" \
     sh -c "'$AMLRUN' --topo >'$out' 2>&1"
 check "--topo on this machine names it" grep -q "^Topology of this machine: " "$out"
+
+# hwloc's plugins do not link libhwloc: they find its functions in the
+# global scope, which the library's dlopen of it must keep (lib/topo/dl.c).
+# A blacklist of the user's own leaves hwloc_pci and hwloc_xml_libxml in.
+HWLOC_PLUGINS_BLACKLIST=hwloc_gl HWLOC_PLUGINS_VERBOSE=1 \
+    "$AMLRUN" --topo >"$TEST_TMP/plugins" 2>&1
+if ! grep -q "Plugin dlforeach found" "$TEST_TMP/plugins"; then
+    skip "hwloc's plugins load" "no hwloc plugin installed"
+else
+    check "hwloc's plugins load (libhwloc in the global scope)" \
+        sh -c '! grep -q "Failed to load plugin" "$0"' "$TEST_TMP/plugins"
+fi
