@@ -406,6 +406,30 @@ $(STANDIN)/standin_driver: tests/standin/standin_driver.c $(STANDIN_HDRS) \
 	    -l:libnccl.so.2 -l:libcudart.so.$(CUDART_SOVER) $(STANDIN_LINK)
 endif
 
+# The fuzz targets (tests/fuzz/fuzz_*.c, run by tests/fuzz/run.sh): clang's
+# libFuzzer with ASan+UBSan, in $(FUZZ_BUILD).  The library's objects are
+# compiled once for all five (coverage without libFuzzer's main:
+# fuzzer-no-link), in parallel under -j, and each target links them all;
+# a target's own file may include launcher sources, so it follows them.
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_FLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all \
+               -Iinclude -Ilib -Ilauncher $(HWLOC_CFLAGS) $(XML_CFLAGS) $(CRYPTO_CFLAGS)
+FUZZ_OBJS   := $(foreach f,$(LIB_SRCS),$(FUZZ_BUILD)/obj/$(call objname,$(f)))
+FUZZ_BINS   := $(addprefix $(FUZZ_BUILD)/,$(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c))))
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS)
+define fuzz_object
+$(FUZZ_BUILD)/obj/$(call objname,$(1)): $(1) $$(LIB_HDRS)
+	@mkdir -p $$(@D)
+	$$(CLANG) $$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $$< -o $$@
+endef
+$(foreach f,$(LIB_SRCS),$(eval $(call fuzz_object,$(f))))
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) $(LIB_HDRS) \
+                      $(wildcard launcher/*/*.c launcher/*/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< \
+	    $(FUZZ_OBJS) $(shell pkg-config --libs hwloc libxml-2.0 libcrypto 2>/dev/null) -ldl -lpthread
+
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
 # real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks,
 # JOBS programs at a time (tests/run.sh: twice the CPUs, at least 4).

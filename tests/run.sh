@@ -4,7 +4,8 @@
 #   unit tests (build/tests/test_*): plain, with ASan+UBSan (build-asan, which
 #   the job "asan-build" makes first), and under valgrind;
 #   shell tests (tests/sh/<component>/*.sh): real mpirun, PyTorch, namespaces;
-#   fuzz targets (tests/fuzz/*.c): libFuzzer for AMLDIST_FUZZ_SECONDS each.
+#   fuzz targets (tests/fuzz/*.c): libFuzzer for AMLDIST_FUZZ_SECONDS each,
+#   built by the job "fuzz-build" first.
 # Most programs wait rather than compute (daemons, timeouts, peers), so they
 # run side by side; a shell test with the line "# amldist-test: alone" runs
 # with nothing beside it.  Each program's lines are kept until it ends and
@@ -97,16 +98,23 @@ if [ "$QUICK" != 1 ]; then
             ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     done
+    # Valgrind follows the programs' children (a test run again by
+    # posix_spawn, forks) but not the system's programs the tests start
+    # (sh and rm from system(), python3, cat, ls): they are none of ours,
+    # and each costs seconds on valgrind's machine.
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
         add_unit valgrind: 900 30 "" "$t" valgrind -q --error-exitcode=99 \
             --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
+            --trace-children-skip='/bin/*,/usr/bin/*,/sbin/*,/usr/sbin/*' \
             --child-silent-after-fork=no
     done
+    # the library's fuzzer objects, once for every target (the Makefile's fuzz)
+    add fuzz-build 900 60 0 "" make -s -j"$ncpu" fuzz
     for f in tests/fuzz/fuzz_*.c; do
         [ -f "$f" ] || continue
         name=$(basename "$f" .c)
-        add "$name" $((FUZZ_SECONDS + 300)) $((FUZZ_SECONDS + 60)) 0 "" \
+        add "$name" $((FUZZ_SECONDS + 300)) $((FUZZ_SECONDS + 60)) 0 fuzz-build \
             tests/fuzz/run.sh "$name" "$FUZZ_SECONDS"
     done
 fi

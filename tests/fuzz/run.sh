@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh NAME SECONDS: build tests/fuzz/NAME.c with clang's libFuzzer
-# (plus ASan+UBSan) against the library sources and run it for SECONDS.
+# (plus ASan+UBSan) against the library's objects (the Makefile's fuzz
+# rules) and run it for SECONDS.
 set -eu
 cd "$(dirname "$0")/../.."
 name=$1 secs=$2
 out=build-fuzz
 mkdir -p "$out/corpus-$name"
-clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=all -Iinclude -Ilib -Ilauncher \
-    $(pkg-config --cflags hwloc libxml-2.0 libcrypto) \
-    -o "$out/$name" "tests/fuzz/$name.c" lib/*/*.c \
-    $(pkg-config --libs hwloc libxml-2.0 libcrypto) -ldl -lpthread
+# (make builds the library's instrumented objects once for every target:
+# tests/run.sh's job fuzz-build has made them all before the targets run)
+make -s -j"$(nproc 2>/dev/null || echo 2)" "$out/$name" >&2
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")
