@@ -421,9 +421,12 @@ fuzz: $(FUZZ_BINS)
 define fuzz_object
 $(FUZZ_BUILD)/obj/$(call objname,$(1)): $(1) $$(LIB_HDRS)
 	@mkdir -p $$(@D)
-	$$(CLANG) $$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $$< -o $$@
+	$$(CLANG) $$(FUZZ_FLAGS) $$(CPPFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $$< -o $$@
 endef
 $(foreach f,$(LIB_SRCS),$(eval $(call fuzz_object,$(f))))
+$(FUZZ_BUILD)/obj/$(call objname,lib/topo/dl.c): \
+    CPPFLAGS += -DAMLDIST_HWLOC_SONAME='"$(HWLOC_SONAME)"' \
+                -DAMLDIST_XML_SONAME='"$(XML_SONAME)"'
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) $(LIB_HDRS) \
                       $(wildcard launcher/*/*.c launcher/*/*.h)
 	@mkdir -p $(@D)

@@ -52,12 +52,18 @@ def _amldist_unhook():
 
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
     if spec is None or spec.loader is None:
-        return
+        return False
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
+    return True
 
 
 _amldist_register()
 del _amldist_register
-_amldist_unhook()
+if not _amldist_unhook():
+    # No sitecustomize behind this one (a Python built from source, a
+    # venv): leave as none had been found.  site.py passes over an
+    # ImportError named "sitecustomize" in silence, and the import system
+    # takes this module out of sys.modules; what ran above stays done.
+    raise ImportError("no sitecustomize after amlrun's", name="sitecustomize")
