@@ -27,7 +27,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -3605,38 +3604,6 @@ static void test_plane_marks_sampled(void)
     amldist_rdzv_close(r);
 }
 
-/* One node of warm_up()'s job, on a thread of main(). */
-static void *warm_node(void *arg)
-{
-    spec_t my = *(const spec_t *)arg;
-    my.o.endpoint = my.ep;
-    amldist_rdzv_t *r = NULL;
-    if (amldist_rdzv_join(&my.o, &r) == 0 && r) {
-        (void)amldist_rdzv_next(r, 0);
-        amldist_rdzv_close(r);
-    }
-    return NULL;
-}
-
-/* A job of two nodes, two threads of main(), joined and done before the
- * cases; what it returns is not looked at (the cases check everything).
- * Valgrind translates the code a process runs for the first time, and the
- * agents the cases fork, hundreds in all, would each translate the
- * library's join, hosting and frames anew (most of the valgrind pass's
- * time): forked from cases forked from this main(), they find it
- * translated. */
-static void warm_up(void)
-{
-    spec_t s = spec(pick_port(), 2);
-    s.o.join_timeout_ms = 10000;
-    pthread_t th;
-    if (pthread_create(&th, NULL, warm_node, &s) != 0)
-        return;
-    warm_node(&s);
-    pthread_join(th, NULL);
-    test__failures_here = 0; /* pick_port's, if any: not a case's */
-}
-
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3651,7 +3618,6 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     unsetenv("AMLDIST_JOB_TOKEN");
     unsetenv("AMLDIST_BOOTSTRAP_TIMEOUT");
-    warm_up();
     RUNF(test_options_invalid);
     RUNF(test_fake_host_control_chars);
     RUNF(test_fake_host_refuse_control_chars);
