@@ -435,7 +435,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) $(LIB_HDRS) \
 
 # The whole suite: unit tests (plain, ASan+UBSan, valgrind), shell tests with
 # real mpirun / PyTorch / namespaces, fuzzing, header and man-page checks,
-# JOBS programs at a time (tests/run.sh: three times the CPUs, at least 4).
+# JOBS programs at a time (tests/run.sh: twice the CPUs, at least 4).
 # The build first, on every CPU whatever -j says (a fresh clone's build is
 # part of the suite's time).
 JOBS ?=

@@ -13,7 +13,7 @@
 # without reporting counts as a failed case.  The longest start first, by
 # the durations of the last run ($BUILD/test-durations) or, on a fresh
 # checkout, by "# amldist-test: slow" lines and the kind of program.
-# Environment: BUILD (default build), JOBS (default three times the CPUs, at least
+# Environment: BUILD (default build), JOBS (default twice the CPUs, at least
 # 4), AMLDIST_QUICK=1 leaves out the sanitizer, valgrind and fuzz programs,
 # TESTS="PATTERN..." picks programs by label ('slurm*', 'test_rdzv asan:*').
 set -u
@@ -23,7 +23,7 @@ case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac
 QUICK=${AMLDIST_QUICK:-0}
 FUZZ_SECONDS=${AMLDIST_FUZZ_SECONDS:-15}
 ncpu=$(nproc 2>/dev/null || echo 2)
-JOBS=${JOBS:-$((ncpu * 3 > 4 ? ncpu * 3 : 4))}
+JOBS=${JOBS:-$((ncpu * 2 > 4 ? ncpu * 2 : 4))}
 [ "$JOBS" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: JOBS=$JOBS is not a number >= 1" >&2; exit 2; }
 log=$(mktemp -d "${TMPDIR:-/tmp}/amldist-run.XXXXXX")
 DURATIONS=$BUILD/test-durations

@@ -37,8 +37,12 @@ else
     done
     expect_eq "the workers that started are gone when amlrun returns" "$left" 0
     check "no process of the job is left" wait_gone "$marker" 5
-    expect_eq "the workers before it had started (their pids printed)" \
-        "$(printf '%s\n' $pids | grep -c .)" 2
+    # Ranks 0 and 1 may be stopped before their echo on a loaded machine;
+    # ranks 2 and 3 never ran their command.
+    n=$(printf '%s\n' $pids | grep -c .)
+    diag "pids printed: $n (ranks 0 and 1, when they got that far)"
+    check "no worker after the failing one ran the command (at most 2 pids printed)" \
+        test "$n" -le 2
 fi
 
 # --- a command that cannot run at all (a directory: found, and refused by
