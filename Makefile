@@ -138,7 +138,7 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # hides their symbols, and amlrun is their client too (one poll loop, on
 # the one monotonic clock; the job's secret; the progress page it makes for its workers, the
 # straggler statistics it prints and the hang decision it makes).
-RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/util/secret.c
+RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/util/secret.c lib/util/dltable.c
 RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
 TOOL_SRCS  := $(wildcard tools/*.c)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "stacks/dw.h"
+#include "util/dltable.h"
 
 #ifndef STK_DW_SONAME
 #error "STK_DW_SONAME: libdw's soname, from the Makefile"
@@ -18,26 +19,20 @@ static const struct stk_dw *loaded;
 static char reason[320];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* RTLD_LOCAL: its symbols serve this table only, never the workers'
+ * lookups or another library's. */
 static void load(void)
 {
-    /* RTLD_LOCAL: its symbols serve this table only, never the workers'
-     * lookups or another library's. */
-    void *h = dlopen(STK_DW_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(reason, sizeof reason, "cannot load %s (elfutils): %s",
-                 STK_DW_SONAME, dlerror());
-        return;
-    }
-#define RESOLVE(name)                                                          \
-    if (!(*(void **)&table.name = dlsym(h, #name))) {                         \
-        snprintf(reason, sizeof reason, "%s has no %s: too old an elfutils",  \
-                 STK_DW_SONAME, #name);                                        \
-        dlclose(h);                                                            \
-        return;                                                                \
-    }
-    STK_DW_FUNCTIONS(RESOLVE)
-#undef RESOLVE
-    loaded = &table;
+#define NAME(name) #name,
+#define SLOT(name) (void **)&table.name,
+    static const char *const names[] = {STK_DW_FUNCTIONS(NAME)};
+    void **const slots[] = {STK_DW_FUNCTIONS(SLOT)};
+#undef NAME
+#undef SLOT
+    if (amldist__dl_table(STK_DW_SONAME, "elfutils", RTLD_LOCAL, names, slots,
+                          sizeof names / sizeof *names, reason,
+                          sizeof reason))
+        loaded = &table;
 }
 
 const struct stk_dw *stk_dw_load(const char **why)

@@ -26,6 +26,7 @@
 #include <libxml/xmlmemory.h>
 
 #include "topo/dl.h"
+#include "util/dltable.h"
 #include "util/internal.h"
 
 #ifndef AMLDIST_HWLOC_SONAME
@@ -84,60 +85,31 @@ static struct lib hwlib = {AMLDIST_HWLOC_SONAME, "hwloc", PTHREAD_ONCE_INIT,
 static struct lib xmllib = {AMLDIST_XML_SONAME, "libxml2", PTHREAD_ONCE_INIT,
                             NULL, ""};
 
-/* dlopen l, or say why in l->why; the caller resolves its functions.
- * hwloc's plugins (hwloc_pci.so, hwloc_xml_libxml.so...) do not link
+/* hwloc's plugins (hwloc_pci.so, hwloc_xml_libxml.so...) do not link
  * libhwloc: they find its functions in the global scope, where linking
  * it put them, so it is loaded RTLD_GLOBAL (RTLD_LOCAL makes every plugin
  * fail: "undefined symbol: hwloc_topology_reconnect").  libxml2 serves
  * nobody else. */
-static void *open_lib(struct lib *l, int scope)
-{
-    void *h = dlopen(l->soname, RTLD_NOW | scope);
-    if (!h)
-        snprintf(l->why, sizeof l->why, "cannot load %s (%s): %s", l->soname,
-                 l->what, dlerror());
-    return h;
-}
-
-static int resolve(struct lib *l, void *h, void **slot, const char *name)
-{
-    if ((*slot = dlsym(h, name)) != NULL)
-        return 0;
-    snprintf(l->why, sizeof l->why, "%s (%s) has no %s: too old a release",
-             l->soname, l->what, name);
-    return -1;
-}
-
-#define RESOLVE(name)                                                          \
-    if (ok && resolve(l, h, (void **)&tab->name, #name) < 0)                  \
-        ok = 0;
+#define NAME(name) #name,
+#define HW_SLOT(name) (void **)&hw.name,
+#define XM_SLOT(name) (void **)&xm.name,
 
 static void load_hwloc(void)
 {
-    struct lib *l = &hwlib;
-    __typeof__(hw) *tab = &hw;
-    void *h = open_lib(l, RTLD_GLOBAL);
-    int ok = h != NULL;
-    HWLOC_FUNCTIONS(RESOLVE)
-    if (ok)
-        l->h = h;
-    else if (h)
-        dlclose(h);
+    static const char *const names[] = {HWLOC_FUNCTIONS(NAME)};
+    void **const slots[] = {HWLOC_FUNCTIONS(HW_SLOT)};
+    hwlib.h = amldist__dl_table(hwlib.soname, hwlib.what, RTLD_GLOBAL, names,
+                                slots, sizeof names / sizeof *names,
+                                hwlib.why, sizeof hwlib.why);
 }
 
 static void load_xml(void)
 {
-    struct lib *l = &xmllib;
-    __typeof__(xm) *tab = &xm;
-    void *h = open_lib(l, RTLD_LOCAL);
-    int ok = h != NULL;
-    XML_FUNCTIONS(RESOLVE)
-    if (ok && resolve(l, h, (void **)&xm.free, "xmlFree") < 0)
-        ok = 0;
-    if (ok)
-        l->h = h;
-    else if (h)
-        dlclose(h);
+    static const char *const names[] = {XML_FUNCTIONS(NAME) "xmlFree"};
+    void **const slots[] = {XML_FUNCTIONS(XM_SLOT)(void **) & xm.free};
+    xmllib.h = amldist__dl_table(xmllib.soname, xmllib.what, RTLD_LOCAL,
+                                 names, slots, sizeof names / sizeof *names,
+                                 xmllib.why, sizeof xmllib.why);
 }
 
 static int gate(struct lib *l, void (*load)(void))

@@ -47,7 +47,7 @@ for f in lib/*/*.[ch] launcher/*.[ch] launcher/*/*.[ch]; do
         elif [ "${level[$to]}" -ge "${level[$from]}" ] && ! {
             # amlrun links lib/net/loop.c, lib/util/{clock,secret}.c and lib/progress/{page,straggler,hang}.c:
             # launcher code may use their headers.
-            case $path in lib/net/loop.h | lib/util/clock.h | lib/util/secret.h | lib/progress/page.h | lib/progress/straggler.h | lib/progress/hang.h)
+            case $path in lib/net/loop.h | lib/util/clock.h | lib/util/secret.h | lib/util/dltable.h | lib/progress/page.h | lib/progress/straggler.h | lib/progress/hang.h)
                 [ "$root" = launcher ] ;; *) false ;; esac; }; then
             bad+=("$f:$line includes $path ($from may not include $to)")
         fi
