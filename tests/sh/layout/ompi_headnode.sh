@@ -44,9 +44,17 @@ for layout in "--host n1:2,n2:2" "--host n1:2,n2:2 --map-by node" "--host n1:2,n
 done
 
 # Per node (one amlrun on n1 and n2): the amlruns cannot meet without a
-# master; both refuse alike and start nothing.
+# master; both refuse alike and start nothing.  Each amlrun's exit waits
+# for the other's: mpirun ends the job at the first non-zero exit, on a
+# loaded machine before the other amlrun has said why.
+B=$TEST_TMP/refused
+mkdir -p "$B"
+# shellcheck disable=SC2016
+both='"$0" "$@"; s=$?; : >"$B/$OMPI_COMM_WORLD_RANK"
+until [ -e "$B/0" ] && [ -e "$B/1" ]; do sleep 0.05; done; exit $s'
 rc=0
-out=$(on n0 $T $MPIRUN --host n1,n2 --npernode 1 --bind-to none "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>&1) || rc=$?
+out=$(on n0 $T $MPIRUN --host n1,n2 --npernode 1 --bind-to none -x B="$B" \
+      sh -c "$both" "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>&1) || rc=$?
 check "per node: the job fails" test "$rc" != 0
 expect_eq "per node: both amlruns refuse with the same reason" \
     "$(grep -c "cannot meet: MASTER_ADDR is not known (unknown: mpirun's node (OMPI_MCA_orte_hnp_uri) may run no rank" <<<"$out")" 2
