@@ -199,7 +199,9 @@ finish() {
         RETRIED[$i]=1
         ALONE[i]=1
         echo "== $label ($secs s): failed beside other programs; it runs again alone"
-        grep '^not ok - ' "$out" | sed "s|^not ok - |# beside others: not ok - [$label] |"
+        # each failed case with the diagnostics that follow it
+        awk -v l="$label" '/^not ok - / { p = 1; sub(/^not ok - /, "# beside others: not ok - [" l "] "); print; next }
+                           /^#/ { if (p) print "#   " $0; next } { p = 0 }' "$out"
         sed 's/^/#   /' "$log/$i.err" | tail -n 20
         while IFS= read -r line; do beside+=("$line"); done < <(grep '^not ok' "$out" | sed "s|^not ok - |[$label] |")
         ORDER+=("$i")
