@@ -342,6 +342,11 @@ int cgroup_setup(char *why, size_t whysz)
     return 0;
 }
 
+int cgroup_clones_into(void)
+{
+    return cg.probe == 0 && cg.clone3 == 1;
+}
+
 const char *cgroup_path(void)
 {
     return cg.path;

@@ -18,6 +18,9 @@ int cgroup_setup(char *why, size_t whysz);
 /* Reap the probe child cgroup_setup cloned, if not yet done (cgroup_fork
  * and cgroup_remove do it first). */
 void cgroup_probe_end(void);
+/* 1 when the probe showed that children are cloned into the cgroup (born
+ * in it, never outside); 0 when not, or not known yet. */
+int cgroup_clones_into(void);
 /* Its path (after cgroup_setup succeeded). */
 const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */

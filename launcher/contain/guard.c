@@ -37,6 +37,13 @@ pid_t guard_fork(void)
     return g.mode == MODE_CGROUP ? cgroup_fork() : fork();
 }
 
+int guard_born_contained(void)
+{
+    /* In a PID namespace every child is born in it. */
+    return g.mode == MODE_PIDNS ||
+           (g.mode == MODE_CGROUP && cgroup_clones_into());
+}
+
 void guard_child_setup(void)
 {
     if (g.mode != MODE_PIDNS)
@@ -226,16 +233,17 @@ static void guard_send(char op, pid_t pgid)
     (void)write_all(g.fd, &m, sizeof m);
 }
 
-/* In a PID namespace the groups need no list: the guard's exit ends them. */
+/* Only process groups alone need the list: the guard ends a cgroup or a
+ * PID namespace as a whole, whatever groups are in it. */
 void guard_add(pid_t pgid)
 {
-    if (g.mode != MODE_PIDNS)
+    if (g.mode == MODE_PGROUPS)
         guard_send('A', pgid);
 }
 
 void guard_del(pid_t pgid)
 {
-    if (g.mode != MODE_PIDNS)
+    if (g.mode == MODE_PGROUPS)
         guard_send('D', pgid);
 }
 

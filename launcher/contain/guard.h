@@ -2,10 +2,12 @@
  * The orphan guard and the job's containment.
  *
  * The guard is a small process forked before any worker that outlives
- * amlrun by a moment.  amlrun tells it each worker's process group, before
- * the worker may exec; if amlrun dies without saying goodbye (SIGKILL, OOM
- * killer), the guard sees its pipe close and kills those groups (the
- * workers themselves die by PR_SET_PDEATHSIG).
+ * amlrun by a moment.  If amlrun dies without saying goodbye (SIGKILL, OOM
+ * killer), the guard sees its pipe close and ends the job's containment
+ * (the workers themselves die by PR_SET_PDEATHSIG).  A worker that is not
+ * born inside a containment the guard ends as a whole (process groups
+ * alone, or a cgroup it is moved into after fork()) waits before exec
+ * until amlrun has told the guard its group or moved it.
  *
  * A descendant that leaves its group (setsid, a double fork) is out of the
  * groups' reach, so the job is also contained where the system allows it,
@@ -29,14 +31,20 @@
 int guard_start(void);
 /* For -v: which containment is in force, and why not a stronger one. */
 const char *guard_describe(void);
-/* fork() for a worker: the child starts inside the containment.  The child
- * must not exec before guard_fork has returned in the parent. */
+/* fork() for a worker: the child starts inside the containment.  Unless
+ * guard_born_contained() said 1 before, the child must not exec before
+ * guard_fork has returned in the parent and guard_add has been called. */
 pid_t guard_fork(void);
+/* 1 when guard_fork's children are born inside a containment the guard
+ * ends as a whole (cloned into the job's cgroup, or in its PID namespace):
+ * they may go on to exec at once. */
+int guard_born_contained(void);
 /* In the child of guard_fork, before exec (async-signal-safe): in a PID
  * namespace, a mount namespace of its own with a /proc of the PID
  * namespace, so that its pids name it there (best effort). */
 void guard_child_setup(void);
-/* A worker's group appeared (call before letting it exec) / is gone. */
+/* A worker's group appeared (call before letting it exec) / is gone
+ * (kept for process groups alone; the other containments need no list). */
 void guard_add(pid_t pgid);
 void guard_del(pid_t pgid);
 /* Every worker has ended: kill whatever descendant is left, in or out of

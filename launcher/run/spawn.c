@@ -32,19 +32,22 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         child_fail(fd, SPAWN_SETUP, errno);
     guard_child_setup();
-    /* Run nothing before amlrun has told the orphan guard about our group
-     * (its go-ahead byte): killed in between, amlrun would leave the
-     * command's children unknown to the guard.  End of file means amlrun
-     * died, maybe before the prctl took effect.  (A pipe, not getppid():
-     * in a PID namespace our parent is outside it and getppid() is 0.) */
-    char c;
-    ssize_t n;
-    do
-        n = read(go, &c, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 1)
-        _exit(128 + SIGKILL);
-    close(go);
+    /* Unless born inside a containment the guard ends as a whole (go is
+     * -1), run nothing before amlrun has told the orphan guard about our
+     * group or moved us into the cgroup (its go-ahead byte): killed in
+     * between, amlrun would leave the command's children unknown to the
+     * guard.  End of file means amlrun died, maybe before the prctl took
+     * effect. */
+    if (go >= 0) {
+        char c;
+        ssize_t n;
+        do
+            n = read(go, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+            _exit(128 + SIGKILL);
+        close(go);
+    }
     if (dup2(r->stdin_fd, 0) < 0 || dup2(r->stdout_fd, 1) < 0 ||
         dup2(r->stderr_fd, 2) < 0)
         child_fail(fd, SPAWN_SETUP, errno);
@@ -78,14 +81,14 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
 pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
                   enum spawn_stage *stage, int *err)
 {
-    int p[2], go[2];
+    int p[2], go[2] = {-1, -1};
     *report_fd = -1;
     if (pipe2(p, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
         return -1;
     }
-    if (pipe2(go, O_CLOEXEC) < 0) {
+    if (!guard_born_contained() && pipe2(go, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
         close(p[0]);
@@ -101,12 +104,15 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
         *err = errno;
         close(p[0]);
         close(p[1]);
-        close(go[0]);
-        close(go[1]);
+        if (go[0] >= 0) {
+            close(go[0]);
+            close(go[1]);
+        }
         return -1;
     }
     if (pid == 0) {
-        close(go[1]); /* or the go-ahead pipe never reads end of file */
+        if (go[1] >= 0)
+            close(go[1]); /* or the go-ahead pipe never reads end of file */
         child(r, go[0], p[1]);
     }
     if (stop_after_fork)
@@ -115,16 +121,18 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
      * hold this write end, or its end of file would wait for that one's
      * exec too. */
     close(p[1]);
-    close(go[0]);
     /* Both sides set the group so that it exists whichever runs first;
      * then the guard learns it, then the child may go on. */
     (void)setpgid(pid, pid);
-    guard_add(pid);
-    ssize_t n;
-    do
-        n = write(go[1], "g", 1);
-    while (n < 0 && errno == EINTR);
-    close(go[1]);
+    if (go[0] >= 0) {
+        close(go[0]);
+        guard_add(pid);
+        ssize_t n;
+        do
+            n = write(go[1], "g", 1);
+        while (n < 0 && errno == EINTR);
+        close(go[1]);
+    }
     *report_fd = p[0];
     return pid;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Process lifetime: a worker is registered with the orphan guard before it
-# execs (a SIGKILL of amlrun frozen right after a fork leaves nothing
-# behind); the job's containment (a cgroup with cgroup.kill, else a PID
+# Process lifetime: a worker not born in the job's containment is
+# registered with the orphan guard before it execs (a SIGKILL of amlrun
+# frozen right after a fork leaves nothing behind); the job's containment (a cgroup with cgroup.kill, else a PID
 # namespace, else process groups only, as -v says) ends descendants that
 # left their process group with setsid, and leaves no cgroup behind; a
 # command that cannot run is named with the real reason (a directory, a
@@ -45,29 +45,37 @@ containment() {
 }
 
 # --- the start-up window: amlrun frozen (SIGSTOP by the test hook) right
-# after it forked the first worker, then SIGKILLed.  The child must not run
-# the command before the guard knows its group: if it did, the worker's
-# children would outlive amlrun.
-marker="AMLRUN_TEST_MARKER=lifetime-window-$$-$RANDOM$RANDOM"
+# after it forked the first worker, then SIGKILLed.  Nothing of the job may
+# survive.  With process groups alone the child must not run the command
+# before the guard knows its group: if it did, the worker's children would
+# outlive amlrun.  A child born in the job's cgroup may go on (the guard
+# ends the cgroup as a whole).
 worker='sleep 300 & (sleep 300 &); touch "$0/ready.$RANK"; wait'
-env "$marker" AMLDIST_TEST_STOP_AFTER_FORK=1 "$AMLRUN" --nproc-per-node 2 \
-    sh -c "$worker" "$d" 2>"$d/err.window" &
-pid=$!
-if wait_stopped "$pid" 30; then
-    # Give the forked child all the time it needs to get as far as it can
-    # (before the fix: exec, children, the ready file).
-    wait_for 1 1 "$d" ready. || :
-    kill -KILL "$pid"
-    wait "$pid" 2>/dev/null
-    check "SIGKILL of amlrun frozen right after a fork: nothing of the job survives" \
-        wait_gone "$marker" 20
-    expect_eq "frozen after a fork: the worker never ran the command" \
-        "$(ls "$d" | grep -c '^ready\.')" 0
-else
-    fail "amlrun did not stop after its first fork"
-    kill -KILL "$pid"; wait "$pid" 2>/dev/null
-fi
-leftovers "$marker"
+for contain in pgroups cgroup; do
+    marker="AMLRUN_TEST_MARKER=lifetime-window-$contain-$$-$RANDOM$RANDOM"
+    rm -f "$d"/ready.*
+    env "$marker" AMLDIST_TEST_CONTAIN=$contain AMLDIST_TEST_STOP_AFTER_FORK=1 \
+        "$AMLRUN" -v --nproc-per-node 2 sh -c "$worker" "$d" 2>"$d/err.window" &
+    pid=$!
+    if wait_stopped "$pid" 30; then
+        # Give the forked child all the time it needs to get as far as it
+        # can (exec, children, the ready file).
+        wait_for 1 1 "$d" ready. || :
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        got=$(containment "$d/err.window")
+        check "SIGKILL of amlrun frozen right after a fork ($got): nothing of the job survives" \
+            wait_gone "$marker" 20
+        if [ "$contain" = pgroups ]; then
+            expect_eq "frozen after a fork (pgroups): the worker never ran the command" \
+                "$(ls "$d" | grep -c '^ready\.')" 0
+        fi
+    else
+        fail "amlrun did not stop after its first fork ($contain)"
+        kill -KILL "$pid"; wait "$pid" 2>/dev/null
+    fi
+    leftovers "$marker"
+done
 
 # escape LABEL ENV...: a job whose workers start a grandchild that leaves
 # their process group and session (setsid) and whose parent exits
