@@ -131,8 +131,12 @@ RUN_HDRS   := $(foreach d,$(RUN_PARTS_DIRS),$(wildcard launcher/$(d)/*.h))
 # Object names are the source's path with '/' as '-' (lib-topo-query.o),
 # so that topo/query.c and plan/query.c stay two members of libamldist.a.
 objname     = $(subst /,-,$(1:%.c=%.o))
+# The static library is made of the shared one's position-independent
+# objects: one compile of each source per build, not two (-fPIC costs
+# next to nothing on x86-64, and a static libamldist.a may then also go
+# into a PIE or a shared object of the user's).
 PIC_OBJS   := $(foreach f,$(LIB_SRCS),$(BUILD)/pic/$(call objname,$(f)))
-STATIC_OBJS:= $(foreach f,$(LIB_SRCS),$(BUILD)/obj/$(call objname,$(f)))
+STATIC_OBJS:= $(PIC_OBJS)
 RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 # Library sources that amlrun also links as its own objects: the library
 # hides their symbols, and amlrun is their client too (one poll loop, on
@@ -191,9 +195,6 @@ define lib_object
 $(BUILD)/pic/$(call objname,$(1)): $(1) $$(LIB_HDRS)
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIB_CFLAGS) -fPIC -c $$< -o $$@
-$(BUILD)/obj/$(call objname,$(1)): $(1) $$(LIB_HDRS)
-	@mkdir -p $$(@D)
-	$$(CC) $$(LIB_CFLAGS) -c $$< -o $$@
 endef
 define run_object
 $(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
@@ -203,7 +204,7 @@ endef
 $(foreach f,$(LIB_SRCS),$(eval $(call lib_object,$(f))))
 $(foreach f,$(RUN_SRCS),$(eval $(call run_object,$(f))))
 $(BUILD)/obj/$(call objname,launcher/stacks/dw.c): CPPFLAGS += -DSTK_DW_SONAME='"$(DW_SONAME)"'
-$(BUILD)/obj/$(call objname,lib/topo/dl.c) $(BUILD)/pic/$(call objname,lib/topo/dl.c): \
+$(BUILD)/pic/$(call objname,lib/topo/dl.c): \
     CPPFLAGS += -DAMLDIST_HWLOC_SONAME='"$(HWLOC_SONAME)"' \
                 -DAMLDIST_XML_SONAME='"$(XML_SONAME)"'
 define run_lib_object
