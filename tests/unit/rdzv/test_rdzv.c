@@ -3619,6 +3619,40 @@ static void test_plane_marks_sampled(void)
     amldist_rdzv_close(r);
 }
 
+/* One channel's handshake and a sealed frame, client and server in this
+ * process, before the cases (what it returns is not looked at: test_chan
+ * and the secret cases check it all).  Under valgrind each agent a case
+ * forks would load libcrypto and translate its HKDF, HMAC and
+ * ChaCha20-Poly1305 anew; forked from this main(), it finds them loaded
+ * and translated.  No thread and no socket: the channel is frames in
+ * memory. */
+static void warm_chan(void)
+{
+    amldist__chan_keys_t k;
+    if (amldist__chan_keys(&k, "rdzv", SECRET, strlen(SECRET)) < 0)
+        return;
+    amldist__chan_t *c = amldist__chan_new(&k, 0), *s = amldist__chan_new(&k, 1);
+    unsigned char a[AMLDIST__HS_SERVER_LEN], b[AMLDIST__HS_SERVER_LEN];
+    unsigned ta = 0, tb = 0;
+    uint32_t la = 0, lb = 0;
+    const char *why = NULL;
+    if (c && s && amldist__chan_start(c, &ta, a, &la, &why) == 0 &&
+        amldist__chan_handshake(s, ta, a, la, &tb, b, &lb, &why) == 0 &&
+        amldist__chan_handshake(c, tb, b, lb, &ta, a, &la, &why) == 0 &&
+        amldist__chan_handshake(s, ta, a, la, &tb, b, &lb, &why) == 0) {
+        unsigned char f[AMLDIST__FRAME_HEADER_LEN + 16 + AMLDIST__CHAN_TAG_LEN];
+        unsigned char payload[16] = {0};
+        amldist__frame_put_header(f, AMLDIST__RZ_FAIL, 16 + AMLDIST__CHAN_TAG_LEN);
+        if (amldist__chan_seal(c, f, payload, sizeof payload,
+                               f + AMLDIST__FRAME_HEADER_LEN) == 0)
+            (void)amldist__chan_open(s, f, f + AMLDIST__FRAME_HEADER_LEN,
+                                     16 + AMLDIST__CHAN_TAG_LEN);
+    }
+    amldist__chan_free(c);
+    amldist__chan_free(s);
+    amldist__chan_keys_clear(&k);
+}
+
 static const char *filter;
 
 #define RUNF(fn)                                                               \
@@ -3633,6 +3667,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     unsetenv("AMLDIST_JOB_TOKEN");
     unsetenv("AMLDIST_BOOTSTRAP_TIMEOUT");
+    warm_chan();
     RUNF(test_options_invalid);
     RUNF(test_fake_host_control_chars);
     RUNF(test_fake_host_refuse_control_chars);
