@@ -52,7 +52,8 @@ void guard_del(pid_t pgid);
  * process groups alone). */
 void guard_kill_strays(void);
 /* Normal end: the guard kills what is left in the containment, removes the
- * cgroup and exits; reap it with waitpid(guard_pid()). */
+ * cgroup and exits; reap it with waitpid(guard_pid()).  Once is enough; a
+ * second call does nothing. */
 void guard_stop(void);
 /* The guard's pid (0 when none), which amlrun reaps but never kills. */
 pid_t guard_pid(void);

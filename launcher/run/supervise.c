@@ -521,6 +521,10 @@ int supervise(const struct job_spec *s)
         free(j.local_block); /* a failure of an earlier round */
         j.local_block = NULL;
     }
+    /* No worker is left and none will start: the guard may end the
+     * containment and exit while the job is reported and its run directory
+     * removed (main() reaps it). */
+    guard_stop();
     int status;
     if (s->rz) {
         status = rz_next == 0 ? amldist_rdzv_exit_status(s->rz)

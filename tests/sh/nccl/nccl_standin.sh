@@ -122,11 +122,11 @@ expect_eq "FAKE_NCCL_INIT_FAIL=1: every rank fails" \
     "$(rc "$o.0"):$(rc "$o.1"):$(rc "$o.2")" "2:2:2"
 check "FAKE_NCCL_INIT_FAIL=1: rank 1 gets ncclSystemError" has "$o.1" \
     "init: 2 (unhandled system error"
-# (which failed rank a rank names is the first abort it sees: rank 0's own,
-# made on seeing rank 1's, may be there first)
+# (what a rank names depends on what it sees first: rank 1's abort, rank
+# 0's own, made on seeing rank 1's, or rank 0 gone, the id's maker)
 for r in 0 2; do
     check "FAKE_NCCL_INIT_FAIL=1: rank $r gets ncclRemoteError" has "$o.$r" \
-        "init: 6 (remote process exited or there was a network error): fake NCCL: rank $r: rank "
+        "init: 6 (remote process exited or there was a network error): fake NCCL: rank $r: "
 done
 check "FAKE_NCCL_INIT_FAIL=1: at once, not by timeout" \
     test $(($(date +%s) - start)) -lt 10
