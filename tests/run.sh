@@ -200,8 +200,12 @@ finish() {
         ALONE[i]=1
         echo "== $label ($secs s): failed beside other programs; it runs again alone"
         # each failed case with the diagnostics that follow it
-        awk -v l="$label" '/^not ok - / { p = 1; sub(/^not ok - /, "# beside others: not ok - [" l "] "); print; next }
-                           /^#/ { if (p) print "#   " $0; next } { p = 0 }' "$out"
+        # (a check's diagnostics may come before its line: the last 10 kept)
+        awk -v l="$label" '
+            /^#/ { if (p) print "#   " $0; else { b[n++ % 10] = $0 }; next }
+            /^not ok - / { for (k = (n > 10 ? n - 10 : 0); k < n; k++) print "#   " b[k % 10]
+                           n = 0; p = 1; sub(/^not ok - /, "# beside others: not ok - [" l "] "); print; next }
+            { p = 0; n = 0 }' "$out"
         sed 's/^/#   /' "$log/$i.err" | tail -n 20
         while IFS= read -r line; do beside+=("$line"); done < <(grep '^not ok' "$out" | sed "s|^not ok - |[$label] |")
         ORDER+=("$i")
@@ -242,8 +246,27 @@ cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc
 read -r BUSY0 IDLE0 < <(cpu_ticks)
 mkfifo "$log/done"
 exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
-echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
+echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs; more while the CPUs idle)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
 alone_running=0
+# Programs that mostly wait (the valgrind passes' scaled timeouts, a
+# cluster's daemons) leave the CPUs idle with JOBS of them running: every
+# 2 s without an end, the CPUs' idle share since the last look decides
+# whether one more may run (over half idle) or one fewer (under a tenth),
+# between JOBS and twice JOBS.
+extra=0
+read -r LOOK_BUSY LOOK_IDLE < <(cpu_ticks)
+look() {
+    local busy idle db di
+    read -r busy idle < <(cpu_ticks) || return
+    db=$((busy - LOOK_BUSY)) di=$((idle - LOOK_IDLE))
+    LOOK_BUSY=$busy LOOK_IDLE=$idle
+    [ $((db + di)) -gt 0 ] || return
+    if [ $((di * 2)) -gt $((db + di)) ] && [ "$extra" -lt "$JOBS" ]; then
+        extra=$((extra + 1))
+    elif [ $((di * 10)) -lt $((db + di)) ] && [ "$extra" -gt 0 ]; then
+        extra=$((extra - 1))
+    fi
+}
 while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
     # Start what may start, in order; a program that must run alone waits
     # until the others are done, and nothing starts beside it.
@@ -252,7 +275,7 @@ while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
         dep=${AFTER[i]}
         if [ -n "$dep" ] && [ "${STATE[$dep]:-}" = fail ]; then
             continue    # its prerequisite failed, and was counted
-        elif [ "$alone_running" = 1 ] || [ "${#RUNNING[@]}" -ge "$JOBS" ] ||
+        elif [ "$alone_running" = 1 ] || [ "${#RUNNING[@]}" -ge $((JOBS + extra)) ] ||
              { [ -n "$dep" ] && [ -z "${STATE[$dep]:-}" ]; } ||
              { [ "${ALONE[i]}" = 1 ] && [ "${#RUNNING[@]}" -gt 0 ]; }; then
             rest+=("$i")
@@ -263,7 +286,10 @@ while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
     done
     ORDER=("${rest[@]}")
     [ "${#RUNNING[@]}" -gt 0 ] || break
-    read -r i <&3
+    if ! read -t 2 -r i <&3; then
+        look
+        continue
+    fi
     finish "$i"
     [ "${ALONE[i]}" = 1 ] && alone_running=0
 done

@@ -48,10 +48,10 @@ containment() {
 # after it forked the first worker, then SIGKILLed.  Nothing of the job may
 # survive.  With process groups alone the child must not run the command
 # before the guard knows its group: if it did, the worker's children would
-# outlive amlrun.  A child born in the job's cgroup may go on (the guard
-# ends the cgroup as a whole).
+# outlive amlrun.  A child born in the job's cgroup or PID namespace may go
+# on (the guard ends either as a whole).
 worker='sleep 300 & (sleep 300 &); touch "$0/ready.$RANK"; wait'
-for contain in pgroups cgroup; do
+for contain in pgroups pidns cgroup; do
     marker="AMLRUN_TEST_MARKER=lifetime-window-$contain-$$-$RANDOM$RANDOM"
     rm -f "$d"/ready.*
     env "$marker" AMLDIST_TEST_CONTAIN=$contain AMLDIST_TEST_STOP_AFTER_FORK=1 \
