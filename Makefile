@@ -100,9 +100,14 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 CSTD     := -std=c11 -D_GNU_SOURCE
 OPT      ?= -O2 -g
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+TEST_OPT :=
 ifeq ($(SAN),1)
 OPT      := -O1 -g -fno-omit-frame-pointer
 HARDEN   := -fsanitize=address,undefined -fno-sanitize-recover=all
+# The unit tests' own code at -O0: instrumented, it compiled 2 to 3 times
+# slower at -O1 (35 s of the ASan build's 78 s of CPU) for code that only
+# drives the library, which stays at -O1.
+TEST_OPT := -O0
 endif
 CFLAGS   ?=
 CPPFLAGS ?=
@@ -324,8 +329,8 @@ $(BUILD)/examples/%: examples/%.c $(SHLIB) $(SHLINK)
 define unit_test
 $(BUILD)/tests/$(notdir $(1:%.c=%)): $(1) $$(TEST_HDRS) $$(STLIB)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_CFLAGS) -Ilib -Itests/unit -I$(dir $(1)) $$(TEST_CFLAGS) $$(NCCL_CFLAGS) \
-	    $$(ALL_LDFLAGS) -o $$@ $$< $$(TEST_LINK) $$(STLIB) $$(LIB_LIBS) $$(TEST_LIBS)
+	$$(CC) $$(ALL_CFLAGS) $$(TEST_OPT) -Ilib -Itests/unit -I$(dir $(1)) $$(TEST_CFLAGS) \
+	    $$(NCCL_CFLAGS) $$(ALL_LDFLAGS) -o $$@ $$< $$(TEST_LINK) $$(STLIB) $$(LIB_LIBS) $$(TEST_LIBS)
 endef
 $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 
