@@ -246,13 +246,13 @@ cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc
 read -r BUSY0 IDLE0 < <(cpu_ticks)
 mkfifo "$log/done"
 exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
-echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs; more while the CPUs idle)$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
+echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs$([ "$JOBS" -gt 1 ] && echo '; more while the CPUs idle'))$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
 alone_running=0
 # Programs that mostly wait (the valgrind passes' scaled timeouts, a
 # cluster's daemons) leave the CPUs idle with JOBS of them running: every
 # 2 s without an end, the CPUs' idle share since the last look decides
 # whether one more may run (over half idle) or one fewer (under a tenth),
-# between JOBS and twice JOBS.
+# between JOBS and twice JOBS.  JOBS=1 stays one at a time.
 extra=0
 read -r LOOK_BUSY LOOK_IDLE < <(cpu_ticks)
 look() {
@@ -261,7 +261,7 @@ look() {
     db=$((busy - LOOK_BUSY)) di=$((idle - LOOK_IDLE))
     LOOK_BUSY=$busy LOOK_IDLE=$idle
     [ $((db + di)) -gt 0 ] || return
-    if [ $((di * 2)) -gt $((db + di)) ] && [ "$extra" -lt "$JOBS" ]; then
+    if [ $((di * 2)) -gt $((db + di)) ] && [ "$JOBS" -gt 1 ] && [ "$extra" -lt "$JOBS" ]; then
         extra=$((extra + 1))
     elif [ $((di * 10)) -lt $((db + di)) ] && [ "$extra" -gt 0 ]; then
         extra=$((extra - 1))
