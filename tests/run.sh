@@ -229,6 +229,7 @@ finish() {
 # group) before leaving.
 stop_all() {
     local i
+    stop_ticker
     for i in "${!RUNNING[@]}"; do
         [ -s "$log/$i.pid" ] && kill -TERM "$(cat "$log/$i.pid")" 2>/dev/null
     done
@@ -236,7 +237,9 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$log"; exit 130' INT
 trap 'stop_all; rm -rf "$log"; exit 143' TERM
-trap 'rm -rf "$log"' EXIT
+TICKER=
+stop_ticker() { [ -z "$TICKER" ] || kill "$TICKER" 2>/dev/null; TICKER=; }
+trap 'stop_ticker; rm -rf "$log"' EXIT
 
 T0=${EPOCHREALTIME/./}
 # The machine's busy and idle time (/proc/stat, in clock ticks), for the
@@ -250,11 +253,16 @@ echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs$([ "$JOBS" -gt 1
 alone_running=0
 # Programs that mostly wait (the valgrind passes' scaled timeouts, a
 # cluster's daemons) leave the CPUs idle with JOBS of them running: every
-# 2 s without an end, the CPUs' idle share since the last look decides
+# 2 s, the CPUs' idle share since the last look decides
 # whether one more may run (over half idle) or one fewer (under a tenth),
 # between JOBS and twice JOBS.  JOBS=1 stays one at a time.
+# The looks come as "tick" lines in the jobs' pipe, so that every read is
+# a whole line (a read -t that times out mid-line keeps half a job number
+# and loses the rest).
 extra=0
 read -r LOOK_BUSY LOOK_IDLE < <(cpu_ticks)
+(exec 3>&-; while sleep 2; do echo tick; done) >"$log/done" &
+TICKER=$!
 look() {
     local busy idle db di
     read -r busy idle < <(cpu_ticks) || return
@@ -286,13 +294,15 @@ while [ "${#ORDER[@]}" -gt 0 ] || [ "${#RUNNING[@]}" -gt 0 ]; do
     done
     ORDER=("${rest[@]}")
     [ "${#RUNNING[@]}" -gt 0 ] || break
-    if ! read -t 2 -r i <&3; then
+    read -r i <&3
+    if [ "$i" = tick ]; then
         look
         continue
     fi
     finish "$i"
     [ "${ALONE[i]}" = 1 ] && alone_running=0
 done
+stop_ticker
 wait
 
 # The durations, for the order of the next run (kept for the programs that

@@ -23,6 +23,7 @@
 
 #include "net/chan.h"
 #include "net/frames.h"
+#include "util/dltable.h"
 
 #define VERSION "amldist-channel-v1"
 
@@ -66,15 +67,17 @@ static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 
 static void load(void)
 {
-    void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-    int all = h != NULL;
-#define RESOLVE(name)                                                          \
-    if (all && !(*(void **)&lc.name = dlsym(h, #name)))                       \
-        all = 0;
-    CRYPTO_FUNCTIONS(RESOLVE)
-#undef RESOLVE
-    if (!all)
-        return;
+#define NAME(name) #name,
+#define SLOT(name) (void **)&lc.name,
+    static const char *const names[] = {CRYPTO_FUNCTIONS(NAME)};
+    void **const slots[] = {CRYPTO_FUNCTIONS(SLOT)};
+#undef NAME
+#undef SLOT
+    char why[256];
+    if (!amldist__dl_table("libcrypto.so.3", "OpenSSL 3", RTLD_LOCAL, names,
+                           slots, sizeof names / sizeof *names, why,
+                           sizeof why))
+        return; /* every caller says "libcrypto failed" in its own words */
     hkdf_alg = C(EVP_KDF_fetch)(NULL, "HKDF", NULL);
     hmac_alg = C(EVP_MAC_fetch)(NULL, "HMAC", NULL);
     aead_alg = C(EVP_CIPHER_fetch)(NULL, "ChaCha20-Poly1305", NULL);

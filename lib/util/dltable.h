@@ -3,8 +3,9 @@
 /*
  * A library opened with dlopen and a table of its functions resolved with
  * dlsym, or the reason why not: the one loader behind the libraries that
- * are loaded when first needed (hwloc and libxml2 in lib/topo/dl.c, libdw
- * in amlrun's stack capture).  amlrun links it as an object of its own.
+ * are loaded when first needed (hwloc and libxml2 in lib/topo/dl.c,
+ * libcrypto in lib/net/chan.c, libdw in amlrun's stack capture).  amlrun
+ * links it as an object of its own.
  */
 #include <stddef.h>
 

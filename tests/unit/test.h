@@ -110,4 +110,11 @@ static inline int test_summary(void)
     return test__failed_cases ? 1 : 0;
 }
 
+/* Whether this process runs under valgrind (its preload is in place). */
+static inline int test_under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload") != NULL;
+}
+
 #endif /* AMLDIST_TEST_H */

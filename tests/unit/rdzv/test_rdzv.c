@@ -71,10 +71,7 @@ static int slow(void)
     static int factor;
     if (factor)
         return factor;
-    int f = 1;
-    const char *p = getenv("LD_PRELOAD");
-    if (p && strstr(p, "vgpreload"))
-        f = 8;
+    int f = test_under_valgrind() ? 8 : 1;
 #if defined(__SANITIZE_ADDRESS__)
     f = 3;
 #elif defined(__has_feature)
@@ -100,10 +97,9 @@ static int slow(void)
  * and ASan passes repeat them all. */
 static int tries(int n)
 {
-    const char *p = getenv("LD_PRELOAD");
-    if (p && strstr(p, "vgpreload"))
-        return n / 10 > 1 ? n / 10 : 1;
-    return n;
+    if (!test_under_valgrind())
+        return n;
+    return n / 10 > 1 ? n / 10 : 1;
 }
 
 /* Whether anything uses local TCP port `port` (any state, v4 or v6). */

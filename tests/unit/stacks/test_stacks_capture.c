@@ -73,12 +73,6 @@ __attribute__((noinline)) void blocked_in_read(int fd, int ack)
 
 /* ---- helpers ---- */
 
-static int under_valgrind(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "vgpreload") != NULL;
-}
-
 /* Fork a target that runs fn(arg...) (via run), and wait until it is in
  * its function: a capture before would find it in fork's return. */
 static pid_t fork_target(void (*run)(int), int arg)
@@ -1038,7 +1032,7 @@ int main(void)
         "test_python_many_threads", "test_python_not_dumpable",
         "test_64_workers",
         "test_64_python_workers"};
-    if (under_valgrind()) {
+    if (test_under_valgrind()) {
         for (size_t i = 0; i < sizeof native_cases / sizeof *native_cases; i++)
             printf("ok - %s # SKIP the targets run on valgrind's machine "
                    "(--trace-children=yes): their stacks are valgrind's\n",
