@@ -454,6 +454,7 @@ static void test_conn_mismatch(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    test_warm(test_round_trip);
     RUN(test_round_trip);
     RUN(test_wrong_secret);
     RUN(test_flipped_byte);

@@ -649,6 +649,7 @@ static void test_own_affinity_and_node_wide(void)
 
 int main(void)
 {
+    test_warm(test_numa_binding);
     RUN(test_numa_unknown);
     RUN(test_cuda_visible_devices);
     RUN(test_uuid_unresolved_is_cpu_job);

@@ -429,6 +429,7 @@ static void test_ndm_a100_v4(void)
 
 int main(void)
 {
+    test_warm(test_p4d);
     RUN(test_ndm_a100_v4);
     RUN(test_p4d);
     RUN(test_g4dn);

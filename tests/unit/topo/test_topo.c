@@ -270,6 +270,7 @@ static void test_this_machine(void)
 
 int main(void)
 {
+    test_warm(test_distance_classes);
     RUN(test_dgx2_gpus_not_nvswitches);
     RUN(test_vendor_and_class_filter);
     RUN(test_netdev_fallback);

@@ -93,6 +93,16 @@ static amldist_topo_t *load_env(const char *rel)
     return t;
 }
 
+/* test_warm()'s: a fixture loaded and planned, nothing set or made. */
+static void warm_load(void)
+{
+    amldist_topo_t *t = load_env(P4D);
+    if (t) {
+        amldist_plan_free(plan(t, "exclusive", 4));
+        amldist_topo_free(t);
+    }
+}
+
 static void test_subset_listed(void)
 {
     container();
@@ -323,6 +333,7 @@ static void test_mig(void)
 
 int main(void)
 {
+    test_warm(warm_load);
     RUN(test_subset_listed);
     RUN(test_cuda_visible_indexes_usable);
     RUN(test_nvidia_visible_devices_none);
