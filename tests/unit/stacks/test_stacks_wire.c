@@ -150,13 +150,19 @@ static void test_every_byte_changed(void)
     char *t = encode(&a, &len);
     static const unsigned char subst[] = {0, ' ', '\n', '%', '-', '=', '0', '9', 'A', 'z', 0x80, 0xff};
     char *c = malloc(len);
-    size_t taken = 0;
+    size_t taken = 0, tried = 0;
+    /* Under valgrind (a decode there costs 500 times one here), each byte
+     * takes every fourth substitute, in turn: every position and every
+     * substitute still, a quarter of the pairs.  Natively and under ASan,
+     * all of them. */
+    const size_t every = test_under_valgrind() ? 4 : 1;
     for (size_t i = 0; i < len; i++)
-        for (size_t k = 0; k < sizeof subst; k++) {
+        for (size_t k = i % every; k < sizeof subst; k += every) {
             if (t[i] == (char)subst[k])
                 continue;
             memcpy(c, t, len);
             c[i] = (char)subst[k];
+            tried++;
             struct stk_set b = {0};
             if (decode_copy(c, len, &b) == 0) {
                 size_t l2;
@@ -167,7 +173,7 @@ static void test_every_byte_changed(void)
             }
             stk_set_free(&b);
         }
-    printf("# %zu of %zu one-byte changes are valid texts too\n", taken, len * sizeof subst);
+    printf("# %zu of %zu one-byte changes are valid texts too\n", taken, tried);
     free(c);
     free(t);
     stk_set_free(&a);
