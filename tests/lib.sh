@@ -17,6 +17,27 @@ MPIRUN="mpirun --oversubscribe"
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/amldist-test.XXXXXX")
 trap 'rm -rf "$TEST_TMP"' EXIT
 
+# nap SECONDS: a sleep without a process (read's timeout on a FIFO nobody
+# writes, opened for the read alone, so no descriptor reaches a child).
+# The helpers' polling loops forked ls, grep and sleep every 20 ms: a 5 s
+# wait cost 1.5 s of CPU, taken from the programs running beside.
+mkfifo "$TEST_TMP/.nap" 2>/dev/null
+nap() {
+    [ -p "$TEST_TMP/.nap" ] || { sleep "$1"; return 0; }
+    read -r -t "$1" _ <>"$TEST_TMP/.nap" || true
+}
+
+# nfiles DIR REGEX: how many names in DIR match REGEX from their start
+# (as `ls DIR | grep -c "^REGEX"`), in NFILES: a glob and bash's own
+# matching, no process.
+nfiles() {
+    local f n=0
+    for f in "$1"/*; do
+        { [ -e "$f" ] || [ -L "$f" ]; } && [[ ${f##*/} =~ ^$2 ]] && n=$((n + 1))
+    done
+    NFILES=$n
+}
+
 ok()   { printf 'ok - %s\n' "$*"; }
 fail() { printf 'not ok - %s\n' "$*"; }
 skip() { local name=$1; shift; printf 'ok - %s # SKIP %s\n' "$name" "$*"; }

@@ -10,16 +10,16 @@ no_success_line() {
     sed '/^amlrun: [0-9]* ranks\{0,1\} exited 0 in [0-9]*\.[0-9] s (restarts [0-9]*)$/d'
 }
 
-# wait_for COUNT TIMEOUT DIR PREFIX: until COUNT files in DIR start with
-# PREFIX, or TIMEOUT s.
+# wait_for COUNT TIMEOUT DIR REGEX: until COUNT names in DIR match REGEX
+# from their start (a prefix, or 'ready\.0\.[0-9]*$'), or TIMEOUT s.
 wait_for() {
     local want=$1 limit=$2 dir=$3 prefix=$4
-    local deadline=$((SECONDS + limit)) n
+    local deadline=$((SECONDS + limit))
     while :; do
-        n=$(ls "$dir" 2>/dev/null | grep -c "^$prefix")
-        [ "$n" -ge "$want" ] && return 0
+        nfiles "$dir" "$prefix"
+        [ "$NFILES" -ge "$want" ] && return 0
         [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.02
+        nap 0.02
     done
 }
 
@@ -29,7 +29,7 @@ wait_line() {
     local end=$((SECONDS + ${3:-60}))
     until grep -qx "$2" "$1" 2>/dev/null; do
         [ "$SECONDS" -lt "$end" ] || return 1
-        sleep 0.05
+        nap 0.05
     done
 }
 
@@ -50,7 +50,7 @@ wait_gone() {
     local deadline=$((SECONDS + $2))
     while [ -n "$(marked_pids "$1")" ]; do
         [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.05
+        nap 0.05
     done
     return 0
 }
@@ -60,6 +60,6 @@ wait_grep() {
     local deadline=$((SECONDS + $1))
     until grep -q "$2" "$3" 2>/dev/null; do
         [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.02
+        nap 0.02
     done
 }

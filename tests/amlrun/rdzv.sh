@@ -87,9 +87,9 @@ rz_count() { ls "$RZ_DIR" 2>/dev/null | grep -c "^$1" || true; }
 # 30 s); 1 when they did not come.
 rz_wait_files() {
     local deadline=$((SECONDS + ${3:-30}))
-    until [ "$(rz_count "$1")" -ge "$2" ]; do
+    until nfiles "$RZ_DIR" "$1"; [ "$NFILES" -ge "$2" ]; do
         [ "$SECONDS" -ge "$deadline" ] && return 1
-        sleep 0.02
+        nap 0.02
     done
 }
 
@@ -164,7 +164,7 @@ no_leftovers() {
     for _ in $(seq 60); do
         left=$(leftover_procs)
         [ -z "$left" ] && break
-        sleep 0.05
+        nap 0.05
     done
     expect_eq "$name: no process left on any node" "$left" ""
     if [ -n "$left" ]; then
@@ -235,7 +235,7 @@ rz_wait_listen() {
     local n=0
     until on "$1" ss -Htln "sport = :$2" | grep -q .; do
         ((n++ < 400)) || return 1
-        sleep 0.05
+        nap 0.05
     done
 }
 # rz_rsts NODE: the TCP resets NODE has sent (its namespace's
@@ -250,14 +250,14 @@ rz_wait_refused() {
     local n=0
     until [ "$(rz_rsts "$1")" -gt "$2" ]; do
         ((n++ < 400)) || return 1
-        sleep 0.05
+        nap 0.05
     done
 }
 rz_wait_conn() {
     local n=0
     until on "$1" ss -Htn state established "dport = :$2" | grep -q .; do
         ((n++ < 400)) || return 1
-        sleep 0.05
+        nap 0.05
     done
 }
 
