@@ -45,7 +45,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 echo "# launch of 8x /bin/true, $RUNS runs each ($(env -u OMP_NUM_THREADS nproc) of $(nproc --all) cores usable, $(uname -r))"
 args=()
 for name in $ORDER; do args+=(-n "$name" "${CMD[$name]}"); done
-hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$tmp/launch.json" "${args[@]}" \
+# A warm-up run when there are runs to time; not at 1 run, bench_smoke's
+# (does the bench still run?), where torchrun's warm-up alone costs seconds.
+WARMUP=$((RUNS > 1 ? 1 : 0))
+hyperfine -N --style none --warmup "$WARMUP" --runs "$RUNS" --export-json "$tmp/launch.json" "${args[@]}" \
     >"$tmp/hyperfine.txt" 2>&1 || { cat "$tmp/hyperfine.txt"; exit 1; }
 declare -A WALL RSS
 for name in $ORDER; do

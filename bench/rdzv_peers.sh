@@ -45,4 +45,7 @@ if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
 else
     echo "bench: $TORCH_PY cannot import torch: torchrun left out" >&2
 fi
-hyperfine -N --warmup 1 --runs "$RUNS" "${args[@]}"
+# A warm-up run when there are runs to time; not at 1 run, bench_smoke's
+# (does the bench still run?), where torchrun's warm-up alone costs seconds.
+WARMUP=$((RUNS > 1 ? 1 : 0))
+hyperfine -N --warmup "$WARMUP" --runs "$RUNS" "${args[@]}"
