@@ -47,3 +47,17 @@ leftover_procs() {
         printf '%s %s\n' "$p" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
     done
 }
+
+# leftovers: leftover_procs once the job's last processes have had a moment
+# (up to 3 s) to end: mpirun may return while its rsh agent on another
+# node is still ending (python_multinode saw it once beside other
+# programs).  What stays longer is a leftover.
+leftovers() {
+    local left
+    for _ in $(seq 60); do
+        left=$(leftover_procs)
+        [ -z "$left" ] && break
+        nap 0.05
+    done
+    printf '%s' "$left"
+}

@@ -89,4 +89,4 @@ if [ "$(grep -c '^ *[0-9]' <<<"$out")" != 1 ]; then
     tail -n 20 "$TEST_TMP/run.console" | sed 's/^/#   /'
 fi
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

@@ -69,4 +69,4 @@ else
     aml_ddp_ok "DDP per process (2 x 2): replicas agree on every rank" "$TEST_TMP/dpp" 4
 fi
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

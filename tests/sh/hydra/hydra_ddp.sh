@@ -55,4 +55,4 @@ out=$(cat "$TEST_TMP"/pn.* 2>/dev/null; cat "$TEST_TMP/log")
 ddp_ok "DDP across nodes: mpiexec.hydra -n 2 -ppn 1 amlrun --nproc-per-node 2" \
     "$out" 4 n0 n0 n1 n1
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

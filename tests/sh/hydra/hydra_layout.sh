@@ -130,4 +130,4 @@ if [ -n "$MPI_HELLO" ]; then
         "0:0 1:1 2:0 3:1 "
 fi
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

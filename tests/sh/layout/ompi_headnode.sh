@@ -70,4 +70,4 @@ out=$(on n0 $T $MPIRUN --host n1,n2 --npernode 1 --bind-to none -x MASTER_ADDR="
 expect_eq "-x MASTER_ADDR, per node: the four workers run with it" \
     "$(grep -E '^n[0-9] RANK=' <<<"$out" | grep -o 'MASTER_ADDR=[^ ]*' | counted MASTER_ADDR)" "4 MASTER_ADDR=$rank0;"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

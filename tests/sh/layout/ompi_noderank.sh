@@ -90,4 +90,4 @@ got=$(on n0 $T $MPIRUN --host n1:2,n2:2 --map-by node "$BUILD/examples/hello" --
 expect_eq "head node, in-process PMIx query: node index from PMIX_NODE_LIST" "$got" \
     "2 EXPLAIN_NODE_RANK=PMIx PMIX_HOSTNAME=n1 is entry 0 of the job's PMIX_NODE_LIST;2 EXPLAIN_NODE_RANK=derived: daemon 2 (OMPI_MCA_orte_local_daemon_uri) of OMPI_MCA_ess_base_num_procs=3 for OMPI_MCA_orte_num_nodes=2;"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

@@ -124,4 +124,4 @@ else
     skip "rankfile: MPI_Init under amlrun" "$MPIHELLO not built (needs mpicc)"
 fi
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

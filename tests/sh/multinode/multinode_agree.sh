@@ -96,4 +96,4 @@ if have_torch torch.distributed.run; then
 else
     skip "torchrun side by side" "$TORCH_PY cannot import torch.distributed.run"
 fi
-expect_eq "nothing left on any node" "$(leftover_procs)" ""
+expect_eq "nothing left on any node" "$(leftovers)" ""

@@ -85,4 +85,4 @@ check "another job's token: n1 says it was refused" grep -qi 'token\|EDENIED\|re
 diag "n1 said: $(grep -m1 -i 'token\|EDENIED\|refused' "$TEST_TMP/t1")"
 unset AMLDIST_BOOTSTRAP_TIMEOUT
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

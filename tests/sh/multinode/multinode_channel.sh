@@ -130,4 +130,4 @@ wait "$p0" || rc0=$?
 check "$name: both fail ($rc0, $rc1)" test "$rc0" != 0 -a "$rc1" != 0
 has "$name: it says why" "$(cat "$TEST_TMP/r1.err")" "did not prove the job's secret"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

@@ -56,4 +56,4 @@ mpirun_ddp "DDP across nodes: mpirun --npernode 1 amlrun --nproc-per-node 2" mn 
     --host n0,n1 --npernode 1 --bind-to none "$AMLRUN" --nproc-per-node 2 \
     --python "$TORCH_PY" "$DDP"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

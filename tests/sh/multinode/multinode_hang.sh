@@ -85,4 +85,4 @@ expect_eq "node 1's clock an hour ahead: rank 3 printed its first steps" "$last"
 check "node 1's clock an hour ahead: the job ran at least $SEC s" \
     python3 -c "import sys,time; sys.exit(0 if time.time() - $begin >= $SEC else 1)"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

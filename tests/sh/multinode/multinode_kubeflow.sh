@@ -156,4 +156,4 @@ expect_eq "DDP, one amlrun per pod: four replicas agree and trained" "$got" \
     "$(printf 'n%s rank=%s/4 node=%s agree=True trained=True\n' 0 0 0 0 1 0 1 2 1 1 3 1)"
 [ "$rc0 $rc1" = "0 0" ] || diag_out "$TEST_TMP/ddp"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

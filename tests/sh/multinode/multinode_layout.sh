@@ -76,4 +76,4 @@ got=$(on n0 $T $MPIRUN --host n0,n1 --npernode 1 -x AZ_BATCH_MASTER_NODE "$AMLRU
 expect_eq "Azure ML per-node: master from AZ_BATCH_MASTER_NODE" "$got" "$(slot_layout 10.231.0.10 6105)"
 unset AZ_BATCH_MASTER_NODE
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

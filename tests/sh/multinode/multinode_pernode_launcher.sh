@@ -114,4 +114,4 @@ else
     skip "per-node launcher under Hydra" "mpiexec.hydra not installed (Debian package mpich)"
 fi
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

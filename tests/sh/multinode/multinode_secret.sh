@@ -110,4 +110,4 @@ for form in --dry-run --dry-run=json; do
     check "one node $form -v: the user's secret is not in it, shown hidden" \
         sh -c 'printf "%s" "$0" | grep -q "AMLDIST_JOB_TOKEN.*(hidden)" && ! printf "%s" "$0" | grep -qF "user-secret-"' "$out"
 done
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

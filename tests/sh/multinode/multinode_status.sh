@@ -61,4 +61,4 @@ if [ -n "${VERBOSE:-}" ]; then diag "$(cat "$d/s1.json" "$d/s1.err" "$d/k1.out" 
 touch "$d/stop"
 wait
 expect_eq "the job still ends well on both nodes" "$(grep -c 'exited 0' "$d/err0")" 1
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

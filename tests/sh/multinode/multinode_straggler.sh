@@ -66,4 +66,4 @@ check "node 1's clock an hour behind: its offset ($off ms, within $err ms) is th
     python3 -c "import sys; o, e = float(sys.argv[1]), float(sys.argv[2]); \
 sys.exit(0 if abs(o - 3600000) <= e + 0.001 and e < 1000 else 1)" "${off:-nan}" "${err:-nan}"
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

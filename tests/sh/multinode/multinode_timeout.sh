@@ -99,4 +99,4 @@ check "fallback: ... after its 30 s more" \
 check "fallback: node 0 prints no report" sh -c "! grep -q 'stacks of' '$e0'"
 check "fallback: node 0 is stopped by node 1's --timeout" grep -q "host n1: --timeout $SEC: the job stops" "$e0"
 if [ -n "${VERBOSE:-}" ]; then diag "$(cat "$e0" "$e1")"; fi
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

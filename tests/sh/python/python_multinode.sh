@@ -47,4 +47,4 @@ run_ddp "mpirun --host n0:2,n1:2 python train.py (by slot)" slot "n0 n0 n1 n1" \
 run_ddp "mpirun --host n0:2,n1:2 --map-by node python train.py" node "n0 n1 n0 n1" \
     -np 4 --host n0:2,n1:2 --map-by node
 
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""

@@ -86,4 +86,4 @@ rz_wait n0
 diag "root's node: $(cat "$RZ_DIR/n0.err")"
 expect_eq "with a secret: the replayed digest gets nothing, the job succeeds" \
     "${RC[n0]}:$(rz_count rep.)" "0:1"
-expect_eq "no process left on any node" "$(leftover_procs)" ""
+expect_eq "no process left on any node" "$(leftovers)" ""
