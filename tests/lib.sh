@@ -27,6 +27,20 @@ nap() {
     read -r -t "$1" _ <>"$TEST_TMP/.nap" || true
 }
 
+# settled TRIES PAUSE COMMAND...: COMMAND's output once it prints nothing,
+# asked up to TRIES times PAUSE s apart (what is still there then: the
+# leftover checks, whose last processes may take a moment to end).
+settled() {
+    local tries=$1 pause=$2 out
+    shift 2
+    for _ in $(seq "$tries"); do
+        out=$("$@")
+        [ -z "$out" ] && break
+        nap "$pause"
+    done
+    printf '%s' "$out"
+}
+
 # nfiles DIR REGEX: how many names in DIR match REGEX from their start
 # (as `ls DIR | grep -c "^REGEX"`), in NFILES: a glob and bash's own
 # matching, no process.

@@ -52,12 +52,4 @@ leftover_procs() {
 # (up to 3 s) to end: mpirun may return while its rsh agent on another
 # node is still ending (python_multinode saw it once beside other
 # programs).  What stays longer is a leftover.
-leftovers() {
-    local left
-    for _ in $(seq 60); do
-        left=$(leftover_procs)
-        [ -z "$left" ] && break
-        nap 0.05
-    done
-    printf '%s' "$left"
-}
+leftovers() { settled 60 0.05 leftover_procs; }

@@ -81,7 +81,7 @@ rz_want_rcs() {
 
 # The worker records (one line per worker start).
 rz_reports() { cat "$RZ_DIR"/rep.* 2>/dev/null; }
-rz_count() { ls "$RZ_DIR" 2>/dev/null | grep -c "^$1" || true; }
+rz_count() { nfiles "$RZ_DIR" "$1"; echo "$NFILES"; }
 
 # rz_wait_files PREFIX N [SEC]: until N records start with PREFIX (default
 # 30 s); 1 when they did not come.
@@ -161,11 +161,7 @@ rz_fail_ms() { local f; for f in "$RZ_DIR"/fail.*; do [ -e "$f" ] && echo $(($(c
 # killed so that it does not spoil the next case.
 no_leftovers() {
     local name=$1 left ns
-    for _ in $(seq 60); do
-        left=$(leftover_procs)
-        [ -z "$left" ] && break
-        nap 0.05
-    done
+    left=$(leftovers)
     expect_eq "$name: no process left on any node" "$left" ""
     if [ -n "$left" ]; then
         for ns in /run/netns/"$CLUSTER"-n*; do netns_kill_all "${ns##*/}"; done

@@ -49,13 +49,7 @@ has() {
 # Nothing but the daemons may be left once a job is over (slurmstepd may
 # take a moment to go).
 no_leftovers() {
-    local left
-    for _ in $(seq 50); do
-        left=$(slurm_leftovers)
-        [ -z "$left" ] && break
-        sleep 0.1
-    done
-    expect_eq "$1: no process left on any node" "$left" ""
+    expect_eq "$1: no process left on any node" "$(settled 50 0.1 slurm_leftovers)" ""
 }
 
 run_job "head-node (salloc)" salloc -N2 "$AMLRUN" --launcher slurm --nproc-per-node 2 \
