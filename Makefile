@@ -371,6 +371,18 @@ $(BUILD)/tests/test_topo_cache: TEST_LIBS = $(HWLOC_LIBS)
 # calls to the allocator go to the test's __wrap_ functions.
 $(BUILD)/tests/test_envp: TEST_LINK = $(foreach f,malloc calloc realloc free strdup,-Wl,--wrap=$(f))
 
+# A stand-in libpmix (tests/standin/fake_pmix.c), NOT PMIx: the client
+# calls the library makes, answering, failing or never returning on demand.
+# Nothing links it; AMLDIST_PMIX_LIBRARY names it.
+FAKE_PMIX_LIB := $(abspath $(BUILD))/tests/standin/libfake_pmix.so
+tests: $(FAKE_PMIX_LIB)
+$(FAKE_PMIX_LIB): tests/standin/fake_pmix.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
+$(BUILD)/tests/test_layout_pmix: $(FAKE_PMIX_LIB)
+$(BUILD)/tests/test_layout_pmix: TEST_CFLAGS = -DFAKE_PMIX_LIB='"$(FAKE_PMIX_LIB)"'
+$(BUILD)/tests/test_layout_pmix: TEST_LINK = -ldl -lpthread
+
 # Stand-in libcudart and libnccl (tests/standin/), NOT CUDA or NCCL: they
 # run the NCCL paths of our code on machines without a GPU, ranks exchanging
 # data through files.  Built against the real headers and named by the real

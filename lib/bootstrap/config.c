@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bootstrap/bootstrap_internal.h"
+#include "util/parse.h"
 #include "util/secret.h"
 
 /* FNV-1a, 64 bits: the token only has to tell jobs apart, not resist an
@@ -102,29 +103,6 @@ int amldist__bs_port(int explicit_port, int master_port, int *port)
     return 0;
 }
 
-/* "30", "2.5", "0.25": seconds, digits only, up to a week. */
-static int parse_seconds(const char *s, long long *ms)
-{
-    long long whole = 0, frac = 0, scale = 1000;
-    const char *p = s;
-    if (*p < '0' || *p > '9')
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++)
-        if ((whole = whole * 10 + (*p - '0')) > 7 * 86400)
-            return -1;
-    if (*p == '.') {
-        if (p[1] < '0' || p[1] > '9')
-            return -1;
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            if (scale > 1)
-                frac += (scale /= 10) * (*p - '0');
-    }
-    if (*p)
-        return -1;
-    *ms = whole * 1000 + frac;
-    return *ms > 0 ? 0 : -1;
-}
-
 int amldist__bs_timeout(int explicit_ms, int *ms)
 {
     const char *v;
@@ -134,7 +112,7 @@ int amldist__bs_timeout(int explicit_ms, int *ms)
         return 0;
     }
     if ((v = env("AMLDIST_BOOTSTRAP_TIMEOUT"))) {
-        if (parse_seconds(v, &n) < 0)
+        if (amldist__parse_seconds_ms(v, &n) < 0)
             return amldist__fail(AMLDIST_EPARSE,
                                  "AMLDIST_BOOTSTRAP_TIMEOUT=%s: expected "
                                  "seconds, more than 0 and at most a week "

@@ -21,16 +21,29 @@
  * Finalize happens at exit; otherwise (a PyTorch script, amlrun) we finalize
  * at once.  A process that queried and finalized cannot MPI_Init afterwards,
  * nor can a program it execs: those set AMLDIST_NO_PMIX (amldist-env(7)).
+ *
+ * libpmix 4.2 can wait forever inside PMIx_Init (openpmix #2967): about one
+ * start in fifty of four ranks on a loaded two-core machine, the caller in
+ * pthread_cond_wait and libpmix's progress thread idle.  Open MPI's own
+ * MPI_Init waits there the same way.  So the conversation runs on a helper
+ * thread and the caller waits at most AMLDIST_PMIX_TIMEOUT seconds: then the
+ * fields stay unknown with a reason that names PMIx_Init, and the helper is
+ * left where it is.  libpmix cannot be entered again while one PMIx_Init has
+ * not returned, so later queries in the process fail at once.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "layout/layout.h"
+#include "util/parse.h"
 
 #define PMIX_MAX_NSLEN 255
 #define PMIX_SUCCESS 0
@@ -39,6 +52,9 @@
 #define PMIX_UINT32 14
 #define PMIX_PROC_RANK 40
 #define PMIX_RANK_WILDCARD (UINT32_MAX - 1)
+/* How long PMIx_Init and the queries after it may take, unless
+ * AMLDIST_PMIX_TIMEOUT says otherwise: a server answers in milliseconds. */
+#define AMLDIST__PMIX_TIMEOUT_MS 30000
 /* A node list longer than this (some 10000 nodes) is not searched. */
 #define AMLDIST__NODE_LIST_MAX (1 << 20)
 
@@ -131,11 +147,14 @@ static void *open_libpmix(const amldist__env_t *env)
     return NULL;
 }
 
+static void entering(const char *what);
+
 static long get_u32(const struct api *api, const pmix_proc_t *who,
                     const char *key)
 {
     pmix_value_t *v = NULL;
     long out = -1;
+    entering(key);
     if (api->get(who, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL)
         return -1;
     if (v->type == PMIX_UINT32 || v->type == PMIX_PROC_RANK)
@@ -153,6 +172,7 @@ static void get_string(const struct api *api, const pmix_proc_t *who,
 {
     pmix_value_t *v = NULL;
     out[0] = '\0';
+    entering(key);
     if (api->get(who, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL)
         return;
     if (v->type == PMIX_STRING && v->data.string != NULL &&
@@ -184,13 +204,184 @@ static long list_index(const char *list, const char *host)
     return -1;
 }
 
-static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
-                 char *why, size_t whysz)
+/* One conversation with the server, handed to the helper thread.  Queries
+ * are serialised by `lock`, and a call that timed out stays here until its
+ * helper returns, so one is enough. */
+static struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t finished;
+    struct api api;
+    int keep;                     /* keep our reference until exit */
+    int running;                  /* a helper has not returned yet */
+    int status;                   /* PMIx_Init's */
+    const char *in;               /* the call the helper is in */
+    amldist__pmix_info_t info;
+} call = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t call_once = PTHREAD_ONCE_INIT;
+
+/* The wait is on the monotonic clock: a clock step must not end it early or
+ * make it last forever. */
+static void call_init(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&call.finished, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* Which call the helper is in, for the message if it never returns. */
+static void entering(const char *what)
+{
+    __atomic_store_n(&call.in, what, __ATOMIC_RELEASE);
+}
+
+static void blank(amldist__pmix_info_t *out)
 {
     out->node_id = out->num_nodes = out->job_size = -1;
     out->local_rank = out->local_size = out->node_index = -1;
     out->list_nodes = -1;
     out->rank0_host[0] = out->host[0] = '\0';
+}
+
+/* The helper: everything that talks to the server, from PMIx_Init to
+ * PMIx_Finalize.  Only it touches finalize_at_exit. */
+static void *converse(void *unused)
+{
+    (void)unused;
+    const struct api *api = &call.api;
+    amldist__pmix_info_t info;
+    pmix_proc_t me, job, rank0;
+    blank(&info);
+    memset(&me, 0, sizeof me);
+    entering(NULL);
+    int rc = api->init(&me, NULL, 0);
+    if (rc == PMIX_SUCCESS) {
+        job = me;
+        job.rank = PMIX_RANK_WILDCARD;
+        rank0 = me;
+        rank0.rank = 0;
+        info.node_id = get_u32(api, &me, "pmix.nodeid");
+        info.local_rank = get_u32(api, &me, "pmix.lrank");
+        info.num_nodes = get_u32(api, &job, "pmix.num.nodes");
+        info.job_size = get_u32(api, &job, "pmix.job.size");
+        info.local_size = get_u32(api, &job, "pmix.local.size");
+        get_string(api, &rank0, "pmix.hname", info.rank0_host,
+                   sizeof info.rank0_host);
+        /* PMIX_NODEID is Open MPI's daemon number, which skips mpirun's node
+         * when it runs no rank; the job's node list (daemon order) does
+         * not. */
+        char *list = malloc(AMLDIST__NODE_LIST_MAX);
+        if (list != NULL) {
+            get_string(api, &me, "pmix.hname", info.host, sizeof info.host);
+            get_string(api, &job, "pmix.nlist", list, AMLDIST__NODE_LIST_MAX);
+            info.node_index = list_index(list, info.host);
+            if (list[0] != '\0') {
+                info.list_nodes = 1;
+                for (const char *p = list; (p = strchr(p, ',')) != NULL; p++)
+                    info.list_nodes++;
+            }
+            free(list);
+        }
+        if (call.keep && finalize_at_exit == NULL &&
+            atexit(finalize_now) == 0) {
+            finalize_at_exit = api->finalize;
+        } else {
+            entering("");
+            api->finalize(NULL, 0);
+        }
+    }
+    pthread_mutex_lock(&call.mutex);
+    call.status = rc;
+    call.info = info;
+    call.running = 0;
+    pthread_cond_signal(&call.finished);
+    pthread_mutex_unlock(&call.mutex);
+    return NULL;
+}
+
+/* Start the helper with every signal blocked, so that neither it nor the
+ * threads libpmix starts from it takes a signal meant for the program. */
+static int start_helper(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    if (pthread_attr_init(&attr) != 0)
+        return -1;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&t, &attr, converse, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
+}
+
+static int timeout_ms(const amldist__env_t *env, long long *ms, char *why,
+                      size_t whysz)
+{
+    const char *v = amldist__env_get(env, "AMLDIST_PMIX_TIMEOUT");
+    *ms = AMLDIST__PMIX_TIMEOUT_MS;
+    if (v == NULL || amldist__parse_seconds_ms(v, ms) == 0)
+        return 0;
+    snprintf(why, whysz, "AMLDIST_PMIX_TIMEOUT=%.40s: expected seconds, "
+                         "more than 0 and at most a week (e.g. 30 or 2.5)",
+             v);
+    return AMLDIST_EPARSE;
+}
+
+/* Run the conversation and wait for it at most `ms`. */
+static int converse_within(long long ms, amldist__pmix_info_t *out,
+                           char *why, size_t whysz)
+{
+    struct timespec end;
+    int rc = 0;
+    pthread_once(&call_once, call_init);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += (time_t)(ms / 1000);
+    end.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&call.mutex);
+    call.running = 1;
+    if (start_helper() != 0) {
+        call.running = 0;
+        pthread_mutex_unlock(&call.mutex);
+        snprintf(why, whysz, "no thread for the PMIx query (%s)",
+                 strerror(errno));
+        return AMLDIST_ESYS;
+    }
+    while (call.running && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&call.finished, &call.mutex, &end);
+    if (call.running) {
+        const char *in = __atomic_load_n(&call.in, __ATOMIC_ACQUIRE);
+        pthread_mutex_unlock(&call.mutex);
+        snprintf(why, whysz,
+                 "%s%s%s did not return within %lld.%03lld s (libpmix hang, "
+                 "openpmix #2967; AMLDIST_PMIX_TIMEOUT sets the bound)",
+                 in == NULL ? "PMIx_Init" : *in ? "PMIx_Get(" : "PMIx_Finalize",
+                 in != NULL ? in : "", in != NULL && *in ? ")" : "",
+                 ms / 1000, ms % 1000);
+        return AMLDIST_ETIMEDOUT;
+    }
+    *out = call.info;
+    rc = call.status;
+    pthread_mutex_unlock(&call.mutex);
+    if (rc != PMIX_SUCCESS) {
+        snprintf(why, whysz, "PMIx_Init failed (status %d)", rc);
+        return AMLDIST_ESYS;
+    }
+    return 0;
+}
+
+static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
+                 char *why, size_t whysz)
+{
+    long long ms;
+    blank(out);
     if (amldist__pmix_disabled(env)) {
         snprintf(why, whysz, "PMIx query disabled (AMLDIST_NO_PMIX)");
         return AMLDIST_ENOTSUP;
@@ -207,62 +398,41 @@ static int query(const amldist__env_t *env, amldist__pmix_info_t *out,
                              "(PMIX_NAMESPACE/PMIX_RANK not set)");
         return AMLDIST_ENOTSUP;
     }
+    int rc = timeout_ms(env, &ms, why, whysz);
+    if (rc != 0)
+        return rc;
+    pthread_once(&call_once, call_init);
+    pthread_mutex_lock(&call.mutex);
+    int stuck = call.running;
+    pthread_mutex_unlock(&call.mutex);
+    if (stuck) {
+        snprintf(why, whysz, "an earlier PMIx query in this process has not "
+                             "returned (libpmix hang, openpmix #2967)");
+        return AMLDIST_ETIMEDOUT;
+    }
     void *lib = open_libpmix(env);
     if (lib == NULL) {
         snprintf(why, whysz, "libpmix.so.2 not found (%s)", dlerror());
         return AMLDIST_ENOTSUP;
     }
-    struct api api;
-    *(void **)&api.init = dlsym(lib, "PMIx_Init");
-    *(void **)&api.get = dlsym(lib, "PMIx_Get");
-    *(void **)&api.finalize = dlsym(lib, "PMIx_Finalize");
-    *(void **)&api.destruct = dlsym(lib, "PMIx_Value_destruct");
-    *(void **)&api.initialized = dlsym(lib, "PMIx_Initialized");
-    if (api.init == NULL || api.get == NULL || api.finalize == NULL) {
+    struct api *api = &call.api;
+    *(void **)&api->init = dlsym(lib, "PMIx_Init");
+    *(void **)&api->get = dlsym(lib, "PMIx_Get");
+    *(void **)&api->finalize = dlsym(lib, "PMIx_Finalize");
+    *(void **)&api->destruct = dlsym(lib, "PMIx_Value_destruct");
+    *(void **)&api->initialized = dlsym(lib, "PMIx_Initialized");
+    if (api->init == NULL || api->get == NULL || api->finalize == NULL) {
         snprintf(why, whysz, "libpmix lacks PMIx_Init/PMIx_Get/PMIx_Finalize");
         dlclose(lib);
         return AMLDIST_ENOTSUP;
     }
-    pmix_proc_t me, job, rank0;
-    memset(&me, 0, sizeof me);
-    int keep = (api.initialized == NULL || !api.initialized()) && mpi_loaded();
-    int rc = api.init(&me, NULL, 0);
-    if (rc != PMIX_SUCCESS) {
-        snprintf(why, whysz, "PMIx_Init failed (status %d)", rc);
-        return AMLDIST_ESYS;
-    }
-    job = me;
-    job.rank = PMIX_RANK_WILDCARD;
-    rank0 = me;
-    rank0.rank = 0;
-    out->node_id = get_u32(&api, &me, "pmix.nodeid");
-    out->local_rank = get_u32(&api, &me, "pmix.lrank");
-    out->num_nodes = get_u32(&api, &job, "pmix.num.nodes");
-    out->job_size = get_u32(&api, &job, "pmix.job.size");
-    out->local_size = get_u32(&api, &job, "pmix.local.size");
-    get_string(&api, &rank0, "pmix.hname", out->rank0_host,
-               sizeof out->rank0_host);
-    /* PMIX_NODEID is Open MPI's daemon number, which skips mpirun's node
-     * when it runs no rank; the job's node list (daemon order) does not. */
-    char *list = malloc(AMLDIST__NODE_LIST_MAX);
-    if (list != NULL) {
-        get_string(&api, &me, "pmix.hname", out->host, sizeof out->host);
-        get_string(&api, &job, "pmix.nlist", list, AMLDIST__NODE_LIST_MAX);
-        out->node_index = list_index(list, out->host);
-        if (list[0] != '\0') {
-            out->list_nodes = 1;
-            for (const char *p = list; (p = strchr(p, ',')) != NULL; p++)
-                out->list_nodes++;
-        }
-        free(list);
-    }
-    if (keep && finalize_at_exit == NULL && atexit(finalize_now) == 0)
-        finalize_at_exit = api.finalize;
-    else
-        api.finalize(NULL, 0);
+    call.keep = (api->initialized == NULL || !api->initialized()) &&
+                mpi_loaded();
+    rc = converse_within(ms, out, why, whysz);
     /* libpmix keeps threads and atexit state: never unload it. */
-    snprintf(why, whysz, "PMIx server");
-    return 0;
+    if (rc == 0)
+        snprintf(why, whysz, "PMIx server");
+    return rc;
 }
 
 int amldist__pmix_query(const amldist__env_t *env, amldist__pmix_info_t *out,

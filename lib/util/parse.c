@@ -45,6 +45,32 @@ int amldist__parse_long(const char *s, long min, long max, long *out)
 }
 
 /* Four decimal parts 0..255, no leading zeros, nothing else. */
+int amldist__parse_seconds_ms(const char *s, long long *ms)
+{
+    long long whole = 0, frac = 0, scale = 1000;
+    const char *p = s;
+    if (p == NULL)
+        return AMLDIST_EINVAL;
+    if (!is_digit(*p))
+        return AMLDIST_EPARSE;
+    for (; is_digit(*p); p++)
+        if ((whole = whole * 10 + (*p - '0')) > 7 * 86400)
+            return AMLDIST_ERANGE;
+    if (*p == '.') {
+        if (!is_digit(p[1]))
+            return AMLDIST_EPARSE;
+        for (p++; is_digit(*p); p++)
+            if (scale > 1)
+                frac += (scale /= 10) * (*p - '0');
+    }
+    if (*p)
+        return AMLDIST_EPARSE;
+    if (whole * 1000 + frac <= 0)
+        return AMLDIST_ERANGE;
+    *ms = whole * 1000 + frac;
+    return 0;
+}
+
 static int is_strict_ipv4(const char *s)
 {
     for (int part = 0; part < 4; part++) {

@@ -27,6 +27,11 @@
  * success (out may be NULL to validate). */
 int amldist__parse_long(const char *s, long min, long max, long *out);
 
+/* Seconds as "30", "2.5" or "0.25": digits, an optional fraction (digits
+ * past the millisecond are ignored), more than 0 and at most a week.  *ms is
+ * the value in milliseconds, written only on success. */
+int amldist__parse_seconds_ms(const char *s, long long *ms);
+
 /*
  * 0 if `s` is a host that can be handed to getaddrinfo() without surprise,
  * else EPARSE (EINVAL for NULL):

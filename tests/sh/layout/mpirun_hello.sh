@@ -19,8 +19,8 @@ for map in slot node; do
     for via in ompi pmix; do
         out=$TEST_TMP/hello-$map-$via
         wrap=; [ $via = pmix ] && wrap=$hide_ompi
-        if ! timeout 120 $MPIRUN -np 4 --map-by $map $wrap "$HELLO" --explain \
-            >"$out" 2>"$out.err"; then
+        if ! pmix_run "$out" timeout 120 $MPIRUN -np 4 --map-by $map $wrap \
+            "$HELLO" --explain; then
             fail "mpirun -np 4 --map-by $map hello ($via): exit status"
             sed 's/^/# /' "$out.err" | tail -20
             continue
@@ -62,9 +62,9 @@ for mode in "--via-pmix" "--via-pmix --late" "--exec" ""; do
     for map in slot node; do
         out=$TEST_TMP/mpi_hello
         t="mpirun -np 4 --map-by $map mpi_hello $mode"
-        if ! timeout 120 $MPIRUN -np 4 --map-by $map "$MPI_HELLO" $mode \
-            >"$out" 2>&1; then
-            fail "$t: exit status"; sed 's/^/# /' "$out" | tail -20; continue
+        if ! pmix_run "$out" timeout 120 $MPIRUN -np 4 --map-by $map \
+            "$MPI_HELLO" $mode; then
+            fail "$t: exit status"; sed 's/^/# /' "$out.err" | tail -20; continue
         fi
         agree=$(awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                        if (v["RANK"] != v["MPI_RANK"] || v["WORLD_SIZE"] != v["MPI_SIZE"] ||

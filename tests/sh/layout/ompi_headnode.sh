@@ -28,7 +28,8 @@ for layout in "--host n1:2,n2:2" "--host n1:2,n2:2 --map-by node" "--host n1:2,n
     rank0=$(rank0_host $layout)
     check "$layout: Open MPI puts rank 0 on n1 or n2" test "$rank0" = n1 -o "$rank0" = n2
     # shellcheck disable=SC2086
-    got=$(on n0 $T $MPIRUN $layout "$HELLO" 2>/dev/null | counted MASTER_ADDR)
+    pmix_run "$TEST_TMP/hello" on n0 $T $MPIRUN $layout "$HELLO"
+    got=$(counted MASTER_ADDR <"$TEST_TMP/hello")
     expect_eq "$layout: amldist_init with PMIx: every rank names rank 0's host" "$got" "4 MASTER_ADDR=$rank0;"
     # shellcheck disable=SC2086
     got=$(on n0 $T $MPIRUN $layout -x AMLDIST_NO_PMIX=1 "$HELLO" --explain 2>/dev/null |

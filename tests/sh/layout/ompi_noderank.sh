@@ -85,8 +85,10 @@ case_eq "--host n0:2,n1:2,n2:2 -np 4: n2 idle, n1 unknown" \
 
 # A program that does not exec may ask PMIx: its node index is its host's
 # place in PMIX_NODE_LIST (PMIX_NODEID is the daemon number, 1 and 2 here).
-got=$(on n0 $T $MPIRUN --host n1:2,n2:2 --map-by node "$BUILD/examples/hello" --explain |
-      grep '^EXPLAIN_NODE_RANK=' | sort | uniq -c | awk '{$1 = $1; print}' | tr '\n' ';')
+pmix_run "$TEST_TMP/hello" on n0 $T $MPIRUN --host n1:2,n2:2 --map-by node \
+    "$BUILD/examples/hello" --explain
+got=$(grep '^EXPLAIN_NODE_RANK=' "$TEST_TMP/hello" | sort | uniq -c |
+      awk '{$1 = $1; print}' | tr '\n' ';')
 expect_eq "head node, in-process PMIx query: node index from PMIX_NODE_LIST" "$got" \
     "2 EXPLAIN_NODE_RANK=PMIx PMIX_HOSTNAME=n1 is entry 0 of the job's PMIX_NODE_LIST;2 EXPLAIN_NODE_RANK=derived: daemon 2 (OMPI_MCA_orte_local_daemon_uri) of OMPI_MCA_ess_base_num_procs=3 for OMPI_MCA_orte_num_nodes=2;"
 

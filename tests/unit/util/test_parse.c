@@ -33,6 +33,31 @@ static void test_parse_long_valid(void)
     }
 }
 
+static void test_parse_seconds(void)
+{
+    static const struct {
+        const char *in;
+        int rc;
+        long long ms;
+    } cases[] = {
+        {"30", 0, 30000},         {"2.5", 0, 2500},
+        {"0.25", 0, 250},         {"0.0005", AMLDIST_ERANGE, 0},
+        {"0.0019", 0, 1},         {"604800", 0, 604800000LL},
+        {"604801", AMLDIST_ERANGE, 0}, {"0", AMLDIST_ERANGE, 0},
+        {"", AMLDIST_EPARSE, 0},  {"-1", AMLDIST_EPARSE, 0},
+        {"1e3", AMLDIST_EPARSE, 0}, {"1.", AMLDIST_EPARSE, 0},
+        {".5", AMLDIST_EPARSE, 0}, {"1 ", AMLDIST_EPARSE, 0},
+        {"99999999999999999999", AMLDIST_ERANGE, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long long ms = -7;
+        CASE_INT_EQ(cases[i].in, amldist__parse_seconds_ms(cases[i].in, &ms),
+                    cases[i].rc);
+        CASE_INT_EQ(cases[i].in, ms, cases[i].rc == 0 ? cases[i].ms : -7);
+    }
+    CHECK_INT_EQ(amldist__parse_seconds_ms(NULL, NULL), AMLDIST_EINVAL);
+}
+
 static void test_parse_long_bad_text(void)
 {
     static const char *const cases[] = {
@@ -256,6 +281,7 @@ static void test_hostport_buffer(void)
 int main(void)
 {
     RUN(test_parse_long_valid);
+    RUN(test_parse_seconds);
     RUN(test_parse_long_bad_text);
     RUN(test_parse_long_range);
     RUN(test_parse_long_einval_and_no_message);
