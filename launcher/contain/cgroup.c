@@ -21,7 +21,6 @@
 static struct {
     int dir;         /* the job's cgroup, open; -1 */
     int clone3;      /* CLONE_INTO_CGROUP: 1 works, 0 not here, -1 untried */
-    pid_t probe;     /* the probe child, not yet reaped; 0 */
     char path[PATH_MAX];
 } cg = {.dir = -1, .clone3 = -1};
 
@@ -268,40 +267,11 @@ static pid_t clone_into_cgroup(int dir)
 #endif
 }
 
-/* Whether a child cloned into the job's cgroup lives (see cgroup_kill):
- * a child is cloned here and reaped by cgroup_probe_end, so that amlrun
- * forks its guard meanwhile instead of waiting (issue 23). */
-static void clone3_probe_start(void)
-{
-    pid_t pid = clone_into_cgroup(cg.dir);
-    if (pid == 0)
-        _exit(0);
-    if (pid < 0) {
-        cg.clone3 = errno == ENOSYS || errno == E2BIG || errno == EINVAL ? 0 : -1;
-        return;
-    }
-    cg.probe = pid;
-}
-
-void cgroup_probe_end(void)
-{
-    if (cg.probe <= 0)
-        return;
-    int status = 0;
-    pid_t r;
-    while ((r = waitpid(cg.probe, &status, 0)) < 0 && errno == EINTR) {
-    }
-    /* Not seen to exit 0 (killed at birth, or not ours to wait for):
-     * fork and move, which always works. */
-    cg.clone3 = r == cg.probe && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    cg.probe = 0;
-}
-
 pid_t cgroup_fork(void)
 {
-    cgroup_probe_end();
     /* Born in the cgroup: no migration, which costs a 10 ms RCU grace
-     * period the first time. */
+     * period the first time.  The first worker learns whether clone3 can
+     * do it here: no probe child of its own (issue 23). */
     if (cg.clone3 != 0) {
         pid_t pid = clone_into_cgroup(cg.dir);
         if (pid >= 0) {
@@ -336,15 +306,12 @@ pid_t cgroup_fork(void)
 
 int cgroup_setup(char *why, size_t whysz)
 {
-    if (cg_make(why, whysz) < 0)
-        return -1;
-    clone3_probe_start();
-    return 0;
+    return cg_make(why, whysz);
 }
 
 int cgroup_clones_into(void)
 {
-    return cg.probe == 0 && cg.clone3 == 1;
+    return cg.clone3 == 1;
 }
 
 const char *cgroup_path(void)
@@ -361,7 +328,6 @@ void cgroup_close(void)
 
 void cgroup_remove(void)
 {
-    cgroup_probe_end();
     cgroup_close();
     rmdir(cg.path);
 }

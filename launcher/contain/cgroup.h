@@ -11,15 +11,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Make the job's cgroup and start learning whether children may be
- * cloned into it (a probe child, reaped by cgroup_probe_end); 0, or -1
- * with why[] saying why there is none. */
+/* Make the job's cgroup; 0, or -1 with why[] saying why there is none. */
 int cgroup_setup(char *why, size_t whysz);
-/* Reap the probe child cgroup_setup cloned, if not yet done (cgroup_fork
- * and cgroup_remove do it first). */
-void cgroup_probe_end(void);
-/* 1 when the probe showed that children are cloned into the cgroup (born
- * in it, never outside); 0 when not, or not known yet. */
+/* 1 once a child was cloned into the cgroup (born in it, never outside)
+ * and none is born outside since; 0 when not, or not known yet (before the
+ * first worker, and after a kill: those are forked and moved). */
 int cgroup_clones_into(void);
 /* Its path (after cgroup_setup succeeded). */
 const char *cgroup_path(void);

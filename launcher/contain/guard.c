@@ -163,9 +163,6 @@ int guard_start(void)
         guard_main(p[0], a[1]);
     }
     int e = errno;
-    /* The cgroup's probe child ran while the guard was forked. */
-    if (g.mode == MODE_CGROUP)
-        cgroup_probe_end();
     if (p[0] >= 0)
         close(p[0]);
     if (a[1] >= 0)
