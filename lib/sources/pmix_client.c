@@ -33,9 +33,9 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,21 +301,23 @@ static void *converse(void *unused)
 }
 
 /* Start the helper with every signal blocked, so that neither it nor the
- * threads libpmix starts from it takes a signal meant for the program. */
+ * threads libpmix starts from it takes a signal meant for the program.
+ * 0, or an error number. */
 static int start_helper(void)
 {
     pthread_attr_t attr;
     pthread_t t;
     sigset_t all, old;
-    if (pthread_attr_init(&attr) != 0)
-        return -1;
+    int rc = pthread_attr_init(&attr);
+    if (rc != 0)
+        return rc;
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t, &attr, converse, NULL);
+    rc = pthread_create(&t, &attr, converse, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 static int timeout_ms(const amldist__env_t *env, long long *ms, char *why,
@@ -331,13 +333,12 @@ static int timeout_ms(const amldist__env_t *env, long long *ms, char *why,
     return AMLDIST_EPARSE;
 }
 
-/* Run the conversation and wait for it at most `ms`. */
+/* Run the conversation and wait for it at most `ms` (call_init done). */
 static int converse_within(long long ms, amldist__pmix_info_t *out,
                            char *why, size_t whysz)
 {
     struct timespec end;
-    int rc = 0;
-    pthread_once(&call_once, call_init);
+    int rc;
     clock_gettime(CLOCK_MONOTONIC, &end);
     end.tv_sec += (time_t)(ms / 1000);
     end.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -347,11 +348,11 @@ static int converse_within(long long ms, amldist__pmix_info_t *out,
     }
     pthread_mutex_lock(&call.mutex);
     call.running = 1;
-    if (start_helper() != 0) {
+    if ((rc = start_helper()) != 0) {
         call.running = 0;
         pthread_mutex_unlock(&call.mutex);
         snprintf(why, whysz, "no thread for the PMIx query (%s)",
-                 strerror(errno));
+                 strerror(rc));
         return AMLDIST_ESYS;
     }
     while (call.running && rc != ETIMEDOUT)
