@@ -254,7 +254,9 @@ alone_running=0
 # Programs that mostly wait (the valgrind passes' scaled timeouts, a
 # cluster's daemons) leave the CPUs idle with JOBS of them running: every
 # 2 s, the CPUs' idle share since the last look decides
-# whether one more may run (over half idle) or one fewer (under a tenth),
+# whether one more may run (over a quarter idle: at over half, a fresh
+# clone's run left the CPUs 40 % idle for a minute and a half while the
+# test_rdzv shards waited) or one fewer (under a tenth),
 # between JOBS and three times JOBS (at twice, a fresh clone's run still
 # left a fifth of the CPUs' time idle: the valgrind and ASan shards of
 # test_rdzv wait out their scaled timeouts for minutes at a time).  JOBS=1
@@ -272,7 +274,7 @@ look() {
     db=$((busy - LOOK_BUSY)) di=$((idle - LOOK_IDLE))
     LOOK_BUSY=$busy LOOK_IDLE=$idle
     [ $((db + di)) -gt 0 ] || return
-    if [ $((di * 2)) -gt $((db + di)) ] && [ "$JOBS" -gt 1 ] && [ "$extra" -lt $((2 * JOBS)) ]; then
+    if [ $((di * 4)) -gt $((db + di)) ] && [ "$JOBS" -gt 1 ] && [ "$extra" -lt $((2 * JOBS)) ]; then
         extra=$((extra + 1))
     elif [ $((di * 10)) -lt $((db + di)) ] && [ "$extra" -gt 0 ]; then
         extra=$((extra - 1))
