@@ -65,11 +65,14 @@ marked() { grep -Eq "^# amldist-test:.*\\b$2\\b" "$1"; }
 # add_unit PASS LIMIT EST AFTER PROGRAM [WRAPPER...]: one pass of a unit test
 # program, in the shards its source asks for with "amldist-test: shards N"
 # (TEST_SHARD=i/N runs every N-th case from the i-th: tests/unit/test.h).
+# A source marked "amldist-test: slow" (its cases wait out timeouts) starts
+# early in every pass, not among the quick ones at the end.
 add_unit() {
     local pass=$1 limit=$2 est=$3 after=$4 t=$5 name n k
     shift 5
     name=$(basename "$t")
     n=$(sed -n 's/.*amldist-test: shards \([0-9]*\).*/\1/p' tests/unit/*/"$name.c" 2>/dev/null | head -n 1)
+    grep -q 'amldist-test: slow' tests/unit/*/"$name.c" 2>/dev/null && est=100
     if [ "${n:-1}" -le 1 ]; then
         add "$pass$name" "$limit" "$est" 0 "$after" "$@" "$t"
         return
@@ -252,15 +255,13 @@ exec 3<>"$log/done"     # read and write: the loop never sees end-of-file
 echo "# ${#ORDER[@]} test programs, $JOBS at a time ($ncpu CPUs$([ "$JOBS" -gt 1 ] && echo '; more while the CPUs idle'))$([ ${#ISOLATE[@]} -gt 0 ] && echo ', each in a network namespace of its own')"
 alone_running=0
 # Programs that mostly wait (the valgrind passes' scaled timeouts, a
-# cluster's daemons) leave the CPUs idle with JOBS of them running: every
-# 2 s, the CPUs' idle share since the last look decides
-# whether one more may run (over a quarter idle: at over half, a fresh
-# clone's run left the CPUs 40 % idle for a minute and a half while the
-# test_rdzv shards waited) or one fewer (under a tenth),
-# between JOBS and three times JOBS (at twice, a fresh clone's run still
-# left a fifth of the CPUs' time idle: the valgrind and ASan shards of
-# test_rdzv wait out their scaled timeouts for minutes at a time).  JOBS=1
-# stays one at a time.
+# cluster's daemons) leave the CPUs idle with JOBS of them running.  Every
+# 2 s, the CPUs' idle share since the last look decides whether one more
+# may run (over a quarter idle; two more over 60 %) or one fewer (under a
+# tenth), between JOBS and three times JOBS.  At twice JOBS, and at one
+# more only over half idle, fresh clones' runs left the CPUs 20 % and then
+# 40 % idle for minutes while the valgrind and ASan shards of test_rdzv
+# waited out their scaled timeouts.  JOBS=1 stays one at a time.
 # The looks come as "tick" lines in the jobs' pipe, so that every read is
 # a whole line (a read -t that times out mid-line keeps half a job number
 # and loses the rest).
@@ -276,6 +277,9 @@ look() {
     [ $((db + di)) -gt 0 ] || return
     if [ $((di * 4)) -gt $((db + di)) ] && [ "$JOBS" -gt 1 ] && [ "$extra" -lt $((2 * JOBS)) ]; then
         extra=$((extra + 1))
+        # mostly idle: two at a time (the shards that wait start together)
+        [ $((di * 10)) -gt $(((db + di) * 6)) ] && [ "$extra" -lt $((2 * JOBS)) ] &&
+            extra=$((extra + 1))
     elif [ $((di * 10)) -lt $((db + di)) ] && [ "$extra" -gt 0 ]; then
         extra=$((extra - 1))
     fi

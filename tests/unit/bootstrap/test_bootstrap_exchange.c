@@ -3,6 +3,8 @@
  * fork()ed process that calls the server or the client with an explicit
  * rank, world, address and port, and reports into shared memory what it
  * got, how long it took and the error message.
+ *
+ * amldist-test: slow (its cases wait out the bootstrap's timeouts: 20 s)
  */
 #define TEST_TIMEOUT_S 120
 #include <errno.h>

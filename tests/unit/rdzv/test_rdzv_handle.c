@@ -5,6 +5,8 @@
  * a wall clock that steps, a poll(2) that fails, a connect(2) sent to an
  * address that never answers.  Each case is one
  * process (test.h), so the interposers' switches never leak.
+ *
+ * amldist-test: slow (cases wait out the agent's timeouts: 6 s)
  */
 #undef _FORTIFY_SOURCE /* this file defines poll() itself */
 #include <arpa/inet.h>
