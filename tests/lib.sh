@@ -71,6 +71,13 @@ expect_eq() {
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# tmake ARGS...: make in the tree, one test at a time.  `make install
+# PREFIX=...` rewrites the build's .pc and CMake files for that prefix, and
+# a plain make puts them back: two tests' makes in one build directory at
+# once (cmake.sh and install.sh, beside each other in a fresh clone's run)
+# installed each other's.  The lock is the Makefile's (flock(1)).
+tmake() { flock "$TOP/Makefile" make -s -C "$TOP" "$@"; }
+
 # pmix_run OUT CMD...: CMD >OUT 2>OUT.err; and once more when a rank met
 # libpmix 4.2's occasional hang in PMIx_Init (openpmix #2967: about one
 # start of four ranks in fifty, beside busy programs).  libamldist bounds

@@ -6,6 +6,7 @@
 # content); native ranks stuck in a C loop, blocked in read(2), stopped by
 # SIGSTOP; per-rank progress (amldist.progress) naming the stalled rank
 # though it prints; a rank that exits while the stacks are read; --timeout.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 export OMP_NUM_THREADS=1

@@ -4,6 +4,7 @@
 # bench/torchrun-wrapper.py), ambiguous ones refused with the candidates,
 # "did you mean" with mpirun's and srun's names, a missing .py script
 # caught once with 127 before any interpreter starts, and --version -v.
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/msg

@@ -5,6 +5,8 @@
 # usage error, a missing command, a console that goes away, a log file
 # over `ulimit -f`, and a job asked --status and --stacks while it runs.
 # Any error or definite leak fails.
+# amldist-test: slow, after asan-build (one of the longest: tests/run.sh
+# starts it early, once the ASan pass's make, which builds its amlrun, is done)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/san
@@ -92,7 +94,7 @@ fi
 ASAN_TOP=$TOP/build-asan
 if [ "${AMLDIST_QUICK:-0}" = 1 ] && [ ! -x "$ASAN_TOP/bin/amlrun" ]; then
     skip "ASan amlrun" "AMLDIST_QUICK=1 and no build-asan/bin/amlrun"
-elif make -s -C "$TOP" BUILD=build-asan SAN=1 build-asan/bin/amlrun >"$d/build" 2>&1; then
+elif tmake BUILD=build-asan SAN=1 build-asan/bin/amlrun >"$d/build" 2>&1; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=99
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     jobs "ASan+UBSan" "$ASAN_TOP/bin/amlrun"

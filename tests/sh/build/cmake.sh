@@ -9,9 +9,9 @@
 . "$(dirname "$0")/../../lib.sh"
 if ! have cmake; then skip "cmake" "cmake not installed (scripts/install-deps.sh)"; exit 0; fi
 diag "$(cmake --version | head -n 1)"
-make -s -C "$TOP" BUILD="$BUILD" all >/dev/null 2>&1
+tmake BUILD="$BUILD" all >/dev/null 2>&1
 d=$TEST_TMP/dest p=/opt/amldist
-make -s -C "$TOP" BUILD="$BUILD" install PREFIX=$p DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$BUILD" install PREFIX=$p DESTDIR="$d" >"$TEST_TMP/log" 2>&1
 expect_eq "make install PREFIX=$p DESTDIR=...: exit 0" "$?" 0
 cm=$d$p/lib/cmake/amldist
 check "the CMake package in lib/cmake/amldist/" test -f "$cm/amldistConfig.cmake" -a -f "$cm/amldistConfigVersion.cmake"
@@ -136,7 +136,7 @@ done
 r=$TEST_TMP/root multiarch=$(cc -print-multiarch) b=$TEST_TMP/build
 mkdir -p "$b"
 for sub in obj pic lib bin examples man; do [ ! -e "$BUILD/$sub" ] || cp -a "$BUILD/$sub" "$b/"; done
-make -s -C "$TOP" BUILD="$b" install PREFIX="$r/usr" LIBDIR="$r/usr/lib/$multiarch" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$b" install PREFIX="$r/usr" LIBDIR="$r/usr/lib/$multiarch" >"$TEST_TMP/log" 2>&1
 expect_eq "make install PREFIX=.../usr LIBDIR=.../usr/lib/$multiarch: exit 0" "$?" 0
 ln -s usr/lib "$r/lib"
 check "the package is in lib/$multiarch/cmake/amldist" test -f "$r/usr/lib/$multiarch/cmake/amldist/amldistConfig.cmake"
@@ -148,7 +148,7 @@ grep -q -- "$r/usr/include" "$TEST_TMP/merged/b/CMakeFiles/hello.dir/flags.make"
 expect_eq "through /lib: the include directory is the installed one" "$?" 0
 out=$(RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 "$TEST_TMP/merged/b/hello" 2>&1)
 check "through /lib: hello runs" sh -c 'echo "$0" | grep -qx "RANK=1"' "$out"
-make -s -C "$TOP" BUILD="$b" uninstall PREFIX="$r/usr" LIBDIR="$r/usr/lib/$multiarch" >/dev/null 2>&1
+tmake BUILD="$b" uninstall PREFIX="$r/usr" LIBDIR="$r/usr/lib/$multiarch" >/dev/null 2>&1
 expect_eq "make uninstall removes it all" "$(find "$r/usr" -type f -o -type l | wc -l)" 0
 
 # A split install (libamldist1 without libamldist-dev) is refused with the
@@ -158,4 +158,4 @@ configure split "$d$p" ""
 expect_eq "without the headers: find_package fails" "$?" 1
 tr -s ' \n' '  ' <"$TEST_TMP/split.log" | grep -q "include/amldist.h, which does not exist"
 expect_eq "and names the missing header" "$?" 0
-make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
+tmake BUILD="$BUILD" lib >/dev/null 2>&1

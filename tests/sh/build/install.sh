@@ -4,8 +4,8 @@
 # the headers, and a program built with pkg-config against the installed tree.
 . "$(dirname "$0")/../../lib.sh"
 d=$TEST_TMP/dest
-make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
-make -s -C "$TOP" BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$BUILD" lib >/dev/null 2>&1
+tmake BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
 expect_eq "make install PREFIX=/opt/amldist: exit 0" "$?" 0
 pc=$d/opt/amldist/lib/pkgconfig/amldist.pc
 check "the .pc names the new prefix" grep -qx "prefix=/opt/amldist" "$pc"
@@ -66,10 +66,11 @@ expect_eq "and loads an hwloc and an NCCL topology through them" "$out" "8 8 "
 # make uninstall takes away everything make install put there: no file is
 # left, whatever was built (amldist-nccl-check only with NCCL), and the
 # directories that install made for us alone go too.
-make -s -C "$TOP" BUILD="$BUILD" uninstall PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$BUILD" uninstall PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
 expect_eq "make uninstall: exit 0" "$?" 0
 left=$(cd "$d" && find . -type f -o -type l | sort | tr '\n' ' ')
 expect_eq "make uninstall leaves no file behind" "$left" ""
-make -s -C "$TOP" BUILD="$BUILD" lib >/dev/null 2>&1
+# (the make and the look at the build's .pc under one lock: see tmake)
 check "a plain make puts the build's .pc back to its own prefix" \
-    grep -qx "prefix=/usr/local" "$BUILD/lib/pkgconfig/amldist.pc"
+    flock "$TOP/Makefile" sh -c 'make -s -C "$0" BUILD="$1" lib >/dev/null 2>&1 &&
+        grep -qx "prefix=/usr/local" "$1/lib/pkgconfig/amldist.pc"' "$TOP" "$BUILD"

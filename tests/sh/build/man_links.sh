@@ -6,11 +6,11 @@
 # PREFIX's pages are found from its bin/ in PATH, as man-db does.
 . "$(dirname "$0")/../../lib.sh"
 if ! have man || ! have nm; then skip "man links" "man or nm not installed"; exit 0; fi
-make -s -C "$TOP" BUILD="$BUILD" all >/dev/null 2>&1
+tmake BUILD="$BUILD" all >/dev/null 2>&1
 syms=$(nm -D --defined-only "$BUILD/lib/libamldist.so.1" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort)
 check "the library exports functions" test -n "$syms"
 d=$TEST_TMP/dest
-make -s -C "$TOP" BUILD="$BUILD" install DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$BUILD" install DESTDIR="$d" >"$TEST_TMP/log" 2>&1
 expect_eq "make install (default PREFIX) DESTDIR=...: exit 0" "$?" 0
 man=$d/usr/local/share/man
 nopage= wrong= blank=
@@ -44,7 +44,7 @@ expect_eq "man -w amlrun finds it there" "$(cd / && MANPATH=$man man -w amlrun)"
 env -u MANPATH PATH=/usr/local/bin:/usr/bin:/bin manpath 2>/dev/null | tr ':' '\n' | grep -qx /usr/local/share/man
 expect_eq "man-db's default path holds /usr/local/share/man" "$?" 0
 # Another PREFIX: man finds the pages from its bin/ in PATH.
-make -s -C "$TOP" BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
+tmake BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d" >"$TEST_TMP/log" 2>&1
 for f in amlrun amldist_init amldist_plan_rank_omp_threads; do
     got=$(cd / && env -u MANPATH PATH="$d/opt/amldist/bin:/usr/bin:/bin" man -w "$f" 2>&1)
     case $got in "$d"/opt/amldist/share/man/*) ok "PREFIX=/opt/amldist, its bin in PATH: man -w $f" ;;
@@ -52,6 +52,6 @@ for f in amlrun amldist_init amldist_plan_rank_omp_threads; do
 done
 # make uninstall takes the links away with the pages.
 for p in /usr/local /opt/amldist; do
-    make -s -C "$TOP" BUILD="$BUILD" uninstall PREFIX=$p DESTDIR="$d" >/dev/null 2>&1
+    tmake BUILD="$BUILD" uninstall PREFIX=$p DESTDIR="$d" >/dev/null 2>&1
 done
 expect_eq "make uninstall leaves no page behind" "$(find "$d" -type f -o -type l | wc -l)" 0

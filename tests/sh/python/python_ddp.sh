@@ -6,6 +6,7 @@
 # module derives the rest), torchrun; and a bad environment, which raises
 # amldist.LayoutError with the library's message.  Two nodes:
 # python_multinode.sh (mpirun), python_slurm.sh (srun).
+# amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/python.sh"
 . "$TOP/tests/amlrun/common.sh"

@@ -38,7 +38,7 @@ for pp in "" "$d/mine"; do
 done
 
 # Installed elsewhere: amlrun finds the hook beside itself.
-make -s -C "$TOP" BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d/dest" >"$d/log" 2>&1
+tmake BUILD="$BUILD" install PREFIX=/opt/amldist DESTDIR="$d/dest" >"$d/log" 2>&1
 expect_eq "make install: exit 0" "$?" 0
 out=$("$d/dest/opt/amldist/bin/amlrun" "$TORCH_PY" -c "$caught")
 expect_eq "an installed amlrun's python3 worker takes the hook" "$out" hooked

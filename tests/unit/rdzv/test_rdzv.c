@@ -20,7 +20,12 @@
  *
  * amldist-test: shards 6 (tests/run.sh: its valgrind pass alone takes minutes)
  */
-#define TEST_TIMEOUT_S 120
+/* A case's alarm scales with its bounds (slow(), below), up to 10
+ * minutes: valgrind under load makes slow() 32, and a case whose agents
+ * wait 4 s * slow() then outlived a fixed 120 s (test_hostile_member_garbage
+ * in a fresh clone's run, killed by its alarm while it was still right). */
+static int slow(void);
+#define TEST_TIMEOUT_S (120 * slow() < 600 ? 120 * slow() : 600)
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
