@@ -280,8 +280,9 @@ look() {
     if [ $((di * 4)) -gt $((db + di)) ] && [ "$JOBS" -gt 1 ] && [ "$extra" -lt $((2 * JOBS)) ]; then
         extra=$((extra + 1))
         # mostly idle: two at a time (the shards that wait start together)
-        [ $((di * 10)) -gt $(((db + di) * 6)) ] && [ "$extra" -lt $((2 * JOBS)) ] &&
+        if [ $((di * 10)) -gt $(((db + di) * 6)) ] && [ "$extra" -lt $((2 * JOBS)) ]; then
             extra=$((extra + 1))
+        fi
     elif [ $((di * 10)) -lt $((db + di)) ] && [ "$extra" -gt 0 ]; then
         extra=$((extra - 1))
     fi
