@@ -154,11 +154,31 @@ netns_build() {
 
 netns_pids() { ip netns pids "$1" 2>/dev/null; }
 
+# The namespace's processes, parents before their children: by start time,
+# then by depth below the namespace's first process (pids wrap, at 32768 on
+# a small machine, and a child may start in its parent's clock tick).  A
+# node that dies must die as one: a process with SIGKILL pending runs no
+# more code, so a supervisor killed before its workers cannot report their
+# deaths as failures of its own.
+netns_pids_oldest_first() {
+    local p line f
+    for p in $(netns_pids "$1"); do
+        read -r line <"/proc/$p/stat" 2>/dev/null || continue
+        # after the command name, which may hold blanks: state ppid ...
+        read -ra f <<<"${line##*) }"
+        echo "$p ${f[1]} ${f[19]}"
+    done | awk '{ pp[$1] = $2; st[$1] = $3; id[++n] = $1 }
+        END { for (i = 1; i <= n; i++) {
+                  d = 0
+                  for (p = pp[id[i]]; (p in pp) && d < n; p = pp[p]) d++
+                  print st[id[i]], d, id[i] } }' | sort -k1,1n -k2,2n | cut -d' ' -f3
+}
+
 # Kill every process in the namespace until none is left: processes may fork
 # while we kill, so repeat.
 netns_kill_all() {
     local ns=$1 n=0 pids
-    while pids=$(netns_pids "$ns") && [ -n "$pids" ]; do
+    while pids=$(netns_pids_oldest_first "$ns") && [ -n "$pids" ]; do
         # shellcheck disable=SC2086
         kill -KILL $pids 2>/dev/null
         ((n++ < 200)) || { echo "netns-cluster: processes survive in $ns: $pids" >&2; return 1; }
@@ -292,7 +312,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
         kill)
             need_id
             i=$(netns_node "$cur" "${1:?NODE}") || exit 1
-            pids=$(netns_pids "$cur-n$i")
+            pids=$(netns_pids_oldest_first "$cur-n$i")
             # shellcheck disable=SC2086
             [ -z "$pids" ] || kill -"${2:-KILL}" $pids ;;
         *) sed -n '2,/^$/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
