@@ -124,6 +124,16 @@ escape() {
     *) kill -KILL "$pid" ;;
     esac
     wait "$pid" 2>/dev/null
+    # A SIGKILLed guard is no survivor, but it carries the marker (a fork of
+    # amlrun) until it has exited, in amlrun's cgroup, not the job's: the
+    # survivors are counted once it is gone (a beside-others run counted it).
+    local n=0 state
+    for p in $guard; do
+        while [ $((n++)) -lt 500 ] && read -r state <"/proc/$p/stat" 2>/dev/null &&
+              state=${state##*) } && [ "${state%% *}" != Z ]; do
+            nap 0.02
+        done
+    done
     return 0
 }
 
