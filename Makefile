@@ -381,7 +381,6 @@ $(FAKE_PMIX_LIB): tests/standin/fake_pmix.c
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
 $(BUILD)/tests/test_layout_pmix: $(FAKE_PMIX_LIB)
 $(BUILD)/tests/test_layout_pmix: TEST_CFLAGS = -DFAKE_PMIX_LIB='"$(FAKE_PMIX_LIB)"'
-$(BUILD)/tests/test_layout_pmix: TEST_LINK = -ldl -lpthread
 
 # Stand-in libcudart and libnccl (tests/standin/), NOT CUDA or NCCL: they
 # run the NCCL paths of our code on machines without a GPU, ranks exchanging

@@ -147,6 +147,9 @@ static void *open_libpmix(const amldist__env_t *env)
     return NULL;
 }
 
+/* Where the helper is, for the message if it never returns: one of these,
+ * or the key of the PMIx_Get it waits for. */
+static const char in_init[] = "PMIx_Init", in_finalize[] = "PMIx_Finalize";
 static void entering(const char *what);
 
 static long get_u32(const struct api *api, const pmix_proc_t *who,
@@ -230,7 +233,6 @@ static void call_init(void)
     pthread_condattr_destroy(&a);
 }
 
-/* Which call the helper is in, for the message if it never returns. */
 static void entering(const char *what)
 {
     __atomic_store_n(&call.in, what, __ATOMIC_RELEASE);
@@ -254,7 +256,6 @@ static void *converse(void *unused)
     pmix_proc_t me, job, rank0;
     blank(&info);
     memset(&me, 0, sizeof me);
-    entering(NULL);
     int rc = api->init(&me, NULL, 0);
     if (rc == PMIX_SUCCESS) {
         job = me;
@@ -287,7 +288,7 @@ static void *converse(void *unused)
             atexit(finalize_now) == 0) {
             finalize_at_exit = api->finalize;
         } else {
-            entering("");
+            entering(in_finalize);
             api->finalize(NULL, 0);
         }
     }
@@ -348,6 +349,7 @@ static int converse_within(long long ms, amldist__pmix_info_t *out,
     }
     pthread_mutex_lock(&call.mutex);
     call.running = 1;
+    entering(in_init); /* before the helper runs: a timeout may come first */
     if ((rc = start_helper()) != 0) {
         call.running = 0;
         pthread_mutex_unlock(&call.mutex);
@@ -359,13 +361,13 @@ static int converse_within(long long ms, amldist__pmix_info_t *out,
         rc = pthread_cond_timedwait(&call.finished, &call.mutex, &end);
     if (call.running) {
         const char *in = __atomic_load_n(&call.in, __ATOMIC_ACQUIRE);
+        int get = in != in_init && in != in_finalize;
         pthread_mutex_unlock(&call.mutex);
         snprintf(why, whysz,
                  "%s%s%s did not return within %lld.%03lld s (libpmix hang, "
                  "openpmix #2967; AMLDIST_PMIX_TIMEOUT sets the bound)",
-                 in == NULL ? "PMIx_Init" : *in ? "PMIx_Get(" : "PMIx_Finalize",
-                 in != NULL ? in : "", in != NULL && *in ? ")" : "",
-                 ms / 1000, ms % 1000);
+                 get ? "PMIx_Get(" : "", in, get ? ")" : "", ms / 1000,
+                 ms % 1000);
         return AMLDIST_ETIMEDOUT;
     }
     *out = call.info;

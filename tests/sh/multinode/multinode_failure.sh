@@ -39,11 +39,7 @@ chmod +x "$W"
 # may take a moment to go after mpirun returns.
 no_leftovers() {
     local name=$1 left
-    for _ in $(seq 40); do
-        left=$(leftover_procs)
-        [ -z "$left" ] && break
-        sleep 0.05
-    done
+    left=$(settled 40 0.05 leftover_procs)
     expect_eq "$name: no process left on any node" "$left" ""
     # Whatever was left must not spoil the next case.
     [ -z "$left" ] || { netns_kill_all "$CLUSTER-n0"; netns_kill_all "$CLUSTER-n1"; }

@@ -28,29 +28,37 @@ static void be_rank_2(const char *mode)
     setenv("FAKE_PMIX", mode, 1);
 }
 
-/* The stand-in's record, once the library has loaded it. */
-static struct fake_pmix_state *fake(void)
+/* A function of the stand-in, once the library has loaded it. */
+static void *fake_fn(const char *name)
 {
     void *h = dlopen(FAKE_PMIX_LIB, RTLD_NOW | RTLD_NOLOAD);
-    struct fake_pmix_state *(*get)(void);
+    void *fn;
     if (h == NULL) {
         TEST__FAIL("%s is not loaded", FAKE_PMIX_LIB);
         return NULL;
     }
-    *(void **)&get = dlsym(h, "fake_pmix_state");
-    dlclose(h);
+    fn = dlsym(h, name);
+    dlclose(h); /* the library's own reference keeps it loaded */
+    if (fn == NULL)
+        TEST__FAIL("%s has no %s", FAKE_PMIX_LIB, name);
+    return fn;
+}
+
+/* The stand-in's record of the calls it had. */
+static struct fake_pmix_state *fake(void)
+{
+    struct fake_pmix_state *(*get)(void);
+    *(void **)&get = fake_fn("fake_pmix_state");
     return get != NULL ? get() : NULL;
 }
 
+/* Let a PMIx_Init that hangs return. */
 static void release_fake(void)
 {
-    void *h = dlopen(FAKE_PMIX_LIB, RTLD_NOW | RTLD_NOLOAD);
     void (*release)(void);
-    if (h == NULL)
-        return;
-    *(void **)&release = dlsym(h, "fake_pmix_release");
-    release();
-    dlclose(h);
+    *(void **)&release = fake_fn("fake_pmix_release");
+    if (release != NULL)
+        release();
 }
 
 static void check_answer(amldist_t *h)
