@@ -5,17 +5,16 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "contain/cgroup.h"
+#include "contain/clone.h"
 #include "output/msg.h"
 
 static struct {
@@ -246,42 +245,29 @@ void cgroup_end(void)
         close(ev);
 }
 
-static pid_t clone_into_cgroup(int dir)
+/* clone3 worked (1) or is not to be tried any more (0): ENOSYS and the
+ * like, or a child killed at birth (clone.h). */
+static void clone3_learned(pid_t pid)
 {
-#ifdef SYS_clone3
-    /* struct clone_args of <linux/sched.h>, spelled out: that header's
-     * CLONE_* macros clash with <sched.h>'s. */
-    struct {
-        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
-            stack_size, tls, set_tid, set_tid_size, cgroup;
-    } a;
-    memset(&a, 0, sizeof a);
-    a.flags = 0x200000000ULL; /* CLONE_INTO_CGROUP */
-    a.exit_signal = SIGCHLD;
-    a.cgroup = (uint64_t)dir;
-    return (pid_t)syscall(SYS_clone3, &a, sizeof a);
-#else
-    (void)dir;
-    errno = ENOSYS;
-    return -1;
-#endif
+    if (pid >= 0)
+        cg.clone3 = 1;
+    else if (errno == ENOSYS || errno == E2BIG || errno == EINVAL ||
+             errno == ECANCELED)
+        cg.clone3 = 0;
 }
 
 pid_t cgroup_fork(void)
 {
     /* Born in the cgroup: no migration, which costs a 10 ms RCU grace
      * period the first time.  The first worker learns whether clone3 can
-     * do it here: no probe child of its own (issue 23). */
+     * do it here, and whether its child lives: no probe child of its own
+     * (issue 23). */
     if (cg.clone3 != 0) {
-        pid_t pid = clone_into_cgroup(cg.dir);
-        if (pid >= 0) {
-            cg.clone3 = 1;
+        pid_t pid = clone_fork(cg.dir, cg.clone3 < 0);
+        int was = cg.clone3;
+        clone3_learned(pid);
+        if (pid >= 0 || was == 1 || cg.clone3 != 0)
             return pid;
-        }
-        if (cg.clone3 == 1 ||
-            (errno != ENOSYS && errno != E2BIG && errno != EINVAL))
-            return -1;
-        cg.clone3 = 0; /* Linux < 5.7, valgrind */
     }
     pid_t pid = fork();
     if (pid <= 0)
@@ -301,6 +287,21 @@ pid_t cgroup_fork(void)
         return -1;
     }
     close(fd);
+    return pid;
+}
+
+pid_t cgroup_vfork(void (*fn)(void *), void *arg)
+{
+    if (cg.clone3 == 0) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    pid_t pid = clone_vfork(cg.dir, fn, arg);
+    if (pid < 0 && errno == ENOTSUP)
+        return -1; /* no vfork for this architecture: cgroup_fork */
+    clone3_learned(pid);
+    if (pid < 0 && cg.clone3 == 0)
+        errno = ENOTSUP; /* not here: fork and move (guard_fork) */
     return pid;
 }
 

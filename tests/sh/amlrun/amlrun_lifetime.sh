@@ -217,6 +217,43 @@ if [ -n "$mine" ]; then
     check "the test's own cgroup is removed" test ! -d "$mine"
 fi
 
+# --- amlrun in a cgroup that was once killed (systemd kills a service's):
+# Linux 6.x then kills a child cloned into the job's cgroup at birth
+# (launcher/contain/clone.h).  amlrun sees the first one die before it ran
+# and forks and moves its workers: every rank runs.  Vforked (the default)
+# and forked (the stop-after-fork hook, continued at each stop).
+killed=${own%/}/amldist-test-killed-$$
+if ! mkdir "$killed" 2>/dev/null; then
+    skip "a cgroup once killed" "cannot make a cgroup under $own"
+else
+    echo 1 >"$killed/cgroup.kill"
+    for how in vfork fork; do
+        hook=()
+        [ "$how" = fork ] && hook=(AMLDIST_TEST_STOP_AFTER_FORK=1)
+        ( echo "$BASHPID" >"$killed/cgroup.procs"
+          exec env "${hook[@]}" AMLDIST_TEST_CONTAIN=cgroup "$AMLRUN" -v --nproc-per-node 3 \
+              --cpu-bind none sh -c 'echo "rank=$RANK"' >"$d/out.killed" 2>"$d/err.killed" ) &
+        pid=$!
+        # the hook stops amlrun after each fork: go on
+        while kill -0 "$pid" 2>/dev/null; do
+            [ "$(state "$pid")" = T ] && kill -CONT "$pid"
+            sleep 0.01
+        done
+        wait "$pid"
+        rc=$?
+        if [ "$(containment "$d/err.killed")" != cgroup ]; then
+            skip "a cgroup once killed, $how" "no cgroup: $(grep '^amlrun: orphans: ' "$d/err.killed")"
+            continue
+        fi
+        expect_eq "a cgroup once killed, $how: exit 0" "$rc" 0
+        expect_eq "a cgroup once killed, $how: every rank ran" \
+            "$(sort "$d/out.killed" | tr '\n' ' ')" "rank=0 rank=1 rank=2 "
+        [ "$rc" = 0 ] || sed 's/^/# /' "$d/err.killed"
+    done
+    for _ in $(seq 100); do rmdir "$killed"/amlrun-* "$killed" 2>/dev/null; [ -d "$killed" ] || break; sleep 0.05; done
+    check "a cgroup once killed: the test's cgroup is removed" test ! -d "$killed"
+fi
+
 # --- a PID namespace, where permitted (forced by the test hook)
 if escape pidns AMLDIST_TEST_CONTAIN=pidns; then
     if [ "$mode" = pidns ]; then
