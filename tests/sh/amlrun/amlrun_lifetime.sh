@@ -284,6 +284,16 @@ if escape pgroups AMLDIST_TEST_CONTAIN=pgroups; then
     # the documented limit: what left its group survives
     check "process groups only: setsid'd grandchildren survive, as documented" \
         test -n "$(marked_pids "$marker")"
+    # and only that: the background sleep in each worker's group is ended
+    # by the guard, which amlrun told the group before the worker's exec
+    insid() {
+        local p
+        for p in $(marked_pids "$marker"); do
+            [ "$(ps -o sid= -p "$p" | tr -d ' ')" = "$(ps -o sid= -p $$ | tr -d ' ')" ] && echo "$p"
+        done
+    }
+    expect_eq "process groups only: no survivor in the job's session (the guard ended the workers' groups)" \
+        "$(settled 40 0.05 insid)" ""
     left=$(marked_pids "$marker")
     [ -n "$left" ] && kill -KILL $left
 fi
