@@ -45,7 +45,7 @@ no_leftovers() {
     [ -z "$left" ] || { netns_kill_all "$CLUSTER-n0"; netns_kill_all "$CLUSTER-n1"; }
 }
 
-# run_job NAME CMD...: run on n0; sets RC, ELAPSED (s), OUT, ERR.
+# run_job NAME CMD...: run on n0; sets RC, ELAPSED (ms, for the diagnostics), OUT, ERR.
 run_job() {
     local name=$1 t0 t1
     shift
@@ -60,12 +60,13 @@ run_job() {
     diag "$name: status $RC after ${ELAPSED} ms"
 }
 
-# The job ended after the failure and the grace period, well before
-# the workers' 300 s and the 60 s deadline, however loaded the machine.
-SOON_MS=45000
+# The job ended on its own after the failure and the grace period, not
+# when the test's timeout (T: 60 s, before the workers' 300 s) killed it
+# with 124: what ended it is checked, not how long it took (the time is in
+# the diagnostics).
 in_time() {
-    check "$1: ended after the grace period, not at the deadline (${ELAPSED} ms)" \
-        test "$ELAPSED" -lt "$SOON_MS"
+    check "$1: ended on its own, not by the test's timeout (status $RC)" \
+        test "$RC" -ne 124
 }
 
 has() {
@@ -120,9 +121,8 @@ kill_node_during() {
     ERR=$(cat "$TEST_TMP/err")
     rm -f "$TEST_TMP/nofail"
     diag "$name: status $RC, ${ELAPSED} ms after the kill"
-    check "$name: the job fails ($RC)" test "$RC" -ne 0 -a "$RC" -ne 124
-    check "$name: n0 ended after the grace period, not at the deadline (${ELAPSED} ms)" \
-        test "$ELAPSED" -lt "$SOON_MS"
+    check "$name: the job fails ($RC)" test "$RC" -ne 0
+    in_time "$name"
     has "$name: the lost node is named" "$ERR" 'connection to n1 lost'
     no_leftovers "$name"
 }
@@ -164,8 +164,9 @@ EOF
     expect_eq "standalone DDP, rank 3 SIGKILLed: n1's status is 137" "$rc1" 137
     has "standalone DDP: n1 names rank 3 and the signal" "$(cat "$TEST_TMP/s1")" \
         'amlrun: rank 3 \(local 1, pid [0-9]+, host n1\): killed by signal 9 \(SIGKILL\)'
-    check "standalone DDP: n0 fails too ($rc0)" test "$rc0" -ne 0 -a "$rc0" -ne 124
-    check "standalone DDP: both nodes ended within 60 s (${ELAPSED} ms)" test "$ELAPSED" -lt 60000
+    check "standalone DDP: n0 fails too ($rc0)" test "$rc0" -ne 0
+    check "standalone DDP: both nodes ended on their own, not by the test's timeout ($rc0, $rc1)" \
+        test "$rc0" -ne 124 -a "$rc1" -ne 124
     no_leftovers "standalone DDP"
 else
     skip "standalone DDP failure across nodes" "$TORCH_PY cannot import torch"
