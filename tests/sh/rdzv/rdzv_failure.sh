@@ -123,8 +123,10 @@ t_fail=$(rz_fail_ms)
 t_term=$(rz_term_ms '^term\.n0\.')
 diag "$name: n0's workers had SIGTERM $((${t_term:-0} - ${t_fail:-0})) ms after the failure, n0's agent ended after $((${END[n0]} - ${t_fail:-0})) ms, n2's after $((${END[n2]} - ${t_fail:-0})) ms"
 check "$name: n0's workers had SIGTERM soon after" test -n "$t_term" -a $((${t_term:-0} - ${t_fail:-0})) -lt "$RZ_SLACK_MS"
-check "$name: n0's agent ended after the 2 s grace, not at the worker's 30 s ($((${END[n0]} - ${t_fail:-0})) ms)" \
-    test $((${END[n0]} - ${t_fail:-0})) -ge 1900 -a $((${END[n0]} - ${t_fail:-0})) -lt $((2000 + RZ_SLACK_MS))
+# After the grace, not at the worker's 30 s: n0's agent SIGKILLed it, and
+# says after how long (what happened, not how long the test saw it take).
+has "$name: n0's agent SIGKILLed the stubborn worker after the 2 s grace" "$(cat "$RZ_DIR/n0.err")" \
+    '^amlrun: 1 worker still running 2 s after SIGTERM: sending SIGKILL$'
 no_leftovers "$name"
 
 # The static rendezvous (--node-rank, two nodes) has the same control plane.

@@ -70,8 +70,9 @@ rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 
 t0=$(now_ms)
 rz_wait
 rz_expect "no host within join_timeout=2: exit 125" "${RC[n1]}" 125
-check "no host within join_timeout=2: gives up after about 2 s ($((${END[n1]} - t0)) ms)" \
-    test $((${END[n1]} - t0)) -ge 1500 -a $((${END[n1]} - t0)) -lt $((2000 + RZ_SLACK_MS))
+diag "no host: exit ${RC[n1]} after $((${END[n1]} - t0)) ms"
+has "no host within join_timeout=2: gives up at its join timeout, and says so" "$(cat "$RZ_DIR/n1.err")" \
+    'no host answered within 2 s \(last: Connection refused\); no worker started$'
 expect_eq "no host: no worker started" "$(rz_count rep.)" 0
 no_leftovers "no host"
 
@@ -83,17 +84,21 @@ t0=$(now_ms)
 rz_wait
 diag "host alone in a job of 2: exit ${RC[n0]} after $((${END[n0]} - t0)) ms: $(head -n 2 "$RZ_DIR/n0.err" | tr '\n' ' ')"
 check "host alone in a job of 2, join_timeout=2: gives up (${RC[n0]}), not at the test's timeout" \
-    test "${RC[n0]}" != 0 -a "${RC[n0]}" != 124 -a $((${END[n0]} - t0)) -lt $((2000 + RZ_SLACK_MS))
+    test "${RC[n0]}" != 0 -a "${RC[n0]}" != 124
+has "host alone in a job of 2: at its join timeout, and says so" "$(cat "$RZ_DIR/n0.err")" \
+    'only 1 of the 2 nodes needed joined within 2 s; no worker started$'
 expect_eq "host alone: no worker started" "$(rz_count rep.)" 0
 no_leftovers "host alone"
 
-# A stop signal while waiting for the round: the agent gives up at once.
+# A stop signal while waiting for the round: the agent gives up at once,
+# not at its join timeout, which is beyond the test's timeout (T): an agent
+# that waited would end by that timeout, 124, not by the signal, 143.
 waiting_stop() {
     local name=$1 node=$2 port=$3 pid t0
     rz_case "wait-$node"
     rsts=$(rz_rsts n0)
     rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 2 \
-        --nproc-per-node 1 --rdzv-conf join_timeout=60 "$RZW"
+        --nproc-per-node 1 --rdzv-conf join_timeout=3600 "$RZW"
     # (the host's agent listens; the other waits once n0 has refused it)
     if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else rz_wait_refused n0 "$rsts"; fi
     if ! pid=$(rz_agent_pid "$node"); then
@@ -103,8 +108,8 @@ waiting_stop() {
         kill -TERM "$pid"
     fi
     rz_wait
-    rz_expect "$name: SIGTERM, exit 143" "${RC[$node]}" 143
-    check "$name: at once, not at join_timeout=60 ($((${END[$node]} - ${t0:-0})) ms)" test $((${END[$node]} - ${t0:-0})) -lt "$RZ_SLACK_MS"
+    rz_expect "$name: SIGTERM, exit 143 (at once, not at join_timeout=3600)" "${RC[$node]}" 143
+    diag "$name: ended $((${END[$node]} - ${t0:-0})) ms after the signal"
     no_leftovers "$name"
 }
 waiting_stop "the host's agent waiting for the other node" n0 $((PORT + 30))
@@ -153,8 +158,11 @@ while True:
     wait "$server" 2>/dev/null
     name="a $mode server on the endpoint"
     diag "$name: exit ${RC[n1]} after $((${END[n1]} - t0)) ms: $(head -n 2 "$RZ_DIR/n1.err" | tr '\n' ' ')"
-    check "$name: the agent gives up (${RC[n1]}) within the join timeout and a dead time ($((${END[n1]} - t0)) ms)" \
-        test "${RC[n1]}" != 0 -a "${RC[n1]}" != 124 -a $((${END[n1]} - t0)) -lt $((2000 + RZ_DEAD_MS + RZ_SLACK_MS))
+    check "$name: the agent gives up (${RC[n1]}), not at the test's timeout" \
+        test "${RC[n1]}" != 0 -a "${RC[n1]}" != 124
+    # at its join timeout and a dead time at the latest: it says which
+    has "$name: it says why, a dead time or a bad frame" "$(cat "$RZ_DIR/n1.err")" \
+        "rendezvous at $EP:$P: (no heartbeat for [0-9.]+ s|not an amldist frame \\(bad magic\\)); no worker started\$"
     has "$name: it names the endpoint" "$(cat "$RZ_DIR/n1.err")" "$EP:$P"
     expect_eq "$name: no worker started" "$(rz_count rep.)" 0
     no_leftovers "$name"
