@@ -11,11 +11,9 @@ RZW=$TOP/tests/amlrun/rdzv_worker.sh
 # that an agent a loaded machine leaves unscheduled for a while is not.
 RZ_FAST=keep_alive_interval=0.5,keep_alive_max_attempt=8
 RZ_DEAD_MS=4000
-# What a loaded machine may add to the times these tests bound: each bound
-# is what the control plane promises plus this, still far below what the
-# fault would give (workers that run RZ_RUN=30 s or more, join timeouts of
-# 60 s, the commands' deadline $T).
-RZ_SLACK_MS=15000
+# The tests check what happened (who stopped a worker, how a loss was
+# seen, what an agent says), never how long it took: the times are in
+# their diagnostics, and bench/rdzv.sh measures them.
 declare -A RZPID=() RC=() END=()
 
 # rz_setup K: a K-node cluster (or skip), ports below 32768 (node 0's agent
@@ -129,6 +127,17 @@ rz_want() {
 has() {
     if grep -qE -- "$3" <<<"$2"; then ok "$1"
     else fail "$1"; diag "no /$3/ in:"; sed 's/^/#   /' <<<"$2" | tail -n 20; fi
+}
+
+# rz_lost_seen NAME NODE: NODE's agent saw the loss the way the control
+# plane promises, by the connection (closed, reset) or by RZ_DEAD_MS without
+# a heartbeat, and says which (what happened, not how long it took: a
+# loss seen any other way, as the workers' own end, names none of these).
+rz_lost_seen() {
+    local dead
+    dead=$(printf '%d.%d' $((RZ_DEAD_MS / 1000)) $((RZ_DEAD_MS % 1000 / 100)))
+    has "$1: $2's agent saw the loss by the connection or the dead time" "$(cat "$RZ_DIR/$2.err")" \
+        "was lost: (connection closed|Connection reset by peer|no heartbeat for $dead s)\$"
 }
 
 # The amlrun of NODE: the process named amlrun that `timeout` started

@@ -54,15 +54,16 @@ failure() {
         return
     fi
     # Every other worker was stopped with SIGTERM, those of the other nodes
-    # soon after the failure (at once, plus what a loaded machine adds).
+    # after the failure and because of it (each agent says so, below):
+    # workers that ran out their RZ_RUN would have had none, and their
+    # agents would exit 0.  How soon is bench/rdzv.sh's figure, not a test's.
     expect_eq "$name: every other worker got SIGTERM" "$(rz_count term.)" $((2 * ${#NODES[@]} - 1))
     for node in "${NODES[@]}"; do
         [ "$node" = "$fhost" ] && continue
         local t
         t=$(rz_term_ms "^term\\.$node\\.")
         diag "$name: $node's workers stopped $((${t:-0} - t_fail)) ms after the failure, its agent ended after $((${END[$node]} - t_fail)) ms"
-        check "$name: $node's workers stopped soon after the failure ($((${t:-0} - t_fail)) ms)" \
-            test -n "$t" -a $((${t:-0} - t_fail)) -lt "$RZ_SLACK_MS"
+        check "$name: $node's workers got SIGTERM after the failure" test -n "$t" -a "${t:-0}" -ge "$t_fail"
     done
     rz_summary "$name" "$rank" "$nrank" "$fhost" "$status"
     # The other nodes say why they stop their workers (amlrun(1)'s wording).
@@ -122,7 +123,7 @@ rz_expect "$name: every agent exits 7" "$(rz_rcs "${NODES[@]}")" "$(rz_want_rcs 
 t_fail=$(rz_fail_ms)
 t_term=$(rz_term_ms '^term\.n0\.')
 diag "$name: n0's workers had SIGTERM $((${t_term:-0} - ${t_fail:-0})) ms after the failure, n0's agent ended after $((${END[n0]} - ${t_fail:-0})) ms, n2's after $((${END[n2]} - ${t_fail:-0})) ms"
-check "$name: n0's workers had SIGTERM soon after" test -n "$t_term" -a $((${t_term:-0} - ${t_fail:-0})) -lt "$RZ_SLACK_MS"
+check "$name: n0's workers had SIGTERM after it" test -n "$t_term" -a "${t_term:-0}" -ge "${t_fail:-0}"
 # After the grace, not at the worker's 30 s: n0's agent SIGKILLed it, and
 # says after how long (what happened, not how long the test saw it take).
 has "$name: n0's agent SIGKILLed the stubborn worker after the 2 s grace" "$(cat "$RZ_DIR/n0.err")" \
