@@ -25,19 +25,16 @@ under_amlrun() {
         --cpu-bind none "$CHECK" "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err"
 }
 
-# What "at once" may take on a loaded machine: the alternative is the
-# programs' 60 s timeout (or the default 300 s of -T and the bootstrap).
-SOON_MS=45000
-
 # pair ENV0 ENV1 PROGRAM ARGS...: ranks 0 and 1 as separate processes with
 # no launcher to stop the survivor, so that the program itself must notice.
-# Sets rc0, rc1 and took (milliseconds).
+# Sets rc0 and rc1.  Each runs under a 60 s timeout, below the default
+# 300 s of -T and of the bootstrap: a rank that waited for those instead of
+# noticing ends by the timeout, 124; the checks look at what ended it.
 pair() {
     local env0=$1 env1=$2 port=$((30000 + RANDOM % 20000))
     shift 2
     local job="WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port LOCAL_WORLD_SIZE=1 LOCAL_RANK=0"
-    local t0 pid
-    t0=$(date +%s%N)
+    local pid
     # shellcheck disable=SC2086
     # Rank 1's stand-in GPU has its own bus id, as on another node.
     env $job RANK=1 FAKE_CUDA_BUSIDS=0000:00:07.0 $env1 timeout 60 "$@" >"$TEST_TMP/r1" 2>&1 &
@@ -47,7 +44,6 @@ pair() {
     rc0=$?
     wait "$pid"
     rc1=$?
-    took=$((($(date +%s%N) - t0) / 1000000))
 }
 
 # --- the wiring: one id, the right ranks and devices ----------------------
@@ -113,25 +109,21 @@ check "a baseline the GPUs cannot hold: says why" \
 # --- failures without a launcher to clean up -------------------------------
 pair "" "FAKE_NCCL_DIE=1:12" "$CHECK" "${SMALL[@]}"
 expect_eq "a peer that dies: its status" "$rc1" 9
-expect_eq "a peer that dies: rank 0 exits 4" "$rc0" 4
-check "a peer that dies: rank 0 soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
+expect_eq "a peer that dies: rank 0 exits 4 (not at the timeout: 124)" "$rc0" 4
 check "a peer that dies: rank 0 says NCCL reported it and aborts" \
     grep -q "rank 0: all_reduce of .*: NCCL reports .*; aborting the communicator" "$TEST_TMP/r0"
 
 pair "" "FAKE_NCCL_HANG=1:12" "$CHECK" "${SMALL[@]}" -T 2
 expect_eq "a peer that hangs: rank 0 exits 4" "$rc0" 4
 expect_eq "a peer that hangs: rank 1 exits 4" "$rc1" 4
-check "a peer that hangs: both give up after -T 2, not the default 300 s" \
-    test "$took" -lt "$SOON_MS"
-# The first to reach its limit aborts; the other may see that abort first.
+# After -T 2, not the default 300 s: the first to reach its limit aborts,
+# naming it; the other may see that abort first.
 check "a peer that hangs: the message names the operation and the limit" \
     grep -q "rank .: all_reduce of 4096 bytes of float, in place did not finish within 2 s" "$TEST_TMP/r0" "$TEST_TMP/r1"
 
 pair "" "FAKE_NCCL_ASYNC_ERROR=1:12" "$CHECK" "${SMALL[@]}"
 expect_eq "an asynchronous error on rank 1: it exits 4" "$rc1" 4
-expect_eq "an asynchronous error on rank 1: rank 0 exits 4" "$rc0" 4
-check "an asynchronous error: seen through ncclCommGetAsyncError, quickly" \
-    test "$took" -lt "$SOON_MS"
+expect_eq "an asynchronous error on rank 1: rank 0 exits 4 (not at the timeout: 124)" "$rc0" 4
 check "an asynchronous error: rank 1 aborts" grep -q "rank 1: .*NCCL reports .*aborting" "$TEST_TMP/r1"
 
 # A rank that cannot start: the other learns it from the bootstrap at once,
@@ -141,10 +133,12 @@ for prog in "$EX" "$CHECK"; do
     pair "" "FAKE_CUDA_DEVICES=0" "$prog" -n 1 2>/dev/null
     [ "$name" = nccl_allreduce ] && want1=1 || want1=3
     expect_eq "$name: rank 1 without a GPU exits $want1" "$rc1" "$want1"
-    check "$name: rank 1 without a GPU: rank 0 fails soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
+    check "$name: rank 1 without a GPU: rank 0 fails ($rc0), not by the 60 s timeout" \
+        test "$rc0" -ne 0 -a "$rc0" -ne 124
     check "$name: rank 0 names rank 1" grep -q "rank 0: rank 1 failed: rank 1: no visible CUDA device" "$TEST_TMP/r0"
     pair "FAKE_CUDA_DEVICES=0" "" "$prog" -n 1
-    check "$name: rank 0 without a GPU: rank 1 fails soon, not at the 60 s timeout" test "$took" -lt "$SOON_MS"
+    check "$name: rank 0 without a GPU: rank 1 fails ($rc1), not by the 60 s timeout" \
+        test "$rc1" -ne 0 -a "$rc1" -ne 124
     check "$name: rank 1 names rank 0" grep -q "rank 1: rank 0 failed: rank 0: no visible CUDA device" "$TEST_TMP/r1"
 done
 

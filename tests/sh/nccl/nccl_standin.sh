@@ -116,20 +116,18 @@ check "nranks 2 and 3: invalid usage" has "$o.0" \
     "init: 5 (invalid usage (run with NCCL_DEBUG=WARN for details)): fake NCCL: rank 0 has nranks 2, rank 1 has nranks 3"
 
 o=$TEST_TMP/initfail
-start=$(date +%s)
 FAKE_NCCL_INIT_FAIL=1 FAKE_CUDA_DEVICES=3 ranks 3 "$o" "$DRV" init
 expect_eq "FAKE_NCCL_INIT_FAIL=1: every rank fails" \
     "$(rc "$o.0"):$(rc "$o.1"):$(rc "$o.2")" "2:2:2"
 check "FAKE_NCCL_INIT_FAIL=1: rank 1 gets ncclSystemError" has "$o.1" \
     "init: 2 (unhandled system error"
 # (what a rank names depends on what it sees first: rank 1's abort, rank
-# 0's own, made on seeing rank 1's, or rank 0 gone, the id's maker)
+# 0's own, made on seeing rank 1's, or rank 0 gone, the id's maker; at
+# once: a rank that waited for a timeout would say "timed out", status 2)
 for r in 0 2; do
     check "FAKE_NCCL_INIT_FAIL=1: rank $r gets ncclRemoteError" has "$o.$r" \
         "init: 6 (remote process exited or there was a network error): fake NCCL: rank $r: "
 done
-check "FAKE_NCCL_INIT_FAIL=1: at once, not by timeout" \
-    test $(($(date +%s) - start)) -lt 10
 
 o=$TEST_TMP/timeout
 FAKE_NCCL_INIT_TIMEOUT=0.5 STANDIN_NRANKS=2 ranks 1 "$o" "$DRV" init
@@ -144,9 +142,6 @@ expect_eq "late peers: every rank ends right" \
 check "late peers: cudaStreamQuery is not ready until they post" \
     has "$o.0" "cudaStreamQuery while peers are late: cudaErrorNotReady"
 
-# async_ms FILE: the milliseconds the driver waited before the async error
-async_ms() { sed -n 's/.*async error after \([0-9]*\) ms.*/\1/p' "$1"; }
-
 o=$TEST_TMP/die
 FAKE_NCCL_DIE=1:2 FAKE_CUDA_DEVICES=3 ranks 3 "$o" "$DRV" poll 5
 expect_eq "FAKE_NCCL_DIE=1:2: rank 1 exits 9, the others see an async error" \
@@ -156,9 +151,7 @@ check "FAKE_NCCL_DIE=1:2: at operation 2, ncclRemoteError, peer exited" \
 # (rank 2 may see rank 0's abort first; rank 0 looks at rank 1 first)
 check "FAKE_NCCL_DIE=1:2: the message says which peer" \
     grep -q "remote process exited or there was a network error: fake NCCL: rank 0: peer rank 1 (pid [0-9]*) exited" "$o.0"
-# (bounds: soon, not at the 60 s timeout, however loaded the machine)
-check "FAKE_NCCL_DIE=1:2: seen soon" \
-    test "$(async_ms "$o.0")" -lt 20000 -a "$(async_ms "$o.2")" -lt 20000
+# (seen through the error, not at the 60 s timeout: that would be 124)
 check "after ncclCommAbort the stream drains" has "$o.0" "stream drained after abort"
 
 o=$TEST_TMP/kill
@@ -173,15 +166,11 @@ p1=$!
 for _ in $(seq 200); do grep -q sleeping "$o.1" && break; sleep 0.05; done
 victim=$(sed -n 's/.*sleeping (pid \([0-9]*\)).*/\1/p' "$o.1")
 sleep 0.2
-t0=$(date +%s%N)
 [ -n "$victim" ] && kill -KILL "$victim"
 wait "$p0"
 st=$?
-ms=$((($(date +%s%N) - t0) / 1000000))
 wait "$p1"
-expect_eq "peer killed with SIGKILL: async error (exit 3)" "$st" 3
-check "peer killed with SIGKILL: ncclRemoteError soon ($ms ms)" \
-    test "$ms" -lt 20000
+expect_eq "peer killed with SIGKILL: async error (exit 3, not the timeout's 124)" "$st" 3
 check "peer killed with SIGKILL: says so" \
     grep -q "remote process exited or there was a network error: fake NCCL: rank 0: peer rank 1 (pid $victim) exited" "$o.0"
 
