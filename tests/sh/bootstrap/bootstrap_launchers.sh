@@ -47,18 +47,16 @@ if have mpirun; then
     check "token mismatch: rank 0 says rank 1 never came" \
         grep -q "rank 0: 1 of 1 ranks did not fetch .* within 3 s (missing: 1)" "$TEST_TMP/tok.err"
 
-    # Rank 0 never serves (it is `sleep`): ranks 1..3 time out after 1.5 s.
+    # Rank 0 never serves (it is `sleep`): ranks 1..3 time out after 1.5 s,
+    # and say so (what they waited for is checked, not how long the test saw
+    # them take).
     port=$(free_port)
-    start=$(date +%s.%N)
     MASTER_PORT=$port AMLDIST_BOOTSTRAP_TIMEOUT=1.5 timeout 60 $MPIRUN -x MASTER_PORT -x AMLDIST_BOOTSTRAP_TIMEOUT -np 4 \
         sh -c '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && exec sleep 4; "$0"; echo "exit $?"' "$HELLO" \
         >"$TEST_TMP/dead.out" 2>"$TEST_TMP/dead.err"
-    end=$(date +%s.%N)
     expect_eq "rank 0 absent: three ranks fail" "$(grep -c '^exit 1$' "$TEST_TMP/dead.out")" 3
     expect_eq "rank 0 absent: three ranks report the timeout" \
         "$(grep -c "rank [123]: no answer from 127.0.0.1:$((port + 1)) within 1.5 s (last error: connecting: Connection refused) (AMLDIST_ETIMEDOUT)" "$TEST_TMP/dead.err")" 3
-    check "rank 0 absent: all over within 20 s" \
-        awk -v a="$start" -v b="$end" 'BEGIN { exit !(b - a < 20) }'
 else
     skip "bootstrap under mpirun" "mpirun not installed"
 fi
