@@ -62,16 +62,12 @@ d=$(fresh grace)
 "$AMLRUN" --nproc-per-node 2 --term-timeout 1 "$W" "$d" ignore-term >"$d/out" 2>"$d/err" &
 pid=$!
 wait_for 2 30 "$d" ready.
-start=$SECONDS
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
-took=$((SECONDS - start))
 expect_eq "SIGTERM ignored: amlrun still exits 143" "$rc" 143
 check "SIGTERM ignored: SIGKILL after the grace period" \
     grep -q "^amlrun: 2 workers still running 1 s after SIGTERM: sending SIGKILL$" "$d/err"
-check "SIGTERM ignored: done within the grace period plus slack ($took s)" \
-    test "$took" -le 10
 
 # --- a second stop signal kills at once
 d=$(fresh twice)
