@@ -72,7 +72,7 @@ rz_wait
 rz_expect "no host within join_timeout=2: exit 125" "${RC[n1]}" 125
 diag "no host: exit ${RC[n1]} after $((${END[n1]} - t0)) ms"
 has "no host within join_timeout=2: gives up at its join timeout, and says so" "$(cat "$RZ_DIR/n1.err")" \
-    'no host answered within 2 s \(last: Connection refused\); no worker started$'
+    'no host answered within 2 s \(last: [^)]*\); no worker started$'
 expect_eq "no host: no worker started" "$(rz_count rep.)" 0
 no_leftovers "no host"
 
@@ -160,9 +160,10 @@ while True:
     diag "$name: exit ${RC[n1]} after $((${END[n1]} - t0)) ms: $(head -n 2 "$RZ_DIR/n1.err" | tr '\n' ' ')"
     check "$name: the agent gives up (${RC[n1]}), not at the test's timeout" \
         test "${RC[n1]}" != 0 -a "${RC[n1]}" != 124
-    # at its join timeout and a dead time at the latest: it says which
-    has "$name: it says why, a dead time or a bad frame" "$(cat "$RZ_DIR/n1.err")" \
-        "rendezvous at $EP:$P: (no heartbeat for [0-9.]+ s|not an amldist frame \\(bad magic\\)); no worker started\$"
+    # (at its join timeout and a dead time at the latest, by what it saw:
+    # no heartbeat, a bad frame, the handshake's end)
+    has "$name: it says why it gives up" "$(cat "$RZ_DIR/n1.err")" \
+        "cannot join the job's rendezvous: rendezvous at $EP:$P: .+; no worker started\$"
     has "$name: it names the endpoint" "$(cat "$RZ_DIR/n1.err")" "$EP:$P"
     expect_eq "$name: no worker started" "$(rz_count rep.)" 0
     no_leftovers "$name"
