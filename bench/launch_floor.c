@@ -1,15 +1,18 @@
 /* The driver of bench/launch_floor.sh: ROUNDS rounds, each the fork floor
- * (fork and exec N /bin/true, wait for all) then the command after "--"
- * (fork and exec, wait), alternating so that both see the same load.  One
- * line per round: the floor's and the command's wall time in seconds.
- *     launch_floor ROUNDS N -- COMMAND [ARG...]
- * Exit status: 1 when the command failed in some round. */
+ * (fork and exec N /bin/true, wait for all) and each command given after a
+ * "--" (fork and exec, wait), in an order that turns round by round, so
+ * that all see the same load and none always comes after another.  One
+ * line per round: the floor's wall time, then each command's, in seconds.
+ *     launch_floor ROUNDS N -- COMMAND [ARG...] [-- COMMAND [ARG...]]...
+ * Exit status: 1 when a command failed in some round. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MAX_CMDS 4
 
 static double now(void)
 {
@@ -41,24 +44,44 @@ static int wait_all(void)
 int main(int argc, char **argv)
 {
     if (argc < 5 || strcmp(argv[3], "--") != 0) {
-        fprintf(stderr, "usage: %s ROUNDS N -- COMMAND [ARG...]\n", argv[0]);
+        fprintf(stderr, "usage: %s ROUNDS N -- COMMAND [ARG...] [-- COMMAND [ARG...]]...\n",
+                argv[0]);
         return 2;
     }
-    int rounds = atoi(argv[1]), n = atoi(argv[2]), failed = 0;
+    int rounds = atoi(argv[1]), n = atoi(argv[2]), failed = 0, ncmd = 0;
+    /* Each command's words, its "--" made the end of the one before. */
+    char **cmd[MAX_CMDS];
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--") != 0)
+            continue;
+        argv[i] = NULL;
+        if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0 || ncmd == MAX_CMDS) {
+            fprintf(stderr, "%s: an empty command, or more than %d\n", argv[0], MAX_CMDS);
+            return 2;
+        }
+        cmd[ncmd++] = argv + i + 1;
+    }
     char *truev[] = {"/bin/true", NULL};
+    double t[1 + MAX_CMDS];
     for (int r = 0; r < rounds; r++) {
-        double t0 = now();
-        for (int i = 0; i < n; i++)
-            if (start(truev) < 0)
-                return 2;
-        if (wait_all())
-            return 2;
-        double t1 = now();
-        if (start(argv + 4) < 0)
-            return 2;
-        failed |= wait_all();
-        double t2 = now();
-        printf("%.6f %.6f\n", t1 - t0, t2 - t1);
+        for (int k = 0; k <= ncmd; k++) {
+            int w = (r + k) % (ncmd + 1); /* 0: the floor */
+            double t0 = now();
+            if (w == 0) {
+                for (int i = 0; i < n; i++)
+                    if (start(truev) < 0)
+                        return 2;
+                if (wait_all())
+                    return 2;
+            } else {
+                if (start(cmd[w - 1]) < 0)
+                    return 2;
+                failed |= wait_all();
+            }
+            t[w] = now() - t0;
+        }
+        for (int w = 0; w <= ncmd; w++)
+            printf("%.6f%c", t[w], w == ncmd ? '\n' : ' ');
     }
     return failed;
 }
