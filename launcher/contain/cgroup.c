@@ -5,16 +5,17 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "contain/cgroup.h"
-#include "contain/clone.h"
 #include "output/msg.h"
 
 static struct {
@@ -245,29 +246,89 @@ void cgroup_end(void)
         close(ev);
 }
 
-/* clone3 worked (1) or is not to be tried any more (0): ENOSYS and the
- * like, or a child killed at birth (clone.h). */
-static void clone3_learned(pid_t pid)
+/* Whether the child PID, just cloned, was killed at birth: SIGKILL
+ * pending, or dead already (see cgroup_fork).  Unknown (no /proc) counts
+ * as alive, which is what amlrun assumed before it looked. */
+static int born_dead(pid_t pid)
 {
-    if (pid >= 0)
-        cg.clone3 = 1;
-    else if (errno == ENOSYS || errno == E2BIG || errno == EINVAL ||
-             errno == ECANCELED)
-        cg.clone3 = 0;
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *state = strstr(buf, "\nState:\t");
+    if (state && (state[8] == 'Z' || state[8] == 'X'))
+        return 1;
+    /* The kernel's kill is for the whole process: shared pending. */
+    static const char *const pending[] = {"\nShdPnd:\t", "\nSigPnd:\t"};
+    for (int i = 0; i < 2; i++) {
+        const char *p = strstr(buf, pending[i]);
+        if (p && (strtoull(p + 9, NULL, 16) >> (SIGKILL - 1) & 1))
+            return 1;
+    }
+    return 0;
+}
+
+/* CHECK: fail with ECANCELED, the child reaped, when it was killed at
+ * birth; only for a child that cannot end on its own yet (one that waits
+ * for the go-ahead byte). */
+static pid_t clone_into_cgroup(int dir, int check)
+{
+#ifdef SYS_clone3
+    /* struct clone_args of <linux/sched.h>, spelled out: that header's
+     * CLONE_* macros clash with <sched.h>'s. */
+    struct {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+            stack_size, tls, set_tid, set_tid_size, cgroup;
+    } a;
+    memset(&a, 0, sizeof a);
+    a.flags = 0x200000000ULL; /* CLONE_INTO_CGROUP */
+    a.exit_signal = SIGCHLD;
+    a.cgroup = (uint64_t)dir;
+    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+    if (check && pid > 0 && born_dead(pid)) {
+        /* (killed, in case /proc named another: it waits for a go-ahead) */
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        errno = ECANCELED;
+        return -1;
+    }
+    return pid;
+#else
+    (void)dir;
+    (void)check;
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 pid_t cgroup_fork(void)
 {
     /* Born in the cgroup: no migration, which costs a 10 ms RCU grace
      * period the first time.  The first worker learns whether clone3 can
-     * do it here, and whether its child lives: no probe child of its own
-     * (issue 23). */
+     * do it here: no probe child of its own (issue 23).  It also learns
+     * whether a child born there lives: the kernel kills one at birth where
+     * the cgroup's kill count differs from that of amlrun's cgroup (see
+     * cgroup_kill), which a cgroup of amlrun's that was once killed has
+     * from the start.  The kill is queued before clone3 returns, so the
+     * first worker, which waits for its go-ahead byte, is looked at at once,
+     * without waiting for it to run. */
     if (cg.clone3 != 0) {
-        pid_t pid = clone_fork(cg.dir, cg.clone3 < 0);
-        int was = cg.clone3;
-        clone3_learned(pid);
-        if (pid >= 0 || was == 1 || cg.clone3 != 0)
+        pid_t pid = clone_into_cgroup(cg.dir, cg.clone3 < 0);
+        if (pid >= 0) {
+            cg.clone3 = 1;
             return pid;
+        }
+        if (cg.clone3 == 1 || (errno != ENOSYS && errno != E2BIG &&
+                               errno != EINVAL && errno != ECANCELED))
+            return -1;
+        cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
     }
     pid_t pid = fork();
     if (pid <= 0)
@@ -287,21 +348,6 @@ pid_t cgroup_fork(void)
         return -1;
     }
     close(fd);
-    return pid;
-}
-
-pid_t cgroup_vfork(void (*fn)(void *), void *arg)
-{
-    if (cg.clone3 == 0) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    pid_t pid = clone_vfork(cg.dir, fn, arg);
-    if (pid < 0 && errno == ENOTSUP)
-        return -1; /* no vfork for this architecture: cgroup_fork */
-    clone3_learned(pid);
-    if (pid < 0 && cg.clone3 == 0)
-        errno = ENOTSUP; /* not here: fork and move (guard_fork) */
     return pid;
 }
 

@@ -21,11 +21,6 @@ int cgroup_clones_into(void);
 const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */
 pid_t cgroup_fork(void);
-/* vfork() into it (clone.h): fn(arg) runs in the child, sharing our memory
- * until its exec, and this returns after that.  -1 with errno ENOTSUP
- * when clone3 cannot clone into it (then cgroup_fork, which forks and
- * moves the child). */
-pid_t cgroup_vfork(void (*fn)(void *), void *arg);
 /* Kill everything in it (the cgroup stays). */
 void cgroup_kill(void);
 /* In the guard: kill everything in it, wait until it is empty and remove

@@ -37,15 +37,6 @@ pid_t guard_fork(void)
     return g.mode == MODE_CGROUP ? cgroup_fork() : fork();
 }
 
-pid_t guard_vfork(void (*fn)(void *), void *arg)
-{
-    if (g.mode != MODE_CGROUP) {
-        errno = ENOTSUP;
-        return -1;
-    }
-    return cgroup_vfork(fn, arg);
-}
-
 int guard_born_contained(void)
 {
     /* In a PID namespace every child is born in it. */

@@ -35,12 +35,6 @@ const char *guard_describe(void);
  * guard_born_contained() said 1 before, the child must not exec before
  * guard_fork has returned in the parent and guard_add has been called. */
 pid_t guard_fork(void);
-/* vfork() for a worker, born inside the containment (contain/clone.h):
- * fn(arg) runs in the child, on our stack and in our memory, until its
- * exec; this returns after that.  -1 with errno; ENOTSUP when this
- * containment cannot (not the job's cgroup, or no clone3 into it here):
- * then guard_fork. */
-pid_t guard_vfork(void (*fn)(void *), void *arg);
 /* 1 when guard_fork's children are born inside a containment the guard
  * ends as a whole (cloned into the job's cgroup, or in its PID namespace):
  * they may go on to exec at once. */

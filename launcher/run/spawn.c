@@ -78,32 +78,6 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     child_fail(fd, SPAWN_EXEC, err);
 }
 
-struct child_args {
-    const struct spawn_req *r;
-    int report;
-};
-
-/* The child of guard_vfork: no go-ahead pipe (born contained). */
-static void vchild(void *arg)
-{
-    const struct child_args *a = arg;
-    child(a->r, -1, a->report);
-}
-
-/* A failure before the child was started: both pipes closed. */
-static pid_t begin_failed(int p[2], int go[2], enum spawn_stage *stage,
-                          int *err)
-{
-    *stage = SPAWN_SETUP;
-    *err = errno;
-    for (int k = 0; k < 2; k++) {
-        close(p[k]);
-        if (go[k] >= 0)
-            close(go[k]);
-    }
-    return -1;
-}
-
 pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
                   enum spawn_stage *stage, int *err)
 {
@@ -114,40 +88,42 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
         *err = errno;
         return -1;
     }
+    if (!guard_born_contained() && pipe2(go, O_CLOEXEC) < 0) {
+        *stage = SPAWN_SETUP;
+        *err = errno;
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
     /* Test hook: freeze amlrun right after the fork, so that a test can
      * SIGKILL it in the window before the worker is registered. */
     int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
-    pid_t pid = -1;
-    if (!stop_after_fork) {
-        /* Born in the job's cgroup, a worker may exec at once: vforked,
-         * it does, while amlrun waits the microseconds to its exec, and it
-         * has made its group by then (guard.h). */
-        struct child_args a = {r, p[1]};
-        pid = guard_vfork(vchild, &a);
-        if (pid < 0 && errno != ENOTSUP)
-            return begin_failed(p, go, stage, err);
-    }
+    pid_t pid = guard_fork();
     if (pid < 0) {
-        if (!guard_born_contained() && pipe2(go, O_CLOEXEC) < 0)
-            return begin_failed(p, go, stage, err);
-        pid = guard_fork();
-        if (pid < 0)
-            return begin_failed(p, go, stage, err);
-        if (pid == 0) {
-            if (go[1] >= 0)
-                close(go[1]); /* or the go-ahead pipe never reads EOF */
-            child(r, go[0], p[1]);
+        *stage = SPAWN_SETUP;
+        *err = errno;
+        close(p[0]);
+        close(p[1]);
+        if (go[0] >= 0) {
+            close(go[0]);
+            close(go[1]);
         }
-        if (stop_after_fork)
-            raise(SIGSTOP);
-        /* Both sides set the group so that it exists whichever runs
-         * first; then the guard learns it, then the child may go on. */
-        (void)setpgid(pid, pid);
+        return -1;
     }
+    if (pid == 0) {
+        if (go[1] >= 0)
+            close(go[1]); /* or the go-ahead pipe never reads end of file */
+        child(r, go[0], p[1]);
+    }
+    if (stop_after_fork)
+        raise(SIGSTOP);
     /* Closed before the next worker is forked: a later child must not
      * hold this write end, or its end of file would wait for that one's
      * exec too. */
     close(p[1]);
+    /* Both sides set the group so that it exists whichever runs first;
+     * then the guard learns it, then the child may go on. */
+    (void)setpgid(pid, pid);
     if (go[0] >= 0) {
         close(go[0]);
         guard_add(pid);

@@ -1,6 +1,5 @@
 /*
- * Starting one worker: vfork into the job's cgroup where that works
- * (contain/clone.h), else fork; then in the child only async-signal-safe calls
+ * Starting one worker: fork, then in the child only async-signal-safe calls
  * (setpgid, prctl, dup2, sigaction, sigprocmask, the binding's syscalls,
  * execve) on data the parent prepared.  A failure in the child (exec,
  * binding) comes back to the parent through a close-on-exec pipe, libuv
@@ -35,10 +34,9 @@ struct spawn_req {
 };
 
 /* Start a worker in two steps, so that the workers' execs overlap:
- * spawn_begin starts it in its own process group (vforked, it returns
- * once the child is in its exec; forked, it tells the orphan guard about
- * the group where the containment needs that, and lets the child go on
- * towards exec); spawn_end learns how that exec went.  Every spawn_begin that returned a pid needs its
+ * spawn_begin forks it into its own process group, tells the orphan guard
+ * about the group and lets the child go on towards exec; spawn_end waits
+ * for that exec.  Every spawn_begin that returned a pid needs its
  * spawn_end, which reaps a child that failed.
  *
  * spawn_begin: the pid, with *report_fd the pipe that says how the exec

@@ -219,17 +219,18 @@ fi
 
 # --- amlrun in a cgroup that was once killed (systemd kills a service's):
 # Linux 6.x then kills a child cloned into the job's cgroup at birth
-# (launcher/contain/clone.h).  amlrun sees the first one die before it ran
-# and forks and moves its workers: every rank runs.  Vforked (the default)
-# and forked (the stop-after-fork hook, continued at each stop).
+# (launcher/contain/cgroup.c).  amlrun sees that its first worker was
+# killed before it ran, and forks and moves its workers: every rank runs.
+# As it comes, and with amlrun stopped after each fork (the test hook,
+# continued at each stop), which gives the first child time to die.
 killed=${own%/}/amldist-test-killed-$$
 if ! mkdir "$killed" 2>/dev/null; then
     skip "a cgroup once killed" "cannot make a cgroup under $own"
 else
     echo 1 >"$killed/cgroup.kill"
-    for how in vfork fork; do
+    for how in default stopped; do
         hook=()
-        [ "$how" = fork ] && hook=(AMLDIST_TEST_STOP_AFTER_FORK=1)
+        [ "$how" = stopped ] && hook=(AMLDIST_TEST_STOP_AFTER_FORK=1)
         ( echo "$BASHPID" >"$killed/cgroup.procs"
           exec env "${hook[@]}" AMLDIST_TEST_CONTAIN=cgroup "$AMLRUN" -v --nproc-per-node 3 \
               --cpu-bind none sh -c 'echo "rank=$RANK"' >"$d/out.killed" 2>"$d/err.killed" ) &
