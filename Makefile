@@ -220,9 +220,12 @@ endef
 $(foreach f,$(RUN_LIB_SRCS),$(eval $(call run_lib_object,$(f))))
 
 # lib/amldist.map versions every exported symbol (AMLDIST_1.0, ...).
+# --no-undefined but in a sanitizer build: clang links its ASan runtime
+# into executables only, and the library's __asan_* symbols come from there.
+NO_UNDEFINED := $(if $(filter 1,$(SAN)),,-Wl,--no-undefined)
 $(SHLIB): $(PIC_OBJS) lib/amldist.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined \
+	$(CC) -shared -Wl,-soname,$(SONAME) $(NO_UNDEFINED) \
 	    -Wl,--version-script=lib/amldist.map $(ALL_LDFLAGS) \
 	    -o $@ $(PIC_OBJS) $(LIB_LIBS)
 
