@@ -80,10 +80,13 @@ want() {
 outer_case() {
     local name=$1 master=$2 port=$3
     shift 3
-    on n0 $T "$@" "$OUTER" >"$TEST_TMP/outer" 2>"$TEST_TMP/err"
+    local rc=0
+    on n0 $T "$@" "$OUTER" >"$TEST_TMP/outer" 2>"$TEST_TMP/err" || rc=$?
     got=$(awk '{print $1, $2, $4}' "$TEST_TMP/outer" | sort -k2,2n | tr '\n' ' ')
     expect_eq "$name: the outer launcher runs one process on each node" "$got" "n0 0 1 n1 1 1 "
-    [ "$got" = "n0 0 1 n1 1 1 " ] || diag "$(tail -c 600 "$TEST_TMP/err")"
+    # (Hydra, beside other programs, once in a few runs printed nothing at
+    # all here: its status and stderr, for the next time)
+    [ "$got" = "n0 0 1 n1 1 1 " ] || diag "status $rc; $(tail -c 600 "$TEST_TMP/err")"
     on n0 $T "$@" "$LAUNCH" env LIB=1 "$WORKER" >"$TEST_TMP/log" 2>&1
     got=$(lines)
     expect_eq "$name: a launch.py-like launcher's workers: amldist_init" "$got" "$(want "$master" "$port")"
