@@ -253,14 +253,8 @@ static int born_dead(pid_t pid)
 {
     char path[64], buf[2048];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_small(path, buf, sizeof buf) < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
     const char *state = strstr(buf, "\nState:\t");
     if (state && (state[8] == 'Z' || state[8] == 'X'))
         return 1;

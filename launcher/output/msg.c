@@ -1,5 +1,6 @@
-/* amlrun's messages, whole-line writes and the clock. */
+/* amlrun's messages, whole-line writes, small-file reads and the clock. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,6 +106,19 @@ int writev_all(int fd, struct iovec *iov, int iovcnt)
         }
     }
     return 0;
+}
+
+long read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return (long)n;
 }
 
 double now_s(void)

@@ -35,6 +35,10 @@ void msg_errno(int err, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
 int write_all(int fd, const void *buf, size_t len);
 /* The same for an iovec array (which it modifies). */
 int writev_all(int fd, struct iovec *iov, int iovcnt);
+/* A small file (a /proc file, which gives what it has in one read) into
+ * buf, NUL-terminated: its length, or -1 when it cannot be read or is
+ * empty. */
+long read_small(const char *path, char *buf, size_t size);
 
 /* Make stdout's stdio writes go through write_all: a parent (a shell's
  * pipeline, a Python harness) may have made the descriptor non-blocking,

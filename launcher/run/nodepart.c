@@ -13,7 +13,6 @@
  * the request, measured on a timer of the loop.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,14 +44,8 @@ static int read_pstat(pid_t pid, struct pstat *ps)
     memset(ps, 0, sizeof *ps);
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_small(path, buf, sizeof buf) < 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     /* After the command's ")" (which may hold anything): field 3 on. */
     char *p = strrchr(buf, ')');
     if (!p)

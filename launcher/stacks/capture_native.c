@@ -16,7 +16,6 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "output/msg.h"
 #include "stacks/capture.h"
 #include "stacks/dw.h"
 
@@ -45,14 +45,8 @@ char cap_task_state(pid_t pid, pid_t tid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_small(path, buf, sizeof buf) < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the name may hold anything */
     return p && p[1] == ' ' ? p[2] : 0;
 }
@@ -487,14 +481,8 @@ static char *thread_name(pid_t pid, pid_t tid)
 {
     char path[64], buf[64];
     snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_small(path, buf, sizeof buf) < 0)
         return NULL;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
     return strdup(buf);
 }
