@@ -6,6 +6,7 @@
 # multi-node runs give MASTER_ADDR with -genv, as a user must.  All replicas
 # must end with equal parameters that moved from the start.
 . "$(dirname "$0")/../../lib.sh"
+stdin_without_end # mpiexec.hydra (tests/lib.sh)
 if ! have mpiexec.hydra; then
     skip "hydra DDP" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0

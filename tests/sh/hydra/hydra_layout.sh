@@ -7,6 +7,7 @@
 # must still MPI_Init.  Without a proxy in sight, the node rank is left out
 # and amlrun says so.  Open MPI stays the default mpirun.
 . "$(dirname "$0")/../../lib.sh"
+stdin_without_end # mpiexec.hydra (tests/lib.sh)
 if ! have mpiexec.hydra; then
     skip "hydra" "mpiexec.hydra not installed (Debian package mpich)"
     exit 0

@@ -12,6 +12,7 @@
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
+stdin_without_end # mpiexec.hydra (tests/lib.sh)
 HELLO=$BUILD/examples/hello
 REPORT=$TOP/tests/amlrun/report.sh
 K=3

@@ -10,6 +10,7 @@
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/python.sh"
 . "$TOP/tests/amlrun/common.sh"
+stdin_without_end # mpiexec.hydra (tests/lib.sh)
 py_setup
 if ! py_has_torch; then
     skip "PyTorch DDP with amldist.export()" "$TORCH_PY cannot import torch"; exit 0
