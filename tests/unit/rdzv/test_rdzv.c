@@ -901,13 +901,16 @@ static void check_stopped(unsigned who, int k, int stopped)
         }
 }
 
-/* Round 0 was stopped less than `ms` after `since` (a failure). */
-static void check_heard(unsigned who, long long since, int ms)
+/* Round 0 was stopped, at `since` (a failure) or after it.  How soon is
+ * bench/rdzv.sh's to measure: here the agents' own wait for the STOP (its
+ * wait_ms, seconds) is the only bound, and a STOP that never comes ends it
+ * with stop_at 0. */
+static void check_heard(unsigned who, long long since)
 {
     for (int i = 0; i < MAXA; i++)
         if (in(who, i)) {
             CHECK(sh->a[i].r[0].stop_at > 0);
-            CHECK(sh->a[i].r[0].stop_at - since < ms);
+            CHECK(sh->a[i].r[0].stop_at >= since);
         }
 }
 
@@ -1197,7 +1200,7 @@ static void test_failure_propagates(void)
     run_failing(s, N, pids, port);
     long long fail_at = sh->a[1].r[0].fail_at;
     CHECK_INT_EQ(sh->a[1].r[0].fail_rc, 0);
-    check_heard(all(N) & ~2u, fail_at, 500 * slow());
+    check_heard(all(N) & ~2u, fail_at);
     check_stopped(all(N), 0, 1);
     for (int i = 0; i < N; i++) {
         slot_t *a = &sh->a[i];
@@ -1231,7 +1234,7 @@ static void test_failure_on_host(void)
     int port = new_job(s, N, N);
     set_failer(s, N, 0, 0, 139, 1);
     run_failing(s, N, pids, port);
-    check_heard(all(N), sh->a[0].r[0].fail_at, 500 * slow());
+    check_heard(all(N), sh->a[0].r[0].fail_at);
     check_next(all(N), 0, 0);
     check_status(all(N), 139);
     for (int i = 0; i < N; i++)
@@ -1369,13 +1372,12 @@ static void test_done_then_wait(void)
     round_t *r = &sh->a[0].r[0];
     CHECK_INT_EQ(r->wait0_rc, AMLDIST_ETIMEDOUT);
     CHECK_INT_EQ(r->wait100_rc, AMLDIST_ETIMEDOUT);
-    CHECK(r->wait100_ms >= 95 && r->wait100_ms < 100 + 300 * slow());
+    CHECK(r->wait100_ms >= 95); /* its timeout, not the answer: ETIMEDOUT */
     CHECK(r->fd_ready_at > 0);
     check_stopped(all(N) & ~1u, 0, 0);
     /* readable once the others are done (their next() returns at about
      * the same time), well after done() */
     CHECK(r->fd_ready_at >= sh->a[1].r[0].began + 590);
-    CHECK(r->fd_ready_at - sh->a[1].r[0].began < 600 + 500 * slow());
     CHECK_INT_EQ(r->next_rc, 0);
     check_status(all(N), 0);
     CHECK_DUMP(N);
@@ -1423,7 +1425,7 @@ static void test_next_nonzero_without_fail(void)
     s[2].act[0] = ACT_NEXT;
     s[2].fail_status[0] = 3;
     run_hosted(s, N, pids, port, 0);
-    check_heard(all(N) & ~4u, sh->a[2].r[0].began, 1000 * slow());
+    check_heard(all(N) & ~4u, sh->a[2].r[0].began);
     check_next(all(N), 0, 0);
     check_status(all(N), 3);
     CHECK_DUMP(N);
@@ -1456,8 +1458,9 @@ static void lost_agent(int victim, int sigstop)
         kill(pids[victim], SIGKILL);
     waitpid(pids[victim], NULL, 0);
     unsigned others = all(N) & ~(1u << victim);
-    /* a closed connection is seen at once; a silent one after `dead` */
-    check_heard(others, kill_at, (sigstop ? dead : 0) + 500 * slow());
+    /* a closed connection is seen at once; a silent one only by its
+     * missing heartbeats, after `dead`, which its reason names */
+    check_heard(others, kill_at);
     for (int i = 0; i < N; i++) {
         if (i == victim)
             continue;
@@ -1473,7 +1476,9 @@ static void lost_agent(int victim, int sigstop)
          * per the header), exit status LOST */
         if (victim == 0)
             CHECK(r->next_rc <= 0);
-        CHECK(sh->a[i].failure[0] != '\0');
+        CHECK_STR_HAS(sh->a[i].failure, "was lost: ");
+        if (sigstop) /* its connection open: only the heartbeats tell */
+            CHECK_STR_HAS(sh->a[i].failure, "no heartbeat for ");
     }
     if (victim != 0)
         check_next(others, 0, 0);
@@ -1522,7 +1527,9 @@ static void elastic(int third_delay_ms, int expect_nodes)
     spec_t s[3];
     pid_t pids[3];
     int port = new_job(s, 3, 2);
-    set_elastic(s, 3, 2, 3, 300 * slow());
+    /* MAX at once: a last call of an hour, far beyond the join timeout, so
+     * that only the third node's arrival can form the round */
+    set_elastic(s, 3, 2, 3, third_delay_ms == 0 ? 3600000 : 300 * slow());
     start_host(s, pids, port);
     long long t0 = now_ms();
     pids[1] = start(&s[1], 1);
@@ -1544,14 +1551,13 @@ static void elastic(int third_delay_ms, int expect_nodes)
     }
     check_formed(all(n), expect_nodes);
     if (third_delay_ms < 0) {
-        /* two joined: the round waited for the last call */
-        long long took = sh->a[1].t_join - t0;
-        CHECK(took >= 300 * slow() - 20);
-        CHECK(took < 300 * slow() + 1500 * slow());
+        /* two joined, and no third ever comes: the round formed at the end
+         * of the last call, not before */
+        CHECK(sh->a[1].t_join - t0 >= 300 * slow() - 20);
     } else if (third_delay_ms == 0) {
+        /* max reached: formed, within the join timeout, so not by the
+         * hour's last call */
         CHECK(sh->a[1].r[0].node != sh->a[2].r[0].node);
-        /* max reached: no wait for the last call */
-        CHECK(sh->a[1].t_join - t0 < 300 * slow() + 200 * slow());
     }
     CHECK_DUMP(n);
 }
@@ -1652,8 +1658,7 @@ static void test_join_timeout(void)
         CHECK_INT_EQ(sh->a[i].join_rc, AMLDIST_ETIMEDOUT);
         long long took = sh->a[i].t_join - t0;
         CHECK(took >= 790);
-        CHECK(took < 800 + 2000 * slow());
-        CHECK(sh->a[i].join_err[0] != '\0');
+        CHECK_STR_HAS(sh->a[i].join_err, "within 1 s"); /* its timeout */
         printf("# agent %d: %s\n", i, sh->a[i].join_err);
     }
 }
@@ -1676,7 +1681,7 @@ static void test_no_host(void)
     snprintf(want, sizeof want, "127.0.0.1:%d", port);
     CHECK_STR_HAS(sh->a[0].join_err, want);
     CHECK(sh->a[0].t_join - t0 >= 690);
-    CHECK(sh->a[0].t_join - t0 < 700 + 2000 * slow());
+    CHECK_STR_HAS(sh->a[0].join_err, "within 1 s"); /* its timeout */
     printf("# %s\n", sh->a[0].join_err);
     close(fd);
 }
@@ -1765,7 +1770,6 @@ static void refused(bad_agent_t what)
         CHECK(sh->a[2].join_rc == AMLDIST_ECONFLICT ||
               sh->a[2].join_rc == AMLDIST_EPROTO ||
               sh->a[2].join_rc == AMLDIST_EDENIED);
-    CHECK(sh->a[2].t_join - sh->a[2].t_start < 2000 * slow());
     if (refusal[what].names)
         CHECK_STR_HAS(sh->a[2].join_err, refusal[what].names);
     printf("# refused (%s): %s\n", amldist_err_name(sh->a[2].join_rc),
@@ -1805,7 +1809,6 @@ static void test_refuse_duplicate_order(void)
     reap(pids[1], 1);
     reap(pids[3], 3);
     CHECK_INT_EQ(sh->a[2].join_rc, AMLDIST_ECONFLICT);
-    CHECK(sh->a[2].t_join - sh->a[2].t_start < 2000 * slow());
     printf("# refused: %s\n", sh->a[2].join_err);
     for (int i = 0; i < 4; i++)
         if (i != 2)
@@ -1825,7 +1828,6 @@ static void test_refuse_full(void)
     pids[2] = start(&s[2], 2);
     reap_all(pids, 3);
     CHECK_INT_EQ(sh->a[2].join_rc, AMLDIST_EDENIED);
-    CHECK(sh->a[2].t_join - sh->a[2].t_start < 1000 * slow());
     printf("# refused: %s\n", sh->a[2].join_err);
     check_stopped(all(2), 0, 0); /* not disturbed */
     check_status(all(2), 0);
@@ -1886,8 +1888,9 @@ static void test_options_invalid(void)
     amldist_rdzv_t *r = NULL;
     amldist_rdzv_options_t ok = AMLDIST_RDZV_OPTIONS_INIT, o;
     ok.endpoint = "127.0.0.1:1";
+    /* A join that went to the network would wait this long for the refused
+     * port and end ETIMEDOUT: EINVAL is the check made without it. */
     ok.join_timeout_ms = 60000;
-    long long t0 = now_ms();
     CHECK_INT_EQ(amldist_rdzv_join(NULL, &r), AMLDIST_EINVAL);
     CHECK_INT_EQ(amldist_rdzv_join(&ok, NULL), AMLDIST_EINVAL);
     for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
@@ -1929,7 +1932,6 @@ static void test_options_invalid(void)
     o = ok;
     o.endpoint = "192.0.2.1:0"; /* TEST-NET-1: no address of this machine */
     check_invalid(&o, "192.0.2.1:0", "not one of its addresses");
-    CHECK(now_ms() - t0 < 1000 * slow()); /* no network wait: refused at once */
 }
 
 /* NULL handles: safe. */
@@ -2336,7 +2338,7 @@ static void test_hostile_malformed(void)
     go(1);
     reap_all(pids, N);
     long long fail_at = sh->a[2].r[0].fail_at;
-    check_heard(all(N), fail_at, 500 * slow());
+    check_heard(all(N), fail_at);
     for (int i = 0; i < N; i++) {
         CHECK_INT_EQ(sh->a[i].r[0].nodes, N);
         CHECK(sh->a[i].r[0].stop_at >= fail_at);
@@ -2572,15 +2574,16 @@ static void test_hostile_slow_and_idle(void)
     go(1);
     reap_all(pids, N);
     long long fail_at = sh->a[1].r[0].fail_at, ended = 0;
-    check_heard(all(N), fail_at, 500 * slow());
+    check_heard(all(N), fail_at);
     for (int i = 0; i < N; i++) {
         CHECK_INT_EQ(sh->a[i].join_rc, 0);
         if (sh->a[i].r[0].next_at > ended)
             ended = sh->a[i].r[0].next_at;
     }
     check_status(all(N), 3);
+    /* Over while the idle connections are still open (they are closed
+     * below): a host that waited for them would never end the job. */
     printf("# job over %lld ms after the failure\n", ended - fail_at);
-    CHECK(ended - fail_at < 2000 * slow());
     /* Sane, not specified: the host closed them all when it went away. */
     struct pollfd p = {silent, POLLIN, 0};
     int closed = poll(&p, 1, 2000) == 1;
@@ -2986,10 +2989,11 @@ static void test_fake_host_next_assign_then_stop(void)
     done_reply_len = 0;
 }
 
-/* A stand-in host answering nonsense: the agent fails (fast where it can
- * tell), and never crashes. */
+/* A stand-in host answering nonsense: the agent fails, and never crashes.
+ * Where it can tell the reply is wrong, its error says so (`why`): it
+ * failed on the reply, not at the end of its join timeout. */
 static void fake_reply(const unsigned char *reply, size_t len,
-                       const char *what, int fast)
+                       const char *what, const char *why)
 {
     setup();
     int port = pick_port();
@@ -3004,25 +3008,26 @@ static void fake_reply(const unsigned char *reply, size_t len,
     printf("# %s: %s after %lld ms: %s\n", what, amldist_err_name(a->join_rc),
            took, a->join_err);
     CHECK(a->join_rc < 0);
-    if (fast)
-        CHECK(took < 1000 * slow());
+    if (why)
+        CHECK_STR_HAS(a->join_err, why);
 }
 
 static void test_fake_host_garbage(void)
 {
     const char *g = "HTTP/1.0 400 Bad Request\r\n\r\n";
-    fake_reply((const unsigned char *)g, strlen(g), "HTTP reply", 1);
+    fake_reply((const unsigned char *)g, strlen(g), "HTTP reply", "bad magic");
 }
 
 static void test_fake_host_bad_assign(void)
 {
     unsigned char f[256];
     size_t len = assign_frame(f, 0, 1, 3, 0); /* node 3 of 1 */
-    fake_reply(f, len, "ASSIGN node 3 of 1", 0);
+    fake_reply(f, len, "ASSIGN node 3 of 1", NULL);
     len = assign_frame(f, 0, 1, 0, 200); /* address longer than the frame */
-    fake_reply(f, len, "ASSIGN address overrunning", 0);
+    fake_reply(f, len, "ASSIGN address overrunning", NULL);
     amldist__frame_put_header(f, AMLDIST__RZ_ASSIGN, 0x7fffffff);
-    fake_reply(f, AMLDIST__FRAME_HEADER_LEN, "ASSIGN of 2 GiB", 1);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN, "ASSIGN of 2 GiB",
+               "frame longer than its limit");
 }
 
 static void test_fake_host_finish_first(void)
@@ -3030,7 +3035,8 @@ static void test_fake_host_finish_first(void)
     unsigned char f[64];
     amldist__frame_put_header(f, AMLDIST__RZ_FINISH, 4);
     amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN, 3);
-    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4, "FINISH before ASSIGN", 1);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4, "FINISH before ASSIGN",
+               "before this node got a round");
 }
 
 /* ------------------------------------------------------------------ */
@@ -3176,7 +3182,7 @@ static void impostor(const unsigned char *reply, size_t len, const char *what)
 {
     setenv("AMLDIST_JOB_TOKEN", SECRET, 1);
     fake_wants = AMLDIST__FRAME_HEADER_LEN + AMLDIST__HS_HELLO_LEN;
-    fake_reply(reply, len, what, 1);
+    fake_reply(reply, len, what, "did not prove the job's secret");
     CHECK_INT_EQ(sh->a[0].join_rc, AMLDIST_EDENIED);
     CHECK_STR_HAS(sh->a[0].join_err, "did not prove the job's secret");
     CHECK_STR_HAS(sh->a[0].join_err, "AMLDIST_JOB_TOKEN");
@@ -3231,7 +3237,6 @@ static void test_secret_mismatch(void)
     printf("# secret at a host without: %s\n", sh->a[1].join_err);
     CHECK_INT_EQ(sh->a[1].join_rc, AMLDIST_EDENIED);
     CHECK_STR_HAS(sh->a[1].join_err, "did not prove the job's secret");
-    CHECK(sh->a[1].t_join - sh->a[1].t_start < 2000 * slow());
     reap(pids[0], 0); /* the host's round never formed */
     CHECK(sh->a[0].join_rc < 0);
     unsetenv("AMLDIST_JOB_TOKEN");
@@ -3286,7 +3291,8 @@ static void test_fake_host_refuse_control_chars(void)
     amldist__frame_put_header(f, AMLDIST__RZ_REFUSE, 4 + (uint32_t)tl);
     amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN, AMLDIST__RZ_R_PROTO);
     memcpy(f + AMLDIST__FRAME_HEADER_LEN + 4, hostile_text, tl);
-    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4 + tl, "REFUSE with controls", 1);
+    fake_reply(f, AMLDIST__FRAME_HEADER_LEN + 4 + tl, "REFUSE with controls",
+               "refused this node");
     const char *e = sh->a[0].join_err;
     CHECK_STR_HAS(e, "x\\x0d\\x0a\\x1b[2Jamlrun: fake\\x1b]0;t\\x07\\x7f");
     for (const char *c = e; *c; c++)
