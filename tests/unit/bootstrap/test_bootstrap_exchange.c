@@ -143,7 +143,6 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
     amldist__bs_params_t p = params("127.0.0.1", free_port(AF_INET), world,
                                     120000);
     p.barrier = 1;
-    long long t0 = amldist__now_ms();
     for (int r = 0; r < world; r++) {
         if (r == late)
             continue;
@@ -161,9 +160,8 @@ static void barrier_job(int world, int failing, int late, int delay_ms)
         pids[late] = spawn(p, late, 64, late);
     }
     wait_all(pids, world);
-    long long took = amldist__now_ms() - t0;
-    /* Far from the 120 s timeout, even under valgrind: nobody waited for it. */
-    CHECK(took < 60000);
+    /* Nobody waited for the 120 s timeout: that ends in AMLDIST_ETIMEDOUT,
+     * and every rank's code is checked below. */
     char want[96];
     for (int r = 0; r < world; r++) {
         if (failing < 0) {

@@ -498,9 +498,9 @@ static void test_never_stops(void)
     CHECK_INT_EQ(proc_state(pid), 'D');
     struct stk_target t = target(pid, 0, -1);
     struct stk_set s = {0};
-    double t0 = cap_now_ms();
+    /* Bounded, not hung: it returns, with the error its 1 s wait gives (a
+     * hang is the case's alarm). */
     CHECK_INT_EQ(stk_capture(&t, 1, NULL, 1000, &s), 0);
-    CHECK(cap_now_ms() - t0 < 30000); /* bounded, not hung */
     CHECK_STR_HAS(s.ranks[0].error, "did not stop");
     set_free(&s);
     /* Its tracer is gone (the kernel lets go when the capture's thread
