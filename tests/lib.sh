@@ -33,10 +33,10 @@ nap() {
 # tells proxy 0 so over the proxy's socket, and when that proxy has already
 # ended (a short job, mpiexec.hydra not yet scheduled again on a loaded
 # machine) the write's SIGPIPE kills mpiexec.hydra before it prints a line
-# of the job's output.  Seen beside other programs in three tests; four
-# clusters side by side, 3 busy loops beside, failed within 25 jobs each
-# with /dev/null for standard input, and ran 40 each without a failure on
-# this.  A user's terminal never ends either.
+# of the job's output.  Seen beside other programs in hydra_layout and
+# multinode_pernode_launcher; four clusters side by side, 3 busy loops
+# beside, each failed within 25 jobs with /dev/null for standard input, and
+# ran 40 jobs each without a failure on this.  A terminal never ends either.
 stdin_without_end() {
     mkfifo "$TEST_TMP/.stdin" && exec 0<>"$TEST_TMP/.stdin"
 }
