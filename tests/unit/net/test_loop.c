@@ -128,14 +128,19 @@ static void test_timers(void)
     CHECK(gone > 0);
     amldist__loop_cancel(l, gone);
     amldist__loop_cancel(l, 12345); /* unknown: ignored */
-    /* No descriptors: the first round sleeps until the first timer. */
-    CHECK_INT_EQ(amldist__loop_once(l, -1), 1);
+    /* No descriptors: the first round sleeps until the first timer, b,
+     * and runs what is due then, in deadline order.  On a loaded machine
+     * it may wake after a's time too (valgrind beside a second suite did)
+     * and run a after b; b's re-armed self always waits for the next
+     * round.  The order is checked, not how soon the process was woken. */
+    int first = amldist__loop_once(l, -1);
     CHECK(amldist__now_ms() - now >= 10);
-    CHECK_STR_EQ(o.log, "b");
-    CHECK_INT_EQ(amldist__loop_once(l, -1), 1); /* the re-armed b */
-    CHECK_STR_EQ(o.log, "bb");
-    CHECK_INT_EQ(amldist__loop_once(l, -1), 1);
-    CHECK_STR_EQ(o.log, "bba");
+    CHECK(first == 1 || first == 2);
+    CHECK_STR_EQ(o.log, first == 1 ? "b" : "ba");
+    while (o.n < 3 && amldist__loop_once(l, -1) > 0) {
+    }
+    /* the cancelled timer never ran: one a, after the first b */
+    CHECK_STR_EQ(o.log, first == 1 ? "bba" : "bab");
     /* max_ms bounds the wait when no timer is set. */
     CHECK_INT_EQ(amldist__loop_once(l, 5), 0);
     amldist__loop_free(l);
