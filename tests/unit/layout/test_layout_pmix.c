@@ -116,7 +116,8 @@ static void test_init_hangs(void)
      * beside other programs, only after both queries gave up (it counted 0
      * here in a run of two suites at once).  Then it stays in it. */
     struct fake_pmix_state *s = fake();
-    for (int i = 0; i < 10000 && __atomic_load_n(&s->inits, __ATOMIC_SEQ_CST) < 1; i++)
+    for (int i = 0;
+         i < 10000 && __atomic_load_n(&s->inits, __ATOMIC_SEQ_CST) < 1; i++)
         usleep(1000);
     CHECK_INT_EQ(s->inits, 1);
 }
