@@ -1443,7 +1443,10 @@ static void lost_agent(int victim, int sigstop)
     for (int i = 0; i < N; i++) {
         s[i].o.max_restarts = 2; /* a lost node is no restart */
         s[i].act[0] = i == victim ? ACT_HANG : ACT_WAIT;
-        s[i].wait_ms = 10000;
+        /* far beyond the dead time, which slow() scales too: under valgrind
+         * beside other programs it was 9.6 s, and a fixed 10 s wait ended
+         * first */
+        s[i].wait_ms = 10000 * slow();
     }
     start_hosted(s, N, pids, port, 0);
     CHECK(wait_joined(N, 20000));
