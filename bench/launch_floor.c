@@ -5,6 +5,7 @@
  * line per round: the floor's wall time, then each command's, in seconds.
  *     launch_floor ROUNDS N -- COMMAND [ARG...] [-- COMMAND [ARG...]]...
  * Exit status: 1 when a command failed in some round. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,16 @@ int main(int argc, char **argv)
         }
         cmd[ncmd++] = argv + i + 1;
     }
+    /* The figures go where stdout went; the children's stdout is
+     * /dev/null, so that a command that prints cannot mix into them.  Set
+     * once here: no extra call in any child, the floor's or a command's. */
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC), keep = dup(1);
+    FILE *out = keep >= 0 ? fdopen(keep, "w") : NULL;
+    if (null < 0 || !out || dup2(null, 1) < 0) {
+        perror("launch_floor: stdout");
+        return 2;
+    }
+    close(null);
     char *truev[] = {"/bin/true", NULL};
     double t[1 + MAX_CMDS];
     for (int r = 0; r < rounds; r++) {
@@ -81,7 +92,7 @@ int main(int argc, char **argv)
             t[w] = now() - t0;
         }
         for (int w = 0; w <= ncmd; w++)
-            printf("%.6f%c", t[w], w == ncmd ? '\n' : ' ');
+            fprintf(out, "%.6f%c", t[w], w == ncmd ? '\n' : ' ');
     }
-    return failed;
+    return fclose(out) == 0 ? failed : 2;
 }
