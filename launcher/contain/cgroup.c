@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "contain/cgroup.h"
+#include "contain/clonevm.h"
 #include "output/msg.h"
 
 static struct {
@@ -343,6 +344,17 @@ pid_t cgroup_fork(void)
     }
     close(fd);
     return pid;
+}
+
+pid_t cgroup_vfork(void (*fn)(void *), void *arg, void *stack, size_t size)
+{
+    /* Only where the first worker proved that a child born here lives. */
+    if (cg.clone3 != 1) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return clonevm(0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir, fn, arg,
+                   stack, size);
 }
 
 int cgroup_setup(char *why, size_t whysz)

@@ -21,6 +21,11 @@ int cgroup_clones_into(void);
 const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */
 pid_t cgroup_fork(void);
+/* Like cgroup_fork, but the child runs FN(ARG) on STACK sharing amlrun's
+ * memory until it execs, and this returns after that (clonevm.h); -1 with
+ * ENOSYS where it cannot (clone3 not proved to work here yet, or not this
+ * machine's kind): fork then. */
+pid_t cgroup_vfork(void (*fn)(void *), void *arg, void *stack, size_t size);
 /* Kill everything in it (the cgroup stays). */
 void cgroup_kill(void);
 /* In the guard: kill everything in it, wait until it is empty and remove

@@ -37,6 +37,15 @@ pid_t guard_fork(void)
     return g.mode == MODE_CGROUP ? cgroup_fork() : fork();
 }
 
+pid_t guard_vfork(void (*fn)(void *), void *arg, void *stack, size_t size)
+{
+    if (g.mode != MODE_CGROUP) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return cgroup_vfork(fn, arg, stack, size);
+}
+
 int guard_born_contained(void)
 {
     /* In a PID namespace every child is born in it. */

@@ -24,6 +24,7 @@
 #ifndef AMLRUN_GUARD_H
 #define AMLRUN_GUARD_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Set up the containment and fork the guard; 0, or -1 with errno (then
@@ -35,6 +36,12 @@ const char *guard_describe(void);
  * guard_born_contained() said 1 before, the child must not exec before
  * guard_fork has returned in the parent and guard_add has been called. */
 pid_t guard_fork(void);
+/* guard_fork for a child born inside the containment (call only when
+ * guard_born_contained() said 1), as vfork makes one: it runs FN(ARG) on
+ * STACK in amlrun's memory, and this returns once it has exec'd or exited
+ * (contain/clonevm.h).  -1 with ENOSYS where it cannot be made so (this
+ * containment, this machine): guard_fork then. */
+pid_t guard_vfork(void (*fn)(void *), void *arg, void *stack, size_t size);
 /* 1 when guard_fork's children are born inside a containment the guard
  * ends as a whole (cloned into the job's cgroup, or in its PID namespace):
  * they may go on to exec at once. */

@@ -78,6 +78,22 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     child_fail(fd, SPAWN_EXEC, err);
 }
 
+/* The child of guard_vfork: its arguments in one. */
+struct child_args {
+    const struct spawn_req *r;
+    int report_fd;
+};
+
+static void child_entry(void *arg)
+{
+    const struct child_args *a = arg;
+    child(a->r, -1, a->report_fd);
+}
+
+/* The borrowed stack of a child of guard_vfork: what child() needs, with
+ * room to spare for a sanitizer's interceptors. */
+enum { CHILD_STACK = 64 * 1024 };
+
 pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
                   enum spawn_stage *stage, int *err)
 {
@@ -98,7 +114,17 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
     /* Test hook: freeze amlrun right after the fork, so that a test can
      * SIGKILL it in the window before the worker is registered. */
     int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
-    pid_t pid = guard_fork();
+    pid_t pid = -1;
+    errno = ENOSYS;
+    if (go[0] < 0) {
+        /* Born contained, so nothing to wait for before exec: the child
+         * may borrow amlrun's memory rather than get a copy of it. */
+        _Alignas(16) char stack[CHILD_STACK];
+        struct child_args a = {r, p[1]};
+        pid = guard_vfork(child_entry, &a, stack, sizeof stack);
+    }
+    if (pid < 0 && errno == ENOSYS)
+        pid = guard_fork();
     if (pid < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;

@@ -1,5 +1,7 @@
 /*
- * Starting one worker: fork, then in the child only async-signal-safe calls
+ * Starting one worker: fork (or, where the child is born inside the job's
+ * containment, a vfork-like clone that borrows amlrun's memory until it
+ * execs: contain/clonevm.h), then in the child only async-signal-safe calls
  * (setpgid, prctl, dup2, sigaction, sigprocmask, the binding's syscalls,
  * execve) on data the parent prepared.  A failure in the child (exec,
  * binding) comes back to the parent through a close-on-exec pipe, libuv
