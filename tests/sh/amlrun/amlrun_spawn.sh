@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Starting an attempt's workers in two phases (every worker forked and let
-# go, then every exec waited for: issue 23): a worker in the middle that
+# Starting an attempt's workers in two phases (every worker started and
+# let go, then the outcome of every exec waited for: issue 23; all but the
+# first vforked into the job's cgroup where there is one, the rest forked):
+# a worker in the middle that
 # cannot start is the one named, once, with its status; the workers that
 # did start are stopped and none is left; a command that cannot run at all
 # is still said once, for rank 0; the private run directory of error files
@@ -15,7 +17,7 @@ export OMP_NUM_THREADS=1
 # --- a middle worker fails before its exec.  The azure topology puts GPUs
 # 0-1 on NUMA node 1 and 2-3 on node 0; reordered, ranks 2 and 3 are bound
 # to node 1, which this machine lacks: set_mempolicy fails in their
-# children, after ranks 0 and 1 were forked and let go.
+# children, after ranks 0 and 1 were started and let go.
 AZ=$TOP/tests/topologies/azure-ndm-a100-v4.xml
 marker=AMLRUN_SPAWN_TEST_$$
 if [ -e /sys/devices/system/node/node1 ]; then
