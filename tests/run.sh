@@ -26,6 +26,11 @@ ncpu=$(nproc 2>/dev/null || echo 2)
 JOBS=${JOBS:-$((ncpu * 2 > 4 ? ncpu * 2 : 4))}
 [ "$JOBS" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: JOBS=$JOBS is not a number >= 1" >&2; exit 2; }
 log=$(mktemp -d "${TMPDIR:-/tmp}/amldist-run.XXXXXX")
+# The tests check the Makefile's own install locations and install into
+# DESTDIRs of their own: locations in the caller's environment, which the
+# Makefile takes (PREFIX ?= ...), would move them (perf record exports
+# PREFIX=/usr to what it runs; Termux sets PREFIX in every shell).
+unset PREFIX DESTDIR LIBDIR BINDIR INCDIR MANDIR PKGDIR PYTHONDIR
 DURATIONS=$BUILD/test-durations
 
 # A python3 first in PATH that is a version manager's shim (pyenv's is a
