@@ -234,9 +234,22 @@ static int secret_check(const struct amlrun_opts *o, const struct plan *p)
     return job_secret_check(several, first && !o->quiet && !o->dry_run);
 }
 
+/* SIGCHLD ignored when amlrun started (by a parent that set SIG_IGN before
+ * its exec, which Linux keeps): the kernel would reap every child at once,
+ * and amlrun, never told how its workers ended, would wait for them for
+ * ever; a worker could not learn of its own children either.  Back to its
+ * default, for amlrun and what it starts. */
+static void default_sigchld(void)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
     ensure_std_fds();
+    default_sigchld();
     (void)msg_stdout_waits();
     if (amldist_version() >> 16 != AMLDIST_VERSION_MAJOR) {
         msg("built for libamldist %d.x but runs with %s",

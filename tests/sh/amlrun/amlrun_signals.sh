@@ -154,3 +154,23 @@ d=$(fresh recover)
     "$d" >"$d/out" 2>"$d/err"
 expect_eq "restart that recovers: exit 0" "$?" 0
 expect_eq "restart that recovers: one restart" "$(wc -l <"$d/runs.0")" 2
+
+# --- SIGCHLD ignored by whatever started amlrun (its SIG_IGN survives the
+# exec): the kernel would reap the workers at once, and amlrun waited for
+# them for ever.  It sets SIGCHLD back to its default, for its workers too.
+# (perl, in every Debian, sets the disposition and execs.)
+# (timeout outside: it sets a handler of its own, which its exec undoes)
+ignoring_sigchld() { timeout -k 5 60 perl -e '$SIG{CHLD} = "IGNORE"; exec @ARGV or exit 127' "$@"; }
+d=$(fresh sigchld)
+ignoring_sigchld "$AMLRUN" --nproc-per-node 2 sh -c \
+    '[ "$RANK" = 1 ] && exit 3; exec sleep 60' >"$d/out" 2>"$d/err"
+expect_eq "SIGCHLD ignored by amlrun's parent: the job exits 3, the failing rank's" "$?" 3
+check "SIGCHLD ignored by amlrun's parent: rank 1 named" \
+    grep -q "^amlrun: rank 1 (local 1, pid [0-9]*, host .*): exited with status 3" "$d/err"
+# The worker is grep itself (a shell may set SIGCHLD as it likes): SigIgn
+# is a hexadecimal mask, SIGCHLD (17) its bit 16.
+ignoring_sigchld "$AMLRUN" --nproc-per-node 1 grep '^SigIgn:' /proc/self/status \
+    >"$d/out" 2>"$d/err"
+ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' "$d/out")
+expect_eq "SIGCHLD ignored by amlrun's parent: at its default in the worker" \
+    "${ign:+$((0x$ign & 0x10000))}" 0
