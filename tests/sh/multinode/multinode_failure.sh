@@ -105,7 +105,14 @@ kill_node_during() {
     local name=$1
     shift
     touch "$TEST_TMP/nofail"
-    on n0 $T "$@" >"$TEST_TMP/out" 2>"$TEST_TMP/err" &
+    # Emptied here, not by the job's own redirection: that happens in the
+    # background job, maybe after the loop below has read the last case's
+    # four lines, and the node was then killed before the job had started
+    # (it then ran until the test's timeout: 124, about one run in ten
+    # beside other programs).
+    : >"$TEST_TMP/out"
+    : >"$TEST_TMP/err"
+    on n0 $T "$@" >>"$TEST_TMP/out" 2>>"$TEST_TMP/err" &
     local job=$! n=0
     until [ "$(grep -c '^rank . runs on' "$TEST_TMP/out")" = 4 ]; do
         ((n++ < 400)) || break
