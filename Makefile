@@ -459,7 +459,8 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) $(LIB_HDRS) \
 # The build first, on every CPU whatever -j says (a fresh clone's build is
 # part of the suite's time).
 JOBS ?=
-NPROC := $(shell nproc 2>/dev/null || echo 2)
+# (nproc would count OMP_NUM_THREADS, which HPC shells often export as 1)
+NPROC := $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 check:
 	$(MAKE) -j$(NPROC) all tests $(BENCH_BINS)
 	JOBS=$(JOBS) tests/run.sh

@@ -22,7 +22,9 @@ BUILD=${BUILD:-build}
 case $BUILD in /*) BUILD_ABS=$BUILD ;; *) BUILD_ABS=$PWD/$BUILD ;; esac
 QUICK=${AMLDIST_QUICK:-0}
 FUZZ_SECONDS=${AMLDIST_FUZZ_SECONDS:-15}
-ncpu=$(nproc 2>/dev/null || echo 2)
+# The CPUs this suite may use: nproc honours OMP_NUM_THREADS too, which an
+# HPC shell often exports as 1, and the suite would run one job at a time.
+ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
 JOBS=${JOBS:-$((ncpu * 2 > 4 ? ncpu * 2 : 4))}
 [ "$JOBS" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: JOBS=$JOBS is not a number >= 1" >&2; exit 2; }
 log=$(mktemp -d "${TMPDIR:-/tmp}/amldist-run.XXXXXX")

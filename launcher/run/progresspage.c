@@ -71,6 +71,11 @@ const struct amldist__progress_page *progress_page(const struct job *j)
     return j->progress ? j->progress->pg : NULL;
 }
 
+int progress_fd(const struct job *j)
+{
+    return j->progress ? amldist__progress_page_fd(j->progress->pg) : -1;
+}
+
 int progress_worker_env(struct job *j, int index, char ***env)
 {
     struct progress_watch *pw = j->progress;

@@ -40,6 +40,9 @@ void progress_attempt_end(struct job *j);
  * slot, its calls, last step and time), or NULL without one. */
 struct amldist__progress_page;
 const struct amldist__progress_page *progress_page(const struct job *j);
+/* The page's descriptor, which every worker inherits (its number is in
+ * the worker's environment); -1 when there is no page. */
+int progress_fd(const struct job *j);
 
 /* Every local worker's progress now. */
 struct progress_lag {

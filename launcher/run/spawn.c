@@ -4,11 +4,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "contain/guard.h"
 #include "run/spawn.h"
+
+/* <linux/close_range.h>'s, spelled out (not in every libc's headers). */
+#define CLOSE_RANGE_CLOEXEC_FLAG (1U << 2)
 
 /* In the child: tell the parent what failed and leave.  The statuses match
  * a shell's: 127 not found, 126 could not run. */
@@ -63,11 +67,23 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
     int err = bind_apply_child(r->binding, r->local_rank);
     if (err)
         child_fail(fd, SPAWN_BIND, err);
-    /* The stack channel keeps its number, named in the environment the
-     * parent composed: no dup2 onto a fixed number that another inherited
-     * descriptor could hold. */
-    if (r->keep_fd >= 0 && fcntl(r->keep_fd, F_SETFD, 0) < 0)
-        child_fail(fd, SPAWN_SETUP, errno);
+    /* Past the standard three, the worker gets its stack channel and the
+     * progress page, nothing else: what amlrun's own parent left open (a
+     * CI runner's pipe, make's jobserver, another launcher's socket) is
+     * closed at exec, as torchrun's workers (close_fds) and mpirun's have
+     * it.  Marked, not closed, so that the report pipe still tells of a
+     * failed exec.  A kernel without CLOSE_RANGE_CLOEXEC (before 5.11)
+     * passes them on, as before. */
+#ifdef SYS_close_range
+    (void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC_FLAG);
+#endif
+    /* Those two keep their numbers, named in the environment the parent
+     * composed: no dup2 onto a fixed number that another descriptor could
+     * hold. */
+    const int keep[] = {r->keep_fd, r->page_fd};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+        if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
+            child_fail(fd, SPAWN_SETUP, errno);
     sigprocmask(SIG_SETMASK, r->mask, NULL);
     execve(r->path, r->argv, r->envp);
     err = errno;

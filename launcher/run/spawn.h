@@ -33,6 +33,9 @@ struct spawn_req {
     int keep_fd;             /* inherited as it is (close-on-exec cleared,
                                 same number): the Python stack channel's
                                 write end; -1 none */
+    int page_fd;             /* the same for the progress page; -1 none.
+                                Every other descriptor past 2 is closed at
+                                exec. */
 };
 
 /* Start a worker in two steps, so that the workers' execs overlap:

@@ -248,7 +248,7 @@ int start_worker(struct job *j, int index, int *status)
             .binding = s->binding, .local_rank = index,
             .mask = s->worker_mask, .ignore_sighup = s->o->ignore_sighup,
             .pipe_was_ignored = s->pipe_was_ignored,
-            .keep_fd = wr_stack,
+            .keep_fd = wr_stack, .page_fd = progress_fd(j),
         };
         enum spawn_stage stage = SPAWN_OK;
         int err = 0;

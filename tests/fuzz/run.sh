@@ -9,7 +9,7 @@ out=build-fuzz
 mkdir -p "$out/corpus-$name"
 # (make builds the library's instrumented objects once for every target:
 # tests/run.sh's job fuzz-build has made them all before the targets run)
-make -s -j"$(nproc 2>/dev/null || echo 2)" "$out/$name" >&2
+make -s -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)" "$out/$name" >&2
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
 [ -d "$seed" ] && dirs+=("$seed")

@@ -73,3 +73,27 @@ if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 else
     skip "the private run directory on /dev/shm" "/dev/shm is not a tmpfs"
 fi
+
+# --- descriptors: past the standard three, a worker (first or vforked)
+# gets the progress page and nothing amlrun's own parent left open, as
+# torchrun's (close_fds) and mpirun's workers; amlrun exits 0 and the
+# parent's descriptor is still its own.
+# (the worker is perl itself, which opens nothing but the listing it reads:
+# a shell opens descriptors of its own for globs and substitutions)
+exec 7>"$d/leak"
+"$AMLRUN" --nproc-per-node 3 --cpu-bind none perl -e '
+    opendir(my $d, "/proc/self/fd") or die;
+    for (sort readdir $d) {
+        next unless /^\d+$/ && $_ > 2;
+        my $l = readlink("/proc/self/fd/$_");
+        next if !defined $l || $l =~ m{^/proc/\d+/fd$};
+        print "rank $ENV{RANK} fd $_ -> $l\n";
+    }' >"$d/out" 2>"$d/err"
+expect_eq "a descriptor amlrun's parent left open: the job succeeds" "$?" 0
+check "no worker has it" sh -c '! grep -q "/leak$" "$1"' sh "$d/out"
+pfd=$(env -u AMLDIST_PROGRESS_FD "$AMLRUN" --nproc-per-node 1 --cpu-bind none sh -c 'echo "$AMLDIST_PROGRESS_FD"' 2>/dev/null)
+expect_eq "every worker has the progress page, under the number its environment names, and nothing else" \
+    "$(sed 's/(deleted)//; s/ *$//' "$d/out" | sort -u | tr '\n' ' ')" \
+    "rank 0 fd $pfd -> /memfd:amldist-progress rank 1 fd $pfd -> /memfd:amldist-progress rank 2 fd $pfd -> /memfd:amldist-progress "
+check "the parent's descriptor is open still" test -e /proc/$$/fd/7
+exec 7>&-
