@@ -76,7 +76,9 @@ expect_eq "per-node under mpirun: libamldist in a worker sees its own layout" \
 
 # --- no descriptor of amlrun leaks into a worker (with logs, prefixes, a
 # console filter, restarts): a worker sees exactly the descriptors a
-# command started directly here sees (whatever this shell passes on)
+# torchrun worker sees (Python's subprocess with close_fds: the standard
+# three, none of what this shell passes on); in per-process mode, amlrun
+# execs in place and the command sees what this shell passes on
 # (but a Python worker's one deliberate descriptor: the write end of its
 # stack channel, launcher/stacks/, a pipe that never blocks, counted apart;
 # and every worker's progress page, the memfd AMLDIST_PROGRESS_FD names,
@@ -92,10 +94,11 @@ def chan(fd):
 fds = sorted(int(f) for f in os.listdir("/proc/self/fd") if f != os.environ.get("AMLDIST_PROGRESS_FD"))
 print([f for f in fds if not chan(f)], len([f for f in fds if chan(f)]))'
 base=$("$TORCH_PY" -c "$lsfd")
+closed=$("$TORCH_PY" -c 'import subprocess, sys; subprocess.run([sys.executable, "-c", sys.argv[1]], close_fds=True)' "$lsfd")
 out=$("$AMLRUN" --nproc-per-node 2 --prefix --log-dir "$d/logs" --ranks 0 "$TORCH_PY" -c "$lschan")
-expect_eq "no fd of amlrun leaks into workers (a Python one has its stack channel)" "$out" "[rank0]:$base 1"
+expect_eq "no fd of amlrun, or of this shell, leaks into workers (a Python one has its stack channel)" "$out" "[rank0]:$closed 1"
 out=$("$AMLRUN" --max-restarts 1 sh -c '[ "$TORCHELASTIC_RESTART_COUNT" = 1 ] && exec "$0" -c "$1"; exit 1' "$TORCH_PY" "$lsfd" 2>/dev/null)
-expect_eq "no fd leaks into restarted workers" "$out" "$base"
+expect_eq "no fd leaks into restarted workers" "$out" "$closed"
 out=$("$AMLRUN" --mode process "$TORCH_PY" -c "$lsfd")
 expect_eq "per-process: amlrun adds no descriptor" "$out" "$base"
 out=$("$AMLRUN" --nproc-per-node 1 "$TORCH_PY" -c 'import os, stat; fd = int(os.environ["AMLDIST_PROGRESS_FD"]); print(os.readlink("/proc/self/fd/%d" % fd).startswith("/memfd:"), stat.S_ISREG(os.fstat(fd).st_mode))' 2>/dev/null)
