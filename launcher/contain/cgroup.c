@@ -346,15 +346,16 @@ pid_t cgroup_fork(void)
     return pid;
 }
 
-pid_t cgroup_vfork(void (*fn)(void *), void *arg, void *stack, size_t size)
+pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
+                     void *stack, size_t size)
 {
     /* Only where the first worker proved that a child born here lives. */
     if (cg.clone3 != 1) {
         errno = ENOSYS;
         return -1;
     }
-    return clonevm(0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir, fn, arg,
-                   stack, size);
+    return clonevm(flags | 0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir, fn,
+                   arg, stack, size);
 }
 
 int cgroup_setup(char *why, size_t whysz)

@@ -9,6 +9,7 @@
 #define AMLRUN_CGROUP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Make the job's cgroup; 0, or -1 with why[] saying why there is none. */
@@ -22,10 +23,11 @@ const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */
 pid_t cgroup_fork(void);
 /* Like cgroup_fork, but the child runs FN(ARG) on STACK sharing amlrun's
- * memory until it execs, and this returns after that (clonevm.h); -1 with
+ * memory until it execs (clonevm.h: FLAGS is 0 or CLONEVM_WAIT); -1 with
  * ENOSYS where it cannot (clone3 not proved to work here yet, or not this
  * machine's kind): fork then. */
-pid_t cgroup_vfork(void (*fn)(void *), void *arg, void *stack, size_t size);
+pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
+                     void *stack, size_t size);
 /* Kill everything in it (the cgroup stays). */
 void cgroup_kill(void);
 /* In the guard: kill everything in it, wait until it is empty and remove

@@ -1,4 +1,4 @@
-/* clone3 with CLONE_VM | CLONE_VFORK onto a stack of its own (clonevm.h). */
+/* clone3 with CLONE_VM onto a stack of its own (clonevm.h). */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -7,19 +7,19 @@
 
 #include "contain/clonevm.h"
 
-#define CLONE_VM_FLAG 0x00000100ULL    /* <linux/sched.h>'s, spelled out: */
-#define CLONE_VFORK_FLAG 0x00004000ULL /* its macros clash with <sched.h>'s */
+/* <linux/sched.h>'s, spelled out: its macros clash with <sched.h>'s. */
+#define CLONE_VM_FLAG 0x00000100ULL
 
 pid_t clonevm(uint64_t flags, int cgroup, void (*fn)(void *), void *arg,
               void *stack, size_t size)
 {
-#if defined(__x86_64__) && defined(SYS_clone3)
+#if CLONEVM_ARCH && defined(SYS_clone3)
     struct {
         uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
             stack_size, tls, set_tid, set_tid_size, cgroup;
     } a;
     memset(&a, 0, sizeof a);
-    a.flags = flags | CLONE_VM_FLAG | CLONE_VFORK_FLAG;
+    a.flags = flags | CLONE_VM_FLAG;
     a.exit_signal = SIGCHLD;
     a.stack = (uint64_t)(uintptr_t)stack;
     a.stack_size = size;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "contain/cgroup.h"
+#include "contain/clonevm.h"
 #include "contain/guard.h"
 #include "output/msg.h"
 
@@ -37,13 +38,19 @@ pid_t guard_fork(void)
     return g.mode == MODE_CGROUP ? cgroup_fork() : fork();
 }
 
-pid_t guard_vfork(void (*fn)(void *), void *arg, void *stack, size_t size)
+pid_t guard_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
+                    void *stack, size_t size)
 {
     if (g.mode != MODE_CGROUP) {
         errno = ENOSYS;
         return -1;
     }
-    return cgroup_vfork(fn, arg, stack, size);
+    return cgroup_clonevm(flags, fn, arg, stack, size);
+}
+
+int guard_clones_vm(void)
+{
+    return CLONEVM_ARCH && g.mode == MODE_CGROUP && cgroup_clones_into();
 }
 
 int guard_born_contained(void)

@@ -25,6 +25,7 @@
 #define AMLRUN_GUARD_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Set up the containment and fork the guard; 0, or -1 with errno (then
@@ -37,11 +38,16 @@ const char *guard_describe(void);
  * guard_fork has returned in the parent and guard_add has been called. */
 pid_t guard_fork(void);
 /* guard_fork for a child born inside the containment (call only when
- * guard_born_contained() said 1), as vfork makes one: it runs FN(ARG) on
- * STACK in amlrun's memory, and this returns once it has exec'd or exited
- * (contain/clonevm.h).  -1 with ENOSYS where it cannot be made so (this
- * containment, this machine): guard_fork then. */
-pid_t guard_vfork(void (*fn)(void *), void *arg, void *stack, size_t size);
+ * guard_born_contained() said 1) that runs FN(ARG) on STACK in amlrun's
+ * memory until it execs; with FLAGS CLONEVM_WAIT this returns once it has
+ * exec'd or exited, as vfork does (contain/clonevm.h).  -1 with ENOSYS
+ * where it cannot be made so (this containment, this machine): guard_fork
+ * then. */
+pid_t guard_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
+                    void *stack, size_t size);
+/* 1 when guard_clonevm can be tried: the job's cgroup, which a child
+ * proved it is born in (guard_born_contained), on a CPU clonevm knows. */
+int guard_clones_vm(void);
 /* 1 when guard_fork's children are born inside a containment the guard
  * ends as a whole (cloned into the job's cgroup, or in its PID namespace):
  * they may go on to exec at once. */

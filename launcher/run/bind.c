@@ -136,6 +136,15 @@ int bind_apply_child(const struct amlrun_binding *b, int local_rank)
     return errno != 0 ? errno : EINVAL;
 }
 
+int bind_child_applies(const struct amlrun_binding *b, int local_rank)
+{
+    if (b == NULL)
+        return 0;
+    const char *cpus = amldist_plan_rank_cpus(b->plan, local_rank);
+    return cpus == NULL || *cpus != '\0' ||
+           b->po.mem_bind != AMLDIST_MEM_BIND_NONE;
+}
+
 void bind_say_locality(const struct amlrun_binding *b, FILE *f)
 {
     if (b != NULL)

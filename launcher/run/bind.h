@@ -31,8 +31,11 @@ int bind_setup(const struct amlrun_bind_opts *o, int nlocal,
 int bind_worker_env(const struct amlrun_binding *b, int local_rank,
                     int nlocal, char ***envp);
 /* In the child, between fork and exec: async-signal-safe.  Returns 0 or an
- * errno value. */
+ * errno value, which it learns from errno (amldist_plan_apply). */
 int bind_apply_child(const struct amlrun_binding *b, int local_rank);
+/* 1 when bind_apply_child has something to apply for the rank (its cpus or
+ * its memory), 0 when it would make no call at all. */
+int bind_child_applies(const struct amlrun_binding *b, int local_rank);
 /* "amlrun: NUMA locality of GPUs and NICs from ... (topology: ...)", for
  * -v; --report-bindings prints it before local rank 0's line. */
 void bind_say_locality(const struct amlrun_binding *b, FILE *f);

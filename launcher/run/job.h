@@ -14,6 +14,7 @@
 #include "output/output.h"
 #include "run/policy.h"
 #include "run/jobspec.h"
+#include "run/spawn.h"
 #include "run/workerenv.h"
 
 #define READ_BUF (64u << 10)
@@ -24,10 +25,11 @@ struct worker {
     struct job *job;
     struct worker_id id;
     pid_t pid;
-    /* Forked, its exec not yet confirmed (start_worker_end): the child
-     * and the pipe that reports the exec; 0 and -1 otherwise. */
-    pid_t spawn_pid;
-    int spawn_fd;
+    /* Forked, its exec not yet confirmed (start_worker_end): the child,
+     * and what it may still read (spawn.h): its command line and
+     * environment, NULL otherwise. */
+    struct spawn spawn;
+    char **spawn_argv, **spawn_sh, **spawn_env;
     int running;
     int stopped;       /* the stop signal while it is stopped, else 0 */
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */

@@ -3,38 +3,91 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "contain/clonevm.h"
 #include "contain/guard.h"
 #include "run/spawn.h"
 
 /* <linux/close_range.h>'s, spelled out (not in every libc's headers). */
 #define CLOSE_RANGE_CLOEXEC_FLAG (1U << 2)
 
+/* The child's code is not instrumented by ASan: a child beside amlrun runs
+ * on a stack ASan does not know (it would warn at each call that does not
+ * return, and poison the stack's shadow, which outlives the mapping). */
+#define CHILD_CODE __attribute__((no_sanitize_address))
+
+/* What the child is given, in one: the request, the pipe that reports a
+ * failure, and whether it applies a binding. */
+struct child_args {
+    const struct spawn_req *r;
+    int report_fd;
+    int binds;
+};
+
 /* In the child: tell the parent what failed and leave.  The statuses match
  * a shell's: 127 not found, 126 could not run. */
-static _Noreturn void child_fail(int fd, enum spawn_stage stage, int err)
+CHILD_CODE static _Noreturn void child_fail(int fd, enum spawn_stage stage, long err)
 {
-    int report[2] = {(int)stage, err};
-    ssize_t w;
-    do
-        w = write(fd, report, sizeof report);
-    while (w < 0 && errno == EINTR);
-    _exit(err == ENOENT ? 127 : 126);
+    int report[2] = {(int)stage, (int)err};
+    while (clonevm_sys(SYS_write, fd, (long)report, sizeof report, 0) == -EINTR) {
+    }
+    for (;;)
+        clonevm_sys(SYS_exit_group, err == ENOENT ? 127 : 126, 0, 0, 0);
 }
 
-static _Noreturn void child(const struct spawn_req *r, int go, int fd)
+/* dup2 by dup3, which every architecture has; dup2 of a descriptor onto
+ * itself does nothing, and dup3 refuses it. */
+CHILD_CODE static long child_dup2(int from, int to)
 {
+    return from == to ? to : clonevm_sys(SYS_dup3, from, to, 0, 0);
+}
+
+/* A signal's action back to SIG_DFL or SIG_IGN.  On x86-64, where a child
+ * may share amlrun's memory, by rt_sigaction with the kernel's struct (no
+ * handler, so no restorer); elsewhere every child is forked and libc's
+ * sigaction will do. */
+CHILD_CODE static long child_signal(int sig, int ignore)
+{
+#if CLONEVM_ARCH
+    struct {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        uint64_t mask;
+    } ka = {ignore ? SIG_IGN : SIG_DFL, 0, NULL, 0};
+    return clonevm_sys(SYS_rt_sigaction, sig, (long)&ka, 0, sizeof ka.mask);
+#else
+    struct sigaction sa = {0};
+    sa.sa_handler = ignore ? SIG_IGN : SIG_DFL;
+    return sigaction(sig, &sa, NULL) < 0 ? -(long)errno : 0;
+#endif
+}
+
+/* A failed call in the child ends it with a report: the system calls say
+ * -errno themselves (clonevm_sys), so that errno, which a child sharing
+ * amlrun's memory shares with amlrun, is never read or written here. */
+#define CHILD_TRY(call, stage)                                                 \
+    do {                                                                       \
+        long rc_ = (call);                                                     \
+        if (rc_ < 0)                                                           \
+            child_fail(fd, (stage), -rc_);                                     \
+    } while (0)
+
+CHILD_CODE static _Noreturn void child(const struct child_args *a, int go)
+{
+    const struct spawn_req *r = a->r;
+    int fd = a->report_fd;
     /* Own group first, so that a signal for the group never misses a
      * process that is about to exec. */
-    if (setpgid(0, 0) < 0)
-        child_fail(fd, SPAWN_SETUP, errno);
+    CHILD_TRY(clonevm_sys(SYS_setpgid, 0, 0, 0, 0), SPAWN_SETUP);
     /* Die with amlrun. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-        child_fail(fd, SPAWN_SETUP, errno);
+    CHILD_TRY(clonevm_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0), SPAWN_SETUP);
     guard_child_setup();
     /* Unless born inside a containment the guard ends as a whole (go is
      * -1), run nothing before amlrun has told the orphan guard about our
@@ -44,29 +97,28 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
      * effect. */
     if (go >= 0) {
         char c;
-        ssize_t n;
-        do
-            n = read(go, &c, 1);
-        while (n < 0 && errno == EINTR);
+        long n;
+        while ((n = clonevm_sys(SYS_read, go, (long)&c, 1, 0)) == -EINTR) {
+        }
         if (n != 1)
-            _exit(128 + SIGKILL);
-        close(go);
+            for (;;)
+                clonevm_sys(SYS_exit_group, 128 + SIGKILL, 0, 0, 0);
+        clonevm_sys(SYS_close, go, 0, 0, 0);
     }
-    if (dup2(r->stdin_fd, 0) < 0 || dup2(r->stdout_fd, 1) < 0 ||
-        dup2(r->stderr_fd, 2) < 0)
-        child_fail(fd, SPAWN_SETUP, errno);
+    CHILD_TRY(child_dup2(r->stdin_fd, 0), SPAWN_SETUP);
+    CHILD_TRY(child_dup2(r->stdout_fd, 1), SPAWN_SETUP);
+    CHILD_TRY(child_dup2(r->stderr_fd, 2), SPAWN_SETUP);
     /* amlrun installs no handlers (it reads signals from a signalfd), but it
      * ignores SIGPIPE for itself: give the worker the usual default back. */
-    struct sigaction sa = {0};
-    sa.sa_handler = r->pipe_was_ignored ? SIG_IGN : SIG_DFL;
-    sigaction(SIGPIPE, &sa, NULL);
-    if (r->ignore_sighup) {
-        sa.sa_handler = SIG_IGN;
-        sigaction(SIGHUP, &sa, NULL);
+    child_signal(SIGPIPE, r->pipe_was_ignored);
+    if (r->ignore_sighup)
+        child_signal(SIGHUP, 1);
+    /* Only a child of its own, or one amlrun waits for (spawn.h). */
+    if (a->binds) {
+        int err = bind_apply_child(r->binding, r->local_rank);
+        if (err)
+            child_fail(fd, SPAWN_BIND, err);
     }
-    int err = bind_apply_child(r->binding, r->local_rank);
-    if (err)
-        child_fail(fd, SPAWN_BIND, err);
     /* Past the standard three, the worker gets its stack channel and the
      * progress page, nothing else: what amlrun's own parent left open (a
      * CI runner's pipe, make's jobserver, another launcher's socket) is
@@ -75,46 +127,81 @@ static _Noreturn void child(const struct spawn_req *r, int go, int fd)
      * failed exec.  A kernel without CLOSE_RANGE_CLOEXEC (before 5.11)
      * passes them on, as before. */
 #ifdef SYS_close_range
-    (void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC_FLAG);
+    (void)clonevm_sys(SYS_close_range, 3, (long)~0U, CLOSE_RANGE_CLOEXEC_FLAG, 0);
 #endif
     /* Those two keep their numbers, named in the environment the parent
      * composed: no dup2 onto a fixed number that another descriptor could
      * hold. */
     const int keep[] = {r->keep_fd, r->page_fd};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
-        if (keep[i] >= 0 && fcntl(keep[i], F_SETFD, 0) < 0)
-            child_fail(fd, SPAWN_SETUP, errno);
-    sigprocmask(SIG_SETMASK, r->mask, NULL);
-    execve(r->path, r->argv, r->envp);
-    err = errno;
-    if (err == ENOEXEC && r->sh_argv) {
-        execve("/bin/sh", r->sh_argv, r->envp);
-        err = errno;
-    }
-    child_fail(fd, SPAWN_EXEC, err);
+        if (keep[i] >= 0)
+            CHILD_TRY(clonevm_sys(SYS_fcntl, keep[i], F_SETFD, 0, 0), SPAWN_SETUP);
+    clonevm_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)r->mask, 0, _NSIG / 8);
+    long rc = clonevm_sys(SYS_execve, (long)r->path, (long)r->argv, (long)r->envp, 0);
+    if (rc == -ENOEXEC && r->sh_argv)
+        rc = clonevm_sys(SYS_execve, (long)"/bin/sh", (long)r->sh_argv,
+                         (long)r->envp, 0);
+    child_fail(fd, SPAWN_EXEC, -rc);
 }
 
-/* The child of guard_vfork: its arguments in one. */
-struct child_args {
-    const struct spawn_req *r;
-    int report_fd;
-};
-
-static void child_entry(void *arg)
+CHILD_CODE static void child_entry(void *arg)
 {
-    const struct child_args *a = arg;
-    child(a->r, -1, a->report_fd);
+    child(arg, -1);
 }
 
-/* The borrowed stack of a child of guard_vfork: what child() needs, with
- * room to spare for a sanitizer's interceptors. */
+/* A child's stack: what child() needs, with room to spare for a
+ * sanitizer's interceptors. */
 enum { CHILD_STACK = 64 * 1024 };
 
-pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
-                  enum spawn_stage *stage, int *err)
+/* A child that applies a binding, held until its exec (spawn.h): its stack
+ * in this frame, which amlrun does not leave meanwhile. */
+static pid_t clone_held(const struct child_args *a)
+{
+    _Alignas(16) char stack[CHILD_STACK];
+    return guard_clonevm(CLONEVM_WAIT, child_entry, (void *)a, stack,
+                         sizeof stack);
+}
+
+/* A child that runs beside amlrun: its stack, below a guard page, and its
+ * copy of the request and the arguments above it, in a mapping of its own
+ * that spawn_end unmaps once the child is done with it. */
+struct beside {
+    struct spawn_req r;
+    struct child_args a;
+};
+
+static pid_t clone_beside(const struct child_args *a, struct spawn *sp)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t top = (sizeof(struct beside) + page - 1) / page * page;
+    size_t size = page + CHILD_STACK + top;
+    char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (mem == MAP_FAILED)
+        return -1;
+    struct beside *b = (struct beside *)(mem + page + CHILD_STACK);
+    b->r = *a->r;
+    b->a = *a;
+    b->a.r = &b->r;
+    pid_t pid = -1;
+    if (mprotect(mem, page, PROT_NONE) == 0)
+        pid = guard_clonevm(0, child_entry, &b->a, mem + page, CHILD_STACK);
+    if (pid < 0) {
+        int e = errno;
+        munmap(mem, size);
+        errno = e;
+        return -1;
+    }
+    sp->mem = mem;
+    sp->mem_size = size;
+    return pid;
+}
+
+int spawn_begin(const struct spawn_req *r, struct spawn *sp,
+                enum spawn_stage *stage, int *err)
 {
     int p[2], go[2] = {-1, -1};
-    *report_fd = -1;
+    *sp = (struct spawn)SPAWN_NONE;
     if (pipe2(p, O_CLOEXEC) < 0) {
         *stage = SPAWN_SETUP;
         *err = errno;
@@ -130,15 +217,13 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
     /* Test hook: freeze amlrun right after the fork, so that a test can
      * SIGKILL it in the window before the worker is registered. */
     int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
+    struct child_args a = {r, p[1], bind_child_applies(r->binding, r->local_rank)};
     pid_t pid = -1;
     errno = ENOSYS;
-    if (go[0] < 0) {
-        /* Born contained, so nothing to wait for before exec: the child
-         * may borrow amlrun's memory rather than get a copy of it. */
-        _Alignas(16) char stack[CHILD_STACK];
-        struct child_args a = {r, p[1]};
-        pid = guard_vfork(child_entry, &a, stack, sizeof stack);
-    }
+    /* Born contained, so nothing to wait for before exec: the child may
+     * borrow amlrun's memory rather than get a copy of it. */
+    if (go[0] < 0 && guard_clones_vm())
+        pid = a.binds ? clone_held(&a) : clone_beside(&a, sp);
     if (pid < 0 && errno == ENOSYS)
         pid = guard_fork();
     if (pid < 0) {
@@ -155,7 +240,7 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
     if (pid == 0) {
         if (go[1] >= 0)
             close(go[1]); /* or the go-ahead pipe never reads end of file */
-        child(r, go[0], p[1]);
+        child(&a, go[0]);
     }
     if (stop_after_fork)
         raise(SIGSTOP);
@@ -175,25 +260,33 @@ pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
         while (n < 0 && errno == EINTR);
         close(go[1]);
     }
-    *report_fd = p[0];
-    return pid;
+    sp->pid = pid;
+    sp->report_fd = p[0];
+    return 0;
 }
 
-int spawn_end(pid_t pid, int report_fd, enum spawn_stage *stage, int *err)
+int spawn_end(struct spawn *sp, enum spawn_stage *stage, int *err)
 {
     int report[2];
     ssize_t n;
     do
-        n = read(report_fd, report, sizeof report);
+        n = read(sp->report_fd, report, sizeof report);
     while (n < 0 && errno == EINTR);
-    close(report_fd);
-    if (n == 0)
-        return 0; /* exec closed the pipe: the worker runs */
-    *stage = n == (ssize_t)sizeof report ? (enum spawn_stage)report[0]
-                                         : SPAWN_SETUP;
-    *err = n == (ssize_t)sizeof report ? report[1] : EPROTO;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    close(sp->report_fd);
+    int rc = 0;
+    if (n != 0) {
+        *stage = n == (ssize_t)sizeof report ? (enum spawn_stage)report[0]
+                                             : SPAWN_SETUP;
+        *err = n == (ssize_t)sizeof report ? report[1] : EPROTO;
+        while (waitpid(sp->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        guard_del(sp->pid);
+        rc = -1;
     }
-    guard_del(pid);
-    return -1;
+    /* Exec'd (which lets go of amlrun's memory before it closes the
+     * close-on-exec pipe) or reaped: the child is done with its stack. */
+    if (sp->mem != NULL)
+        munmap(sp->mem, sp->mem_size);
+    *sp = (struct spawn)SPAWN_NONE;
+    return rc;
 }

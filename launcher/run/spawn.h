@@ -1,11 +1,18 @@
 /*
  * Starting one worker: fork (or, where the child is born inside the job's
- * containment, a vfork-like clone that borrows amlrun's memory until it
- * execs: contain/clonevm.h), then in the child only async-signal-safe calls
- * (setpgid, prctl, dup2, sigaction, sigprocmask, the binding's syscalls,
- * execve) on data the parent prepared.  A failure in the child (exec,
- * binding) comes back to the parent through a close-on-exec pipe, libuv
- * style, so that it is reported once, by the parent.
+ * containment, a clone that borrows amlrun's memory until it execs:
+ * contain/clonevm.h), then in the child only system calls (setpgid, prctl,
+ * dup2, sigaction, sigprocmask, the binding's, execve) on data the parent
+ * prepared.  A failure in the child (exec, binding) comes back to the
+ * parent through a close-on-exec pipe, libuv style, so that it is reported
+ * once, by the parent.
+ *
+ * A child that borrows the memory runs beside amlrun, which goes on to the
+ * next worker as after a fork, unless the child applies a binding: the
+ * library's amldist_plan_apply() sets errno when it fails, which such a
+ * child shares with amlrun, so amlrun waits for that one's exec as vfork
+ * does (everything else in the child is clonevm_sys(), which leaves errno
+ * alone).
  */
 #ifndef AMLRUN_SPAWN_H
 #define AMLRUN_SPAWN_H
@@ -38,20 +45,31 @@ struct spawn_req {
                                 exec. */
 };
 
+/* A worker between spawn_begin and spawn_end. */
+struct spawn {
+    pid_t pid;         /* 0: none */
+    int report_fd;     /* says how the exec went; -1 none */
+    void *mem;         /* the stack of a child that runs beside amlrun, and
+                          its copy of the request; NULL none */
+    size_t mem_size;
+};
+#define SPAWN_NONE {0, -1, NULL, 0}
+
 /* Start a worker in two steps, so that the workers' execs overlap:
  * spawn_begin forks it into its own process group, tells the orphan guard
  * about the group and lets the child go on towards exec; spawn_end waits
- * for that exec.  Every spawn_begin that returned a pid needs its
- * spawn_end, which reaps a child that failed.
+ * for that exec.  Every spawn_begin that succeeded needs its spawn_end,
+ * which reaps a child that failed.  The child may still read what R points
+ * to (path, argv, envp, sh_argv, mask, binding) until spawn_end: keep it
+ * as it is till then (R itself is copied).
  *
- * spawn_begin: the pid, with *report_fd the pipe that says how the exec
- * went (for spawn_end); or -1 with *stage and *err saying what failed
- * (then there is no child). */
-pid_t spawn_begin(const struct spawn_req *r, int *report_fd,
-                  enum spawn_stage *stage, int *err);
+ * spawn_begin: 0, with *sp the child; or -1 with *stage and *err saying
+ * what failed (then there is no child). */
+int spawn_begin(const struct spawn_req *r, struct spawn *sp,
+                enum spawn_stage *stage, int *err);
 /* 0: the worker runs; -1: it failed before running the command, with
  * *stage and *err saying where and why (it is reaped and out of the
- * guard's list).  Closes report_fd. */
-int spawn_end(pid_t pid, int report_fd, enum spawn_stage *stage, int *err);
+ * guard's list).  *sp is SPAWN_NONE after. */
+int spawn_end(struct spawn *sp, enum spawn_stage *stage, int *err);
 
 #endif /* AMLRUN_SPAWN_H */

@@ -36,7 +36,7 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].log_out = j->w[i].log_err = -1;
         j->w[i].out.fd = j->w[i].err.fd = -1;
         j->w[i].stack_fd = -1;
-        j->w[i].spawn_fd = -1;
+        j->w[i].spawn = (struct spawn)SPAWN_NONE;
     }
     progress_job_init(j);
     return 0;
@@ -203,6 +203,14 @@ static int stack_channel(const struct job_spec *s, struct worker *w,
     return 0;
 }
 
+static void spawn_args_free(const struct job_spec *s, char **argv, char **sh,
+                            char **env)
+{
+    command_argv_free(s->cmd, argv);
+    free(sh);
+    amldist_envp_free(env);
+}
+
 int start_worker(struct job *j, int index, int *status)
 {
     const struct job_spec *s = j->s;
@@ -252,9 +260,12 @@ int start_worker(struct job *j, int index, int *status)
         };
         enum spawn_stage stage = SPAWN_OK;
         int err = 0;
-        pid_t pid = spawn_begin(&r, &w->spawn_fd, &stage, &err);
-        if (pid > 0) {
-            w->spawn_pid = pid;
+        if (spawn_begin(&r, &w->spawn, &stage, &err) == 0) {
+            /* The child may read them until start_worker_end. */
+            w->spawn_argv = argv;
+            w->spawn_sh = sh;
+            w->spawn_env = env;
+            argv = sh = env = NULL;
         } else {
             *status = report_start_failure(j, w, stage, err);
             ok = 0;
@@ -271,9 +282,7 @@ int start_worker(struct job *j, int index, int *status)
         out_stream_close(&w->err);
         worker_close_stack(w);
     }
-    command_argv_free(s->cmd, argv);
-    free(sh);
-    amldist_envp_free(env);
+    spawn_args_free(s, argv, sh, env);
     return ok ? 0 : -1;
 }
 
@@ -282,10 +291,10 @@ int start_worker_end(struct job *j, int index, int report, int *status)
     struct worker *w = &j->w[index];
     enum spawn_stage stage = SPAWN_OK;
     int err = 0;
-    pid_t pid = w->spawn_pid;
-    int rc = spawn_end(pid, w->spawn_fd, &stage, &err);
-    w->spawn_pid = 0;
-    w->spawn_fd = -1;
+    pid_t pid = w->spawn.pid;
+    int rc = spawn_end(&w->spawn, &stage, &err);
+    spawn_args_free(j->s, w->spawn_argv, w->spawn_sh, w->spawn_env);
+    w->spawn_argv = w->spawn_sh = w->spawn_env = NULL;
     if (rc == 0) {
         w->pid = pid;
         w->running = 1;

@@ -1,10 +1,14 @@
-/* contain/clonevm.c, the vfork-like clone3 amlrun starts its workers with:
- * the child runs on the stack it is given, in the caller's memory, and the
- * caller goes on only once the child has exec'd or exited; the child's
- * statuses, an exec's among them, come through as a fork's would.  Where
- * it cannot be had (ENOSYS: not x86-64, or valgrind, which has no clone3)
- * each case says so and passes, as amlrun then forks. */
+/* contain/clonevm.c, the clone3 amlrun starts its workers with: the child
+ * runs on the stack it is given, in the caller's memory; with CLONEVM_WAIT
+ * the caller goes on only once the child has exec'd or exited, without it
+ * at once, beside the child, whose exec a close-on-exec pipe then tells;
+ * the child's statuses, an exec's among them, come through as a fork's
+ * would; clonevm_sys leaves errno alone.  Where clonevm cannot clone
+ * (ENOSYS: not x86-64, or valgrind, which has no clone3) each case says so
+ * and passes, as amlrun then forks. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -59,7 +63,7 @@ static void test_shared_memory_held_until_exit(void)
 {
     _Alignas(16) char stack[STACK_SIZE];
     struct shared s = {0, 0, 7};
-    pid_t pid = clonevm(0, -1, child_exits, &s, stack, sizeof stack);
+    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
     if (unsupported(pid))
         return;
     CHECK(pid > 0);
@@ -72,7 +76,7 @@ static void test_runs_on_the_given_stack(void)
 {
     _Alignas(16) char stack[STACK_SIZE];
     struct shared s = {0, 0, 0};
-    pid_t pid = clonevm(0, -1, child_exits, &s, stack, sizeof stack);
+    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
     if (unsupported(pid))
         return;
     CHECK(pid > 0);
@@ -101,7 +105,7 @@ static void test_exec_status(void)
     _Alignas(16) char stack[STACK_SIZE];
     char *const argv[] = {"/bin/sh", "-c", "exit 5", NULL};
     struct exec_args a = {0, argv};
-    pid_t pid = clonevm(0, -1, child_execs, &a, stack, sizeof stack);
+    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_execs, &a, stack, sizeof stack);
     if (unsupported(pid))
         return;
     CHECK(pid > 0);
@@ -116,7 +120,7 @@ static void test_many_in_a_row(void)
     _Alignas(16) char stack[STACK_SIZE];
     for (int i = 0; i < 64; i++) {
         struct shared s = {0, 0, i % 100};
-        pid_t pid = clonevm(0, -1, child_exits, &s, stack, sizeof stack);
+        pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
         if (unsupported(pid))
             return;
         CHECK(pid > 0);
@@ -126,11 +130,105 @@ static void test_many_in_a_row(void)
     CHECK_INT_EQ(errno, ECHILD);
 }
 
+/* ---- without CLONEVM_WAIT: the child runs beside the caller ---------- */
+
+struct beside {
+    int go;                    /* read end: the caller's go-ahead */
+    volatile int after_go;     /* written once the go-ahead came */
+    volatile uintptr_t local_at;
+    char *const *argv;         /* exec this after the go-ahead, if set */
+};
+
+/* Only clonevm_sys: errno and the rest of the caller's thread storage are
+ * the caller's, who runs meanwhile (clonevm.h). */
+static void child_beside(void *p)
+{
+    struct beside *b = p;
+    volatile int local = 0;
+    char c;
+    b->local_at = (uintptr_t)&local;
+    while (clonevm_sys(SYS_read, b->go, (long)&c, 1, 0) == -EINTR) {
+    }
+    b->after_go = 1;
+    if (b->argv)
+        clonevm_sys(SYS_execve, (long)b->argv[0], (long)b->argv, 0, 0);
+    for (;;)
+        clonevm_sys(SYS_exit_group, 9, 0, 0, 0);
+}
+
+/* The caller is back while the child still waits for its go-ahead, which
+ * only the caller can give: held, it would never come back. */
+static void test_beside_returns_at_once(void)
+{
+    /* Not in this frame: amlrun gives such a child a mapping of its own. */
+    static _Alignas(16) char stack[STACK_SIZE];
+    int fds[2];
+    CHECK_INT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    struct beside b = {fds[0], 0, 0, NULL};
+    pid_t pid = clonevm(0, -1, child_beside, &b, stack, sizeof stack);
+    if (unsupported(pid)) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    CHECK(pid > 0);
+    CHECK_INT_EQ(b.after_go, 0);
+    CHECK_INT_EQ((int)write(fds[1], "g", 1), 1);
+    CHECK_INT_EQ(exit_code(pid), 9);
+    CHECK_INT_EQ(b.after_go, 1); /* the same memory */
+    CHECK(b.local_at >= (uintptr_t)stack && b.local_at < (uintptr_t)stack + sizeof stack);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* The child's exec closes its copy of a close-on-exec pipe: end of file
+ * there says the stack is free again, as amlrun's spawn_end reads it; the
+ * program's status is the child's. */
+static void test_beside_exec_told_by_pipe(void)
+{
+    static _Alignas(16) char stack[STACK_SIZE];
+    char *const argv[] = {"/bin/sh", "-c", "exit 5", NULL};
+    int fds[2], told[2];
+    CHECK_INT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    CHECK_INT_EQ(pipe2(told, O_CLOEXEC), 0);
+    struct beside b = {fds[0], 0, 0, argv};
+    pid_t pid = clonevm(0, -1, child_beside, &b, stack, sizeof stack);
+    if (unsupported(pid)) {
+        close(fds[0]);
+        close(fds[1]);
+        close(told[0]);
+        close(told[1]);
+        return;
+    }
+    CHECK(pid > 0);
+    close(told[1]); /* the child's copy is the last */
+    CHECK_INT_EQ((int)write(fds[1], "g", 1), 1);
+    char c;
+    CHECK_INT_EQ((int)read(told[0], &c, 1), 0);
+    CHECK_INT_EQ(b.after_go, 1);
+    CHECK_INT_EQ(exit_code(pid), 5);
+    close(fds[0]);
+    close(fds[1]);
+    close(told[0]);
+}
+
+/* clonevm_sys says a failure by its result and leaves errno as it was. */
+static void test_sys_leaves_errno(void)
+{
+    errno = EDOM;
+    CHECK_INT_EQ((int)clonevm_sys(SYS_close, -1, 0, 0, 0), -EBADF);
+    CHECK_INT_EQ(errno, EDOM);
+    CHECK_INT_EQ((int)clonevm_sys(SYS_getpid, 0, 0, 0, 0), (int)getpid());
+}
+
 int main(void)
 {
     RUN(test_shared_memory_held_until_exit);
     RUN(test_runs_on_the_given_stack);
     RUN(test_exec_status);
     RUN(test_many_in_a_row);
+    RUN(test_beside_returns_at_once);
+    RUN(test_beside_exec_told_by_pipe);
+    RUN(test_sys_leaves_errno);
     return test_summary();
 }
