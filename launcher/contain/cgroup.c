@@ -349,13 +349,38 @@ pid_t cgroup_fork(void)
 pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
                      void *stack, size_t size)
 {
-    /* Only where the first worker proved that a child born here lives. */
-    if (cg.clone3 != 1) {
+    /* Where a child born here is known to live, or not known yet: then, as
+     * in cgroup_fork, the first worker learns it, which waits for its
+     * go-ahead byte (so never held until its exec). */
+    if (cg.clone3 == 0 || (cg.clone3 < 0 && (flags & CLONEVM_WAIT))) {
         errno = ENOSYS;
         return -1;
     }
-    return clonevm(flags | 0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir, fn,
-                   arg, stack, size);
+    pid_t pid = clonevm(flags | 0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir,
+                        fn, arg, stack, size);
+    if (cg.clone3 == 1)
+        return pid;
+    if (pid >= 0 && born_dead(pid)) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        pid = -1;
+        errno = ECANCELED;
+    }
+    if (pid >= 0) {
+        cg.clone3 = 1;
+        return pid;
+    }
+    if (errno == ENOSYS || errno == E2BIG || errno == EINVAL || errno == ECANCELED) {
+        cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
+        errno = ENOSYS; /* fork then */
+    }
+    return -1;
+}
+
+int cgroup_may_clone_into(void)
+{
+    return cg.clone3 != 0;
 }
 
 int cgroup_setup(char *why, size_t whysz)

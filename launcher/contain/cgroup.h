@@ -18,14 +18,20 @@ int cgroup_setup(char *why, size_t whysz);
  * and none is born outside since; 0 when not, or not known yet (before the
  * first worker, and after a kill: those are forked and moved). */
 int cgroup_clones_into(void);
+/* 0 once clone3 into the cgroup is known not to work, or not to give a
+ * child that lives; 1 while it works or is not tried yet. */
+int cgroup_may_clone_into(void);
 /* Its path (after cgroup_setup succeeded). */
 const char *cgroup_path(void);
 /* fork() into the job's cgroup: the child is in it before this returns. */
 pid_t cgroup_fork(void);
 /* Like cgroup_fork, but the child runs FN(ARG) on STACK sharing amlrun's
- * memory until it execs (clonevm.h: FLAGS is 0 or CLONEVM_WAIT); -1 with
- * ENOSYS where it cannot (clone3 not proved to work here yet, or not this
- * machine's kind): fork then. */
+ * memory until it execs (clonevm.h: FLAGS is 0 or CLONEVM_WAIT).  The
+ * first child (before cgroup_clones_into() says 1) must wait for a
+ * go-ahead before it may exit, as cgroup_fork's does: it is looked at for
+ * a kill at birth.  -1 with ENOSYS where it cannot (no clone3 into the
+ * cgroup here, a child killed at birth, not this machine's kind; held
+ * before that is known): fork then. */
 pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
                      void *stack, size_t size);
 /* Kill everything in it (the cgroup stays). */

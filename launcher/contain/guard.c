@@ -50,7 +50,7 @@ pid_t guard_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
 
 int guard_clones_vm(void)
 {
-    return CLONEVM_ARCH && g.mode == MODE_CGROUP && cgroup_clones_into();
+    return CLONEVM_ARCH && g.mode == MODE_CGROUP && cgroup_may_clone_into();
 }
 
 int guard_born_contained(void)

@@ -37,16 +37,16 @@ const char *guard_describe(void);
  * guard_born_contained() said 1 before, the child must not exec before
  * guard_fork has returned in the parent and guard_add has been called. */
 pid_t guard_fork(void);
-/* guard_fork for a child born inside the containment (call only when
- * guard_born_contained() said 1) that runs FN(ARG) on STACK in amlrun's
- * memory until it execs; with FLAGS CLONEVM_WAIT this returns once it has
- * exec'd or exited, as vfork does (contain/clonevm.h).  -1 with ENOSYS
- * where it cannot be made so (this containment, this machine): guard_fork
- * then. */
+/* guard_fork for a child that runs FN(ARG) on STACK in amlrun's memory
+ * until it execs; with FLAGS CLONEVM_WAIT this returns once it has exec'd
+ * or exited, as vfork does (contain/clonevm.h).  Unless
+ * guard_born_contained() said 1, the child must wait for a go-ahead, as
+ * guard_fork's, and FLAGS must be 0.  -1 with ENOSYS where it cannot be
+ * made so (this containment, this machine): guard_fork then. */
 pid_t guard_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
                     void *stack, size_t size);
-/* 1 when guard_clonevm can be tried: the job's cgroup, which a child
- * proved it is born in (guard_born_contained), on a CPU clonevm knows. */
+/* 1 when guard_clonevm can be tried: the job's cgroup, where clone3 is not
+ * known not to work, on a CPU clonevm knows. */
 int guard_clones_vm(void);
 /* 1 when guard_fork's children are born inside a containment the guard
  * ends as a whole (cloned into the job's cgroup, or in its PID namespace):

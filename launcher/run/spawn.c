@@ -23,11 +23,13 @@
 #define CHILD_CODE __attribute__((no_sanitize_address))
 
 /* What the child is given, in one: the request, the pipe that reports a
- * failure, and whether it applies a binding. */
+ * failure, whether it applies a binding, and the go-ahead pipe's ends
+ * (-1: none). */
 struct child_args {
     const struct spawn_req *r;
     int report_fd;
     int binds;
+    int go_rd, go_wr;
 };
 
 /* In the child: tell the parent what failed and leave.  The statuses match
@@ -79,7 +81,7 @@ CHILD_CODE static long child_signal(int sig, int ignore)
             child_fail(fd, (stage), -rc_);                                     \
     } while (0)
 
-CHILD_CODE static _Noreturn void child(const struct child_args *a, int go)
+CHILD_CODE static _Noreturn void child(const struct child_args *a)
 {
     const struct spawn_req *r = a->r;
     int fd = a->report_fd;
@@ -95,15 +97,17 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a, int go)
      * between, amlrun would leave the command's children unknown to the
      * guard.  End of file means amlrun died, maybe before the prctl took
      * effect. */
-    if (go >= 0) {
+    if (a->go_rd >= 0) {
         char c;
         long n;
-        while ((n = clonevm_sys(SYS_read, go, (long)&c, 1, 0)) == -EINTR) {
+        /* (or the pipe would never read end of file) */
+        clonevm_sys(SYS_close, a->go_wr, 0, 0, 0);
+        while ((n = clonevm_sys(SYS_read, a->go_rd, (long)&c, 1, 0)) == -EINTR) {
         }
         if (n != 1)
             for (;;)
                 clonevm_sys(SYS_exit_group, 128 + SIGKILL, 0, 0, 0);
-        clonevm_sys(SYS_close, go, 0, 0, 0);
+        clonevm_sys(SYS_close, a->go_rd, 0, 0, 0);
     }
     CHILD_TRY(child_dup2(r->stdin_fd, 0), SPAWN_SETUP);
     CHILD_TRY(child_dup2(r->stdout_fd, 1), SPAWN_SETUP);
@@ -146,7 +150,7 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a, int go)
 
 CHILD_CODE static void child_entry(void *arg)
 {
-    child(arg, -1);
+    child(arg);
 }
 
 /* A child's stack: what child() needs, with room to spare for a
@@ -217,12 +221,14 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
     /* Test hook: freeze amlrun right after the fork, so that a test can
      * SIGKILL it in the window before the worker is registered. */
     int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
-    struct child_args a = {r, p[1], bind_child_applies(r->binding, r->local_rank)};
+    struct child_args a = {r, p[1], bind_child_applies(r->binding, r->local_rank),
+                           go[0], go[1]};
     pid_t pid = -1;
     errno = ENOSYS;
-    /* Born contained, so nothing to wait for before exec: the child may
-     * borrow amlrun's memory rather than get a copy of it. */
-    if (go[0] < 0 && guard_clones_vm())
+    /* In the job's cgroup the child may borrow amlrun's memory rather than
+     * get a copy of it; held until its exec only when it binds, and never
+     * when it waits for its go-ahead, which amlrun gives after this. */
+    if (guard_clones_vm() && !(a.binds && go[0] >= 0))
         pid = a.binds ? clone_held(&a) : clone_beside(&a, sp);
     if (pid < 0 && errno == ENOSYS)
         pid = guard_fork();
@@ -237,11 +243,8 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
         }
         return -1;
     }
-    if (pid == 0) {
-        if (go[1] >= 0)
-            close(go[1]); /* or the go-ahead pipe never reads end of file */
-        child(&a, go[0]);
-    }
+    if (pid == 0)
+        child(&a);
     if (stop_after_fork)
         raise(SIGSTOP);
     /* Closed before the next worker is forked: a later child must not
