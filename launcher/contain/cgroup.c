@@ -371,7 +371,8 @@ pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
         cg.clone3 = 1;
         return pid;
     }
-    if (errno == ENOSYS || errno == E2BIG || errno == EINVAL || errno == ECANCELED) {
+    if (errno == ENOSYS || errno == E2BIG || errno == EINVAL ||
+        errno == ECANCELED) {
         cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
         errno = ENOSYS; /* fork then */
     }

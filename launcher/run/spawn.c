@@ -34,10 +34,12 @@ struct child_args {
 
 /* In the child: tell the parent what failed and leave.  The statuses match
  * a shell's: 127 not found, 126 could not run. */
-CHILD_CODE static _Noreturn void child_fail(int fd, enum spawn_stage stage, long err)
+CHILD_CODE static _Noreturn void child_fail(int fd, enum spawn_stage stage,
+                                            long err)
 {
     int report[2] = {(int)stage, (int)err};
-    while (clonevm_sys(SYS_write, fd, (long)report, sizeof report, 0) == -EINTR) {
+    while (clonevm_sys(SYS_write, fd, (long)report, sizeof report, 0) ==
+           -EINTR) {
     }
     for (;;)
         clonevm_sys(SYS_exit_group, err == ENOENT ? 127 : 126, 0, 0, 0);
@@ -71,14 +73,15 @@ CHILD_CODE static long child_signal(int sig, int ignore)
 #endif
 }
 
-/* A failed call in the child ends it with a report: the system calls say
- * -errno themselves (clonevm_sys), so that errno, which a child sharing
- * amlrun's memory shares with amlrun, is never read or written here. */
-#define CHILD_TRY(call, stage)                                                 \
+/* A failed call in the child ends it with a report on FD: the system
+ * calls say -errno themselves (clonevm_sys), so that errno, which a child
+ * sharing amlrun's memory shares with amlrun, is never read or written
+ * here. */
+#define CHILD_TRY(fd, call, stage)                                             \
     do {                                                                       \
         long rc_ = (call);                                                     \
         if (rc_ < 0)                                                           \
-            child_fail(fd, (stage), -rc_);                                     \
+            child_fail((fd), (stage), -rc_);                                   \
     } while (0)
 
 CHILD_CODE static _Noreturn void child(const struct child_args *a)
@@ -87,9 +90,10 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
     int fd = a->report_fd;
     /* Own group first, so that a signal for the group never misses a
      * process that is about to exec. */
-    CHILD_TRY(clonevm_sys(SYS_setpgid, 0, 0, 0, 0), SPAWN_SETUP);
+    CHILD_TRY(fd, clonevm_sys(SYS_setpgid, 0, 0, 0, 0), SPAWN_SETUP);
     /* Die with amlrun. */
-    CHILD_TRY(clonevm_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0), SPAWN_SETUP);
+    CHILD_TRY(fd, clonevm_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0),
+              SPAWN_SETUP);
     guard_child_setup();
     /* Unless born inside a containment the guard ends as a whole (go is
      * -1), run nothing before amlrun has told the orphan guard about our
@@ -102,16 +106,17 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
         long n;
         /* (or the pipe would never read end of file) */
         clonevm_sys(SYS_close, a->go_wr, 0, 0, 0);
-        while ((n = clonevm_sys(SYS_read, a->go_rd, (long)&c, 1, 0)) == -EINTR) {
+        while ((n = clonevm_sys(SYS_read, a->go_rd, (long)&c, 1, 0)) ==
+               -EINTR) {
         }
         if (n != 1)
             for (;;)
                 clonevm_sys(SYS_exit_group, 128 + SIGKILL, 0, 0, 0);
         clonevm_sys(SYS_close, a->go_rd, 0, 0, 0);
     }
-    CHILD_TRY(child_dup2(r->stdin_fd, 0), SPAWN_SETUP);
-    CHILD_TRY(child_dup2(r->stdout_fd, 1), SPAWN_SETUP);
-    CHILD_TRY(child_dup2(r->stderr_fd, 2), SPAWN_SETUP);
+    CHILD_TRY(fd, child_dup2(r->stdin_fd, 0), SPAWN_SETUP);
+    CHILD_TRY(fd, child_dup2(r->stdout_fd, 1), SPAWN_SETUP);
+    CHILD_TRY(fd, child_dup2(r->stderr_fd, 2), SPAWN_SETUP);
     /* amlrun installs no handlers (it reads signals from a signalfd), but it
      * ignores SIGPIPE for itself: give the worker the usual default back. */
     child_signal(SIGPIPE, r->pipe_was_ignored);
@@ -131,7 +136,8 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
      * failed exec.  A kernel without CLOSE_RANGE_CLOEXEC (before 5.11)
      * passes them on, as before. */
 #ifdef SYS_close_range
-    (void)clonevm_sys(SYS_close_range, 3, (long)~0U, CLOSE_RANGE_CLOEXEC_FLAG, 0);
+    (void)clonevm_sys(SYS_close_range, 3, (long)~0U, CLOSE_RANGE_CLOEXEC_FLAG,
+                      0);
 #endif
     /* Those two keep their numbers, named in the environment the parent
      * composed: no dup2 onto a fixed number that another descriptor could
@@ -139,9 +145,11 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
     const int keep[] = {r->keep_fd, r->page_fd};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
         if (keep[i] >= 0)
-            CHILD_TRY(clonevm_sys(SYS_fcntl, keep[i], F_SETFD, 0, 0), SPAWN_SETUP);
+            CHILD_TRY(fd, clonevm_sys(SYS_fcntl, keep[i], F_SETFD, 0, 0),
+                      SPAWN_SETUP);
     clonevm_sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)r->mask, 0, _NSIG / 8);
-    long rc = clonevm_sys(SYS_execve, (long)r->path, (long)r->argv, (long)r->envp, 0);
+    long rc = clonevm_sys(SYS_execve, (long)r->path, (long)r->argv,
+                          (long)r->envp, 0);
     if (rc == -ENOEXEC && r->sh_argv)
         rc = clonevm_sys(SYS_execve, (long)"/bin/sh", (long)r->sh_argv,
                          (long)r->envp, 0);
@@ -221,7 +229,8 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
     /* Test hook: freeze amlrun right after the fork, so that a test can
      * SIGKILL it in the window before the worker is registered. */
     int stop_after_fork = getenv("AMLDIST_TEST_STOP_AFTER_FORK") != NULL;
-    struct child_args a = {r, p[1], bind_child_applies(r->binding, r->local_rank),
+    struct child_args a = {r, p[1],
+                           bind_child_applies(r->binding, r->local_rank),
                            go[0], go[1]};
     pid_t pid = -1;
     errno = ENOSYS;

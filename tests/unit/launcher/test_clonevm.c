@@ -120,7 +120,8 @@ static void test_many_in_a_row(void)
     _Alignas(16) char stack[STACK_SIZE];
     for (int i = 0; i < 64; i++) {
         struct shared s = {0, 0, i % 100};
-        pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
+        pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack,
+                            sizeof stack);
         if (unsupported(pid))
             return;
         CHECK(pid > 0);
@@ -176,7 +177,8 @@ static void test_beside_returns_at_once(void)
     CHECK_INT_EQ((int)write(fds[1], "g", 1), 1);
     CHECK_INT_EQ(exit_code(pid), 9);
     CHECK_INT_EQ(b.after_go, 1); /* the same memory */
-    CHECK(b.local_at >= (uintptr_t)stack && b.local_at < (uintptr_t)stack + sizeof stack);
+    CHECK(b.local_at >= (uintptr_t)stack &&
+          b.local_at < (uintptr_t)stack + sizeof stack);
     close(fds[0]);
     close(fds[1]);
 }
