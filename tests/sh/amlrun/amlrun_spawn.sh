@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starting an attempt's workers in two phases (every worker started and
-# let go, then the outcome of every exec waited for: issue 23; all but the
-# first vforked into the job's cgroup where there is one, the rest forked):
+# let go, then the outcome of every exec waited for: issue 23; cloned into
+# the job's cgroup on amlrun's memory where there is one, beside amlrun or,
+# when they bind, held until their exec; forked elsewhere):
 # a worker in the middle that
 # cannot start is the one named, once, with its status; the workers that
 # did start are stopped and none is left; a command that cannot run at all
@@ -56,6 +57,16 @@ check "8 workers, a directory: one message, rank 0's" \
     test "$(grep -c 'cannot run' "$d/err")" = 1 -a \
     "$(grep -c "^amlrun: rank 0 (local 0): cannot run $d: Is a directory$" "$d/err")" = 1
 check "8 workers, a directory: no process left" wait_gone "$marker" 5
+# The same with every binding off: every worker is cloned beside amlrun
+# (where the job has its cgroup), and its failed exec comes back by the
+# report pipe all the same.
+env "$marker=3" "$AMLRUN" --nproc-per-node 8 --no-python --cpu-bind none \
+    --mem-bind none --nic-bind none --gpu-bind none "$d" >/dev/null 2>"$d/err"
+expect_eq "8 workers beside amlrun, a directory: 126" "$?" 126
+check "8 workers beside amlrun, a directory: one message, rank 0's" \
+    test "$(grep -c 'cannot run' "$d/err")" = 1 -a \
+    "$(grep -c "^amlrun: rank 0 (local 0): cannot run $d: Is a directory$" "$d/err")" = 1
+check "8 workers beside amlrun, a directory: no process left" wait_gone "$marker" 5
 
 # --- the private run directory without TMPDIR: on /dev/shm when that is a
 # tmpfs; the error file is writable before the worker runs; gone after.
