@@ -157,30 +157,44 @@ static void child_beside(void *p)
         clonevm_sys(SYS_exit_group, 9, 0, 0, 0);
 }
 
+/* Not in a frame: amlrun gives such a child a mapping of its own. */
+static _Alignas(16) char beside_stack[STACK_SIZE];
+
+/* A child beside the caller that waits on a new go-ahead pipe (GO[1] the
+ * caller's end) and then execs ARGV, or exits 9 when ARGV is NULL: its
+ * pid, or -1 where clonevm cannot clone (the pipe closed then). */
+static pid_t start_beside(struct beside *b, char *const *argv, int go[2])
+{
+    CHECK_INT_EQ(pipe2(go, O_CLOEXEC), 0);
+    *b = (struct beside){go[0], 0, 0, argv};
+    pid_t pid = clonevm(0, -1, child_beside, b, beside_stack,
+                        sizeof beside_stack);
+    if (unsupported(pid)) {
+        close(go[0]);
+        close(go[1]);
+        return -1;
+    }
+    CHECK(pid > 0);
+    return pid;
+}
+
 /* The caller is back while the child still waits for its go-ahead, which
  * only the caller can give: held, it would never come back. */
 static void test_beside_returns_at_once(void)
 {
-    /* Not in this frame: amlrun gives such a child a mapping of its own. */
-    static _Alignas(16) char stack[STACK_SIZE];
-    int fds[2];
-    CHECK_INT_EQ(pipe2(fds, O_CLOEXEC), 0);
-    struct beside b = {fds[0], 0, 0, NULL};
-    pid_t pid = clonevm(0, -1, child_beside, &b, stack, sizeof stack);
-    if (unsupported(pid)) {
-        close(fds[0]);
-        close(fds[1]);
+    struct beside b;
+    int go[2];
+    pid_t pid = start_beside(&b, NULL, go);
+    if (pid < 0)
         return;
-    }
-    CHECK(pid > 0);
     CHECK_INT_EQ(b.after_go, 0);
-    CHECK_INT_EQ((int)write(fds[1], "g", 1), 1);
+    CHECK_INT_EQ((int)write(go[1], "g", 1), 1);
     CHECK_INT_EQ(exit_code(pid), 9);
     CHECK_INT_EQ(b.after_go, 1); /* the same memory */
-    CHECK(b.local_at >= (uintptr_t)stack &&
-          b.local_at < (uintptr_t)stack + sizeof stack);
-    close(fds[0]);
-    close(fds[1]);
+    CHECK(b.local_at >= (uintptr_t)beside_stack &&
+          b.local_at < (uintptr_t)beside_stack + sizeof beside_stack);
+    close(go[0]);
+    close(go[1]);
 }
 
 /* The child's exec closes its copy of a close-on-exec pipe: end of file
@@ -188,29 +202,21 @@ static void test_beside_returns_at_once(void)
  * program's status is the child's. */
 static void test_beside_exec_told_by_pipe(void)
 {
-    static _Alignas(16) char stack[STACK_SIZE];
     char *const argv[] = {"/bin/sh", "-c", "exit 5", NULL};
-    int fds[2], told[2];
-    CHECK_INT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    struct beside b;
+    int go[2], told[2];
     CHECK_INT_EQ(pipe2(told, O_CLOEXEC), 0);
-    struct beside b = {fds[0], 0, 0, argv};
-    pid_t pid = clonevm(0, -1, child_beside, &b, stack, sizeof stack);
-    if (unsupported(pid)) {
-        close(fds[0]);
-        close(fds[1]);
-        close(told[0]);
-        close(told[1]);
-        return;
+    pid_t pid = start_beside(&b, argv, go);
+    close(told[1]); /* the child's copy, if any, is the last */
+    if (pid >= 0) {
+        CHECK_INT_EQ((int)write(go[1], "g", 1), 1);
+        char c;
+        CHECK_INT_EQ((int)read(told[0], &c, 1), 0);
+        CHECK_INT_EQ(b.after_go, 1);
+        CHECK_INT_EQ(exit_code(pid), 5);
+        close(go[0]);
+        close(go[1]);
     }
-    CHECK(pid > 0);
-    close(told[1]); /* the child's copy is the last */
-    CHECK_INT_EQ((int)write(fds[1], "g", 1), 1);
-    char c;
-    CHECK_INT_EQ((int)read(told[0], &c, 1), 0);
-    CHECK_INT_EQ(b.after_go, 1);
-    CHECK_INT_EQ(exit_code(pid), 5);
-    close(fds[0]);
-    close(fds[1]);
     close(told[0]);
 }
 
