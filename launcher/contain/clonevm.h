@@ -1,7 +1,8 @@
 /*
  * A child that shares amlrun's memory until it execs, as glibc's
- * posix_spawn makes one (clone with CLONE_VM), but by clone3, so that it
- * can also be born in the job's cgroup (CLONE_INTO_CGROUP).
+ * posix_spawn makes one (clone with CLONE_VM | CLONE_VFORK), but by clone3,
+ * so that it can also be born in the job's cgroup (CLONE_INTO_CGROUP), and
+ * if need be without holding the caller until its exec.
  *
  * Why: fork() copies amlrun's page tables for every worker, and every page
  * amlrun or the child then writes is copied again (a copy-on-write fault),
