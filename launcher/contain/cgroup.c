@@ -248,7 +248,7 @@ void cgroup_end(void)
 }
 
 /* Whether the child PID, just cloned, was killed at birth: SIGKILL
- * pending, or dead already (see cgroup_fork).  Unknown (no /proc) counts
+ * pending, or dead already (see clone_outcome).  Unknown (no /proc) counts
  * as alive, which is what amlrun assumed before it looked. */
 static int born_dead(pid_t pid)
 {
@@ -269,10 +269,45 @@ static int born_dead(pid_t pid)
     return 0;
 }
 
-/* CHECK: fail with ECANCELED, the child reaped, when it was killed at
- * birth; only for a child that cannot end on its own yet (one that waits
- * for the go-ahead byte). */
-static pid_t clone_into_cgroup(int dir, int check)
+/* SIGKILL the child PID and reap it. */
+static void kill_and_reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+/* What a clone into the cgroup gave (PID, or -1 with errno), as the first
+ * of them learns it: whether clone3 can clone into the cgroup here, and
+ * whether a child born there lives (the kernel kills one at birth where the
+ * cgroup's kill count differs from that of amlrun's cgroup, see
+ * cgroup_kill; a cgroup of amlrun's that was once killed has that from the
+ * start).  The kill is queued before clone3 returns, so the first child,
+ * which waits for its go-ahead byte, is looked at at once, without waiting
+ * for it to run.  -1 with ENOSYS: fork then, from now on. */
+static pid_t clone_outcome(pid_t pid)
+{
+    if (cg.clone3 == 1)
+        return pid;
+    if (pid > 0 && born_dead(pid)) {
+        /* (killed, in case /proc named another: it waits for a go-ahead) */
+        kill_and_reap(pid);
+        pid = -1;
+        errno = ECANCELED;
+    }
+    if (pid >= 0) {
+        cg.clone3 = 1;
+        return pid;
+    }
+    if (errno == ENOSYS || errno == E2BIG || errno == EINVAL ||
+        errno == ECANCELED) {
+        cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
+        errno = ENOSYS;
+    }
+    return -1;
+}
+
+static pid_t clone_into_cgroup(int dir)
 {
 #ifdef SYS_clone3
     /* struct clone_args of <linux/sched.h>, spelled out: that header's
@@ -285,19 +320,9 @@ static pid_t clone_into_cgroup(int dir, int check)
     a.flags = 0x200000000ULL; /* CLONE_INTO_CGROUP */
     a.exit_signal = SIGCHLD;
     a.cgroup = (uint64_t)dir;
-    pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
-    if (check && pid > 0 && born_dead(pid)) {
-        /* (killed, in case /proc named another: it waits for a go-ahead) */
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-        }
-        errno = ECANCELED;
-        return -1;
-    }
-    return pid;
+    return (pid_t)syscall(SYS_clone3, &a, sizeof a);
 #else
     (void)dir;
-    (void)check;
     errno = ENOSYS;
     return -1;
 #endif
@@ -307,23 +332,11 @@ pid_t cgroup_fork(void)
 {
     /* Born in the cgroup: no migration, which costs a 10 ms RCU grace
      * period the first time.  The first worker learns whether clone3 can
-     * do it here: no probe child of its own (issue 23).  It also learns
-     * whether a child born there lives: the kernel kills one at birth where
-     * the cgroup's kill count differs from that of amlrun's cgroup (see
-     * cgroup_kill), which a cgroup of amlrun's that was once killed has
-     * from the start.  The kill is queued before clone3 returns, so the
-     * first worker, which waits for its go-ahead byte, is looked at at once,
-     * without waiting for it to run. */
+     * do it here: no probe child of its own (issue 23; clone_outcome). */
     if (cg.clone3 != 0) {
-        pid_t pid = clone_into_cgroup(cg.dir, cg.clone3 < 0);
-        if (pid >= 0) {
-            cg.clone3 = 1;
+        pid_t pid = clone_outcome(clone_into_cgroup(cg.dir));
+        if (pid >= 0 || errno != ENOSYS)
             return pid;
-        }
-        if (cg.clone3 == 1 || (errno != ENOSYS && errno != E2BIG &&
-                               errno != EINVAL && errno != ECANCELED))
-            return -1;
-        cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
     }
     pid_t pid = fork();
     if (pid <= 0)
@@ -336,9 +349,7 @@ pid_t cgroup_fork(void)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-        }
+        kill_and_reap(pid);
         errno = e;
         return -1;
     }
@@ -349,34 +360,15 @@ pid_t cgroup_fork(void)
 pid_t cgroup_clonevm(uint64_t flags, void (*fn)(void *), void *arg,
                      void *stack, size_t size)
 {
-    /* Where a child born here is known to live, or not known yet: then, as
-     * in cgroup_fork, the first worker learns it, which waits for its
-     * go-ahead byte (so never held until its exec). */
+    /* Where a child born here is known to live, or not known yet: then the
+     * first worker learns it (clone_outcome), which waits for its go-ahead
+     * byte, so never held until its exec. */
     if (cg.clone3 == 0 || (cg.clone3 < 0 && (flags & CLONEVM_WAIT))) {
         errno = ENOSYS;
         return -1;
     }
-    pid_t pid = clonevm(flags | 0x200000000ULL /* CLONE_INTO_CGROUP */, cg.dir,
-                        fn, arg, stack, size);
-    if (cg.clone3 == 1)
-        return pid;
-    if (pid >= 0 && born_dead(pid)) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-        }
-        pid = -1;
-        errno = ECANCELED;
-    }
-    if (pid >= 0) {
-        cg.clone3 = 1;
-        return pid;
-    }
-    if (errno == ENOSYS || errno == E2BIG || errno == EINVAL ||
-        errno == ECANCELED) {
-        cg.clone3 = 0; /* Linux < 5.7, valgrind; a child killed at birth */
-        errno = ENOSYS; /* fork then */
-    }
-    return -1;
+    return clone_outcome(clonevm(flags | 0x200000000ULL /* CLONE_INTO_CGROUP */,
+                                 cg.dir, fn, arg, stack, size));
 }
 
 int cgroup_may_clone_into(void)

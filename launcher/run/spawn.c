@@ -235,10 +235,15 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
     pid_t pid = -1;
     errno = ENOSYS;
     /* In the job's cgroup the child may borrow amlrun's memory rather than
-     * get a copy of it; held until its exec only when it binds, and never
-     * when it waits for its go-ahead, which amlrun gives after this. */
-    if (guard_clones_vm() && !(a.binds && go[0] >= 0))
-        pid = a.binds ? clone_held(&a) : clone_beside(&a, sp);
+     * get a copy of it: beside amlrun, or, when it binds, held until its
+     * exec, unless it waits for its go-ahead, which amlrun gives after
+     * this (then it is forked). */
+    if (guard_clones_vm()) {
+        if (!a.binds)
+            pid = clone_beside(&a, sp);
+        else if (go[0] < 0)
+            pid = clone_held(&a);
+    }
     if (pid < 0 && errno == ENOSYS)
         pid = guard_fork();
     if (pid < 0) {

@@ -37,6 +37,17 @@ static int unsupported(pid_t pid)
     return 1;
 }
 
+/* clonevm with CLONEVM_WAIT onto STACK (STACK_SIZE bytes): the pid, once
+ * the child has exec'd or exited; -1 where clonevm cannot clone. */
+static pid_t start_held(void (*fn)(void *), void *arg, char *stack)
+{
+    pid_t pid = clonevm(CLONEVM_WAIT, -1, fn, arg, stack, STACK_SIZE);
+    if (unsupported(pid))
+        return -1;
+    CHECK(pid > 0);
+    return pid;
+}
+
 /* The child's exit status once reaped, or -1 when it was not reaped or
  * did not exit. */
 static int exit_code(pid_t pid)
@@ -63,10 +74,9 @@ static void test_shared_memory_held_until_exit(void)
 {
     _Alignas(16) char stack[STACK_SIZE];
     struct shared s = {0, 0, 7};
-    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
-    if (unsupported(pid))
+    pid_t pid = start_held(child_exits, &s, stack);
+    if (pid < 0)
         return;
-    CHECK(pid > 0);
     CHECK_INT_EQ(s.before_exit, 1);
     CHECK_INT_EQ(exit_code(pid), 7);
 }
@@ -76,10 +86,9 @@ static void test_runs_on_the_given_stack(void)
 {
     _Alignas(16) char stack[STACK_SIZE];
     struct shared s = {0, 0, 0};
-    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack, sizeof stack);
-    if (unsupported(pid))
+    pid_t pid = start_held(child_exits, &s, stack);
+    if (pid < 0)
         return;
-    CHECK(pid > 0);
     CHECK(s.local_at >= (uintptr_t)stack &&
           s.local_at < (uintptr_t)stack + sizeof stack);
     waitpid(pid, NULL, 0);
@@ -105,10 +114,9 @@ static void test_exec_status(void)
     _Alignas(16) char stack[STACK_SIZE];
     char *const argv[] = {"/bin/sh", "-c", "exit 5", NULL};
     struct exec_args a = {0, argv};
-    pid_t pid = clonevm(CLONEVM_WAIT, -1, child_execs, &a, stack, sizeof stack);
-    if (unsupported(pid))
+    pid_t pid = start_held(child_execs, &a, stack);
+    if (pid < 0)
         return;
-    CHECK(pid > 0);
     CHECK_INT_EQ(a.about_to_exec, 1);
     CHECK_INT_EQ(exit_code(pid), 5);
 }
@@ -120,11 +128,9 @@ static void test_many_in_a_row(void)
     _Alignas(16) char stack[STACK_SIZE];
     for (int i = 0; i < 64; i++) {
         struct shared s = {0, 0, i % 100};
-        pid_t pid = clonevm(CLONEVM_WAIT, -1, child_exits, &s, stack,
-                            sizeof stack);
-        if (unsupported(pid))
+        pid_t pid = start_held(child_exits, &s, stack);
+        if (pid < 0)
             return;
-        CHECK(pid > 0);
         CHECK_INT_EQ(exit_code(pid), i % 100);
     }
     CHECK_INT_EQ(waitpid(-1, NULL, WNOHANG), -1);
