@@ -126,7 +126,7 @@ LIB_LIBS    = -ldl -lpthread
 # amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
 # is one program.
 LIB_PARTS  := util sources layout topo progress plan net bootstrap rdzv nccl
-RUN_PARTS_DIRS := cli head run contain output stacks query
+RUN_PARTS_DIRS := cli head worker job plugins run contain output stacks query
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \
               $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.h))

@@ -23,15 +23,15 @@
 #include "output/msg.h"
 #include "output/output.h"
 #include "query/client.h"
-#include "run/command.h"
-#include "run/control.h"
+#include "worker/command.h"
+#include "worker/control.h"
 #include "run/dryrun.h"
 #include "run/events.h"
 #include "run/inplace.h"
-#include "run/jobtoken.h"
+#include "worker/jobtoken.h"
 #include "run/result.h"
 #include "run/supervise.h"
-#include "run/workerenv.h"
+#include "worker/workerenv.h"
 
 extern char **environ;
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 
 #include "cli/mode.h"
-#include "run/command.h"
-#include "run/workerenv.h"
+#include "worker/command.h"
+#include "worker/workerenv.h"
 
 /* One line: "rank R (local L, node N): NAME=value ... -- argv..." with the
  * variables that differ from `base` (all of them when `all`), quoted for a

@@ -8,7 +8,7 @@
 #include "run/dryrun.h"
 #include "run/inplace.h"
 #include "output/msg.h"
-#include "run/workerenv.h"
+#include "worker/workerenv.h"
 
 extern char **environ;
 

@@ -7,7 +7,7 @@
 #ifndef AMLRUN_INPLACE_H
 #define AMLRUN_INPLACE_H
 
-#include "run/command.h"
+#include "worker/command.h"
 #include "cli/mode.h"
 #include "cli/options.h"
 

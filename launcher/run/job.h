@@ -14,8 +14,8 @@
 #include "output/output.h"
 #include "run/policy.h"
 #include "run/jobspec.h"
-#include "run/spawn.h"
-#include "run/workerenv.h"
+#include "worker/spawn.h"
+#include "worker/workerenv.h"
 
 #define READ_BUF (64u << 10)
 

@@ -5,10 +5,10 @@
 #include <signal.h>
 
 #include "output/eventlog.h"
-#include "run/bind.h"
-#include "run/command.h"
+#include "worker/bind.h"
+#include "worker/command.h"
 #include "cli/options.h"
-#include "run/workerenv.h"
+#include "worker/workerenv.h"
 
 struct job_spec {
     const struct amlrun_opts *o;

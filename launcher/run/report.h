@@ -9,7 +9,7 @@
 
 #include "run/job.h"
 #include "run/policy.h"
-#include "run/spawn.h"
+#include "worker/spawn.h"
 
 /* A worker has ended: its failure, the attempt's first (first_failure),
  * or with -v any end. */

@@ -6,7 +6,7 @@
 
 #include "amldist.h"
 #include "output/json.h"
-#include "run/bind.h"
+#include "worker/bind.h"
 
 /* One row of distance classes from GPU `gpu` to every GPU or NIC. */
 static void dist_row(struct json *j, const amldist_topo_t *t, int gpu,

@@ -12,7 +12,7 @@
 
 #include "contain/clonevm.h"
 #include "contain/guard.h"
-#include "run/spawn.h"
+#include "worker/spawn.h"
 
 /* <linux/close_range.h>'s, spelled out (not in every libc's headers). */
 #define CLOSE_RANGE_CLOEXEC_FLAG (1U << 2)

@@ -20,7 +20,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
-#include "run/bind.h"
+#include "worker/bind.h"
 
 /* Where in the child a failure happened. */
 enum spawn_stage { SPAWN_OK, SPAWN_SETUP, SPAWN_BIND, SPAWN_EXEC };

@@ -10,7 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "run/command.h"
+#include "worker/command.h"
 #include "output/msg.h"
 
 char *command_which(const char *name, const char *path_env)

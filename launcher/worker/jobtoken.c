@@ -5,7 +5,7 @@
 #include <sys/random.h>
 
 #include "output/msg.h"
-#include "run/jobtoken.h"
+#include "worker/jobtoken.h"
 #include "util/secret.h"
 
 int job_token_export(void)

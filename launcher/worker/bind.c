@@ -11,8 +11,8 @@
 #include "amldist.h"
 #include "output/json.h"
 #include "output/msg.h"
-#include "run/bind.h"
-#include "run/picture.h"
+#include "worker/bind.h"
+#include "worker/picture.h"
 
 struct amlrun_binding {
     amldist_topo_t *topo; /* loaded here; NULL when borrowed */

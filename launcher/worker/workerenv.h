@@ -8,9 +8,9 @@
 #define AMLRUN_WORKERENV_H
 
 #include "amldist.h"
-#include "run/bind.h"
-#include "run/command.h"
-#include "run/control.h"
+#include "worker/bind.h"
+#include "worker/command.h"
+#include "worker/control.h"
 #include "cli/options.h"
 
 struct env_spec {

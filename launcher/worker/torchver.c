@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "run/torchver.h"
+#include "worker/torchver.h"
 
 /* The probe: find_spec() locates the package without running its
  * __init__ (importing torch takes seconds and may touch the GPUs); any

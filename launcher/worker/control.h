@@ -16,7 +16,7 @@
 #include "amldist.h"
 #include "cli/mode.h"
 #include "cli/options.h"
-#include "run/bind.h"
+#include "worker/bind.h"
 
 struct control {
     amldist_rdzv_t *rz; /* NULL: no control plane (one agent, or off) */

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "output/msg.h"
-#include "run/torchver.h"
-#include "run/workerenv.h"
+#include "worker/torchver.h"
+#include "worker/workerenv.h"
 
 const char *worker_id_str(int v, char *buf)
 {

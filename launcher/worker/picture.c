@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "output/msg.h"
-#include "run/picture.h"
+#include "worker/picture.h"
 
 extern char **environ;
 

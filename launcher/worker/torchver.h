@@ -8,7 +8,7 @@
 #ifndef AMLRUN_TORCHVER_H
 #define AMLRUN_TORCHVER_H
 
-#include "run/command.h"
+#include "worker/command.h"
 
 /* MAJOR * 1000 + MINOR (2008 for 2.8.0+cu128), or 0 when unknown: the
  * command does not run under a Python, that Python has no torch, or it

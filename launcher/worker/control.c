@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/control.h"
+#include "worker/control.h"
 #include "output/msg.h"
 
 static int ms(double seconds)
