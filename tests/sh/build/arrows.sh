@@ -4,20 +4,9 @@
 # way; and no two files include each other, however far round.
 . "$(dirname "$0")/../../lib.sh"
 
-# Levels, lowest first; a folder may include folders of a lower level.
-declare -A level=(
-    [lib/util]=0
-    [lib/layout]=1 [lib/topo]=1 [lib/progress]=1
-    [lib/sources]=2 [lib/plan]=2
-    [lib/net]=3
-    [lib/bootstrap]=4
-    [lib/rdzv]=5 [lib/nccl]=5
-    [launcher/output]=10
-    [launcher/contain]=11 [launcher/stacks]=11
-    [launcher/cli]=12 [launcher/query]=12
-    [launcher/head]=13 [launcher/run]=13
-    [launcher]=14
-)
+# Levels, lowest first, and the library's files amlrun links itself.
+. "$(dirname "$0")/levels.bash"
+linked=" ${launcher_links[*]/%/.h} "
 
 cd "$TOP" || exit 1
 edges=$TEST_TMP/edges
@@ -44,11 +33,8 @@ for f in lib/*/*.[ch] launcher/*.[ch] launcher/*/*.[ch]; do
         [ "$to" = "$from" ] && continue
         if [ -z "${level[$to]+x}" ]; then
             unknown+=("$to")
-        elif [ "${level[$to]}" -ge "${level[$from]}" ] && ! {
-            # amlrun links lib/net/loop.c, lib/util/{clock,secret}.c and lib/progress/{page,straggler,hang}.c:
-            # launcher code may use their headers.
-            case $path in lib/net/loop.h | lib/util/clock.h | lib/util/secret.h | lib/util/dltable.h | lib/progress/page.h | lib/progress/straggler.h | lib/progress/hang.h)
-                [ "$root" = launcher ] ;; *) false ;; esac; }; then
+        elif [ "${level[$to]}" -ge "${level[$from]}" ] &&
+            ! { [ "$root" = launcher ] && [[ $linked == *" $path "* ]]; }; then
             bad+=("$f:$line includes $path ($from may not include $to)")
         fi
     done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
