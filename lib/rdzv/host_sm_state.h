@@ -1,8 +1,10 @@
 /*
- * The host state machine's own state, shared by its files only: host_sm.c
- * (the machine, the end of a round), host_sm_join.c (who may join),
- * host_sm_form.c (forming a round).  host.c and the tests see the machine
- * through host_sm.h alone, so that its state stays its own.
+ * The host state machine's own state, shared by its files only:
+ * host_sm_step.c (the machine, its step, the end of a round) above
+ * host_sm_join.c (who may join), host_sm_form.c (forming a round) and
+ * host_sm_watch.c (views, gathers, marks), above host_sm.c (what they
+ * share).  The I/O and the tests see the machine through host_sm.h alone,
+ * so that its state stays its own.
  */
 #ifndef AMLDIST_RDZV_HOST_SM_STATE_H
 #define AMLDIST_RDZV_HOST_SM_STATE_H
@@ -83,7 +85,7 @@ struct amldist__rz_sm {
      * own node has not (hang_end, ms), and when the rule next decides. */
     struct amldist__rz_gather gathers[AMLDIST__RZ_GATHERS_MAX];
     /* The entries of gathers that ended in the last step, freed at the
-     * next (host_sm.c). */
+     * next (host_sm_step.c). */
     struct amldist__rz_gentry *spent[AMLDIST__RZ_GATHERS_MAX];
     int nspent;
     uint32_t next_gather;
@@ -118,8 +120,11 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm,
 void amldist__rz_sm_form_round(amldist__rz_sm_t *sm);
 void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who);
 void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm);
-/* host_sm.c: the round's first failure (fail: what it says), every node
- * told to stop. */
+/* host_sm.c: the round's first failure (text: what it says), every node
+ * told to stop; or only the failure kept: its status, whether it is final
+ * (no restart) and whether a restart after it counts. */
+void amldist__rz_sm_first_failure(amldist__rz_sm_t *sm, int status,
+                                  int final, int counts, const char *text);
 void amldist__rz_sm_round_fails(amldist__rz_sm_t *sm, int status,
                                 const char *text);
 /* host_sm_watch.c: a VIEW, an ASK, an ANSWER, MARKS from member m; time
