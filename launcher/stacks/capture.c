@@ -10,72 +10,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stacks/capture.h"
-#include "util/clock.h"
-
-const char *cap_status_field(pid_t pid, pid_t tid, const char *name,
-                             char *buf, size_t size)
-{
-    char path[64];
-    if (!pid)
-        snprintf(path, sizeof path, "/proc/self/status");
-    else if (tid)
-        snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid,
-                 (int)tid);
-    else
-        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    const char *found = NULL;
-    size_t len = strlen(name);
-    while (f && !found && fgets(buf, (int)size, f))
-        if (!strncmp(buf, name, len) && buf[len] == ':')
-            found = buf + len + 1;
-    if (f)
-        fclose(f);
-    return found;
-}
-
-double cap_now_ms(void)
-{
-    return (double)amldist__now_ns() / 1e6;
-}
-
-int cap_error(struct stk_rank *r, const char *fmt, ...)
-{
-    char *add, *line;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&add, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -1;
-    if (!r->error) {
-        r->error = add;
-        return 0;
-    }
-    n = asprintf(&line, "%s; %s", r->error, add);
-    free(add);
-    if (n < 0)
-        return -1;
-    free(r->error);
-    r->error = line;
-    return 0;
-}
-
-void cap_frames_free(struct stk_frame *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(f[i].function);
-        free(f[i].file);
-        free(f[i].module);
-    }
-    free(f);
-}
 
 static void rank_clear(struct stk_rank *r)
 {

@@ -1,7 +1,8 @@
 /*
  * The parts of stk_capture() (capture.c), not for the rest of amlrun:
  * native frames (capture_native.c: ptrace and libdwfl) and Python frames
- * (capture_python.c: the faulthandler channel).
+ * (capture_python.c: the faulthandler channel), over the helpers they
+ * share (capture_core.h).
  */
 #ifndef AMLRUN_STACKS_CAPTURE_H
 #define AMLRUN_STACKS_CAPTURE_H
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "stacks/capture_core.h"
 #include "stacks/stacks.h"
 
 /* What the native pass learnt of one target beside its threads. */
@@ -18,20 +20,6 @@ struct cap_native {
     unsigned long *tp;        /* per thread of the rank: its thread
                                  pointer (x86-64: pthread_self()), 0 none */
 };
-
-/* Milliseconds on the monotonic clock. */
-double cap_now_ms(void);
-
-/* The text after "NAME:" of a line of /proc/PID/status (tid 0), of
- * /proc/PID/task/TID/status, or of /proc/self/status (pid 0), in buf;
- * NULL when the file or the line is not there. */
-const char *cap_status_field(pid_t pid, pid_t tid, const char *name,
-                             char *buf, size_t size);
-
-/* A thread's state letter from /proc/PID/task/TID/stat, 0: it is gone;
- * cap_gone_state(): that letter says it has ended (0, Z, X). */
-char cap_task_state(pid_t pid, pid_t tid);
-int cap_gone_state(char s);
 
 /* Read every thread's native frames of the n targets t into r[i]
  * (threads, error) and c[i], by the deadline (cap_now_ms()): a thread that
@@ -54,11 +42,5 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
  * 0, or -1 when out of memory. */
 int cap_parse_dump(const char *text, size_t len, struct stk_thread **th,
                    size_t *n, unsigned long **ids, int *current);
-
-/* Append "; more" (or set) r->error: one line. */
-int cap_error(struct stk_rank *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-void cap_frames_free(struct stk_frame *f, size_t n);
 
 #endif /* AMLRUN_STACKS_CAPTURE_H */

@@ -41,21 +41,6 @@ struct task {
     int group_stop;  /* the stop signal of its group-stop, else 0 */
 };
 
-char cap_task_state(pid_t pid, pid_t tid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    if (read_small(path, buf, sizeof buf) < 0)
-        return 0;
-    char *p = strrchr(buf, ')'); /* the name may hold anything */
-    return p && p[1] == ' ' ? p[2] : 0;
-}
-
-int cap_gone_state(char s)
-{
-    return s == 0 || s == 'Z' || s == 'X' || s == 'x';
-}
-
 static int cmp_tid(const void *a, const void *b)
 {
     pid_t x = ((const struct task *)a)->tid, y = ((const struct task *)b)->tid;
