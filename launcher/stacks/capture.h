@@ -1,8 +1,8 @@
 /*
  * The parts of stk_capture() (capture.c), not for the rest of amlrun:
- * native frames (capture_native.c: ptrace and libdwfl) and Python frames
- * (capture_python.c: the faulthandler channel), over the helpers they
- * share (capture_core.h).
+ * native frames (capture_native.c: ptrace; capture_unwind.c: libdwfl) and
+ * Python frames (capture_python.c: the faulthandler channel), over the
+ * helpers they share (capture_core.h).
  */
 #ifndef AMLRUN_STACKS_CAPTURE_H
 #define AMLRUN_STACKS_CAPTURE_H

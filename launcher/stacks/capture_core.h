@@ -1,7 +1,7 @@
 /*
  * What the parts of stk_capture() share (capture_core.c), below all of
- * them: the dispatcher (capture.c), the native frames (capture_native.c)
- * and the Python frames (capture_python.c).
+ * them: the dispatcher (capture.c), the native frames (capture_native.c,
+ * capture_unwind.c) and the Python frames (capture_python.c).
  */
 #ifndef AMLRUN_STACKS_CAPTURE_CORE_H
 #define AMLRUN_STACKS_CAPTURE_CORE_H
