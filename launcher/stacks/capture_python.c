@@ -263,75 +263,81 @@ static int take(const struct stk_target *t, struct stk_rank *r,
     return rc;
 }
 
-int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
-               struct cap_native *c, double deadline)
+/* Signal target i for its dump into x: 1 when sent; 0 when it has no
+ * dump to give (r says why); -1 when out of memory. */
+static int ask(const struct stk_target *t, struct stk_rank *r,
+               const struct cap_native *c, int sig, struct dump *x)
 {
-    int sig = stk_signal();
     unsigned long long bit = 1ull << (sig - 1);
-    struct dump *d = calloc(n, sizeof *d);
-    struct pollfd *pf = calloc(n, sizeof *pf);
-    size_t nd = 0;
-    int rc = d && pf ? 0 : -1;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        pid_t pid = t[i].pid;
-        if (t[i].python_fd < 0 || c[i].exited)
+    pid_t pid = t->pid;
+    if (c->stopped)
+        return cap_error(r, "no Python frames: the worker is stopped "
+                            "(SIGSTOP), and amlrun leaves it so");
+    if (!(sigmask_of(pid, 0, "SigCgt") & bit))
+        return cap_error(r, "no Python frames: its Python did not take "
+                            "amlrun's faulthandler hook (site disabled: "
+                            "python -S, -I or -E?)");
+    discard(t->python_fd); /* what an earlier capture left */
+    x->fd = t->python_fd;
+    x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);
+    x->last = cap_now_ms();
+    int sent = x->to_main ? (int)syscall(SYS_tgkill, pid, pid, sig)
+                          : kill(pid, sig);
+    if (sent < 0)
+        return cap_error(r, "it exited before its Python stack could be "
+                            "read");
+    return 1;
+}
+
+/* One pass over the dumps not done: read what came, see which are done,
+ * and put the descriptors still to wait on in pf.  Their count, or -1 when
+ * out of memory. */
+static long read_pass(const struct stk_target *t, struct dump *d, size_t nd,
+                      struct pollfd *pf, int sig, double now)
+{
+    long open = 0;
+    for (size_t k = 0; k < nd; k++) {
+        if (d[k].done)
             continue;
-        if (c[i].stopped) {
-            rc = cap_error(&r[i], "no Python frames: the worker is stopped "
-                                  "(SIGSTOP), and amlrun leaves it so");
+        int eof = drain(&d[k]);
+        if (eof < 0)
+            return -1;
+        if (eof) { /* nothing more can come */
+            d[k].done = 1;
             continue;
         }
-        if (!(sigmask_of(pid, 0, "SigCgt") & bit)) {
-            rc = cap_error(&r[i], "no Python frames: its Python did not take "
-                                  "amlrun's faulthandler hook (site disabled: "
-                                  "python -S, -I or -E?)");
+        if (finished(&t[d[k].i], &d[k], sig, now)) {
+            d[k].done = 1;
+            if (drain(&d[k]) < 0) /* written before it left the handler */
+                return -1;
             continue;
         }
-        discard(t[i].python_fd); /* what an earlier capture left */
-        struct dump *x = &d[nd];
-        x->i = i;
-        x->fd = t[i].python_fd;
-        x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);
-        x->last = cap_now_ms();
-        int sent = x->to_main ? (int)syscall(SYS_tgkill, pid, pid, sig)
-                              : kill(pid, sig);
-        if (sent < 0) {
-            rc = cap_error(&r[i], "it exited before its Python stack could "
-                                  "be read");
-            continue;
-        }
-        nd++;
+        pf[open].fd = d[k].fd;
+        pf[open].events = POLLIN;
+        open++;
     }
+    return open;
+}
+
+/* Read the dumps as they come, until each is done or the deadline. */
+static int read_all(const struct stk_target *t, struct dump *d, size_t nd,
+                    struct pollfd *pf, int sig, double deadline)
+{
     for (;;) {
         double now = cap_now_ms();
-        size_t open = 0;
-        for (size_t k = 0; k < nd && rc == 0; k++) {
-            if (d[k].done)
-                continue;
-            int eof = drain(&d[k]);
-            if (eof < 0) {
-                rc = -1;
-                break;
-            }
-            if (eof) { /* nothing more can come */
-                d[k].done = 1;
-                continue;
-            }
-            if (finished(&t[d[k].i], &d[k], sig, now)) {
-                d[k].done = 1;
-                if (drain(&d[k]) < 0) /* written before it left the handler */
-                    rc = -1;
-                continue;
-            }
-            pf[open].fd = d[k].fd;
-            pf[open].events = POLLIN;
-            open++;
-        }
-        if (rc < 0 || open == 0 || now >= deadline)
-            break;
+        long open = read_pass(t, d, nd, pf, sig, now);
+        if (open <= 0 || now >= deadline)
+            return open < 0 ? -1 : 0;
         double left = deadline - now;
-        (void)poll(pf, open, left < 2 ? (int)left + 1 : 2);
+        (void)poll(pf, (nfds_t)open, left < 2 ? (int)left + 1 : 2);
     }
+}
+
+/* Each dump onto its rank's threads, or the reason it has none. */
+static int take_all(const struct stk_target *t, struct stk_rank *r,
+                    const struct cap_native *c, struct dump *d, size_t nd)
+{
+    int rc = 0;
     for (size_t k = 0; k < nd && rc == 0; k++) {
         struct stk_rank *rk = &r[d[k].i];
         if (!d[k].len && cap_gone_state(cap_task_state(rk->pid, rk->pid)))
@@ -347,6 +353,31 @@ int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
         else
             rc = take(&t[d[k].i], rk, &c[d[k].i], &d[k]);
     }
+    return rc;
+}
+
+int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
+               struct cap_native *c, double deadline)
+{
+    int sig = stk_signal();
+    struct dump *d = calloc(n, sizeof *d);
+    struct pollfd *pf = calloc(n, sizeof *pf);
+    size_t nd = 0;
+    int rc = d && pf ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (t[i].python_fd < 0 || c[i].exited)
+            continue;
+        d[nd].i = i;
+        rc = ask(&t[i], &r[i], &c[i], sig, &d[nd]);
+        if (rc > 0) {
+            nd++;
+            rc = 0;
+        }
+    }
+    if (rc == 0)
+        rc = read_all(t, d, nd, pf, sig, deadline);
+    if (rc == 0)
+        rc = take_all(t, r, c, d, nd);
     for (size_t k = 0; k < nd; k++)
         free(d[k].buf);
     free(d);
