@@ -7,6 +7,10 @@
  * its own made for it: the tracer of a ptrace attachment is a thread, and
  * when that thread ends the kernel detaches whatever it still traces, so
  * that whatever happens in between, no worker is left ptrace-stopped.
+ *
+ * This file is the dispatcher: the two passes (capture_native.c,
+ * capture_python.c) are below it, and the helpers all three share below
+ * them (capture_core.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +51,24 @@ static void *native_main(void *arg)
     return NULL;
 }
 
+/* Each rank as its target says, on host: 0, or -1 when out of memory
+ * (the ranks all set all the same). */
+static int ranks_init(const struct stk_target *t, size_t n, const char *host,
+                      struct stk_rank *r)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        r[i].rank = t[i].rank;
+        r[i].local_rank = t[i].local_rank;
+        r[i].node = t[i].node;
+        r[i].pid = t[i].pid;
+        r[i].last_progress_s = t[i].last_progress_s;
+        if (host && !(r[i].host = strdup(host)))
+            rc = -1;
+    }
+    return rc;
+}
+
 int stk_capture(const struct stk_target *t, size_t n, const char *host,
                 int timeout_ms, struct stk_set *out)
 {
@@ -63,16 +85,7 @@ int stk_capture(const struct stk_target *t, size_t n, const char *host,
         return -1;
     }
     out->ranks = grown;
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        r[i].rank = t[i].rank;
-        r[i].local_rank = t[i].local_rank;
-        r[i].node = t[i].node;
-        r[i].pid = t[i].pid;
-        r[i].last_progress_s = t[i].last_progress_s;
-        if (host && !(r[i].host = strdup(host)))
-            rc = -1;
-    }
+    int rc = ranks_init(t, n, host, r);
     /* The Python frames get what the native pass leaves, and at least a
      * third of the time: a dump comes within milliseconds of the signal. */
     int any_python = 0;
