@@ -12,9 +12,11 @@
  * Explicit options override the environment; Azure ML and MASTER_ADDR only
  * ever name the master.
  *
- * This file reads the sources and runs the steps in their order (build());
- * how two readings combine is merge.c's, the options' part options.c's,
- * the master master.c's and the final checks validate.c's.
+ * This file asks lib/sources for a reading of each kind (the first
+ * canonical, MPI and outer reader of its table that finds its variables)
+ * and runs the steps in their order (build()); how two readings combine is
+ * merge.c's, the options' part options.c's, the master master.c's and the
+ * final checks validate.c's.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -43,21 +45,6 @@ static int prefer_of(const amldist__env_t *env)
                          "AMLDIST_PREFER=\"%s\": expected \"canonical\" or "
                          "\"launcher\"",
                          p);
-}
-
-/* The first MPI-family reader that finds its variables. */
-static int read_mpi(const amldist__env_t *env, struct amldist *r)
-{
-    static int (*const readers[])(const amldist__env_t *, struct amldist *) = {
-        amldist__src_ompi, amldist__src_mvapich2, amldist__src_mpich,
-        amldist__src_pmix,
-    };
-    for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
-        int rc = readers[i](env, r);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
 }
 
 static void set_default(struct amldist *h)
@@ -184,13 +171,15 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     int prefer = prefer_of(env);
     if (prefer < 0)
         return prefer;
-    int has_canon = amldist__src_canonical(env, &canon);
+    int has_canon =
+        amldist__read_first(AMLDIST__READ_CANONICAL, env, NULL, &canon);
     if (has_canon < 0)
         return has_canon;
-    int has_mpi = read_mpi(env, &mpi);
+    int has_mpi = amldist__read_first(AMLDIST__READ_MPI, env, NULL, &mpi);
     if (has_mpi < 0)
         return has_mpi;
-    int has_slurm = amldist__src_slurm(env, &slurm);
+    int has_slurm =
+        amldist__read_first(AMLDIST__READ_OUTER, env, NULL, &slurm);
     if (has_slurm < 0)
         return has_slurm;
     int rc = 0;

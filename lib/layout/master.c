@@ -42,17 +42,18 @@ int amldist__resolve_master(const amldist__env_t *env, struct amldist *h,
     if (rc < 0)
         return rc;
     if (!amldist__known(h, AMLDIST_FIELD_MASTER_ADDR)) {
-        struct amldist az;
-        if ((rc = amldist__src_azureml(env, h, &az)) < 0)
+        struct amldist named; /* a master reader's */
+        rc = amldist__read_first(AMLDIST__READ_MASTER, env, h, &named);
+        if (rc < 0)
             return rc;
         if (rc == 1) {
-            memcpy(h->addr, az.addr, sizeof h->addr);
+            memcpy(h->addr, named.addr, sizeof h->addr);
             memcpy(h->why[AMLDIST_FIELD_MASTER_ADDR],
-                   az.why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
+                   named.why[AMLDIST_FIELD_MASTER_ADDR], AMLDIST__WHY_MAX);
             if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT))
                 amldist__set(h, AMLDIST_FIELD_MASTER_PORT,
-                             az.val[AMLDIST_FIELD_MASTER_PORT], "%s",
-                             az.why[AMLDIST_FIELD_MASTER_PORT]);
+                             named.val[AMLDIST_FIELD_MASTER_PORT], "%s",
+                             named.why[AMLDIST_FIELD_MASTER_PORT]);
         }
     }
     if (!amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) &&

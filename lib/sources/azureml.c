@@ -8,7 +8,11 @@
  * MASTER_ADDR when set (layout/master.c reads those first); each variable
  * stands in for the other when only one is set.
  */
-#include "layout/layout.h"
+#include "sources/sources.h"
+
+/* The ports the Azure ML guide's aml_mpienv.py uses (multi- / single node). */
+#define AMLDIST__AZURE_PORT 6105
+#define AMLDIST__AZURE_SINGLE_PORT 54965
 
 static int host_of(const char *name, const char *value, char *host,
                    size_t hostsz)

@@ -8,7 +8,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 #define RANK_MAX (INT_MAX - 1)
 

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 /* PET_<name> as a positive integer; "N:N" (torchrun's --nnodes range with
  * equal ends) counts as N, other ranges and words ("auto") as nothing. */

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 /* Wrappers between the proxy and us, at most. */
 #define HYDRA_ANCESTORS 8

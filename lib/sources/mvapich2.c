@@ -1,6 +1,6 @@
 /* MVAPICH2: MV2_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE.  It exports no
  * node index; one node (LOCAL_SIZE == SIZE) is node 0, see layout/layout.c. */
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 int amldist__src_mvapich2(const amldist__env_t *env, struct amldist *r)
 {

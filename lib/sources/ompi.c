@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 #include "sources/ompi_rankfile.h"
 
 #define DAEMON_URI "OMPI_MCA_orte_local_daemon_uri"

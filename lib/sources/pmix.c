@@ -4,7 +4,7 @@
  * server (layout.c asks it only when this reading is the one used).  Without the server only the rank is known, and layout.c reports
  * the missing world size, unless Slurm describes the same step.
  */
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 int amldist__src_pmix(const amldist__env_t *env, struct amldist *r)
 {

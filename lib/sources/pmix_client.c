@@ -42,7 +42,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 #include "util/parse.h"
 
 #define PMIX_MAX_NSLEN 255

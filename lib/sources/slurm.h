@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "layout/layout.h"
+#include "sources/sources.h"
 
 /* SLURM_GTIDS, the step's task ids on this node, once checked. */
 typedef struct {

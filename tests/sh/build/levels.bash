@@ -7,8 +7,8 @@
 # shellcheck disable=SC2034 # read by the scripts that source this file
 declare -A level=(
     [lib/util]=0
-    [lib/layout]=1 [lib/topo]=1 [lib/progress]=1
-    [lib/sources]=2 [lib/plan]=2
+    [lib/sources]=1 [lib/topo]=1 [lib/progress]=1
+    [lib/layout]=2 [lib/plan]=2
     [lib/net]=3
     [lib/bootstrap]=4
     [lib/rdzv]=5 [lib/nccl]=5

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout/layout.h"
+#include "sources/reading.h"
 #include "util/parse.h"
 
 const char *amldist__env_get(const amldist__env_t *env, const char *name)
