@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,110 +177,102 @@ static int parse_types(const char *arg, opts_t *o)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, opts_t *o)
+/* The options that take an integer, where each goes and what it must be. */
+static const struct int_option {
+    int c, min, max;
+    size_t at; /* offsetof(opts_t, field) */
+    const char *name, *expected;
+} int_options[] = {
+    {'f', 2, 1024, offsetof(opts_t, factor), "-f", "a factor 2 .. 1024"},
+    {'n', 1, 1000000, offsetof(opts_t, iters), "-n", "iterations >= 1"},
+    {'w', 0, 1000000, offsetof(opts_t, warmup), "-w", "iterations >= 0"},
+    {'c', 0, 1, offsetof(opts_t, check), "-c", "0 or 1"},
+    {'T', 1, 86400, offsetof(opts_t, timeout_s), "-T", "seconds 1 .. 86400"},
+    {'S', 1, 86400, offsetof(opts_t, bootstrap_s), "--bootstrap-timeout",
+     "seconds"},
+};
+
+/* Option c of int_options into o: 0, EXIT_USAGE, or -1 when c is none. */
+static int take_int(int c, const char *arg, opts_t *o)
 {
-    static const struct option longs[] = {
-        {"minbytes", 1, 0, 'b'},      {"maxbytes", 1, 0, 'e'},
-        {"stepfactor", 1, 0, 'f'},    {"iters", 1, 0, 'n'},
-        {"warmup_iters", 1, 0, 'w'},  {"check", 1, 0, 'c'},
-        {"datatype", 1, 0, 'd'},      {"op", 1, 0, 'o'},
-        {"collective", 1, 0, 'C'},    {"timeout", 1, 0, 'T'},
-        {"expect-busbw", 1, 0, 'E'},  {"baseline", 1, 0, 'B'},
-        {"tolerance", 1, 0, 't'},     {"bootstrap-timeout", 1, 0, 'S'},
-        {"list-baselines", 0, 0, 'L'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
-    int c, got_b = 0, got_e = 0;
-    char *end;
-    /* nccl-tests' defaults: 32 MiB, one size. */
-    *o = (opts_t){.minbytes = BASE_MIN, .maxbytes = BASE_MIN, .factor = 2,
-                  .iters = 20, .warmup = 5, .check = 1, .tolerance = 10,
-                  .timeout_s = 300, .coll = {&colls[0]}, .ncoll = 1,
-                  .type = {dtype_by_name("float")}, .ntype = 1};
-    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:T:h", longs,
-                            NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            if (parse_size(optarg, &o->minbytes))
-                return bad_usage("-b %s: expected a size such as 32M", optarg);
-            got_b = 1;
-            break;
-        case 'e':
-            if (parse_size(optarg, &o->maxbytes))
-                return bad_usage("-e %s: expected a size such as 8G", optarg);
-            got_e = 1;
-            break;
-        case 'f':
-            if (parse_int(optarg, 2, 1024, &o->factor))
-                return bad_usage("-f %s: expected a factor 2 .. 1024", optarg);
-            break;
-        case 'n':
-            if (parse_int(optarg, 1, 1000000, &o->iters))
-                return bad_usage("-n %s: expected iterations >= 1", optarg);
-            break;
-        case 'w':
-            if (parse_int(optarg, 0, 1000000, &o->warmup))
-                return bad_usage("-w %s: expected iterations >= 0", optarg);
-            break;
-        case 'c':
-            if (parse_int(optarg, 0, 1, &o->check))
-                return bad_usage("-c %s: expected 0 or 1", optarg);
-            break;
-        case 'd':
-            if (parse_types(optarg, o))
-                return bad_usage("-d %s: unknown type (float, half, bfloat16, "
-                                 "double, int8, uint8, int32, uint32, int64, "
-                                 "uint64, all)", optarg);
-            break;
-        case 'o':
-            if (strcmp(optarg, "sum"))
-                return bad_usage("-o %s: only sum is measured", optarg);
-            break;
-        case 'C':
-            if (parse_collective(optarg, o))
-                return bad_usage("-C %s: unknown collective (all_reduce, "
-                                 "all_gather, reduce_scatter, broadcast, "
-                                 "reduce, alltoall, all)", optarg);
-            break;
-        case 'T':
-            if (parse_int(optarg, 1, 86400, &o->timeout_s))
-                return bad_usage("-T %s: expected seconds 1 .. 86400", optarg);
-            break;
-        case 'E':
-            o->expect = strtod(optarg, &end);
-            if (!isdigit((unsigned char)*optarg) || *end || !(o->expect > 0))
-                return bad_usage("--expect-busbw %s: expected GB/s > 0",
-                                 optarg);
-            break;
-        case 'B':
-            if (!(o->base = find_baseline(optarg)))
-                return bad_usage("--baseline %s: unknown (see "
-                                 "--list-baselines)", optarg);
-            break;
-        case 't':
-            o->tolerance = strtod(optarg, &end);
-            if (!isdigit((unsigned char)*optarg) || *end ||
-                !(o->tolerance >= 0 && o->tolerance < 100))
-                return bad_usage("--tolerance %s: expected a percentage "
-                                 "0 .. 99", optarg);
-            break;
-        case 'S':
-            if (parse_int(optarg, 1, 86400, &o->bootstrap_s))
-                return bad_usage("--bootstrap-timeout %s: expected seconds",
-                                 optarg);
-            break;
-        case 'L':
-            list_baselines();
-            exit(EXIT_PASS);
-        case 'h':
-            usage(stdout);
-            exit(EXIT_PASS);
-        default:
-            usage(stderr);
-            return EXIT_USAGE;
-        }
+    for (size_t i = 0; i < sizeof int_options / sizeof *int_options; i++) {
+        const struct int_option *t = &int_options[i];
+        if (t->c != c)
+            continue;
+        if (parse_int(arg, t->min, t->max, (int *)((char *)o + t->at)))
+            return bad_usage("%s %s: expected %s", t->name, arg, t->expected);
+        return 0;
     }
-    if (optind < argc)
-        return bad_usage("unexpected argument %s", argv[optind]);
+    return -1;
+}
+
+/* One option from getopt_long into o (got_b, got_e: -b, -e given): 0, or
+ * the exit status of a usage error.  -h and --list-baselines exit here. */
+static int take_option(int c, const char *arg, opts_t *o, int *got_b,
+                       int *got_e)
+{
+    char *end;
+    switch (c) {
+    case 'b':
+        *got_b = 1;
+        return parse_size(arg, &o->minbytes)
+                   ? bad_usage("-b %s: expected a size such as 32M", arg)
+                   : 0;
+    case 'e':
+        *got_e = 1;
+        return parse_size(arg, &o->maxbytes)
+                   ? bad_usage("-e %s: expected a size such as 8G", arg)
+                   : 0;
+    case 'd':
+        return parse_types(arg, o)
+                   ? bad_usage("-d %s: unknown type (float, half, bfloat16, "
+                               "double, int8, uint8, int32, uint32, int64, "
+                               "uint64, all)", arg)
+                   : 0;
+    case 'o':
+        return strcmp(arg, "sum")
+                   ? bad_usage("-o %s: only sum is measured", arg) : 0;
+    case 'C':
+        return parse_collective(arg, o)
+                   ? bad_usage("-C %s: unknown collective (all_reduce, "
+                               "all_gather, reduce_scatter, broadcast, "
+                               "reduce, alltoall, all)", arg)
+                   : 0;
+    case 'E':
+        o->expect = strtod(arg, &end);
+        if (!isdigit((unsigned char)*arg) || *end || !(o->expect > 0))
+            return bad_usage("--expect-busbw %s: expected GB/s > 0", arg);
+        return 0;
+    case 'B':
+        return (o->base = find_baseline(arg)) == NULL
+                   ? bad_usage("--baseline %s: unknown (see "
+                               "--list-baselines)", arg)
+                   : 0;
+    case 't':
+        o->tolerance = strtod(arg, &end);
+        if (!isdigit((unsigned char)*arg) || *end ||
+            !(o->tolerance >= 0 && o->tolerance < 100))
+            return bad_usage("--tolerance %s: expected a percentage "
+                             "0 .. 99", arg);
+        return 0;
+    case 'L':
+        list_baselines();
+        exit(EXIT_PASS);
+    case 'h':
+        usage(stdout);
+        exit(EXIT_PASS);
+    }
+    int rc = take_int(c, arg, o);
+    if (rc != -1)
+        return rc;
+    usage(stderr); /* getopt_long's '?': it said why */
+    return EXIT_USAGE;
+}
+
+/* The options together, once all are read: -1, or the exit status of a
+ * usage error. */
+static int check_options(opts_t *o, int got_b, int got_e)
+{
     /* One bound given: the other follows it rather than contradict it. */
     if (got_e && !got_b && o->minbytes > o->maxbytes)
         o->minbytes = o->maxbytes;
@@ -299,6 +292,34 @@ static int parse_args(int argc, char **argv, opts_t *o)
                          "-e %zu measures nothing it can judge",
                          o->base->name, BASE_MIN, o->maxbytes);
     return -1;
+}
+
+/* The command line into o: -1, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, opts_t *o)
+{
+    static const struct option longs[] = {
+        {"minbytes", 1, 0, 'b'},      {"maxbytes", 1, 0, 'e'},
+        {"stepfactor", 1, 0, 'f'},    {"iters", 1, 0, 'n'},
+        {"warmup_iters", 1, 0, 'w'},  {"check", 1, 0, 'c'},
+        {"datatype", 1, 0, 'd'},      {"op", 1, 0, 'o'},
+        {"collective", 1, 0, 'C'},    {"timeout", 1, 0, 'T'},
+        {"expect-busbw", 1, 0, 'E'},  {"baseline", 1, 0, 'B'},
+        {"tolerance", 1, 0, 't'},     {"bootstrap-timeout", 1, 0, 'S'},
+        {"list-baselines", 0, 0, 'L'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c, rc, got_b = 0, got_e = 0;
+    /* nccl-tests' defaults: 32 MiB, one size. */
+    *o = (opts_t){.minbytes = BASE_MIN, .maxbytes = BASE_MIN, .factor = 2,
+                  .iters = 20, .warmup = 5, .check = 1, .tolerance = 10,
+                  .timeout_s = 300, .coll = {&colls[0]}, .ncoll = 1,
+                  .type = {dtype_by_name("float")}, .ntype = 1};
+    while ((c = getopt_long(argc, argv, "b:e:f:n:w:c:d:o:C:T:h", longs,
+                            NULL)) != -1)
+        if ((rc = take_option(c, optarg, o, &got_b, &got_e)) != 0)
+            return rc;
+    if (optind < argc)
+        return bad_usage("unexpected argument %s", argv[optind]);
+    return check_options(o, got_b, got_e);
 }
 
 /* ---- the table --------------------------------------------------------
