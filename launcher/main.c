@@ -26,7 +26,7 @@
 #include "worker/command.h"
 #include "worker/control.h"
 #include "run/dryrun.h"
-#include "run/events.h"
+#include "run/plugins.h"
 #include "run/inplace.h"
 #include "worker/jobtoken.h"
 #include "run/result.h"
@@ -154,7 +154,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
-    events_job_start(events, o, host,
+    plugins_job_start(events, o, host,
                      options_c10d(o) ? -1 : amldist_node_rank(p->layout),
                      p->nproc, c->path);
     struct control ctl;

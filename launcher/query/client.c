@@ -404,7 +404,7 @@ static int stacks_print(char *body)
     } else if (set.n > 0) {
         struct stk_report rep;
         memset(&rep, 0, sizeof rep);
-        if (stk_merge(&set, NULL, 0, "request", 0, &rep) < 0) {
+        if (stk_merge(&set, NULL, 0, STOP_REQUEST, 0, &rep) < 0) {
             msg("out of memory merging the stacks");
             failed = 1;
         } else {

@@ -12,8 +12,7 @@
 #include "output/msg.h"
 #include "output/rootcause.h"
 #include "output/torchlogs.h"
-#include "run/events.h"
-#include "run/hangwatch.h"
+#include "job/hooks.h"
 #include "run/report.h"
 
 static const char *plural(int n)
@@ -30,9 +29,6 @@ void report_worker_end(const struct job *j, struct worker *w,
      * own (the first failure itself has just begun the stop). */
     w->terminated = !first_failure && (j->p.phase == PHASE_STOPPING ||
                                        j->p.phase == PHASE_KILLING);
-    events_worker_exit(j, w);
-    if (first_failure)
-        events_failure(j, w, NULL);
     if (!first_failure) {
         if (j->s->o->verbose) {
             status_describe(w->status, what, sizeof what);
@@ -55,11 +51,11 @@ static void still_running(const struct job *j, char *buf, size_t size)
     snprintf(buf, size, ", rank%s %s", plural(j->live), list);
 }
 
-void report_stopping_others(const struct job *j)
+void report_stopping_others(struct job *j)
 {
     char ranks[272];
     if (j->live > 0)
-        events_stop(j, "failure", SIGTERM);
+        job_hooks_stopping(j, STOP_FAILURE, SIGTERM);
     if (j->live > 0 && !j->s->o->quiet) {
         still_running(j, ranks, sizeof ranks);
         msg("stopping the other %d worker%s%s (SIGTERM, SIGKILL after %g s)",
@@ -67,50 +63,16 @@ void report_stopping_others(const struct job *j)
     }
 }
 
-void report_stopping(const struct job *j, const char *why, enum action a)
+void report_stopping(struct job *j, enum stop_reason r, enum action a)
 {
     char ranks[272];
     if (a != ACT_STOP || j->live == 0)
         return;
-    events_stop(j, why, SIGTERM);
+    job_hooks_stopping(j, r, SIGTERM);
     still_running(j, ranks, sizeof ranks);
-    msg("%s: stopping the %d worker%s%s (SIGTERM, SIGKILL after %g s)", why,
+    msg("%s: stopping the %d worker%s%s (SIGTERM, SIGKILL after %g s)",
+        stop_row(r)->name,
         j->live, plural(j->live), ranks, j->s->o->term_timeout);
-}
-
-void report_waiting(const struct job *j, double waited)
-{
-    char what[512];
-    int pids = j->live <= 4;
-    size_t o = 0;
-    if (!pids) {
-        char list[256];
-        running_ranks(j, list, sizeof list);
-        snprintf(what, sizeof what, "%d ranks (%s, node %d)", j->live, list,
-                 j->w[0].id.node);
-    } else {
-        /* Few: each with its pid, as `ps` or `py-spy dump` want it. */
-        const char *sep = "";
-        char pidl[128] = "";
-        size_t po = 0;
-        int node = -1;
-        o = (size_t)snprintf(what, sizeof what, "rank%s ", plural(j->live));
-        for (int i = 0; i < j->n; i++) {
-            const struct worker *w = &j->w[i];
-            if (!w->running)
-                continue;
-            node = w->id.node;
-            o += (size_t)snprintf(what + o, sizeof what - o, "%s%d", sep,
-                                  w->id.rank);
-            po += (size_t)snprintf(pidl + po, sizeof pidl - po, "%s%d", sep,
-                                   (int)w->pid);
-            sep = ",";
-        }
-        snprintf(what + o, sizeof what - o, " (node %d, pid%s %s)", node,
-                 plural(j->live), pidl);
-    }
-    msg("%d of %d ranks done; waiting for %s for %.0f s", j->n - j->live,
-        j->n, what, waited);
 }
 
 void report_success(const struct job *j, int status)
@@ -155,10 +117,10 @@ static void hang_error_file(const char *why, const char *path)
 void report_hang_end(const struct job *j, int status)
 {
     const char *path = j->s->o->hang_report;
-    if (!j->hang_why[0] || status != AMLRUN_EXIT_HANG)
+    if (!j->stop_why[0] || status != AMLRUN_EXIT_HANG)
         return;
-    char why[sizeof j->hang_why + PATH_MAX + 32];
-    snprintf(why, sizeof why, "%s%s%s", j->hang_why,
+    char why[sizeof j->stop_why + PATH_MAX + 32];
+    snprintf(why, sizeof why, "%s%s%s", j->stop_why,
              path ? "; the stacks in " : "", path ? path : "");
     msg("job failed (exit status %d): %s", status, why);
     const char *agent = getenv("TORCHELASTIC_ERROR_FILE");
@@ -166,14 +128,10 @@ void report_hang_end(const struct job *j, int status)
         hang_error_file(why, agent);
 }
 
-void report_tell_hang(const struct job *j, double idle)
+void report_tell_round_failure(const struct job *j, int status,
+                               const char *text)
 {
-    char text[256];
-    snprintf(text, sizeof text, "amlrun:   host %s: hang: no progress for "
-             "%.1f s (--hang-timeout %g)\n", j->s->host, idle,
-             j->s->o->hang_timeout);
-    if (j->s->rz && amldist_rdzv_fail(j->s->rz, 0, -1, AMLRUN_EXIT_HANG,
-                                      text) < 0)
+    if (j->s->rz && amldist_rdzv_fail(j->s->rz, 0, -1, status, text) < 0)
         msg("telling the other nodes: %s", amldist_last_error());
 }
 
@@ -200,12 +158,12 @@ void report_worker_stopped(const struct job *j, struct worker *w, int sig)
     }
 }
 
-int report_start_failure(const struct job *j, const struct worker *w,
+int report_start_failure(struct job *j, const struct worker *w,
                          enum spawn_stage stage, int err)
 {
-    events_failure(j, w, stage == SPAWN_EXEC ? "cannot run the command"
-                         : stage == SPAWN_BIND ? "binding failed"
-                                               : "cannot start the worker");
+    job_hooks_start_failed(j, w, stage == SPAWN_EXEC ? "cannot run the command"
+                                 : stage == SPAWN_BIND ? "binding failed"
+                                                       : "cannot start the worker");
     if (stage == SPAWN_EXEC) {
         char why[PATH_MAX + 64];
         msg("rank %d (local %d): cannot run %s: %s", w->id.rank, w->id.local,
@@ -221,17 +179,16 @@ int report_start_failure(const struct job *j, const struct worker *w,
 
 void report_started(const struct job *j)
 {
-    events_attempt_started(j);
     if (j->s->o->verbose)
         msg("started %d worker%s", j->n, plural(j->n));
 }
 
-void report_stop_signal(const struct job *j, int sig, enum action a)
+void report_stop_signal(struct job *j, int sig, enum action a)
 {
     char name[32];
     signal_name(sig, name, sizeof name);
     if (a != ACT_NONE)
-        events_stop(j, "signal", sig);
+        job_hooks_stopping(j, STOP_SIGNAL, sig);
     if (a == ACT_STOP || a == ACT_PASS) {
         /* The first stop request: it ends the job on every node. */
         char why[64];
@@ -253,16 +210,16 @@ void report_stop_signal(const struct job *j, int sig, enum action a)
     }
 }
 
-void report_deadline(const struct job *j)
+void report_deadline(struct job *j)
 {
-    events_stop(j, "deadline", SIGKILL);
+    job_hooks_stopping(j, STOP_DEADLINE, SIGKILL);
     msg("%d worker%s still running %g s after SIGTERM: sending SIGKILL",
         j->live, plural(j->live), j->s->o->term_timeout);
 }
 
-void report_peer_stop(const struct job *j)
+void report_peer_stop(struct job *j)
 {
-    events_stop(j, "peer", SIGTERM);
+    job_hooks_stopping(j, STOP_PEER, SIGTERM);
     char ranks[272];
     still_running(j, ranks, sizeof ranks);
     if (!j->s->o->quiet)
@@ -271,20 +228,18 @@ void report_peer_stop(const struct job *j)
             j->s->o->term_timeout, amldist_rdzv_stop_reason(j->s->rz));
 }
 
-void report_restart(const struct job *j)
+void report_restart(struct job *j)
 {
-    events_restart(j, j->p.restarts);
+    job_hooks_round(j, j->p.restarts, 0);
     if (!j->s->o->quiet)
         msg("restarting the %d worker%s of this node (restart %d of %d)",
             j->n, plural(j->n), j->p.restarts, j->s->o->max_restarts);
 }
 
-void report_round(const struct job *j, int restarts)
+void report_round(struct job *j, int restarts)
 {
     amldist_rdzv_t *rz = j->s->rz;
-    if (restarts > j->p.restarts)
-        events_restart(j, restarts);
-    events_rendezvous(j);
+    job_hooks_round(j, restarts > j->p.restarts ? restarts : -1, 1);
     if (!j->s->o->quiet && restarts > j->p.restarts)
         msg("restarting the workers of all %d nodes (restart %d of %d; "
             "this node is node %d)", amldist_rdzv_num_nodes(rz), restarts,

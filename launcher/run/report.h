@@ -7,8 +7,9 @@
 #ifndef AMLRUN_REPORT_H
 #define AMLRUN_REPORT_H
 
-#include "run/job.h"
-#include "run/policy.h"
+#include "job/job.h"
+#include "job/policy.h"
+#include "output/stopreason.h"
 #include "worker/spawn.h"
 
 /* A worker has ended: its failure, the attempt's first (first_failure),
@@ -16,34 +17,35 @@
 void report_worker_end(const struct job *j, struct worker *w,
                        int first_failure);
 /* After the first failure: the other workers are being stopped. */
-void report_stopping_others(const struct job *j);
-/* A hang or --timeout (`why`) stops the workers (when `a` is ACT_STOP). */
-void report_stopping(const struct job *j, const char *why, enum action a);
-/* Ranks still run, `waited` s after the first of the others ended. */
-void report_waiting(const struct job *j, double waited);
+void report_stopping_others(struct job *j);
+/* A plugin's verdict (a hang, --timeout: `r`) stops the workers (when `a`
+ * is ACT_STOP). */
+void report_stopping(struct job *j, enum stop_reason r, enum action a);
 /* The job succeeded: one line (not with -q; with a control plane, node 0
  * for the job). */
 void report_success(const struct job *j, int status);
-/* To the other nodes: this node's attempt hung (a failure of the job's
- * round, which restarts it while restarts are left). */
-void report_tell_hang(const struct job *j, double idle);
+/* To the other nodes: this node's attempt failed (a hang: a failure of the
+ * job's round, which restarts it while restarts are left), with `status`
+ * and the text of its summary. */
+void report_tell_round_failure(const struct job *j, int status,
+                               const char *text);
 /* A worker stopped by `sig`, or continued (sig 0). */
 void report_worker_stopped(const struct job *j, struct worker *w, int sig);
 /* A worker that could not start; returns amlrun's exit status for it. */
-int report_start_failure(const struct job *j, const struct worker *w,
+int report_start_failure(struct job *j, const struct worker *w,
                          enum spawn_stage stage, int err);
 /* With -v: every worker of the attempt started. */
 void report_started(const struct job *j);
 /* Stop signal `sig`, and what the policy made of it. */
-void report_stop_signal(const struct job *j, int sig, enum action a);
+void report_stop_signal(struct job *j, int sig, enum action a);
 /* The --term-timeout deadline passed with workers running. */
-void report_deadline(const struct job *j);
+void report_deadline(struct job *j);
 /* The control plane's host stops this node's workers. */
-void report_peer_stop(const struct job *j);
+void report_peer_stop(struct job *j);
 /* A restart of this node's workers (no control plane). */
-void report_restart(const struct job *j);
+void report_restart(struct job *j);
 /* A new round of the job (control plane), `restarts` its count. */
-void report_round(const struct job *j, int restarts);
+void report_round(struct job *j, int restarts);
 /* Where the error files (and torchrun's logs) of the run are. */
 void report_rundir(const struct job *j, int keep, int base);
 

@@ -10,7 +10,7 @@
 #include "output/exitstatus.h"
 #include "output/json.h"
 #include "output/msg.h"
-#include "run/job.h"
+#include "job/job.h"
 #include "run/result.h"
 
 /* A monotonic now_s() time as seconds since the epoch: the workers' times

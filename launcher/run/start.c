@@ -9,9 +9,7 @@
 #include "output/lineprefix.h"
 #include "output/msg.h"
 #include "output/torchlogs.h"
-#include "run/events.h"
-#include "run/plane.h"
-#include "run/progresspage.h"
+#include "job/hooks.h"
 #include "run/report.h"
 #include "run/start.h"
 #include "stacks/channel.h"
@@ -29,7 +27,7 @@ int job_init(struct job *j, const struct job_spec *s)
     j->buf = malloc(READ_BUF);
     j->loop = amldist__loop_new();
     j->t_begin = now_s();
-    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop || events_watch(j) < 0)
+    if (j->null_fd < 0 || !j->w || !j->buf || !j->loop)
         return -1;
     for (int i = 0; i < j->n; i++) {
         j->w[i].job = j;
@@ -38,21 +36,13 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].stack_fd = -1;
         j->w[i].spawn = (struct spawn)SPAWN_NONE;
     }
-    progress_job_init(j);
+    job_page_init(j);
     return 0;
-}
-
-int job_node(const struct job *j)
-{
-    if (j->s->rz)
-        return amldist_rdzv_node_rank(j->s->rz);
-    if (j->n > 0 && j->w[0].id.node >= 0)
-        return j->w[0].id.node;
-    return amldist_node_rank(j->s->env->layout);
 }
 
 void job_free(struct job *j)
 {
+    job_plugins_detach(j); /* while the loop is there */
     for (int i = 0; j->w && i < j->n; i++) {
         out_stream_close(&j->w[i].out);
         out_stream_close(&j->w[i].err);
@@ -70,8 +60,7 @@ void job_free(struct job *j)
     free(j->buf);
     free(j->local_block);
     rundir_close(j->rd);
-    progress_job_free(j);
-    plane_free(j);
+    job_page_free(j);
 }
 
 /* Removed at the end unless it holds redirected output (torchrun keeps its
@@ -222,7 +211,8 @@ int start_worker(struct job *j, int index, int *status)
     char **env = worker_env(s->env, index, restarts, &w->id);
     if (!env)
         return -1;
-    if (progress_worker_env(j, index, &env) < 0) {
+    if (job_page_worker_env(j, index, &env) < 0 ||
+        job_hooks_worker_env(j, index, &env) < 0) {
         msg("out of memory starting local worker %d", index);
         amldist_envp_free(env);
         return -1;
@@ -256,7 +246,7 @@ int start_worker(struct job *j, int index, int *status)
             .binding = s->binding, .local_rank = index,
             .mask = s->worker_mask, .ignore_sighup = s->o->ignore_sighup,
             .pipe_was_ignored = s->pipe_was_ignored,
-            .keep_fd = wr_stack, .page_fd = progress_fd(j),
+            .keep_fd = wr_stack, .page_fd = job_page_fd(j),
         };
         enum spawn_stage stage = SPAWN_OK;
         int err = 0;
@@ -303,7 +293,7 @@ int start_worker_end(struct job *j, int index, int report, int *status)
         w->end_ns = 0;
         j->live++;
         w->attempt = j->p.restarts;
-        events_worker_start(j, w);
+        job_hooks_worker_start(j, w);
         return 0;
     }
     *status = report ? report_start_failure(j, w, stage, err)

@@ -6,7 +6,7 @@
 #ifndef AMLRUN_START_H
 #define AMLRUN_START_H
 
-#include "run/job.h"
+#include "job/job.h"
 
 /* 0, or -1 with errno (then job_free it all the same). */
 int job_init(struct job *j, const struct job_spec *s);

@@ -4,8 +4,11 @@
  * plane's descriptor and the workers' output pipes are the loop's watches,
  * the SIGKILL deadline its timer; the policy (policy.h) says what each
  * event means, start.h starts an attempt's workers, report.h says what
- * happened.  Signals come first: a callback that acts on the job takes the
- * signals that came before it does.
+ * happened.  The optional parts are plugins (job/hooks.h, the list in
+ * plugins.c): they are called at fixed moments, and their verdicts come
+ * back here (on_verdict), where the supervisor alone decides and acts.
+ * Signals come first: a callback that acts on the job takes the signals
+ * that came before it does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,14 +22,12 @@
 #include <unistd.h>
 
 #include "contain/guard.h"
+#include "job/hooks.h"
 #include "output/exitstatus.h"
 #include "output/msg.h"
-#include "run/events.h"
-#include "run/hangwatch.h"
-#include "run/jobquery.h"
-#include "run/plane.h"
-#include "run/progresspage.h"
+#include "run/plugins.h"
 #include "run/report.h"
+#include "run/result.h"
 #include "run/start.h"
 #include "run/supervise.h"
 #include "util/clock.h"
@@ -88,7 +89,7 @@ static void arm_deadline(struct job *j)
  * acts on the signal only once continued, so SIGCONT follows (as a shell's
  * kill does for a stopped job); otherwise it would sit out the whole
  * --term-timeout. */
-void job_act(struct job *j, enum action a, int sig)
+static void job_act(struct job *j, enum action a, int sig)
 {
     switch (a) {
     case ACT_STOP:
@@ -215,8 +216,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
                         ? policy_failed(&j->p, (int)(w - j->w), status)
                         : ACT_NONE;
     report_worker_end(j, w, a != ACT_NONE);
-    if (a == ACT_NONE && !status_failed(status))
-        watch_worker_done(j);
+    job_hooks_worker_exit(j, w, a != ACT_NONE);
     if (a == ACT_NONE)
         return;
     if (j->s->rz)
@@ -317,7 +317,7 @@ static void on_signal(struct job *j, int sig)
 }
 
 /* The signals that came (the signalfd does not block); whether any did. */
-int job_take_signals(struct job *j)
+static int job_take_signals(struct job *j)
 {
     struct signalfd_siginfo si[16];
     ssize_t n = read(j->s->sfd, si, sizeof si);
@@ -373,8 +373,31 @@ static int watch_controls(struct job *j)
     if (j->s->rz && amldist__loop_watch(j->loop, amldist_rdzv_fd(j->s->rz), 0,
                                         on_control, j) < 0)
         return -1;
-    return plane_watch(j);
+    return 0;
 }
+
+/* A plugin's verdict (job_stop): the attempt, or for a reason that is not
+ * restartable the job, stops; the other nodes are told, as a failure of
+ * the round or as the job's end. */
+static void on_verdict(struct job *j, enum stop_reason r,
+                       const struct stop_detail *d)
+{
+    const struct stop_row *row = stop_row(r);
+    if (d && d->why && d->why[0])
+        snprintf(j->stop_why, sizeof j->stop_why, "%s", d->why);
+    if (d && d->peer_text && row->restartable)
+        report_tell_round_failure(j, row->exit_status, d->peer_text);
+    else if (d && d->peer_text)
+        report_tell_final(j, row->exit_status, d->peer_text);
+    /* A restartable verdict fails the attempt (exit status 124 unless a
+     * restart follows); another ends the job whatever restarts are left. */
+    enum action a = row->restartable ? policy_hung(&j->p)
+                                     : policy_timeout(&j->p);
+    report_stopping(j, r, a);
+    job_act(j, a, SIGTERM);
+}
+
+static const struct job_actions actions = {on_verdict, job_take_signals};
 
 /* ---- an attempt ----------------------------------------------------------- */
 
@@ -417,11 +440,9 @@ static void start_attempt(struct job *j)
         stream_watch(j, &j->w[i], &j->w[i].out);
         stream_watch(j, &j->w[i], &j->w[i].err);
     }
-    if (!failed) {
+    if (!failed)
         report_started(j);
-        watch_attempt(j);
-    }
-    progress_attempt_start(j);
+    job_hooks_attempt_start(j, !failed);
 }
 
 /* The loop of one attempt: until every worker has ended and every pipe is
@@ -444,11 +465,10 @@ static void run_attempt(struct job *j)
 
 static void end_attempt(struct job *j)
 {
-    watch_attempt_end(j);
+    job_hooks_attempt_end(j);
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
-    progress_attempt_end(j);
     for (int i = 0; i < j->n; i++) {
         stream_close(j, &j->w[i].out);
         stream_close(j, &j->w[i].err);
@@ -482,12 +502,15 @@ int supervise(const struct job_spec *s)
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
-    if (job_open_rundir(&j) < 0 || jobquery_open(&j) < 0) {
+    if (job_open_rundir(&j) < 0) {
         job_free(&j);
         return AMLRUN_EXIT_SYSTEM;
     }
-    events_rendezvous(&j);
-    watch_job(&j);
+    if (job_plugins_attach(&j, job_plugin_list, &actions) < 0) {
+        msg_errno(errno, "setting up the job");
+        job_free(&j);
+        return AMLRUN_EXIT_SYSTEM;
+    }
     for (;;) {
         policy_attempt(&j.p);
         if (rundir_attempt(j.rd, s->rz ? amldist_rdzv_round(s->rz)
@@ -546,12 +569,11 @@ int supervise(const struct job_spec *s)
         else
             report_hang_end(&j, status);
     }
-    jobquery_close(&j);
-    progress_report_slowest(&j);
-    plane_report_slowest(&j);
+    job_hooks_job_finish(&j, status);
     report_slurm_stop(&j, status);
     report_success(&j, status);
-    events_end(&j, status);
+    result_write(&j, status);
+    job_hooks_job_end(&j, status);
     job_free(&j);
     return status;
 }

@@ -8,7 +8,7 @@
 #ifndef AMLRUN_SUPERVISE_H
 #define AMLRUN_SUPERVISE_H
 
-#include "run/jobspec.h"
+#include "job/jobspec.h"
 
 /* Run the job; returns amlrun's exit status. */
 int supervise(const struct job_spec *s);

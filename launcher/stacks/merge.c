@@ -216,7 +216,7 @@ static int make_groups(const struct stk_set *s, struct rkey **order, struct gsor
 }
 
 int stk_merge(const struct stk_set *s, const int *stalled, size_t n_stalled,
-              const char *reason, double timeout_s, struct stk_report *r)
+              enum stop_reason reason, double timeout_s, struct stk_report *r)
 {
     memset(r, 0, sizeof *r);
     r->reason = reason;

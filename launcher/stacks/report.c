@@ -232,15 +232,11 @@ static void head_text(struct line *l, const struct stk_set *s, const struct stk_
     else
         snprintf(t, sizeof t, "%.*f", (double)(long long)tm == tm ? 0 : 1, tm);
     add(l, "amlrun: ");
-    if (r->reason && strcmp(r->reason, "hang") == 0) {
-        snprintf(b, sizeof b, "hang: no progress for %s s; ", t);
+    const char *head = stop_row(r->reason)->stacks_head;
+    if (head) {
+        /* The reason's own words, then the limit (stopreason.h). */
+        snprintf(b, sizeof b, "%s %s s; ", head, t);
         add(l, b);
-    } else if (r->reason && strcmp(r->reason, "timeout") == 0) {
-        snprintf(b, sizeof b, "timeout: the job ran for %s s; ", t);
-        add(l, b);
-    } else if (r->reason && strcmp(r->reason, "request") != 0) {
-        add_safe(l, r->reason, 24);
-        add(l, ": ");
     }
     snprintf(b, sizeof b, "stacks of %zu rank%s, %zu group%s; ", s->n, s->n == 1 ? "" : "s",
              r->ngroups, r->ngroups == 1 ? "" : "s");
@@ -334,7 +330,7 @@ static void json_report(FILE *f, const struct stk_set *s, const struct stk_repor
 {
     json_begin(j, f);
     json_object(j, NULL);
-    json_str(j, "reason", r->reason);
+    json_str(j, "reason", stop_row(r->reason)->name);
     if (isfinite(r->timeout_s))
         json_num(j, "timeout_s", r->timeout_s, 3);
     else

@@ -11,6 +11,7 @@
 #ifndef AMLRUN_STACKS_H
 #define AMLRUN_STACKS_H
 
+#include "output/stopreason.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -112,7 +113,7 @@ struct stk_group {
 };
 
 struct stk_report {
-    const char *reason;          /* "hang", "timeout" or "request" */
+    enum stop_reason reason;     /* STOP_HANG, STOP_TIMEOUT or STOP_REQUEST */
     double timeout_s;            /* 0 for a request */
     struct stk_group *groups;    /* culprits' groups first, then largest */
     size_t ngroups;
@@ -125,7 +126,7 @@ struct stk_report {
  * the outliers.  With none (stalled NULL), the outliers are the ranks whose
  * stack differs from the majority's.  0, or -1 when out of memory. */
 int stk_merge(const struct stk_set *s, const int *stalled, size_t n_stalled,
-              const char *reason, double timeout_s, struct stk_report *r);
+              enum stop_reason reason, double timeout_s, struct stk_report *r);
 
 /* ---- report.c: what the user reads ---- */
 

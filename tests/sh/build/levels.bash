@@ -15,8 +15,11 @@ declare -A level=(
     [launcher/output]=10
     [launcher/contain]=11 [launcher/stacks]=11
     [launcher/cli]=12 [launcher/query]=12
-    [launcher/head]=13 [launcher/run]=13
-    [launcher]=14
+    [launcher/worker]=13
+    [launcher/job]=14
+    [launcher/plugins]=15
+    [launcher/head]=16 [launcher/run]=16
+    [launcher]=17
 )
 
 # The library's files that amlrun links as objects of its own (the

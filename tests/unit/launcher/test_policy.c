@@ -6,7 +6,7 @@
 
 #include "test.h"
 
-#include "run/policy.h"
+#include "job/policy.h"
 
 #define EXITED(n) ((n) << 8) /* a wait status */
 

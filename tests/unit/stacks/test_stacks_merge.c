@@ -20,7 +20,7 @@
 static struct stk_report merge(const struct stk_set *s, const int *stalled, size_t n)
 {
     struct stk_report r;
-    CHECK_INT_EQ(stk_merge(s, stalled, n, "hang", 30, &r), 0);
+    CHECK_INT_EQ(stk_merge(s, stalled, n, STOP_HANG, 30, &r), 0);
     return r;
 }
 
@@ -514,7 +514,7 @@ static void test_empty(void)
 {
     struct stk_set s = {0};
     struct stk_report r;
-    CHECK_INT_EQ(stk_merge(&s, NULL, 0, "request", 0, &r), 0);
+    CHECK_INT_EQ(stk_merge(&s, NULL, 0, STOP_REQUEST, 0, &r), 0);
     CHECK_INT_EQ(r.ngroups, 0);
     size_t n;
     char *t = print(&s, &r, &n);

@@ -1,5 +1,5 @@
 /*
- * The supervisor's query socket (see jobquery.h and query/proto.h).  Every
+ * The supervisor's query socket (see query.h and query/proto.h).  Every
  * descriptor is non-blocking and close-on-exec; a client is read and
  * written from the loop's callbacks, with a bounded request, one answer
  * made once, and a deadline for the whole exchange.  A client of another
@@ -20,9 +20,9 @@
 #include "query/proto.h"
 #include "query/qtext.h"
 #include "query/sockdir.h"
-#include "run/gather.h"
-#include "run/job.h"
-#include "run/jobquery.h"
+#include "job/gather.h"
+#include "job/hooks.h"
+#include "plugins/query.h"
 
 /* Clients served at once; more are closed at once. */
 #define QMAX_CLIENTS 16
@@ -364,13 +364,15 @@ static int listen_at(struct jobquery *q, char *why, size_t whysize)
     return fd;
 }
 
-int jobquery_open(struct job *j)
+/* Make the socket and watch it.  A socket that cannot be made (its
+ * directory refused, no room) is said with -v and the job runs without
+ * one; -1 only when out of memory. */
+static int attach(struct job *j, void **self)
 {
     struct jobquery *q = calloc(1, sizeof *q);
-    if (!q)
+    if (!(*self = q))
         return -1;
     q->j = j;
-    j->query = q;
     char why[QDIR_PATH_MAX + 128];
     q->fd = listen_at(q, why, sizeof why);
     if (q->fd >= 0 &&
@@ -388,11 +390,11 @@ int jobquery_open(struct job *j)
     return 0;
 }
 
-void jobquery_close(struct job *j)
+/* Close the socket and every client, and remove the socket's file: at the
+ * job's end, before its summary (nobody may ask a job that is over). */
+static void close_socket(struct jobquery *q)
 {
-    struct jobquery *q = j->query;
-    if (!q)
-        return;
+    struct job *j = q->j;
     for (int i = 0; i < QMAX_CLIENTS; i++)
         if (q->c[i]) {
             struct qclient *c = q->c[i];
@@ -404,6 +406,26 @@ void jobquery_close(struct job *j)
         close(q->fd);
         unlink(q->path);
     }
-    free(q);
-    j->query = NULL;
+    q->fd = -1;
 }
+
+static void job_finish(void *self, struct job *j, int status)
+{
+    (void)j;
+    (void)status;
+    close_socket(self);
+}
+
+static void detach(void *self, struct job *j)
+{
+    (void)j;
+    close_socket(self);
+    free(self);
+}
+
+const struct job_plugin query_plugin = {
+    .name = "query",
+    .attach = attach,
+    .job_finish = job_finish,
+    .detach = detach,
+};

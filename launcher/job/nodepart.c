@@ -6,7 +6,7 @@
  * the text any node can carry).
  *
  * A rank's progress (its last step, that step's age, its lag behind the
- * median rank) is the progress page's (progresspage.h).
+ * median rank) is a plugin's field (hooks.h: the straggler readings).
  *
  * A rank's CPU % is its process's (utime + stime of /proc/PID/stat, its
  * threads included, not its children) over the QP_CPU_INTERVAL_MS after
@@ -23,10 +23,9 @@
 #include "output/msg.h"
 #include "query/proto.h"
 #include "query/qtext.h"
-#include "run/gather.h"
-#include "run/hangwatch.h"
-#include "run/job.h"
-#include "run/progresspage.h"
+#include "job/gather.h"
+#include "job/hooks.h"
+#include "job/job.h"
 #include "stacks/stacks.h"
 #include "util/clock.h"
 
@@ -113,30 +112,9 @@ static double output_age(const struct worker *w)
     return t > 0 ? (double)(amldist__now_ns() - t) / 1e9 : -1;
 }
 
-/* The rank's last progress step, its age and its lag (progresspage.h):
- * "-" while it has not called amldist_progress() in this attempt. */
-static void progress_fields(FILE *f, const struct progress_lag *pl)
-{
-    if (!pl || pl->calls == 0) {
-        qt_str(f, "step", NULL);
-        qt_str(f, "step_age", NULL);
-        qt_str(f, "lag", NULL);
-        return;
-    }
-    qt_int(f, "step", (long long)pl->step);
-    double age = (double)(amldist__now_ns() - pl->t_ns) / 1e9;
-    qt_num(f, "step_age", age < 0 ? 0 : age, 3);
-    if (pl->steps > 0)
-        fprintf(f, " lag=%.3f", (double)pl->lag_ns / 1e9);
-    else
-        qt_str(f, "lag", NULL);
-    qt_int(f, "lag_steps", pl->steps);
-    qt_int(f, "last", pl->last);
-}
-
-static void rank_record(FILE *f, const struct job *j, const struct worker *w,
+static void rank_record(FILE *f, struct job *j, const struct worker *w,
                         const struct pstat *before, double interval,
-                        double now, const struct progress_lag *pl)
+                        double now)
 {
     char buf[96];
     long page = sysconf(_SC_PAGESIZE);
@@ -176,7 +154,7 @@ static void rank_record(FILE *f, const struct job *j, const struct worker *w,
     qt_num(f, "age", w->pid > 0 ? (w->running ? now : w->t_done) - w->t_start
                                 : -1, 1);
     qt_num(f, "out_age", output_age(w), 1);
-    progress_fields(f, pl);
+    job_hooks_status(j, w, f); /* the plugins' fields (progress) */
     fputc('\n', f);
 }
 
@@ -202,15 +180,9 @@ static int status_text(struct job *j, const struct pstat *before,
     qt_int(f, "nproc", j->n);
     qt_num(f, "cpu_interval", interval, 2);
     fputc('\n', f);
-    struct progress_lag *pl = calloc((size_t)j->n, sizeof *pl);
-    if (pl && progress_lags(j, pl) < 0) {
-        free(pl);
-        pl = NULL;
-    }
     for (int i = 0; i < j->n; i++)
         rank_record(f, j, &j->w[i], before ? &before[i] : NULL, interval,
-                    now, pl ? &pl[i] : NULL);
-    free(pl);
+                    now);
     if (fclose(f) != 0) {
         free(data);
         return -1;
@@ -287,7 +259,7 @@ void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
 
 /* ---- stacks ---------------------------------------------------------------- */
 
-/* The stacks of every running worker (hangwatch.h: they run on), as
+/* The stacks of every running worker (job.h: they run on), as
  * stk_encode()'s text. */
 static int stacks_text(struct job *j, struct part *p)
 {

@@ -1,11 +1,10 @@
-/* Every node's part of an answer (see gather.h).  Without a control plane
- * this node's part is the whole answer; with one, plane.c asks every node
- * for theirs. */
+/* Every node's part of an answer (see gather.h).  Without a provider this
+ * node's part is the whole answer; with one (the plane plugin, across
+ * nodes: hooks.h), it asks every node for theirs. */
 #include <stdlib.h>
 
-#include "run/gather.h"
-#include "run/job.h"
-#include "run/plane.h"
+#include "job/gather.h"
+#include "job/hooks.h"
 
 void part_free(struct part *p)
 {
@@ -19,7 +18,7 @@ void part_free(struct part *p)
 void job_gather(struct job *j, enum part_kind k, struct part *mine,
                 gather_done_fn *done, void *arg)
 {
-    if (j->s->rz && plane_gather(j, k, mine, done, arg) == 0)
+    if (job_hooks_gather(j, k, mine, done, arg) == 0)
         return; /* done() comes from the loop */
     struct part *parts = malloc(sizeof *parts);
     if (!parts) {

@@ -1,7 +1,8 @@
 /*
- * The supervisor's state, shared by its parts: supervise.c (the event loop
- * and the composition), start.c (an attempt's workers), report.c (the
- * messages and the end-of-job summary).  Not for the rest of amlrun.
+ * The job: this node's workers and the state the supervisor keeps of
+ * them, as every part sees it (the supervisor in launcher/run, which alone
+ * changes it, and the plugins, which read it and act only through
+ * hooks.h).  A plugin's own state is its own, never a field here.
  */
 #ifndef AMLRUN_JOB_H
 #define AMLRUN_JOB_H
@@ -11,9 +12,10 @@
 #include <time.h>
 
 #include "net/loop.h"
+#include "progress/hang.h"
 #include "output/output.h"
-#include "run/policy.h"
-#include "run/jobspec.h"
+#include "job/jobspec.h"
+#include "job/policy.h"
 #include "worker/spawn.h"
 #include "worker/workerenv.h"
 
@@ -49,6 +51,9 @@ struct worker {
     int stack_fd;
 };
 
+struct job_plugins; /* hooks.h: the plugins attached to the job */
+struct amldist__progress_page;
+
 struct job {
     const struct job_spec *s;
     struct worker *w;
@@ -66,28 +71,41 @@ struct job {
      * first failure in the round, printed at the end unless node 0 prints
      * the job's summary. */
     char *local_block;
-    struct jobquery *query; /* --status and --stacks (jobquery.h), NULL */
-    /* The workers' progress page and its readings (progresspage.h). */
-    struct progress_watch *progress;
-    /* Timers of hangwatch.c (0: none): --hang-timeout's next look, the
-     * job's --timeout, the next notice of ranks still running after
-     * others ended (notice_every: the interval after it, in s). */
-    int hang_timer, timeout_timer, notice_timer;
-    int timeout_late; /* --timeout on a node not the host's: its fallback */
-    int plane_timer; /* plane.c: the next view for the host */
-    struct plane_hist *marks; /* plane.c, the host's node: every rank's */
-    struct plane_ask *asks;   /* plane.c: this node's gathers waited for */
-    double t_first_done; /* now_s() when the attempt's first rank ended */
-    double notice_every;
-    char hang_why[256]; /* the last hang or --timeout, in words, or "" */
+    /* The workers' progress page (page.c): made with the job, each
+     * worker's slot in its environment; NULL without one. */
+    struct amldist__progress_page *page;
+    /* The plugins, their hooks, topics and timers (hooks.h). */
+    struct job_plugins *plugins;
+    char stop_why[256]; /* the last hang or --timeout, in words, or "" */
 };
 
-/* supervise.c: what the policy decided, done (the stop sequence, SIGKILL
- * ...), and the signals that came, taken before an action on the job. */
-void job_act(struct job *j, enum action a, int sig);
-int job_take_signals(struct job *j);
-/* start.c: this node's rank in the job (the control plane's, else the
- * layout's), negative when not known. */
+/* ---- what every part may ask of the job (job.c) ---- */
+
+/* This node's rank in the job (the control plane's, else the layout's),
+ * negative when not known. */
 int job_node(const struct job *j);
+/* The ranks of this node's workers still running, as "0-6,8,10-11". */
+void running_ranks(const struct job *j, char *buf, size_t size);
+/* This node's ranks of the attempt, as the hang decision sees them (room
+ * for j->n in v; each one's worker index in idx[], which may be NULL); the
+ * count. */
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
+/* Every running rank's stack (stk_capture: each stopped only while it is
+ * read), its last progress from its calls or else its lines, appended to
+ * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */
+struct stk_set;
+int job_stacks(struct job *j, struct stk_set *set);
+
+/* ---- the workers' progress page (page.c) ---- */
+
+/* The page for j->n workers, in j->page; without one (a failure, said
+ * under -v), the workers simply get no page. */
+void job_page_init(struct job *j);
+void job_page_free(struct job *j);
+/* Worker `index` is about to start: its slot emptied, the two variables
+ * that name it in *env.  -1 when out of memory. */
+int job_page_worker_env(struct job *j, int index, char ***env);
+/* The page's descriptor, which every worker inherits; -1 without one. */
+int job_page_fd(const struct job *j);
 
 #endif /* AMLRUN_JOB_H */

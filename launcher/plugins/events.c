@@ -1,4 +1,4 @@
-/* The job's events (see events.h). */
+/* The job's events: the event log and torchrun's console (see events.h). */
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,10 +6,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "job/hooks.h"
 #include "output/exitstatus.h"
 #include "output/msg.h"
-#include "run/events.h"
-#include "run/result.h"
+#include "plugins/events.h"
 
 
 static void begin(struct event *v, const char *name, const char *host,
@@ -73,7 +73,7 @@ void events_job_start(struct eventlog *e, const struct amlrun_opts *o,
     eventlog_write(e, &v);
 }
 
-int events_watch(struct job *j)
+static int events_watch(struct job *j)
 {
     if (!j->s->events)
         return 0;
@@ -81,7 +81,7 @@ int events_watch(struct job *j)
                                on_writable, j);
 }
 
-void events_rendezvous(const struct job *j)
+static void events_rendezvous(const struct job *j)
 {
     if (!j->s->events || !j->s->rz)
         return;
@@ -100,7 +100,7 @@ static void worker_fields(struct event *v, const struct worker *w)
     ev_int(v, "pid", w->pid);
 }
 
-void events_worker_start(const struct job *j, const struct worker *w)
+static void events_worker_start(const struct job *j, const struct worker *w)
 {
     if (!j->s->events)
         return;
@@ -125,7 +125,7 @@ static void status_fields(struct event *v, int status)
     }
 }
 
-void events_worker_exit(const struct job *j, const struct worker *w)
+static void events_worker_exit(const struct job *j, const struct worker *w)
 {
     if (!j->s->events)
         return;
@@ -139,7 +139,7 @@ void events_worker_exit(const struct job *j, const struct worker *w)
     emit(j, &v);
 }
 
-void events_failure(const struct job *j, const struct worker *w, const char *why)
+static void events_failure(const struct job *j, const struct worker *w, const char *why)
 {
     if (!j->s->events)
         return;
@@ -156,7 +156,7 @@ void events_failure(const struct job *j, const struct worker *w, const char *why
     emit(j, &v);
 }
 
-void events_restart(const struct job *j, int restarts)
+static void events_restart(const struct job *j, int restarts)
 {
     if (!j->s->events)
         return;
@@ -167,7 +167,7 @@ void events_restart(const struct job *j, int restarts)
     emit(j, &v);
 }
 
-void events_stop(const struct job *j, const char *reason, int sig)
+static void events_stop(const struct job *j, const char *reason, int sig)
 {
     if (!j->s->events)
         return;
@@ -181,18 +181,23 @@ void events_stop(const struct job *j, const char *reason, int sig)
     emit(j, &v);
 }
 
-void events_hang(const struct job *j, const char *reason, double idle,
-                 const int *stalled, size_t nstalled)
+/* "hang": a hang (`idle` s without progress, the stalled ranks where
+ * progress is per rank) or --timeout (the job's time): its reason's
+ * fields (output/stopreason.h). */
+static void events_hang(void *self, struct job *j, const void *data)
 {
-    if (!j->s->events)
+    const struct job_hang *h = data;
+    const struct stop_row *row = stop_row(h->reason);
+    const int *stalled = h->stalled;
+    size_t nstalled = h->nstalled;
+    (void)self;
+    if (!j->s->events || !row->time_field)
         return;
     struct event v;
     job_begin(j, &v, "hang");
-    ev_str(&v, "reason", reason);
-    int timeout = strcmp(reason, "timeout") == 0;
-    ev_num(&v, "timeout_s", timeout ? j->s->o->timeout : j->s->o->hang_timeout,
-           3);
-    ev_num(&v, timeout ? "run_s" : "idle_s", idle, 3);
+    ev_str(&v, "reason", row->name);
+    ev_num(&v, "timeout_s", h->limit_s, 3);
+    ev_num(&v, row->time_field, h->time_s, 3);
     char list[1024] = "[";
     size_t o = 1;
     for (size_t i = 0; i < nstalled && o + 16 < sizeof list; i++)
@@ -293,7 +298,7 @@ static void torch_event(const struct job *j, const struct torch_ev *t)
         (void)write_all(2, v.buf, n);
 }
 
-void events_attempt_started(const struct job *j)
+static void events_attempt_started(const struct job *j)
 {
     if (!j->s->o->event_console)
         return;
@@ -359,9 +364,8 @@ static void console_end(const struct job *j, int status)
     torch_event(j, &t);
 }
 
-void events_end(const struct job *j, int status)
+static void events_end(const struct job *j, int status)
 {
-    result_write(j, status);
     if (j->s->o->event_console)
         console_end(j, status);
     if (!j->s->events)
@@ -377,3 +381,89 @@ void events_end(const struct job *j, int status)
     }
     emit(j, &v);
 }
+
+/* ---- the plugin ------------------------------------------------------------ */
+
+static int attach(struct job *j, void **self)
+{
+    *self = NULL;
+    if (!j->s->events && !j->s->o->event_console)
+        return 0;
+    *self = j; /* no state of its own but the job's log */
+    if (events_watch(j) < 0 || job_subscribe(j, TOPIC_HANG, events_hang,
+                                             j) < 0)
+        return -1;
+    events_rendezvous(j);
+    return 0;
+}
+
+static void worker_start(void *self, struct job *j, const struct worker *w)
+{
+    (void)self;
+    events_worker_start(j, w);
+}
+
+static void start_failed(void *self, struct job *j, const struct worker *w,
+                         const char *why)
+{
+    (void)self;
+    events_failure(j, w, why);
+}
+
+static void attempt_start(void *self, struct job *j, int started)
+{
+    (void)self;
+    if (started)
+        events_attempt_started(j);
+}
+
+static void worker_exit(void *self, struct job *j, const struct worker *w,
+                        int first_failure)
+{
+    (void)self;
+    events_worker_exit(j, w);
+    if (first_failure)
+        events_failure(j, w, NULL);
+}
+
+static void stopping(void *self, struct job *j, enum stop_reason r, int sig)
+{
+    (void)self;
+    events_stop(j, stop_row(r)->name, sig);
+}
+
+static void round_begins(void *self, struct job *j, int restarts,
+                         int rendezvous)
+{
+    (void)self;
+    if (restarts >= 0)
+        events_restart(j, restarts);
+    if (rendezvous)
+        events_rendezvous(j);
+}
+
+static void job_end(void *self, struct job *j, int status)
+{
+    (void)self;
+    events_end(j, status);
+}
+
+static void detach(void *self, struct job *j)
+{
+    (void)self;
+    if (j->s->events)
+        amldist__loop_unwatch(j->loop, eventlog_fd(j->s->events));
+}
+
+const struct job_plugin events_plugin = {
+    .name = "events",
+    .attach = attach,
+    .worker_start = worker_start,
+    .start_failed = start_failed,
+    .attempt_start = attempt_start,
+    .worker_exit = worker_exit,
+    .stopping = stopping,
+    .round = round_begins,
+    .job_end = job_end,
+    .detach = detach,
+};

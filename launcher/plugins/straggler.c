@@ -1,15 +1,16 @@
-/* The workers' progress page and its readings (see progresspage.h). */
+/* The straggler readings of the progress page (see straggler.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "job/hooks.h"
 #include "output/msg.h"
+#include "plugins/straggler.h"
 #include "progress/page.h"
 #include "progress/straggler.h"
-#include "run/job.h"
-#include "run/plane.h"
-#include "run/progresspage.h"
+#include "query/qtext.h"
+#include "util/clock.h"
 
 /* Each worker's recorded steps, the newest AMLDIST__STRAGGLER_MAX_STEPS. */
 #define HIST AMLDIST__STRAGGLER_MAX_STEPS
@@ -21,6 +22,7 @@ struct history {
 };
 
 struct progress_watch {
+    struct job *j;   /* the job of the attempt (its timer's) */
     amldist__progress_page_t *pg;
     struct history *h;
     int n;
@@ -34,68 +36,62 @@ struct progress_watch {
 #define BUSY_MIN_MS 10
 #define BUSY_MAX_MS 1000
 
-void progress_job_init(struct job *j)
+/* Every local worker's progress now. */
+struct progress_lag {
+    uint64_t calls;  /* amldist_progress() calls in this attempt; 0: none */
+    uint64_t step;   /* the last call's step */
+    int64_t t_ns;    /* its CLOCK_MONOTONIC time */
+    int64_t lag_ns;  /* its lag behind the median of the workers' times for
+                        the steps they all reached (straggler.h) */
+    unsigned steps;  /* those common steps, 0: no lag known */
+    int last;        /* it is the consistently last one */
+};
+
+static int attach(struct job *j, void **self)
 {
+    *self = NULL;
+    if (!j->page)
+        return 0; /* no page: nothing to read */
     struct progress_watch *pw = calloc(1, sizeof *pw);
     if (pw)
-        pw->h = calloc((size_t)j->n, sizeof *pw->h);
-    if (pw && pw->h)
-        pw->pg = amldist__progress_page_create((unsigned)j->n);
-    if (!pw || !pw->h || !pw->pg) {
-        if (j->s->o->verbose)
-            msg_errno(errno, "no progress page for the workers");
-        if (pw)
-            free(pw->h);
+        pw->h = calloc((size_t)(j->n > 0 ? j->n : 1), sizeof *pw->h);
+    if (!pw || !pw->h) {
         free(pw);
-        return;
-    }
-    pw->n = j->n;
-    j->progress = pw;
-}
-
-void progress_job_free(struct job *j)
-{
-    struct progress_watch *pw = j->progress;
-    if (!pw)
-        return;
-    for (int i = 0; i < pw->n; i++)
-        free(pw->h[i].marks);
-    free(pw->h);
-    amldist__progress_page_destroy(pw->pg);
-    free(pw);
-    j->progress = NULL;
-}
-
-const struct amldist__progress_page *progress_page(const struct job *j)
-{
-    return j->progress ? j->progress->pg : NULL;
-}
-
-int progress_fd(const struct job *j)
-{
-    return j->progress ? amldist__progress_page_fd(j->progress->pg) : -1;
-}
-
-int progress_worker_env(struct job *j, int index, char ***env)
-{
-    struct progress_watch *pw = j->progress;
-    if (!pw)
-        return 0;
-    amldist__progress_page_reset(pw->pg, (unsigned)index);
-    struct history *h = &pw->h[index];
-    h->cursor = 0;
-    h->head = h->len = 0;
-    char fd[16], slot[16];
-    snprintf(fd, sizeof fd, "%d", amldist__progress_page_fd(pw->pg));
-    snprintf(slot, sizeof slot, "%d", index);
-    if (amldist_envp_set(env, AMLDIST__PROGRESS_FD_ENV, fd) < 0 ||
-        amldist_envp_set(env, AMLDIST__PROGRESS_SLOT_ENV, slot) < 0)
         return -1;
+    }
+    pw->pg = j->page;
+    pw->n = j->n;
+    *self = pw;
     return 0;
 }
 
-/* Read worker i's new marks into its history (and, across nodes, to the
- * control plane's host: plane.c); how many came. */
+static void detach(void *self, struct job *j)
+{
+    struct progress_watch *pw = self;
+    if (pw->timer)
+        job_timer_cancel(j, pw->timer);
+    for (int i = 0; i < pw->n; i++)
+        free(pw->h[i].marks);
+    free(pw->h);
+    free(pw);
+}
+
+/* Worker `index` starts: its history is forgotten (job.h empties its
+ * slot). */
+static int slot_reset(void *self, struct job *j, int index, char ***env)
+{
+    struct progress_watch *pw = self;
+    struct history *h = &pw->h[index];
+    (void)j;
+    (void)env;
+    h->cursor = 0;
+    h->head = h->len = 0;
+    return 0;
+}
+
+/* Read worker i's new marks into its history (and to the topic's
+ * subscribers: across nodes, the plane, for the control plane's host);
+ * how many came. */
 static size_t collect_one(struct job *j, struct progress_watch *pw, int i)
 {
     struct history *h = &pw->h[i];
@@ -116,8 +112,10 @@ static size_t collect_one(struct job *j, struct progress_watch *pw, int i)
     }
     if (n)
         pw->used = 1;
-    if (n && j->s->rz)
-        plane_marks(j, j->w[i].id.rank, got, n);
+    if (n) {
+        struct job_marks jm = {j->w[i].id.rank, got, n};
+        job_publish(j, TOPIC_MARKS, &jm);
+    }
     return n;
 }
 
@@ -138,15 +136,13 @@ static void on_tick(void *arg);
 /* The next look, period_ms from now. */
 static void arm(struct job *j, struct progress_watch *pw)
 {
-    int id = amldist__loop_timer(j->loop, amldist__now_ms() + pw->period_ms,
-                                 on_tick, j);
-    pw->timer = id > 0 ? id : 0;
+    pw->timer = job_timer(j, amldist__now_ms() + pw->period_ms, on_tick, pw);
 }
 
 static void on_tick(void *arg)
 {
-    struct job *j = arg;
-    struct progress_watch *pw = j->progress;
+    struct progress_watch *pw = arg;
+    struct job *j = pw->j;
     pw->timer = 0;
     size_t most = collect(j, pw);
     if (!pw->used) {
@@ -164,23 +160,20 @@ static void on_tick(void *arg)
     arm(j, pw);
 }
 
-void progress_attempt_start(struct job *j)
+static void attempt_start(void *self, struct job *j, int started)
 {
-    struct progress_watch *pw = j->progress;
-    if (!pw)
-        return;
+    struct progress_watch *pw = self;
+    (void)started;
+    pw->j = j;
     pw->used = 0;
     pw->period_ms = IDLE_FIRST_MS;
     arm(j, pw);
 }
 
-void progress_attempt_end(struct job *j)
+static void attempt_end(void *self, struct job *j)
 {
-    struct progress_watch *pw = j->progress;
-    if (!pw)
-        return;
-    if (pw->timer)
-        amldist__loop_cancel(j->loop, pw->timer);
+    struct progress_watch *pw = self;
+    job_timer_cancel(j, pw->timer);
     pw->timer = 0;
     collect(j, pw);
 }
@@ -209,11 +202,10 @@ static int compute(struct progress_watch *pw, amldist__straggler_lag_t *lags,
     return rc;
 }
 
-int progress_lags(struct job *j, struct progress_lag *out)
+/* Every worker's progress now: out[pw->n]; -1 when out of memory. */
+static int progress_lags(struct job *j, struct progress_watch *pw,
+                         struct progress_lag *out)
 {
-    struct progress_watch *pw = j->progress;
-    if (!pw)
-        return -1;
     collect(j, pw);
     amldist__straggler_lag_t *lags = calloc((size_t)pw->n, sizeof *lags);
     amldist__straggler_t v;
@@ -234,10 +226,14 @@ int progress_lags(struct job *j, struct progress_lag *out)
     return 0;
 }
 
-void progress_report_slowest(struct job *j)
+/* At the end of the job on one node: "amlrun: slowest rank R: node N
+ * (host H), M ms behind the median over K steps", when one was (not
+ * under -q, nor with a control plane, whose host compares every node). */
+static void job_finish(void *self, struct job *j, int status)
 {
-    struct progress_watch *pw = j->progress;
-    if (!pw || !pw->used || j->s->o->quiet || j->s->rz)
+    struct progress_watch *pw = self;
+    (void)status;
+    if (!pw->used || j->s->o->quiet || j->s->rz)
         return;
     amldist__straggler_lag_t *lags = calloc((size_t)pw->n, sizeof *lags);
     amldist__straggler_t v;
@@ -252,3 +248,47 @@ void progress_report_slowest(struct job *j)
     }
     free(lags);
 }
+
+/* The rank's last progress step, its age and its lag: "-" while it has
+ * not called amldist_progress() in this attempt. */
+static void progress_fields(FILE *f, const struct progress_lag *pl)
+{
+    if (!pl || pl->calls == 0) {
+        qt_str(f, "step", NULL);
+        qt_str(f, "step_age", NULL);
+        qt_str(f, "lag", NULL);
+        return;
+    }
+    qt_int(f, "step", (long long)pl->step);
+    double age = (double)(amldist__now_ns() - pl->t_ns) / 1e9;
+    qt_num(f, "step_age", age < 0 ? 0 : age, 3);
+    if (pl->steps > 0)
+        fprintf(f, " lag=%.3f", (double)pl->lag_ns / 1e9);
+    else
+        qt_str(f, "lag", NULL);
+    qt_int(f, "lag_steps", pl->steps);
+    qt_int(f, "last", pl->last);
+}
+
+/* A --status record: worker w's step, its age and its lag. */
+static void status(void *self, struct job *j, const struct worker *w,
+                   FILE *record)
+{
+    struct progress_watch *pw = self;
+    struct progress_lag *pl = calloc((size_t)pw->n, sizeof *pl);
+    int i = (int)(w - j->w);
+    int ok = pl && i >= 0 && i < pw->n && progress_lags(j, pw, pl) == 0;
+    progress_fields(record, ok ? &pl[i] : NULL);
+    free(pl);
+}
+
+const struct job_plugin straggler_plugin = {
+    .name = "straggler",
+    .attach = attach,
+    .worker_env = slot_reset,
+    .attempt_start = attempt_start,
+    .attempt_end = attempt_end,
+    .status = status,
+    .job_finish = job_finish,
+    .detach = detach,
+};

@@ -1,21 +1,31 @@
-/* Issue 20 across nodes in amlrun (see plane.h). */
+/* Issue 20 across nodes in amlrun: the plane client (see plane.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "job/hooks.h"
 #include "output/msg.h"
 #include "output/output.h"
 #include "output/ranklist.h"
+#include "plugins/plane.h"
 #include "progress/hang.h"
 #include "progress/straggler.h"
-#include "run/events.h"
-#include "run/hangwatch.h"
-#include "run/plane.h"
-#include "run/report.h"
 #include "stacks/stacks.h"
 #include "util/clock.h"
+
+struct plane_hist;
+struct plane_ask;
+
+/* The plugin's state. */
+struct plane {
+    struct job *j;
+    int view_timer;           /* the next view for the host, 0: none */
+    int events_fd;            /* the gathers' descriptor, watched */
+    struct plane_hist *marks; /* the host's node: every rank's */
+    struct plane_ask *asks;   /* this node's gathers waited for */
+};
 
 /* ---- the views (--hang-timeout) --------------------------------------- */
 
@@ -39,8 +49,9 @@ static amldist__hang_rank_t *ranks_view(struct job *j, size_t *n)
 
 static void on_view(void *arg)
 {
-    struct job *j = arg;
-    j->plane_timer = 0;
+    struct plane *pl = arg;
+    struct job *j = pl->j;
+    pl->view_timer = 0;
     if (j->p.phase != PHASE_RUNNING)
         return;
     size_t n;
@@ -60,25 +71,27 @@ static void on_view(void *arg)
     free(v);
     long long at = amldist__now_ns() / 1000000 +
                    view_every_ms(j->s->o->hang_timeout);
-    j->plane_timer = amldist__loop_timer(j->loop, at, on_view, j);
-    if (j->plane_timer < 0)
-        j->plane_timer = 0; /* out of memory: the host sees the last view */
+    /* 0, out of memory: the host sees the last view */
+    pl->view_timer = job_timer(j, at, on_view, pl);
 }
 
-void plane_attempt(struct job *j)
+/* An attempt's workers have started: the views begin (--hang-timeout). */
+static void attempt_start(void *self, struct job *j, int started)
 {
-    if (!j->s->rz || j->s->o->hang_timeout <= 0)
+    struct plane *pl = self;
+    if (!started || j->s->o->hang_timeout <= 0)
         return;
     double ms = j->s->o->hang_timeout * 1000;
     amldist_rdzv_watch(j->s->rz, ms > 86400000 ? 86400000 : (int)ms);
-    on_view(j);
+    on_view(pl);
 }
 
-void plane_attempt_end(struct job *j)
+/* Its workers have all ended: the views stop. */
+static void attempt_end(void *self, struct job *j)
 {
-    if (j->plane_timer)
-        amldist__loop_cancel(j->loop, j->plane_timer);
-    j->plane_timer = 0;
+    struct plane *pl = self;
+    job_timer_cancel(j, pl->view_timer);
+    pl->view_timer = 0;
     /* The attempt's ranks are no view of the next round's. */
     if (j->s->rz && j->s->o->hang_timeout > 0)
         amldist_rdzv_set_view(j->s->rz, NULL, 0);
@@ -168,9 +181,14 @@ struct plane_ask {
     void *arg;
 };
 
-int plane_gather(struct job *j, enum part_kind k, struct part *mine,
-                 gather_done_fn *done, void *arg)
+/* job_gather() across nodes: every node asked for its part of kind k
+ * (this node's is `mine`, taken), done() called from the loop with them
+ * all in node order, a node that did not answer as a part whose error
+ * names it.  0, or -1 when the ask could not be made (mine not taken). */
+static int plane_gather(void *self, struct job *j, enum part_kind k,
+                        struct part *mine, gather_done_fn *done, void *arg)
 {
+    struct plane *pl = self;
     struct plane_ask *a = calloc(1, sizeof *a);
     /* Stacks are read within 10 s on each node; a status in a moment. */
     if (!a || amldist_rdzv_gather(j->s->rz, k == PART_STATUS
@@ -184,8 +202,8 @@ int plane_gather(struct job *j, enum part_kind k, struct part *mine,
     a->mine = *mine;
     a->done = done;
     a->arg = arg;
-    a->next = j->asks;
-    j->asks = a;
+    a->next = pl->asks;
+    pl->asks = a;
     return 0;
 }
 
@@ -206,9 +224,10 @@ static char *copy(const void *p, size_t n)
 }
 
 /* The parts of a gather this node asked for, to its done(). */
-static void parts_of(struct job *j, const amldist_rdzv_gather_t *g)
+static void parts_of(struct plane *pl, const amldist_rdzv_gather_t *g)
 {
-    struct plane_ask **pa = &j->asks, *a;
+    struct job *j = pl->j;
+    struct plane_ask **pa = &pl->asks, *a;
     while (*pa && (*pa)->tag != g->tag)
         pa = &(*pa)->next;
     if (!(a = *pa))
@@ -306,7 +325,7 @@ static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
     }
     struct stk_report rep;
     if (stk_merge(&all, g->nstalled ? stalled : NULL, (size_t)g->nstalled,
-                  "hang", timeout, &rep) == 0) {
+                  STOP_HANG, timeout, &rep) == 0) {
         stk_print(stderr, &all, &rep);
         if (o->hang_report && stk_write_json(o->hang_report, &all, &rep) < 0)
             msg_errno(errno, "--hang-report %s", o->hang_report);
@@ -316,24 +335,26 @@ static void hang_report(struct job *j, const amldist_rdzv_gather_t *g)
     if (missing[0])
         msg("hang: no stacks from %s", missing);
     stk_set_free(&all);
-    /* The round fails here, for every node: 124, or a restart. */
-    events_hang(j, "hang", timeout, stalled, (size_t)g->nstalled);
+    /* The round fails here, for every node: 124, or a restart.  This
+     * node's own workers may all have ended already (the others wait for a
+     * rank elsewhere): the supervisor has nothing of its own to stop then. */
+    struct job_hang found = {STOP_HANG, o->hang_timeout, timeout, stalled,
+                             (size_t)g->nstalled};
+    job_publish(j, TOPIC_HANG, &found);
     free(stalled);
-    report_tell_hang(j, timeout);
-    /* This node's own workers may all have ended already (the others wait
-     * for a rank elsewhere): nothing of its own to stop then. */
-    if (j->p.phase != PHASE_RUNNING)
-        return;
-    enum action a = policy_hung(&j->p);
-    report_stopping(j, "hang", a);
-    job_act(j, a, SIGTERM);
+    char peer[256];
+    snprintf(peer, sizeof peer, "amlrun:   host %s: hang: no progress for "
+             "%.1f s (--hang-timeout %g)\n", j->s->host, timeout,
+             o->hang_timeout);
+    job_stop(j, STOP_HANG, &(struct stop_detail){NULL, peer});
 }
 
 /* ---- the loop ------------------------------------------------------------- */
 
 static void on_events(void *arg, int fd, short revents)
 {
-    struct job *j = arg;
+    struct plane *pl = arg;
+    struct job *j = pl->j;
     amldist_rdzv_request_t *q;
     amldist_rdzv_gather_t *g;
     (void)fd;
@@ -343,22 +364,15 @@ static void on_events(void *arg, int fd, short revents)
         amldist_rdzv_request_free(q);
     }
     while (amldist_rdzv_next_gather(j->s->rz, &g) == 1) {
-        job_take_signals(j);
+        job_sync(j);
         if (g->topic != AMLDIST_RDZV_TOPIC_HANG)
-            parts_of(j, g);
+            parts_of(pl, g);
         else if (j->p.phase == PHASE_RUNNING || j->p.phase == PHASE_WAITING)
             hang_report(j, g); /* of this round: it still runs */
         amldist_rdzv_gather_free(g);
     }
 }
 
-int plane_watch(struct job *j)
-{
-    if (!j->s->rz)
-        return 0;
-    return amldist__loop_watch(j->loop, amldist_rdzv_events_fd(j->s->rz),
-                               POLLIN, on_events, j);
-}
 
 /* ---- stragglers across nodes --------------------------------------------- */
 
@@ -374,23 +388,24 @@ struct plane_hist {
 };
 
 /* Take what the host passed on into the histories. */
-static void drain_marks(struct job *j)
+static void drain_marks(struct plane *pl)
 {
+    struct job *j = pl->j;
     amldist_rdzv_mark_t in[256];
     int k;
     int world = j->n > 0 ? j->w[0].id.world : 0;
-    if (!j->marks && world > 0 && (j->marks = calloc(1, sizeof *j->marks)) &&
-        !(j->marks->r = calloc((size_t)world, sizeof *j->marks->r))) {
-        free(j->marks);
-        j->marks = NULL;
+    if (!pl->marks && world > 0 && (pl->marks = calloc(1, sizeof *pl->marks)) &&
+        !(pl->marks->r = calloc((size_t)world, sizeof *pl->marks->r))) {
+        free(pl->marks);
+        pl->marks = NULL;
     }
-    if (j->marks && !j->marks->n)
-        j->marks->n = world;
+    if (pl->marks && !pl->marks->n)
+        pl->marks->n = world;
     while ((k = amldist_rdzv_take_marks(j->s->rz, in, 256)) > 0) {
-        for (int i = 0; i < k && j->marks; i++) {
-            if (in[i].rank < 0 || in[i].rank >= j->marks->n)
+        for (int i = 0; i < k && pl->marks; i++) {
+            if (in[i].rank < 0 || in[i].rank >= pl->marks->n)
                 continue;
-            struct rank_hist *h = &j->marks->r[in[i].rank];
+            struct rank_hist *h = &pl->marks->r[in[i].rank];
             if (!h->m && !(h->m = malloc(HIST * sizeof *h->m)))
                 continue;
             h->node = in[i].node;
@@ -404,9 +419,15 @@ static void drain_marks(struct job *j)
     }
 }
 
-void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
-                 size_t n)
+/* A worker's new progress marks (this node's clock, TOPIC_MARKS), for the
+ * host's node: it compares every node's ranks on one clock. */
+static void on_marks(void *self, struct job *j, const void *data)
 {
+    struct plane *pl = self;
+    const struct job_marks *jm = data;
+    const amldist__progress_mark_t *m = jm->m;
+    size_t n = jm->n;
+    int rank = jm->rank;
     amldist_rdzv_mark_t out[64];
     while (n) {
         int k = n < 64 ? (int)n : 64;
@@ -417,11 +438,17 @@ void plane_marks(struct job *j, int rank, const amldist__progress_mark_t *m,
         n -= (size_t)k;
     }
     if (amldist_rdzv_is_host(j->s->rz) == 1)
-        drain_marks(j);
+        drain_marks(pl);
 }
 
-void plane_report_slowest(struct job *j)
+/* At the job's end, on the host's node: "amlrun: slowest rank R: node N
+ * (host H), M ms behind the median over K steps" when one rank of the job
+ * was consistently last (the straggler plugin's line, job-wide); on every
+ * node with -v, its clock's offset from the host's. */
+static void job_finish(void *self, struct job *j, int status)
 {
+    struct plane *pl = self;
+    (void)status;
     long long off, err;
     /* -v: this node's clock against the host's, as the marks and views
      * were moved by it. */
@@ -431,8 +458,8 @@ void plane_report_slowest(struct job *j)
             "within %.3f ms", (double)off / 1e6, (double)err / 1e6);
     if (!j->s->rz || amldist_rdzv_is_host(j->s->rz) != 1 || j->s->o->quiet)
         return;
-    drain_marks(j);
-    struct plane_hist *ph = j->marks;
+    drain_marks(pl);
+    struct plane_hist *ph = pl->marks;
     if (!ph)
         return;
     amldist__straggler_rank_t *ranks = calloc((size_t)ph->n, sizeof *ranks);
@@ -469,19 +496,56 @@ void plane_report_slowest(struct job *j)
     free(ranks);
 }
 
-void plane_free(struct job *j)
+/* What the host's node knows of every rank's marks, and the gathers still
+ * waited for (their done() is not called). */
+static void detach(void *self, struct job *j)
 {
-    while (j->asks) {
-        struct plane_ask *a = j->asks;
-        j->asks = a->next;
+    struct plane *pl = self;
+    job_timer_cancel(j, pl->view_timer);
+    if (pl->events_fd >= 0)
+        amldist__loop_unwatch(j->loop, pl->events_fd);
+    while (pl->asks) {
+        struct plane_ask *a = pl->asks;
+        pl->asks = a->next;
         part_free(&a->mine);
         free(a);
     }
-    if (!j->marks)
-        return;
-    for (int r = 0; r < j->marks->n; r++)
-        free(j->marks->r[r].m);
-    free(j->marks->r);
-    free(j->marks);
-    j->marks = NULL;
+    if (pl->marks) {
+        for (int r = 0; r < pl->marks->n; r++)
+            free(pl->marks->r[r].m);
+        free(pl->marks->r);
+        free(pl->marks);
+    }
+    free(pl);
 }
+
+/* With a control plane only: the gathers' descriptor in the job's loop,
+ * the marks, the cross-node gathers. */
+static int attach(struct job *j, void **self)
+{
+    *self = NULL;
+    if (!j->s->rz)
+        return 0;
+    struct plane *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return -1;
+    pl->j = j;
+    pl->events_fd = -1;
+    *self = pl;
+    int fd = amldist_rdzv_events_fd(j->s->rz);
+    if (amldist__loop_watch(j->loop, fd, POLLIN, on_events, pl) < 0 ||
+        job_subscribe(j, TOPIC_MARKS, on_marks, pl) < 0)
+        return -1;
+    pl->events_fd = fd;
+    job_set_gatherer(j, plane_gather, pl);
+    return 0;
+}
+
+const struct job_plugin plane_plugin = {
+    .name = "plane",
+    .attach = attach,
+    .attempt_start = attempt_start,
+    .attempt_end = attempt_end,
+    .job_finish = job_finish,
+    .detach = detach,
+};

@@ -4,7 +4,7 @@
 
 #include "output/exitstatus.h"
 #include "output/msg.h"
-#include "run/policy.h"
+#include "job/policy.h"
 
 void policy_init(struct policy *p, int max_restarts)
 {

@@ -1,0 +1,108 @@
+/*
+ * What every part may ask of the job (see job.h): this node's rank, its
+ * ranks still running, their view for the hang decision, and their
+ * stacks.
+ */
+#include <stdlib.h>
+
+#include "amldist.h"
+#include "job/job.h"
+#include "output/ranklist.h"
+#include "progress/page.h"
+#include "stacks/frames.h"
+#include "stacks/stacks.h"
+#include "util/clock.h"
+
+int job_node(const struct job *j)
+{
+    if (j->s->rz)
+        return amldist_rdzv_node_rank(j->s->rz);
+    if (j->n > 0 && j->w[0].id.node >= 0)
+        return j->w[0].id.node;
+    return amldist_node_rank(j->s->env->layout);
+}
+
+/* This node's workers still running: their ranks in `ranks` (room for
+ * j->n); the count. */
+static size_t running(const struct job *j, int *ranks)
+{
+    size_t n = 0;
+    for (int i = 0; i < j->n; i++)
+        if (j->w[i].running)
+            ranks[n++] = j->w[i].id.rank;
+    return n;
+}
+
+void running_ranks(const struct job *j, char *buf, size_t size)
+{
+    int *ranks = malloc((size_t)(j->n > 0 ? j->n : 1) * sizeof *ranks);
+    buf[0] = '\0';
+    if (ranks) {
+        size_t n = running(j, ranks);
+        qsort(ranks, n, sizeof *ranks, stk_int_cmp);
+        (void)ranklist_format(ranks, n, buf, size);
+    }
+    free(ranks);
+}
+
+/* This node's ranks of the attempt, as the decision sees them: their
+ * output lines, and their calls of the progress API (the page's slots,
+ * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
+ * index in idx[] (may be NULL). */
+size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
+{
+    const amldist__progress_page_t *pg = j->page;
+    size_t n = 0;
+    for (int i = 0; i < j->n; i++) {
+        const struct worker *w = &j->w[i];
+        if (w->attempt != j->p.restarts)
+            continue; /* not started in this attempt */
+        amldist__progress_sample_t call = {0, 0, 0};
+        if (pg)
+            (void)amldist__progress_page_read(pg, (unsigned)i, &call);
+        int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
+                                                       : w->err.line_ns;
+        if (idx)
+            idx[n] = i;
+        v[n++] = (amldist__hang_rank_t){
+            .rank = w->id.rank, .alive = w->running,
+            .uses_api = call.calls > 0, .start_ns = w->start_ns,
+            .progress_ns = call.t_ns, .line_ns = line, .end_ns = w->end_ns,
+        };
+    }
+    return n;
+}
+
+/* How long the capture of every rank's stack may take. */
+#define CAPTURE_MS 10000
+
+int job_stacks(struct job *j, struct stk_set *set)
+{
+    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
+    int *idx = malloc((size_t)j->n * sizeof *idx);
+    struct stk_target *t = calloc((size_t)j->n, sizeof *t);
+    int64_t now = amldist__now_ns();
+    size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
+    for (size_t k = 0; k < nv; k++) {
+        const struct worker *w = &j->w[idx[k]];
+        if (!w->running)
+            continue;
+        /* Per rank, its last call (its start before any); else its last
+         * line (its start before any). */
+        int64_t last = view[k].uses_api ? view[k].progress_ns
+                                        : view[k].line_ns;
+        if (last < view[k].start_ns)
+            last = view[k].start_ns;
+        t[n++] = (struct stk_target){
+            .rank = w->id.rank, .local_rank = w->id.local, .node = w->id.node,
+            .pid = w->pid, .last_progress_s = (double)(now - last) / 1e9,
+            .python_fd = w->stack_fd,
+        };
+    }
+    int rc = view && idx && t ? stk_capture(t, n, j->s->host, CAPTURE_MS, set)
+                              : -1;
+    free(t);
+    free(idx);
+    free(view);
+    return rc;
+}

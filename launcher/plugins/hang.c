@@ -1,0 +1,404 @@
+/* Hangs, --timeout and the notices of ranks still running (see hang.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job/gather.h"
+#include "job/hooks.h"
+#include "output/exitstatus.h"
+#include "output/msg.h"
+#include "output/ranklist.h"
+#include "plugins/hang.h"
+#include "progress/hang.h"
+#include "stacks/frames.h"
+#include "stacks/stacks.h"
+#include "util/clock.h"
+
+/* The first notice of ranks still running, and the longest interval
+ * between two. */
+#define NOTICE_FIRST_S 5.0
+#define NOTICE_MAX_S 600.0
+
+static const char *plural(size_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+/* "0-6,8,10-11" of n ranks (sorted here) into buf; "" for none. */
+static void rank_list(int *ranks, size_t n, char *buf, size_t size)
+{
+    qsort(ranks, n, sizeof *ranks, stk_int_cmp);
+    (void)ranklist_format(ranks, n, buf, size);
+}
+
+/* The watch's own state: its timers (0: none), and what it knows. */
+struct hang_watch {
+    struct job *j;
+    int hang_timer;    /* --hang-timeout's next look */
+    int timeout_timer; /* the job's --timeout */
+    int notice_timer;  /* the next notice of ranks still running */
+    int timeout_late;  /* --timeout on a node not the host's: its fallback */
+    double t_first_done; /* now_s() when the attempt's first rank ended */
+    double notice_every; /* the interval after the next notice, in s */
+    char why[256];     /* the last hang or --timeout, in words */
+};
+
+/* A timer at `at_ns` (amldist__now_ns()'s clock, the loop's in ms, rounded
+ * up), or 0 when it cannot be had (said). */
+static int timer_at(struct hang_watch *hw, int64_t at_ns, job_timer_fn *fn)
+{
+    long long ms = at_ns / 1000000 + (at_ns % 1000000 != 0);
+    int id = job_timer(hw->j, ms, fn, hw);
+    if (!id)
+        msg("out of memory for a timer: a hang, a time limit or a notice "
+            "may go unseen");
+    return id;
+}
+
+static void cancel(struct hang_watch *hw, int *timer)
+{
+    job_timer_cancel(hw->j, *timer);
+    *timer = 0;
+}
+
+static int64_t s_to_ns(double s)
+{
+    return (int64_t)(s * 1e9);
+}
+
+/* ---- the stacks ----------------------------------------------------------- */
+
+/* The ranks of `set` merged, on stderr (and --hang-report): `stalled`
+ * names the ranks that stopped progressing when progress is per rank;
+ * NULL: the stacks name the outliers. */
+static void stacks_out(struct job *j, const struct stk_set *set,
+                       enum stop_reason reason, const int *stalled,
+                       size_t nstalled)
+{
+    const struct amlrun_opts *o = j->s->o;
+    struct stk_report r;
+    memset(&r, 0, sizeof r);
+    double timeout = reason == STOP_TIMEOUT ? o->timeout : o->hang_timeout;
+    if (stk_merge(set, stalled, nstalled, reason, timeout, &r) < 0) {
+        msg("out of memory reading the workers' stacks");
+    } else {
+        /* Into memory first: each of its lines goes out in one write. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            stk_print(m, set, &r);
+            if (fclose(m) == 0)
+                (void)write_all(2, text, len);
+        }
+        free(text);
+        if (o->hang_report && stk_write_json(o->hang_report, set, &r) < 0)
+            msg_errno(errno, "--hang-report %s: cannot write it",
+                      o->hang_report);
+        else if (o->hang_report && !o->quiet)
+            msg("the stacks are in %s", o->hang_report);
+    }
+    stk_report_free(&r);
+}
+
+/* This node's running ranks' stacks, merged (stacks_out). */
+static void stacks_report(struct job *j, enum stop_reason reason,
+                          const int *stalled, size_t nstalled)
+{
+    struct stk_set set = {NULL, 0};
+    if (job_stacks(j, &set) < 0)
+        msg("out of memory reading the workers' stacks");
+    else
+        stacks_out(j, &set, reason, stalled, nstalled);
+    stk_set_free(&set);
+}
+
+/* ---- --hang-timeout ----------------------------------------------------- */
+
+static void hung(struct hang_watch *hw, const amldist__hang_verdict_t *v,
+                 int *stalled)
+{
+    struct job *j = hw->j;
+    const struct amlrun_opts *o = j->s->o;
+    double idle = (double)v->idle_ns / 1e9;
+    char list[96]; /* cut with ",..." beyond */
+    if (v->single_out) {
+        rank_list(stalled, v->nstalled, list, sizeof list);
+        snprintf(hw->why, sizeof hw->why, "hang: rank%s %s made no progress "
+                 "for %.1f s (--hang-timeout %g)", plural(v->nstalled), list,
+                 idle, o->hang_timeout);
+    } else if (v->per_rank) {
+        snprintf(hw->why, sizeof hw->why, "hang: no rank made progress for "
+                 "%.1f s (--hang-timeout %g)", idle, o->hang_timeout);
+    } else {
+        snprintf(hw->why, sizeof hw->why, "hang: no rank wrote a line for "
+                 "%.1f s (--hang-timeout %g)", idle, o->hang_timeout);
+    }
+    msg("%s: reading the stacks of the %d rank%s", hw->why, j->live,
+        plural((size_t)j->live));
+    struct job_hang found = {STOP_HANG, o->hang_timeout, idle, stalled,
+                             v->nstalled};
+    job_publish(j, TOPIC_HANG, &found);
+    /* Every rank stalled (a collective): the stacks single them out. */
+    stacks_report(j, STOP_HANG, v->single_out ? stalled : NULL,
+                  v->single_out ? v->nstalled : 0);
+    char peer[256];
+    snprintf(peer, sizeof peer, "amlrun:   host %s: hang: no progress for "
+             "%.1f s (--hang-timeout %g)\n", j->s->host, idle,
+             o->hang_timeout);
+    job_stop(j, STOP_HANG, &(struct stop_detail){hw->why, peer});
+}
+
+static void on_look(void *arg)
+{
+    struct hang_watch *hw = arg;
+    struct job *j = hw->j;
+    hw->hang_timer = 0;
+    if (j->p.phase != PHASE_RUNNING || j->live == 0)
+        return;
+    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
+    int *stalled = malloc((size_t)j->n * sizeof *stalled);
+    amldist__hang_verdict_t v;
+    int64_t now = amldist__now_ns();
+    if (!view || !stalled) {
+        /* Out of memory: look again later. */
+        hw->hang_timer = timer_at(hw, now + s_to_ns(1), on_look);
+    } else if (amldist__hang_check(view, hang_view(j, view, NULL), now,
+                                   s_to_ns(j->s->o->hang_timeout), stalled,
+                                   &v)) {
+        hung(hw, &v, stalled);
+    } else if (v.next_ns != AMLDIST__HANG_NEVER) {
+        hw->hang_timer = timer_at(hw, v.next_ns, on_look);
+    }
+    free(view);
+    free(stalled);
+}
+
+static void attempt_start(void *self, struct job *j, int started)
+{
+    struct hang_watch *hw = self;
+    /* Across nodes, the rendezvous host decides, from every node's view
+     * (the plane's). */
+    double sec = j->s->o->hang_timeout;
+    if (!started || j->s->rz || sec <= 0 || j->p.phase != PHASE_RUNNING)
+        return;
+    hw->hang_timer = timer_at(hw, amldist__now_ns() + s_to_ns(sec), on_look);
+    if (hw->hang_timer && j->s->o->verbose)
+        msg("hang watch: a hang is %g s without progress; first look in "
+            "%.1f s", sec, sec);
+}
+
+/* ---- --timeout ---------------------------------------------------------- */
+
+/* Across nodes, --timeout is the rendezvous host's node's: it gathers every
+ * node's stacks (job_gather(), as for --stacks), prints them merged once
+ * and ends the job on every node (124).  Another node's own timer waits
+ * this much longer, for a host's node that is gone or has no --timeout:
+ * the gather's 15 s, and more. */
+#define TIMEOUT_FALLBACK_S 30.0
+
+/* The job stops: 124 on every node, whatever restarts are left. */
+static void timeout_stop(struct hang_watch *hw)
+{
+    char peer[96];
+    snprintf(peer, sizeof peer, "--timeout %g: the job stops",
+             hw->j->s->o->timeout);
+    job_stop(hw->j, STOP_TIMEOUT, &(struct stop_detail){hw->why, peer});
+}
+
+/* Every node's stacks (parts in node order, n == 0: out of memory). */
+static void timeout_parts(void *arg, struct part *parts, size_t n)
+{
+    struct hang_watch *hw = arg;
+    struct stk_set set = {NULL, 0};
+    job_sync(hw->j);
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i].error && parts[i].node < 0)
+            msg("--timeout: %s", parts[i].error);
+        else if (parts[i].error && !strncmp(parts[i].error, "node ", 5))
+            msg("--timeout: no stacks from %s", parts[i].error);
+        else if (parts[i].error)
+            msg("--timeout: no stacks from node %d: %s", parts[i].node,
+                parts[i].error);
+        else if (stk_decode(parts[i].data, parts[i].len, &set) < 0)
+            msg("--timeout: node %d sent stacks that do not decode",
+                parts[i].node);
+        part_free(&parts[i]);
+    }
+    free(parts);
+    if (n == 0)
+        msg("out of memory reading the workers' stacks");
+    else
+        stacks_out(hw->j, &set, STOP_TIMEOUT, NULL, 0);
+    stk_set_free(&set);
+    timeout_stop(hw);
+}
+
+static void timeout_mine(void *arg, struct part *p)
+{
+    struct hang_watch *hw = arg;
+    job_gather(hw->j, PART_STACKS, p, timeout_parts, hw);
+}
+
+/* A node not the host's: the host's node reports and stops the job; this
+ * is its fallback, later.  Whether it was armed. */
+static int timeout_later(struct hang_watch *hw);
+
+static void on_timeout(void *arg)
+{
+    struct hang_watch *hw = arg;
+    struct job *j = hw->j;
+    hw->timeout_timer = 0;
+    const struct amlrun_opts *o = j->s->o;
+    amldist_rdzv_t *rz = j->s->rz;
+    int nodes = rz && amldist_rdzv_num_nodes(rz) > 1;
+    int host = nodes && amldist_rdzv_is_host(rz) == 1;
+    if (nodes && !host && !hw->timeout_late && timeout_later(hw))
+        return;
+    /* The host's node: the ranks of every node may run, its own ended. */
+    int every = host && (j->p.phase == PHASE_RUNNING ||
+                         j->p.phase == PHASE_WAITING);
+    int stacks = every || (j->p.phase == PHASE_RUNNING && j->live > 0);
+    double ran = now_s() - j->t_begin;
+    snprintf(hw->why, sizeof hw->why, "--timeout %g: the job ran %.1f s",
+             o->timeout, ran);
+    if (every)
+        msg("%s: reading the stacks of the ranks of every node", hw->why);
+    else if (stacks)
+        msg("%s: reading the stacks of the %d rank%s", hw->why, j->live,
+            plural((size_t)j->live));
+    else
+        msg("%s: it ends", hw->why);
+    struct job_hang found = {STOP_TIMEOUT, o->timeout, ran, NULL, 0};
+    job_publish(j, TOPIC_HANG, &found);
+    if (every && node_part(j, PART_STACKS, timeout_mine, hw))
+        return; /* timeout_parts() stops the job */
+    if (stacks)
+        stacks_report(j, STOP_TIMEOUT, NULL, 0);
+    timeout_stop(hw);
+}
+
+static int timeout_later(struct hang_watch *hw)
+{
+    hw->timeout_late = 1;
+    hw->timeout_timer = timer_at(hw, amldist__now_ns() +
+                                 s_to_ns(TIMEOUT_FALLBACK_S), on_timeout);
+    if (hw->j->s->o->verbose)
+        msg("--timeout %g: the rendezvous host's node stops the job "
+            "(this node itself in %g s if it does not)", hw->j->s->o->timeout,
+            TIMEOUT_FALLBACK_S);
+    return 1;
+}
+
+/* ---- ranks still running after others ended ----------------------------- */
+
+/* Ranks still run, `waited` s after the first of the others ended. */
+static void say_waiting(const struct job *j, double waited)
+{
+    char what[512];
+    size_t o = 0;
+    if (j->live > 4) {
+        char list[256];
+        running_ranks(j, list, sizeof list);
+        snprintf(what, sizeof what, "%d ranks (%s, node %d)", j->live, list,
+                 j->w[0].id.node);
+    } else {
+        /* Few: each with its pid, as `ps` or `py-spy dump` want it. */
+        const char *sep = "";
+        char pidl[128] = "";
+        size_t po = 0;
+        int node = -1;
+        o = (size_t)snprintf(what, sizeof what, "rank%s ",
+                             plural((size_t)j->live));
+        for (int i = 0; i < j->n; i++) {
+            const struct worker *w = &j->w[i];
+            if (!w->running)
+                continue;
+            node = w->id.node;
+            o += (size_t)snprintf(what + o, sizeof what - o, "%s%d", sep,
+                                  w->id.rank);
+            po += (size_t)snprintf(pidl + po, sizeof pidl - po, "%s%d", sep,
+                                   (int)w->pid);
+            sep = ",";
+        }
+        snprintf(what + o, sizeof what - o, " (node %d, pid%s %s)", node,
+                 plural((size_t)j->live), pidl);
+    }
+    msg("%d of %d ranks done; waiting for %s for %.0f s", j->n - j->live,
+        j->n, what, waited);
+}
+
+static void on_notice(void *arg)
+{
+    struct hang_watch *hw = arg;
+    struct job *j = hw->j;
+    hw->notice_timer = 0;
+    if (j->p.phase != PHASE_RUNNING || j->live == 0)
+        return;
+    say_waiting(j, now_s() - hw->t_first_done);
+    hw->notice_every = hw->notice_every * 2 > NOTICE_MAX_S
+                           ? NOTICE_MAX_S : hw->notice_every * 2;
+    hw->notice_timer = timer_at(hw, amldist__now_ns() +
+                                s_to_ns(hw->notice_every), on_notice);
+}
+
+/* A worker of the attempt ended well while others run: the notices. */
+static void worker_exit(void *self, struct job *j, const struct worker *w,
+                        int first_failure)
+{
+    struct hang_watch *hw = self;
+    if (first_failure || status_failed(w->status))
+        return;
+    if (hw->t_first_done == 0)
+        hw->t_first_done = now_s();
+    if (hw->notice_timer || j->s->o->quiet || j->live == 0 ||
+        j->p.phase != PHASE_RUNNING)
+        return;
+    hw->notice_every = NOTICE_FIRST_S;
+    hw->notice_timer = timer_at(hw, amldist__now_ns() +
+                                s_to_ns(NOTICE_FIRST_S), on_notice);
+}
+
+/* The attempt's workers have all ended: its timers go. */
+static void attempt_end(void *self, struct job *j)
+{
+    struct hang_watch *hw = self;
+    (void)j;
+    cancel(hw, &hw->hang_timer);
+    cancel(hw, &hw->notice_timer);
+    hw->t_first_done = 0;
+}
+
+/* ---- the plugin ------------------------------------------------------------ */
+
+static int attach(struct job *j, void **self)
+{
+    struct hang_watch *hw = calloc(1, sizeof *hw);
+    if (!(*self = hw))
+        return -1;
+    hw->j = j;
+    if (j->s->o->timeout > 0)
+        hw->timeout_timer = timer_at(
+            hw, s_to_ns(j->t_begin + j->s->o->timeout), on_timeout);
+    return 0;
+}
+
+static void detach(void *self, struct job *j)
+{
+    struct hang_watch *hw = self;
+    (void)j;
+    cancel(hw, &hw->hang_timer);
+    cancel(hw, &hw->notice_timer);
+    cancel(hw, &hw->timeout_timer);
+    free(hw);
+}
+
+const struct job_plugin hang_plugin = {
+    .name = "hang",
+    .attach = attach,
+    .attempt_start = attempt_start,
+    .worker_exit = worker_exit,
+    .attempt_end = attempt_end,
+    .detach = detach,
+};
