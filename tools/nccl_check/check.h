@@ -1,7 +1,8 @@
 /*
  * amldist-nccl-check's parts: data types and the check pattern (data.c), the
- * collectives and the polling synchronisation (coll.c), the table and the
- * verdict (amldist-nccl-check.c).
+ * collectives and the polling synchronisation (coll.c), the command line and
+ * the baselines (options.c), the table and the verdict
+ * (amldist-nccl-check.c).
  */
 #ifndef NCCL_CHECK_H
 #define NCCL_CHECK_H
@@ -105,5 +106,33 @@ int prepare(ctx_t *x, const coll_t *c, const dtype_t *t, const counts_t *n,
             int inplace);
 long long count_wrong(ctx_t *x, const coll_t *c, const dtype_t *t,
                       const counts_t *n, int inplace);
+
+/* ---- options.c ------------------------------------------------------- */
+
+/* A published busbw table: NBASE sizes from BASE_MIN, doubling. */
+#define NBASE 9
+#define BASE_MIN ((size_t)32 << 20) /* the tables' first size; then doubling */
+struct baseline {
+    const char *name, *what;
+    int nodes, ranks;
+    double busbw[NBASE];
+};
+
+typedef struct {
+    size_t minbytes, maxbytes;
+    int factor, iters, warmup, check;
+    double expect, tolerance;
+    const struct baseline *base;
+    int bootstrap_s, timeout_s;
+    const coll_t *coll[8];  /* the collectives to measure, in order */
+    const dtype_t *type[16]; /* the data types */
+    int ncoll, ntype;
+} opts_t;
+
+/* The command line into o: -1, or the exit status of a usage error (-h and
+ * --list-baselines print and exit). */
+int parse_args(int argc, char **argv, opts_t *o);
+/* "prog: " and the message, then the usage, on stderr: EXIT_USAGE. */
+int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
