@@ -14,7 +14,7 @@ mpich libmpich-dev
 python3-torch python3-numpy
 python3-pip python3-setuptools python3-wheel python3-build dh-python pybuild-plugin-pyproject
 mandoc man-db zsh
-valgrind
+valgrind universal-ctags
 iproute2 procps util-linux
 slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
 hyperfine time

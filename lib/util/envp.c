@@ -2,7 +2,7 @@
  * Heap environment arrays (amldist_envp_*): a malloc'd, NULL-terminated
  * array of malloc'd "NAME=value" strings.  The one implementation behind the
  * library's exports (layout/export.c), the binding plan's variables (plan/env.c),
- * reading (layout/envutil.c) and amlrun's worker environments.
+ * reading (sources/envutil.c) and amlrun's worker environments.
  */
 #include <stdlib.h>
 #include <string.h>
