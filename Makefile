@@ -126,6 +126,8 @@ LIB_LIBS    = -ldl -lpthread
 # amlrun; each tools/*.c, examples/*.c and tests/unit/<component>/test_*.c
 # is one program.
 LIB_PARTS  := util sources layout topo progress plan net bootstrap rdzv nccl
+# The rendezvous backends (lib/rdzv/backends.h): each folder of lib/rdzv/.
+LIB_PARTS  += $(patsubst lib/%/,%,$(wildcard lib/rdzv/*/))
 RUN_PARTS_DIRS := cli head worker job plugins run contain output stacks query
 LIB_SRCS   := $(foreach d,$(LIB_PARTS),$(wildcard lib/$(d)/*.c))
 LIB_HDRS   := $(wildcard include/*.h include/amldist/*.h) \

@@ -1,35 +1,23 @@
 /*
- * The caller's side of an agent's handle (amldist_rdzv_*(); see handle.h):
- * joining, the round as the caller sees it, and what the caller tells the
- * thread (a failure, its workers done, closing).  Every call here runs on
- * the caller's thread; the network thread is reached only through `sh`
- * under `mu` and the wake-up pipe.
+ * The caller's side of an agent's handle (amldist_rdzv_*(); see handle.h),
+ * the handler: joining (the backend its endpoint picks, backend.h), the
+ * round as the caller sees it, and what the caller tells the backend (a
+ * failure, its workers done, closing).  Every call here runs on the
+ * caller's thread; the backend is reached only through the sink (`sk`,
+ * under its mu) and its table.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "net/loop.h"
 #include "rdzv/handle.h"
 #include "util/secret.h"
-
-
-void amldist__rz_wake(amldist_rdzv_t *r)
-{
-    char b = 1;
-    while (write(r->wake[1], &b, 1) < 0 && errno == EINTR) {
-    }
-}
 
 static const size_t options_sizes[AMLDIST_RDZV_OPTIONS_VERSION + 1] = {
     [1] = offsetof(amldist_rdzv_options_t, local_addr),
@@ -113,39 +101,41 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                                 c->token_source, sizeof c->token_source)) < 0)
         return rc;
     c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);
-    if (getrandom(&r->agent, sizeof r->agent, GRND_NONBLOCK) !=
-        (ssize_t)sizeof r->agent)
-        r->agent = (uint64_t)getpid() << 32 ^ (uint64_t)amldist__now_ms();
-    c->self_agent = r->agent;
+    uint64_t *agent = &r->me.agent;
+    if (getrandom(agent, sizeof *agent, GRND_NONBLOCK) !=
+        (ssize_t)sizeof *agent)
+        *agent = (uint64_t)getpid() << 32 ^ (uint64_t)amldist__now_ms();
+    c->self_agent = *agent;
     return 0;
 }
 
+/* This agent's JOIN (its local address, machine and agent id are in
+ * already): what every agent must share, and its own. */
+static void fill_me(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
+{
+    const amldist__rz_cfg_t *c = &r->cfg;
+    amldist__rz_join_t *j = &r->me;
+    j->token = c->token;
+    j->run = c->run;
+    j->round = 0;
+    j->nproc = (uint32_t)o->nproc;
+    j->order = o->order < 0 ? AMLDIST__RZ_NONE : (uint32_t)o->order;
+    j->min = (uint32_t)c->min;
+    j->max = (uint32_t)c->max;
+    j->max_restarts = (uint32_t)c->max_restarts;
+    j->keepalive_ms = (uint32_t)c->keepalive_ms;
+    j->keepalive_misses = (uint32_t)c->keepalive_misses;
+    j->last_call_ms = (uint32_t)c->last_call_ms;
+    j->join_timeout_ms = (uint32_t)c->join_timeout_ms;
+}
+
+/* The handle but its backend (closed, or never opened). */
 static void free_handle(amldist_rdzv_t *r)
 {
     amldist__chan_keys_clear(&r->cfg.keys);
-    if (r->wake[0] >= 0)
-        close(r->wake[0]);
-    if (r->wake[1] >= 0)
-        close(r->wake[1]);
-    if (r->efd >= 0)
-        close(r->efd);
-    if (r->gfd >= 0)
-        close(r->gfd);
-    amldist__rz_plane_free(r);
-    if (r->try_fd >= 0)
-        close(r->try_fd);
-    amldist__conn_close(&r->c);
-    amldist__rz_host_free(r->host);
-    amldist__loop_free(r->loop);
-    if (r->ai)
-        freeaddrinfo(r->ai);
+    amldist__rz_sink_free(&r->sk);
     free(r->cur.nproc);
-    free(r->sh.next.nproc);
     free(r->warnings);
-    free(r->sh.failure);
-    free(r->sh.fail);
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->cv);
     free(r);
 }
 
@@ -154,8 +144,8 @@ static void free_handle(amldist_rdzv_t *r)
 static void take_wakeups(amldist_rdzv_t *r)
 {
     uint64_t v;
-    if (r->sh.state != C_STOP)
-        while (read(r->efd, &v, sizeof v) > 0) {
+    if (r->sk.state != C_STOP)
+        while (read(r->sk.efd, &v, sizeof v) > 0) {
         }
 }
 
@@ -176,31 +166,31 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
             until.tv_nsec -= 1000000000;
         }
     }
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&r->sk.mu);
     /* A new round counts even when its STOP came right behind it: the
      * caller then starts the round and sees the stop at once. */
 #define NEW_ROUND                                                              \
-    (r->sh.have_next && r->sh.next.round > after &&                           \
-     (r->sh.state == C_RUNNING || r->sh.state == C_STOP))
-    while (r->sh.state != C_OVER && !NEW_ROUND) {
+    (r->sk.have_next && r->sk.next.round > after &&                           \
+     (r->sk.state == C_RUNNING || r->sk.state == C_STOP))
+    while (r->sk.state != C_OVER && !NEW_ROUND) {
         if (timeout_ms == 0 ||
             (timeout_ms > 0 &&
-             pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT)) {
+             pthread_cond_timedwait(&r->sk.cv, &r->sk.mu, &until) == ETIMEDOUT)) {
             take_wakeups(r);
-            pthread_mutex_unlock(&r->mu);
+            pthread_mutex_unlock(&r->sk.mu);
             return AMLDIST_ETIMEDOUT;
         }
         if (timeout_ms < 0)
-            pthread_cond_wait(&r->cv, &r->mu);
+            pthread_cond_wait(&r->sk.cv, &r->sk.mu);
     }
     int got = NEW_ROUND;
 #undef NEW_ROUND
     take_wakeups(r);
     if (got) {
-        amldist__rz_round_t n = r->sh.next;
+        amldist__rz_round_t n = r->sk.next;
         amldist__rz_round_t copy = {0};
         if (amldist__rz_round_alloc(&copy, n.nnodes) < 0) {
-            pthread_mutex_unlock(&r->mu);
+            pthread_mutex_unlock(&r->sk.mu);
             return AMLDIST_ENOMEM;
         }
         memcpy(copy.nproc, n.nproc, 3 * (size_t)n.nnodes * sizeof *n.nproc);
@@ -210,30 +200,60 @@ static int wait_round(amldist_rdzv_t *r, int after, int timeout_ms)
         r->cur.gpu_first = copy.gpu_first;
         r->cur.machine_ranks = copy.machine_ranks;
     }
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     if (got)
         amldist__rz_note_round(r);
     return got;
 }
 
-/* HOST:PORT where PORT may also be 0 (torchrun 2.x's "a free port",
- * hosting.c), which util's parser, made for real ports, refuses: "host:0"
- * and "[v6]:0" only, never a bare IPv6 address ending in ":0". */
-static int endpoint_parse(const char *ep, char *host, size_t size, int *port)
+/* A handle for options o (checked), its sink made; NULL when out of
+ * memory. */
+static amldist_rdzv_t *handle_new(const amldist_rdzv_options_t *o)
 {
-    size_t n = strlen(ep);
-    char buf[AMLDIST__HOST_MAX + 2];
-    if (n > 2 && n - 2 < sizeof buf && strcmp(ep + n - 2, ":0") == 0) {
-        memcpy(buf, ep, n - 2);
-        buf[n - 2] = '\0';
-        int bracketed = buf[0] == '[' && buf[n - 3] == ']';
-        if ((bracketed || !strchr(buf, ':')) &&
-            amldist__parse_hostport(buf, host, size, port) == 0) {
-            *port = 0;
-            return 0;
-        }
+    amldist_rdzv_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    amldist__rz_clock_reload();
+    r->cur.round = -1;
+    amldist__rz_sink_init(&r->sk);
+    amldist__rz_note_options(r, o);
+    return r;
+}
+
+/* The backend the endpoint's scheme picks (backend.h), the job's values,
+ * the sink's descriptors and the backend's join: 0, or an error (message
+ * set; nothing of the backend's left). */
+static int handle_open(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
+{
+    const char *ep;
+    int rc;
+    r->ops = amldist__rz_backend_pick(o->endpoint, &ep);
+    if ((rc = r->ops->check(ep, o->max_nodes)) < 0 ||
+        (rc = fill_cfg(r, o)) < 0)
+        return rc;
+    fill_me(r, o);
+    if (amldist__rz_sink_open(&r->sk) < 0)
+        return amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
+    return r->ops->open(ep, &r->cfg, &r->me, &r->sk, &r->be);
+}
+
+/* The first round, or why there is none (the handle closed). */
+static int join_wait(amldist_rdzv_t *r, amldist_rdzv_t **out)
+{
+    int rc = wait_round(r, -1, -1);
+    if (rc == 1) {
+        *out = r;
+        return 0;
     }
-    return amldist__parse_hostport(ep, host, size, port);
+    pthread_mutex_lock(&r->sk.mu);
+    int code = r->sk.err ? r->sk.err : AMLDIST_ESYS;
+    char msg[sizeof r->sk.errmsg];
+    amldist__strlcpy(msg, r->sk.err ? r->sk.errmsg : r->sk.failure
+                                                         ? r->sk.failure : "",
+                     sizeof msg);
+    pthread_mutex_unlock(&r->sk.mu);
+    amldist_rdzv_close(r);
+    return amldist__fail(rc < 0 ? rc : code, "%s", msg);
 }
 
 int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
@@ -250,85 +270,14 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
                                  opts)) < 0 ||
         (rc = check_options(&o)) < 0)
         return rc;
-    amldist_rdzv_t *r = calloc(1, sizeof *r);
+    amldist_rdzv_t *r = handle_new(&o);
     if (!r)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    amldist__rz_clock_reload();
-    r->wake[0] = r->wake[1] = r->efd = r->gfd = r->try_fd = -1;
-    r->c.fd = -1;
-    r->cur.round = -1;
-    r->sh.next.round = -1;
-    pthread_mutex_init(&r->mu, NULL);
-    /* The caller's waits are durations: on the monotonic clock, as
-     * libuv's uv_cond_timedwait() waits. */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    amldist__strlcpy(r->endpoint, o.endpoint, sizeof r->endpoint);
-    r->nproc = o.nproc;
-    r->order = o.order;
-    amldist__rz_note_options(r, &o);
-    char err[300];
-    if (endpoint_parse(o.endpoint, r->ep_host, sizeof r->ep_host,
-                       &r->ep_port) < 0 || r->ep_port < 0) {
-        rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': want "
-                           "HOST:PORT", o.endpoint);
-    } else if (r->ep_port == 0 && o.max_nodes > 1) {
-        /* torchrun 2.x's "pick a free port" (hosting.c): the other nodes
-         * could never learn it. */
-        rc = amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint '%s': port 0 "
-                           "(a free port, picked here) is for one node only, "
-                           "and up to %d may join: give the port the nodes "
-                           "meet at", o.endpoint, o.max_nodes);
-    } else if ((rc = fill_cfg(r, &o)) < 0) {
-        /* message set */
-    } else if (amldist__net_resolve(r->ep_host, r->ep_port, &r->ai, err,
-                                   sizeof err) < 0) {
-        rc = amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: %s",
-                           o.endpoint, err);
-    } else if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) < 0 ||
-               (r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-               (r->gfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        rc = amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
-    } else if (!(r->loop = amldist__loop_new())) {
-        rc = amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    } else {
-        rc = amldist__rz_maybe_host(r);
-    }
-    if (rc < 0) {
+    if ((rc = handle_open(r, &o)) < 0) {
         free_handle(r);
         return rc;
     }
-    r->join_deadline = amldist__now_ms() + r->cfg.join_timeout_ms;
-    r->backoff_ms = 1;
-    r->last_beat = amldist__now_ms();
-    /* The thread takes no signal: the caller's signalfd must see them. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&r->thread, NULL, amldist__rz_thread_main, r);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e) {
-        rc = amldist__fail(AMLDIST_ESYS, "rendezvous: thread: %s", strerror(e));
-        free_handle(r);
-        return rc;
-    }
-    rc = wait_round(r, -1, -1);
-    if (rc == 1) {
-        *out = r;
-        return 0;
-    }
-    pthread_mutex_lock(&r->mu);
-    int code = r->sh.err ? r->sh.err : AMLDIST_ESYS;
-    char msg[sizeof r->sh.errmsg];
-    amldist__strlcpy(msg, r->sh.err ? r->sh.errmsg : r->sh.failure
-                                                         ? r->sh.failure : "",
-                     sizeof msg);
-    pthread_mutex_unlock(&r->mu);
-    amldist_rdzv_close(r);
-    return amldist__fail(rc < 0 ? rc : code, "%s", msg);
+    return join_wait(r, out);
 }
 
 int amldist_rdzv_round(const amldist_rdzv_t *r)
@@ -360,27 +309,27 @@ int amldist_rdzv_node_nproc(const amldist_rdzv_t *r, int node)
 
 int amldist_rdzv_is_host(const amldist_rdzv_t *r)
 {
-    return r ? r->host != NULL : AMLDIST_EINVAL;
+    return r ? r->ops->hosts(r->be) : AMLDIST_EINVAL;
 }
 
 int amldist_rdzv_fd(const amldist_rdzv_t *r)
 {
-    return r ? r->efd : AMLDIST_EINVAL;
+    return r ? r->sk.efd : AMLDIST_EINVAL;
 }
 
 int amldist_rdzv_state(amldist_rdzv_t *r)
 {
     if (!r)
         return AMLDIST_EINVAL;
-    pthread_mutex_lock(&r->mu);
-    int s = r->sh.state == C_STOP || r->sh.state == C_OVER
+    pthread_mutex_lock(&r->sk.mu);
+    int s = r->sk.state == C_STOP || r->sk.state == C_OVER
                 ? AMLDIST_RDZV_STOP : AMLDIST_RDZV_RUNNING;
     /* A wake-up that was no stop (the round's own start) is taken, so
      * that a caller polling the descriptor does not spin; the thread
      * writes it under mu, so no stop is lost here. */
     if (s == AMLDIST_RDZV_RUNNING)
         take_wakeups(r);
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     return s;
 }
 
@@ -394,20 +343,20 @@ int amldist_rdzv_fail(amldist_rdzv_t *r, unsigned flags, int rank,
     size_t n = summary ? strlen(summary) : 0;
     if (n > AMLDIST__RZ_SUMMARY_MAX)
         n = AMLDIST__RZ_SUMMARY_MAX;
-    unsigned char *f = malloc(16 + n);
+    struct amldist__rz_fail *f = malloc(sizeof *f + n);
     if (!f)
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
-    pthread_mutex_lock(&r->mu);
-    amldist__net_put_u32(f, (uint32_t)r->sh.next.round);
-    amldist__net_put_u32(f + 4, flags & AMLDIST_RDZV_FINAL);
-    amldist__net_put_u32(f + 8, rank < 0 ? AMLDIST__RZ_NONE : (uint32_t)rank);
-    amldist__net_put_u32(f + 12, (uint32_t)status);
+    f->flags = flags & AMLDIST_RDZV_FINAL;
+    f->rank = rank < 0 ? AMLDIST__RZ_NONE : (uint32_t)rank;
+    f->status = (uint32_t)status;
+    f->len = n;
     if (n)
-        memcpy(f + 16, summary, n);
-    free(r->sh.fail); /* one failure per round is the host's to hear */
-    r->sh.fail = f;
-    r->sh.fail_len = 16 + n;
-    pthread_mutex_unlock(&r->mu);
+        memcpy(f->text, summary, n);
+    pthread_mutex_lock(&r->sk.mu);
+    f->round = (uint32_t)r->sk.next.round;
+    free(r->sk.fail); /* one failure per round is the host's to hear */
+    r->sk.fail = f;
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -418,14 +367,14 @@ int amldist_rdzv_done(amldist_rdzv_t *r, int status)
     if (!r)
         return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_done: no handle");
     int port = r->cfg.master_port > 0 ? 0 : amldist__rz_free_port();
-    pthread_mutex_lock(&r->mu);
-    if (r->sh.state == C_RUNNING || r->sh.state == C_STOP) {
-        r->sh.state = C_WAITING;
-        r->sh.done = 1;
-        r->sh.done_status = status & 0xff;
-        r->sh.done_port = port;
+    pthread_mutex_lock(&r->sk.mu);
+    if (r->sk.state == C_RUNNING || r->sk.state == C_STOP) {
+        r->sk.state = C_WAITING;
+        r->sk.done = 1;
+        r->sk.done_status = status & 0xff;
+        r->sk.done_port = port;
     }
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -451,9 +400,9 @@ const char *amldist_rdzv_stop_reason(amldist_rdzv_t *r)
 {
     if (!r)
         return "";
-    pthread_mutex_lock(&r->mu);
-    amldist__strlcpy(r->why, r->sh.stop_why, sizeof r->why);
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&r->sk.mu);
+    amldist__strlcpy(r->why, r->sk.stop_why, sizeof r->why);
+    pthread_mutex_unlock(&r->sk.mu);
     return r->why;
 }
 
@@ -461,9 +410,9 @@ int amldist_rdzv_exit_status(const amldist_rdzv_t *r)
 {
     if (!r)
         return AMLDIST_EINVAL;
-    pthread_mutex_t *mu = (pthread_mutex_t *)&r->mu;
+    pthread_mutex_t *mu = (pthread_mutex_t *)&r->sk.mu;
     pthread_mutex_lock(mu);
-    int s = r->sh.state == C_OVER ? r->sh.status : 0;
+    int s = r->sk.state == C_OVER ? r->sk.status : 0;
     pthread_mutex_unlock(mu);
     return s;
 }
@@ -472,10 +421,10 @@ const char *amldist_rdzv_failure(const amldist_rdzv_t *r)
 {
     if (!r)
         return "";
-    pthread_mutex_t *mu = (pthread_mutex_t *)&r->mu;
+    pthread_mutex_t *mu = (pthread_mutex_t *)&r->sk.mu;
     pthread_mutex_lock(mu);
     /* Set once, when the job is over; never changed after. */
-    const char *f = r->sh.state == C_OVER && r->sh.failure ? r->sh.failure
+    const char *f = r->sk.state == C_OVER && r->sk.failure ? r->sk.failure
                                                            : "";
     pthread_mutex_unlock(mu);
     return f;
@@ -485,10 +434,6 @@ void amldist_rdzv_close(amldist_rdzv_t *r)
 {
     if (!r)
         return;
-    pthread_mutex_lock(&r->mu);
-    r->sh.closing = 1;
-    pthread_mutex_unlock(&r->mu);
-    amldist__rz_wake(r);
-    pthread_join(r->thread, NULL);
+    r->ops->close(r->be);
     free_handle(r);
 }

@@ -1,122 +1,31 @@
 /*
  * The caller's side of issue 20's calls (see amldist_rdzv(3) and
- * plane.h): the clock offset, the view of this node's ranks, gathers
+ * agent_state.h): the clock offset, the view of this node's ranks, gathers
  * (asking, answering, taking the answers) and the per-step marks.  Each
- * call only queues or takes under mu; the thread does the rest.
+ * call only queues or takes in the sink, under its mu; the backend does
+ * the rest.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "rdzv/plane.h"
-
-/* Under mu: readable while something waits for the caller. */
-void amldist__rz_plane_signal(amldist_rdzv_t *r)
-{
-    uint64_t v = 1;
-    if (r->sh.pl.reqs || r->sh.pl.got) {
-        if (write(r->gfd, &v, sizeof v) < 0) {
-            /* the counter is full: readable all the same */
-        }
-    } else {
-        while (read(r->gfd, &v, sizeof v) > 0) {
-        }
-    }
-}
-
-/* The ranks a hang's request names (its arg: timeout ms | count |
- * ranks). */
-static void hang_arg(uint32_t topic, const unsigned char *arg, size_t len,
-                     int *timeout_ms, int *stalled, int *n)
-{
-    *timeout_ms = 0;
-    *n = 0;
-    if (topic != AMLDIST_RDZV_TOPIC_HANG || len < 8)
-        return;
-    uint32_t k = amldist__net_get_u32(arg + 4);
-    *timeout_ms = (int)(amldist__net_get_u32(arg) & 0x7fffffff);
-    if ((uint64_t)k * 4 + 8 != len)
-        return;
-    for (uint32_t i = 0; i < k; i++)
-        stalled[(*n)++] = (int)(amldist__net_get_u32(arg + 8 + 4 * i) &
-                                0x7fffffff);
-}
-
-struct amldist__rz_req *amldist__rz_req_new(uint32_t id, uint32_t topic,
-                                            uint32_t asker,
-                                            const unsigned char *arg,
-                                            size_t arg_len)
-{
-    struct amldist__rz_req *q = calloc(1, sizeof *q);
-    if (!q || arg_len > sizeof q->arg) {
-        free(q);
-        return NULL;
-    }
-    memcpy(q->arg, arg, arg_len);
-    q->pub.id = id;
-    q->pub.topic = topic;
-    q->pub.asker = asker > INT32_MAX ? -1 : (int)asker;
-    q->pub.arg = q->arg;
-    q->pub.arg_len = arg_len;
-    hang_arg(topic, arg, arg_len, &q->pub.hang_timeout_ms, q->stalled,
-             &q->pub.nstalled);
-    q->pub.stalled = q->stalled;
-    return q;
-}
-
-struct amldist__rz_got *amldist__rz_got_new(uint32_t tag, uint32_t topic,
-                                            const unsigned char *arg,
-                                            size_t arg_len)
-{
-    struct amldist__rz_got *g = calloc(1, sizeof *g);
-    if (!g || arg_len > sizeof g->arg) {
-        free(g);
-        return NULL;
-    }
-    memcpy(g->arg, arg, arg_len);
-    g->pub.tag = tag;
-    g->pub.topic = topic;
-    g->pub.arg = g->arg;
-    g->pub.arg_len = arg_len;
-    hang_arg(topic, arg, arg_len, &g->pub.hang_timeout_ms, g->stalled,
-             &g->pub.nstalled);
-    g->pub.stalled = g->stalled;
-    return g;
-}
-
-void amldist__rz_asks_free(struct amldist__rz_ask *a)
-{
-    while (a) {
-        struct amldist__rz_ask *n = a->next;
-        free(a);
-        a = n;
-    }
-}
-
-void amldist__rz_answers_free(struct amldist__rz_answer *a)
-{
-    while (a) {
-        struct amldist__rz_answer *n = a->next;
-        free(a);
-        a = n;
-    }
-}
+#include "rdzv/handle.h"
 
 int amldist_rdzv_clock_offset_ns(const amldist_rdzv_t *r, long long *offset_ns,
                                  long long *error_ns)
 {
     if (!r || !offset_ns || !error_ns)
         return AMLDIST_EINVAL;
-    if (r->host) { /* the host's own clock */
+    if (r->ops->hosts(r->be)) { /* the host's own clock */
         *offset_ns = *error_ns = 0;
         return 0;
     }
     amldist_rdzv_t *w = (amldist_rdzv_t *)r;
-    pthread_mutex_lock(&w->mu);
-    int have = r->sh.pl.clk_have;
-    *offset_ns = r->sh.pl.clk_offset;
-    *error_ns = r->sh.pl.clk_error;
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_lock(&w->sk.mu);
+    int have = r->sk.pl.clk_have;
+    *offset_ns = r->sk.pl.clk_offset;
+    *error_ns = r->sk.pl.clk_error;
+    pthread_mutex_unlock(&w->sk.mu);
     return have ? 0 : AMLDIST_EUNKNOWN;
 }
 
@@ -133,9 +42,9 @@ int amldist_rdzv_watch(amldist_rdzv_t *r, int timeout_ms)
 {
     if (!r || timeout_ms < 0)
         return AMLDIST_EINVAL;
-    pthread_mutex_lock(&r->mu);
-    r->sh.pl.watch_ms = timeout_ms;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&r->sk.mu);
+    r->sk.pl.watch_ms = timeout_ms;
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -150,17 +59,17 @@ int amldist_rdzv_set_view(amldist_rdzv_t *r, const amldist_rdzv_view_t *v,
         return AMLDIST_ENOMEM;
     if (n)
         memcpy(c, v, (size_t)n * sizeof *c);
-    pthread_mutex_lock(&r->mu);
-    free(r->sh.pl.views);
-    r->sh.pl.views = c;
-    r->sh.pl.nviews = n;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&r->sk.mu);
+    free(r->sk.pl.views);
+    r->sk.pl.views = c;
+    r->sk.pl.nviews = n;
+    pthread_mutex_unlock(&r->sk.mu);
     return 0;
 }
 
 int amldist_rdzv_events_fd(const amldist_rdzv_t *r)
 {
-    return r ? r->gfd : AMLDIST_EINVAL;
+    return r ? r->sk.gfd : AMLDIST_EINVAL;
 }
 
 int amldist_rdzv_gather(amldist_rdzv_t *r, unsigned topic, const void *arg,
@@ -185,15 +94,15 @@ int amldist_rdzv_gather(amldist_rdzv_t *r, unsigned topic, const void *arg,
     a->arg_len = arg_len;
     if (arg_len)
         memcpy(a->arg, arg, arg_len);
-    pthread_mutex_lock(&r->mu);
-    if (++r->sh.pl.next_tag == 0) /* 0 is the host's */
-        r->sh.pl.next_tag = 1;
-    a->tag = *tag = r->sh.pl.next_tag;
-    struct amldist__rz_ask **end = &r->sh.pl.asks;
+    pthread_mutex_lock(&r->sk.mu);
+    if (++r->sk.pl.next_tag == 0) /* 0 is the host's */
+        r->sk.pl.next_tag = 1;
+    a->tag = *tag = r->sk.pl.next_tag;
+    struct amldist__rz_ask **end = &r->sk.pl.asks;
     while (*end)
         end = &(*end)->next;
     *end = a;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -202,21 +111,16 @@ int amldist_rdzv_next_request(amldist_rdzv_t *r, amldist_rdzv_request_t **out)
 {
     if (!r || !out)
         return AMLDIST_EINVAL;
-    pthread_mutex_lock(&r->mu);
-    struct amldist__rz_req *q = r->sh.pl.reqs;
+    pthread_mutex_lock(&r->sk.mu);
+    struct amldist__rz_req *q = r->sk.pl.reqs;
     if (q) {
-        r->sh.pl.reqs = q->next;
-        r->sh.pl.nreqs--;
+        r->sk.pl.reqs = q->next;
+        r->sk.pl.nreqs--;
     }
-    amldist__rz_plane_signal(r);
-    pthread_mutex_unlock(&r->mu);
+    amldist__rz_plane_signal(&r->sk);
+    pthread_mutex_unlock(&r->sk.mu);
     *out = q ? &q->pub : NULL;
     return q != NULL;
-}
-
-void amldist_rdzv_request_free(amldist_rdzv_request_t *q)
-{
-    free(q); /* the first member of its amldist__rz_req */
 }
 
 int amldist_rdzv_answer(amldist_rdzv_t *r, unsigned id, const void *blob,
@@ -237,12 +141,12 @@ int amldist_rdzv_answer(amldist_rdzv_t *r, unsigned id, const void *blob,
     a->len = len;
     if (len)
         memcpy(a->blob, blob, len);
-    pthread_mutex_lock(&r->mu);
-    struct amldist__rz_answer **end = &r->sh.pl.answers;
+    pthread_mutex_lock(&r->sk.mu);
+    struct amldist__rz_answer **end = &r->sk.pl.answers;
     while (*end)
         end = &(*end)->next;
     *end = a;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -251,24 +155,14 @@ int amldist_rdzv_next_gather(amldist_rdzv_t *r, amldist_rdzv_gather_t **out)
 {
     if (!r || !out)
         return AMLDIST_EINVAL;
-    pthread_mutex_lock(&r->mu);
-    struct amldist__rz_got *g = r->sh.pl.got;
+    pthread_mutex_lock(&r->sk.mu);
+    struct amldist__rz_got *g = r->sk.pl.got;
     if (g)
-        r->sh.pl.got = g->next;
-    amldist__rz_plane_signal(r);
-    pthread_mutex_unlock(&r->mu);
+        r->sk.pl.got = g->next;
+    amldist__rz_plane_signal(&r->sk);
+    pthread_mutex_unlock(&r->sk.mu);
     *out = g ? &g->pub : NULL;
     return g != NULL;
-}
-
-void amldist_rdzv_gather_free(amldist_rdzv_gather_t *g)
-{
-    if (!g)
-        return;
-    for (int i = 0; g->answers && i < g->n; i++)
-        free((void *)g->answers[i].blob);
-    free(g->answers);
-    free(g); /* the first member of its amldist__rz_got */
 }
 
 /* Under mu: keep the marks of steps that are multiples of the stride,
@@ -303,11 +197,11 @@ int amldist_rdzv_put_marks(amldist_rdzv_t *r, const amldist_rdzv_mark_t *m,
     long long off = 0, err;
     if (amldist_rdzv_clock_offset_ns(r, &off, &err) < 0)
         off = 0;
-    pthread_mutex_lock(&r->mu);
-    struct amldist__rz_plane_shared *pl = &r->sh.pl;
+    pthread_mutex_lock(&r->sk.mu);
+    struct amldist__rz_plane_shared *pl = &r->sk.pl;
     if (!pl->marks_out &&
         !(pl->marks_out = malloc(AMLDIST__RZ_MARKS_MAX * sizeof *pl->marks_out))) {
-        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&r->sk.mu);
         return AMLDIST_ENOMEM;
     }
     if (pl->stride == 0)
@@ -317,7 +211,7 @@ int amldist_rdzv_put_marks(amldist_rdzv_t *r, const amldist_rdzv_mark_t *m,
         k.t_ns += shift + off;
         keep_mark(pl, &k);
     }
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     amldist__rz_wake(r);
     return 0;
 }
@@ -327,14 +221,14 @@ int amldist_rdzv_take_marks(amldist_rdzv_t *r, amldist_rdzv_mark_t *out,
 {
     if (!r || max < 0 || (max && !out))
         return AMLDIST_EINVAL;
-    pthread_mutex_lock(&r->mu);
-    struct amldist__rz_plane_shared *pl = &r->sh.pl;
+    pthread_mutex_lock(&r->sk.mu);
+    struct amldist__rz_plane_shared *pl = &r->sk.pl;
     int n = 0;
     while (n < max && pl->in_n) {
         out[n++] = pl->marks_in[pl->in_first];
         pl->in_first = (pl->in_first + 1) % AMLDIST__RZ_MARKS_IN;
         pl->in_n--;
     }
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->sk.mu);
     return n;
 }

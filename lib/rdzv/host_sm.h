@@ -1,13 +1,13 @@
 /*
  * The rendezvous host's decisions, without sockets, threads or clocks: a
  * state machine fed one event at a time (a member's JOIN, FAIL or DONE as
- * decoded, a member lost, time passing) that answers with the actions the
- * I/O then carries out (host.c): what to send to whom, who joined, who is
- * refused.  It forms rounds from the agents that joined, numbers the nodes,
- * turns the first failure of a round into a stop of every node, and once
- * every node's workers are down either forms the next round (a restart, or
- * an elastic job re-forming) or ends the job with the first failure's
- * status.
+ * decoded, a member lost, time passing) that answers with the actions a
+ * backend's I/O then carries out (tcp/host_frames.c): what to send to
+ * whom, who joined, who is refused.  It forms rounds from the agents that
+ * joined, numbers the nodes, turns the first failure of a round into a
+ * stop of every node, and once every node's workers are down either forms
+ * the next round (a restart, or an elastic job re-forming) or ends the job
+ * with the first failure's status.
  *
  * Phases:  FORMING -> RUNNING -> STOPPING -> RUNNING (next round) ... -> OVER
  *

@@ -1,6 +1,7 @@
 /*
- * The control plane below amldist_rdzv_*(): its frames, its connections and
- * the host's I/O (its decisions: host_sm.h; the agent's handle: handle.h).
+ * The control plane below amldist_rdzv_*(): its frames and their
+ * payloads, its connections (the decisions: host_sm.h; the agent's handle:
+ * handle.h; its backends: backend.h, the frames' transport tcp/tcp.h).
  * Frames use net/frames.h's header (magic "AMLB", protocol, type, payload
  * length), shared with the bootstrap, with types of their own, on one
  * long-lived TCP connection per agent (net/conn.h), behind the channel's
@@ -36,7 +37,7 @@
  *   WAIT    host -> agent, while the round forms: text (one line: how
  *           many nodes are in and when the round forms)
  *
- * Issue 20's frames (clock.c, host_sm_watch.c, thread_plane.c).  Times
+ * Issue 20's frames (clock.c, host_sm_watch.c, tcp/plane.c).  Times
  * "ns" are i64 nanoseconds on a clock named beside them: the agent's
  * (amldist__rz_clock_ns() of its process) or the host's.
  *   TIMEQ   agent -> host, once a heartbeat: t1 (agent ns, when sent)
@@ -156,24 +157,6 @@ int amldist__rz_clock_add(amldist__rz_clock_t *c, int64_t t1, int64_t t2,
 int amldist__rz_clock_best(const amldist__rz_clock_t *c, int64_t *offset,
                            int64_t *error);
 
-/* Frames waiting behind a connection's queue (outbox.c): pushed whole
- * (a head and a payload, copied), moved into the connection while its
- * queue holds less than AMLDIST__RZ_OUTBOX_LOW. */
-#define AMLDIST__RZ_OUTBOX_LOW (256u << 10)
-#define AMLDIST__RZ_OUTBOX_MAX (128u << 20)
-struct amldist__rz_out;
-typedef struct {
-    struct amldist__rz_out *head, *tail;
-    size_t bytes;
-} amldist__rz_outbox_t;
-/* 0, or -1 when out of memory or past AMLDIST__RZ_OUTBOX_MAX. */
-int amldist__rz_outbox_push(amldist__rz_outbox_t *o, unsigned type,
-                            const void *head, size_t hlen, const void *p,
-                            size_t len);
-/* 0, or -1 when the connection refused a frame (stuck, or broken). */
-int amldist__rz_outbox_pump(amldist__rz_outbox_t *o, amldist__conn_t *c);
-void amldist__rz_outbox_clear(amldist__rz_outbox_t *o);
-
 void amldist__rz_put_u64(unsigned char *p, uint64_t v);
 uint64_t amldist__rz_get_u64(const unsigned char *p);
 
@@ -283,28 +266,9 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,
                        amldist_t **out);
 
-/* The host's side (host.c), run on the handle's thread beside the agent's
- * own connection, its sockets watched by the thread's loop.  It owns the
- * listening sockets it is given (unless it returns NULL). */
-typedef struct amldist__rz_host amldist__rz_host_t;
-struct amldist__loop;
-amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
-                                         struct amldist__loop *loop,
-                                         const int *lfds, int nlfds);
-/* The host's own agent connects from `local` (its end of the connection):
- * that connection is never the one dropped to make room. */
-struct sockaddr;
-void amldist__rz_host_own(amldist__rz_host_t *h, const struct sockaddr *local,
-                          unsigned len);
-/* Before each round of the loop: which connections have output queued. */
-void amldist__rz_host_arm(amldist__rz_host_t *h);
-/* After each round of the loop: the timers, and closed connections freed. */
-void amldist__rz_host_tick(amldist__rz_host_t *h);
-/* When the host next needs to run without a descriptor event (ms). */
-long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
-/* The job is over and every agent has left (or the deadline passed). */
-int amldist__rz_host_drained(const amldist__rz_host_t *h);
-void amldist__rz_host_free(amldist__rz_host_t *h);
+/* A port nobody listens on now (the kernel's pick), a master port
+ * candidate; 0 when none (share.c). */
+int amldist__rz_free_port(void);
 
 /* The token both sides expect: the options', else with the job's secret
  * (`secure`; the caller loaded it) 0, since the channel proves the secret,

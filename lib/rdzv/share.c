@@ -2,20 +2,20 @@
  * What an agent asks of the rendezvous beyond the values every agent must
  * share: the address it is known by (--local-addr), the machine it runs on
  * (so that agents of one machine split its GPUs), where the forming
- * round's lines go, and the warnings when the round does otherwise than
- * this agent asked (another node's master address won, the host's
- * timeouts differ).
+ * round's lines go, the master port it offers for each round, and the
+ * warnings when the round does otherwise than this agent asked (another
+ * node's master address won, the host's timeouts differ).
  */
-#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rdzv/handle.h"
-#include "util/escape.h"
 
 /* One machine for GPU purposes is one boot of one kernel: network
  * namespaces and containers of a host share /proc's boot id (and the
@@ -41,18 +41,36 @@ static uint64_t machine_id(const char *gpu_ids)
 void amldist__rz_note_options(amldist_rdzv_t *r,
                               const amldist_rdzv_options_t *o)
 {
-    amldist__strlcpy(r->local_addr, o->local_addr ? o->local_addr : "",
-                     sizeof r->local_addr);
-    r->machine = o->gpu_ids ? machine_id(o->gpu_ids) : 0;
+    amldist__strlcpy(r->me.local_addr, o->local_addr ? o->local_addr : "",
+                     sizeof r->me.local_addr);
+    r->me.machine = o->gpu_ids ? machine_id(o->gpu_ids) : 0;
     amldist__strlcpy(r->asked_master_addr,
                      o->master_addr ? o->master_addr : "",
                      sizeof r->asked_master_addr);
     r->asked_master_port = o->master_port > 0 ? o->master_port : 0;
     r->asked_last_call_ms = o->last_call_ms;
     r->asked_join_timeout_ms = o->join_timeout_ms;
-    r->note_fd = o->note_fd;
-    amldist__strlcpy(r->note_prefix, o->note_prefix ? o->note_prefix : "",
-                     sizeof r->note_prefix);
+    r->sk.note_fd = o->note_fd;
+    amldist__strlcpy(r->sk.note_prefix, o->note_prefix ? o->note_prefix : "",
+                     sizeof r->sk.note_prefix);
+}
+
+/* A port nobody listens on now (the kernel's pick); 0 when none. */
+int amldist__rz_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
 }
 
 static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
@@ -108,25 +126,6 @@ void amldist__rz_note_round(amldist_rdzv_t *r)
             r->cfg.join_timeout_ms / 1000.0, rd->join_timeout_ms / 1000.0);
     free(r->warnings);
     r->warnings = n ? strdup(buf) : NULL;
-}
-
-/* The host's line on the forming round, for whoever reads the note
- * descriptor (amlrun's stderr): one write, so that lines do not mix, and
- * its control characters escaped, whatever the host sent. */
-void amldist__rz_note_wait(const amldist_rdzv_t *r, const unsigned char *p,
-                           uint32_t len)
-{
-    char line[AMLDIST__RZ_TEXT_MAX + 100];
-    if (r->note_fd < 0)
-        return;
-    size_t n = (size_t)snprintf(line, sizeof line, "%s", r->note_prefix);
-    if (n > sizeof line - 2)
-        n = sizeof line - 2;
-    n += amldist__escape(line + n, sizeof line - 1 - n, p, len,
-                         AMLDIST__ESC_ONE_LINE);
-    line[n++] = '\n';
-    while (write(r->note_fd, line, n) < 0 && errno == EINTR) {
-    }
 }
 
 /* The nodes of one machine split its GPUs: in node order, each node's

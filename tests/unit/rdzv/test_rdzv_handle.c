@@ -1,6 +1,6 @@
 /*
  * An agent's handle between its caller and its network thread (lib/rdzv/
- * api.c, thread.c), on loopback, with the system calls that the library
+ * api.c, tcp/thread.c), on loopback, with the system calls that the library
  * makes interposed by this program (its definitions come before libc's):
  * a wall clock that steps, a poll(2) that fails, a connect(2) sent to an
  * address that never answers.  Each case is one

@@ -2,7 +2,7 @@
  * Whether this agent hosts the rendezvous endpoint: it does when the
  * endpoint's address is this machine's and its port is free (port 0: a
  * free port the kernel picks).  The host (host.c) then runs on the
- * handle's thread beside the agent's own connection.
+ * backend's thread beside the agent's own connection.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -13,54 +13,57 @@
 #include <unistd.h>
 
 #include "net/portowner.h"
-#include "rdzv/handle.h"
+#include "rdzv/tcp/tcp.h"
 
-/* A port nobody listens on now (the kernel's pick); 0 when none. */
-int amldist__rz_free_port(void)
+/* HOST:PORT where PORT may also be 0 (torchrun 2.x's "a free port",
+ * below), which util's parser, made for real ports, refuses: "host:0" and
+ * "[v6]:0" only, never a bare IPv6 address ending in ":0". */
+int amldist__rz_endpoint_parse(const char *ep, char *host, size_t size,
+                               int *port)
 {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return 0;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(s, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(s);
-    return port;
+    size_t n = strlen(ep);
+    char buf[AMLDIST__HOST_MAX + 2];
+    if (n > 2 && n - 2 < sizeof buf && strcmp(ep + n - 2, ":0") == 0) {
+        memcpy(buf, ep, n - 2);
+        buf[n - 2] = '\0';
+        int bracketed = buf[0] == '[' && buf[n - 3] == ']';
+        if ((bracketed || !strchr(buf, ':')) &&
+            amldist__parse_hostport(buf, host, size, port) == 0) {
+            *port = 0;
+            return 0;
+        }
+    }
+    return amldist__parse_hostport(ep, host, size, port);
 }
 
-/* Port 0 (torchrun 2.x's localhost:0, one node only, api.c): the kernel
+/* Port 0 (torchrun 2.x's localhost:0, one node only: backend.c): the kernel
  * picks a free port on the endpoint's first local address, and this agent
  * connects to that address alone, so that nothing else listening on
  * another address of the name can answer for it.  Nobody else can know
  * the port, so an endpoint that is not this machine's is an error. */
-static int host_any_port(amldist_rdzv_t *r)
+static int host_any_port(amldist__rz_tcp_t *t)
 {
     int fd, nfds = 0, err = 0;
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
     char num[NI_MAXHOST], why[200];
     struct addrinfo *ai = NULL;
-    int rc = amldist__net_listen_local(r->ep_host, 0, &fd, 1, &nfds, &err);
+    int rc = amldist__net_listen_local(t->ep_host, 0, &fd, 1, &nfds, &err);
     if (nfds == 0 && (err == 0 || err == EADDRNOTAVAIL))
         return amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint %s: port 0 "
                              "means a free port of this machine, and %s is "
-                             "not one of its addresses", r->endpoint,
-                             r->ep_host);
+                             "not one of its addresses", t->endpoint,
+                             t->ep_host);
     if (rc < 0 || nfds == 0)
         return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
-                             "listen on a free port of %s: %s", r->endpoint,
-                             r->ep_host, strerror(err));
+                             "listen on a free port of %s: %s", t->endpoint,
+                             t->ep_host, strerror(err));
     if (getsockname(fd, (struct sockaddr *)&a, &len) < 0 ||
         getnameinfo((struct sockaddr *)&a, len, num, sizeof num, NULL, 0,
                     NI_NUMERICHOST) != 0) {
         close(fd);
         return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
-                             "read the port picked", r->endpoint);
+                             "read the port picked", t->endpoint);
     }
     int port = ntohs(a.ss_family == AF_INET6
                          ? ((struct sockaddr_in6 *)&a)->sin6_port
@@ -68,19 +71,19 @@ static int host_any_port(amldist_rdzv_t *r)
     if (amldist__net_resolve(num, port, &ai, why, sizeof why) < 0) {
         close(fd);
         return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: %s",
-                             r->endpoint, why);
+                             t->endpoint, why);
     }
-    r->host = amldist__rz_host_new(&r->cfg, r->loop, &fd, 1);
-    if (!r->host) {
+    t->host = amldist__rz_host_new(t->cfg, t->loop, &fd, 1);
+    if (!t->host) {
         close(fd);
         freeaddrinfo(ai);
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
     }
-    freeaddrinfo(r->ai);
-    r->ai = ai;
-    r->ep_port = port;
-    snprintf(r->endpoint, sizeof r->endpoint,
-             strchr(r->ep_host, ':') ? "[%s]:%d" : "%s:%d", r->ep_host, port);
+    freeaddrinfo(t->ai);
+    t->ai = ai;
+    t->ep_port = port;
+    snprintf(t->endpoint, sizeof t->endpoint,
+             strchr(t->ep_host, ':') ? "[%s]:%d" : "%s:%d", t->ep_host, port);
     return 0;
 }
 
@@ -88,12 +91,12 @@ static int host_any_port(amldist_rdzv_t *r)
  * free; else another agent hosts it.  Node 0 by order (a static job's
  * MASTER_ADDR may name it from outside: a NAT, a load balancer) hosts it
  * on every address when none of the endpoint's is its own. */
-int amldist__rz_maybe_host(amldist_rdzv_t *r)
+int amldist__rz_maybe_host(amldist__rz_tcp_t *t)
 {
     int fds[8], nfds = 0, err = 0;
-    if (r->ep_port == 0)
-        return host_any_port(r);
-    if (amldist__net_listen_local(r->ep_host, r->ep_port, fds, 8, &nfds,
+    if (t->ep_port == 0)
+        return host_any_port(t);
+    if (amldist__net_listen_local(t->ep_host, t->ep_port, fds, 8, &nfds,
                                  &err) < 0)
         return 0; /* another agent's: join as a client */
     /* The port is this machine's and held: only a process of this user's
@@ -101,19 +104,19 @@ int amldist__rz_maybe_host(amldist_rdzv_t *r)
      * could have bound it first to pass for the job's host. */
     unsigned uid;
     if (nfds == 0 && err == EADDRINUSE &&
-        amldist__net_port_stranger(r->ep_port, (unsigned)geteuid(), &uid))
+        amldist__net_port_stranger(t->ep_port, (unsigned)geteuid(), &uid))
         return amldist__fail(AMLDIST_EDENIED, "rendezvous endpoint %s: its "
                              "port on this machine is held by uid %u, not by "
                              "this user (uid %u): refused, not joined (a "
                              "process of another user may pass for the "
                              "job's host; free the port or give another)",
-                             r->endpoint, uid, (unsigned)geteuid());
-    if (nfds == 0 && (err != EADDRNOTAVAIL || r->order != 0 ||
-                      amldist__net_listen(r->ep_host, r->ep_port, fds, 8,
+                             t->endpoint, uid, (unsigned)geteuid());
+    if (nfds == 0 && (err != EADDRNOTAVAIL || t->me.order != 0 ||
+                      amldist__net_listen(t->ep_host, t->ep_port, fds, 8,
                                           &nfds, NULL, 0) < 0))
         return 0; /* not ours: join as a client */
-    r->host = amldist__rz_host_new(&r->cfg, r->loop, fds, nfds);
-    if (!r->host) {
+    t->host = amldist__rz_host_new(t->cfg, t->loop, fds, nfds);
+    if (!t->host) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");

@@ -1,11 +1,11 @@
 /* Frames waiting their turn behind a connection's queue (see
- * rdzv_internal.h): a gather's chunks go out as the peer reads them, so
+ * tcp.h): a gather's chunks go out as the peer reads them, so
  * that one large answer never fills the connection's queue (which would
  * count the peer as stuck). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdzv/rdzv_internal.h"
+#include "rdzv/tcp/tcp.h"
 
 struct amldist__rz_out {
     struct amldist__rz_out *next;

@@ -1,0 +1,287 @@
+/*
+ * The host's frames (see host.c): a member's frame decoded into an event
+ * for the decider (host_sm.h, where every decision about the job is
+ * made), and the decider's actions carried out as frames to the members.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rdzv/tcp/host_io.h"
+
+/* A peer whose queue is full is stuck: it is dropped like a lost one, on the
+ * next sweep (send() only marks it). */
+void amldist__rz_member_send(struct member *m, unsigned type, const void *p,
+                             size_t len)
+{
+    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0)
+        m->c.last_rx = 0; /* silent since forever: lost at the next tick */
+}
+
+/* A frame of a u32 and a text (REFUSE, STOP, FINISH), cut to its type's
+ * bound. */
+static void send_text(struct member *m, unsigned type, uint32_t head,
+                      const char *text)
+{
+    unsigned char buf[AMLDIST__RZ_FINISH_MAX];
+    size_t n = strlen(text), max = amldist__rz_max_payload(type) - 4;
+    if (n > max)
+        n = max;
+    amldist__net_put_u32(buf, head);
+    memcpy(buf + 4, text, n);
+    amldist__rz_member_send(m, type, buf, 4 + n);
+}
+
+void amldist__rz_member_refuse(struct member *m, uint32_t reason,
+                               const char *text)
+{
+    send_text(m, AMLDIST__RZ_REFUSE, reason, text);
+    /* Half-close: the REFUSE is delivered before the end of the stream
+     * (a close() with unread input would reset the connection first). */
+    shutdown(m->c.fd, SHUT_WR);
+    m->state = M_CLOSING;
+    m->since = amldist__now_ms();
+}
+
+/* QUERY, RESULT and MARKS: a head of u32s and the action's data; a
+ * RESULT waits its turn behind what the asker has not read yet. */
+static void send_watch(struct member *m, const amldist__rz_action_t *a)
+{
+    unsigned char head[AMLDIST__RZ_RESULT_HEAD];
+    uint32_t v[5];
+    size_t nv = 0;
+    unsigned type = a->type == AMLDIST__RZ_A_QUERY    ? AMLDIST__RZ_QUERY
+                    : a->type == AMLDIST__RZ_A_RESULT ? AMLDIST__RZ_RESULT
+                                                      : AMLDIST__RZ_MARKS;
+    if (type == AMLDIST__RZ_QUERY) {
+        v[nv++] = a->value;
+        v[nv++] = a->topic;
+        v[nv++] = a->node;
+    } else if (type == AMLDIST__RZ_RESULT) {
+        v[nv++] = a->tag;
+        v[nv++] = a->topic;
+        v[nv++] = a->index;
+        v[nv++] = a->node;
+        v[nv++] = a->flags;
+    } else {
+        v[nv++] = a->node;
+        v[nv++] = a->value;
+    }
+    for (size_t i = 0; i < nv; i++)
+        amldist__net_put_u32(head + 4 * i, v[i]);
+    if (m->c.fd < 0)
+        return;
+    if (type == AMLDIST__RZ_RESULT) {
+        if (amldist__rz_outbox_push(&m->out, type, head, 4 * nv, a->data,
+                                    a->len) < 0 ||
+            amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+            m->c.last_rx = 0; /* stuck: lost at the next tick */
+        return;
+    }
+    unsigned char buf[8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX];
+    size_t len = a->len < sizeof buf - 4 * nv ? a->len : sizeof buf - 4 * nv;
+    memcpy(buf, head, 4 * nv);
+    if (len)
+        memcpy(buf + 4 * nv, a->data, len);
+    amldist__rz_member_send(m, type, buf, 4 * nv + len);
+}
+
+/* Carry out the state machine's answer to one event. */
+static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
+{
+    unsigned char assign[AMLDIST__RZ_ASSIGN_MAX];
+    size_t assign_len = 0;
+    for (int i = 0; i < n; i++) {
+        struct member *m = a[i].who;
+        switch (a[i].type) {
+        case AMLDIST__RZ_A_ADMIT:
+            m->state = M_JOINED;
+            break;
+        case AMLDIST__RZ_A_REFUSE:
+            amldist__rz_member_refuse(m, a[i].value, a[i].text);
+            break;
+        case AMLDIST__RZ_A_ASSIGN:
+            /* One round per step: encoded once, each node its rank. */
+            if (!assign_len)
+                assign_len = amldist__rz_put_assign(amldist__rz_sm_round(h->sm),
+                                                    assign);
+            amldist__net_put_u32(assign + 8, a[i].value);
+            amldist__rz_member_send(m, AMLDIST__RZ_ASSIGN, assign, assign_len);
+            break;
+        case AMLDIST__RZ_A_WAIT:
+            amldist__rz_member_send(m, AMLDIST__RZ_WAIT, a[i].text,
+                                    strlen(a[i].text));
+            break;
+        case AMLDIST__RZ_A_QUERY:
+        case AMLDIST__RZ_A_RESULT:
+        case AMLDIST__RZ_A_MARKS:
+            send_watch(m, &a[i]);
+            break;
+        case AMLDIST__RZ_A_STOP:
+        case AMLDIST__RZ_A_FINISH:
+            send_text(m, a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
+                                                         : AMLDIST__RZ_FINISH,
+                      a[i].value, a[i].text);
+            break;
+        }
+    }
+}
+
+void amldist__rz_host_step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
+{
+    const amldist__rz_action_t *acts;
+    ev->now = amldist__now_ms();
+    ev->now_ns = amldist__rz_clock_ns();
+    int n = amldist__rz_sm_step(h->sm, ev, &acts);
+    apply(h, acts, n);
+}
+
+void amldist__rz_member_lose(amldist__rz_host_t *h, struct member *m,
+                             const char *why)
+{
+    int was = m->state;
+    m->state = M_GONE;
+    if (was == M_JOINED)
+        amldist__rz_host_step(h, &(amldist__rz_event_t){
+                                     .type = AMLDIST__RZ_EV_LOST, .who = m,
+                                     .why = why});
+}
+
+/* A VIEW: its ranks decoded for the state machine. */
+static void on_view(amldist__rz_host_t *h, struct member *m,
+                    const unsigned char *p, uint32_t len)
+{
+    uint32_t n = amldist__net_get_u32(p + 8);
+    if ((uint64_t)n * AMLDIST__RZ_VIEW_RANK + AMLDIST__RZ_VIEW_HEAD != len) {
+        amldist__rz_member_lose(h, m, "a malformed VIEW (its count)");
+        return;
+    }
+    amldist__rz_view_t *v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *q = p + AMLDIST__RZ_VIEW_HEAD +
+                                 (size_t)i * AMLDIST__RZ_VIEW_RANK;
+        v[i].rank = amldist__net_get_u32(q);
+        v[i].flags = amldist__net_get_u32(q + 4);
+        v[i].start_ns = (int64_t)amldist__rz_get_u64(q + 8);
+        v[i].progress_ns = (int64_t)amldist__rz_get_u64(q + 16);
+        v[i].line_ns = (int64_t)amldist__rz_get_u64(q + 24);
+        v[i].end_ns = (int64_t)amldist__rz_get_u64(q + 32);
+    }
+    amldist__rz_host_step(h, &(amldist__rz_event_t){
+                                 .type = AMLDIST__RZ_EV_VIEW, .who = m,
+                                 .round = amldist__net_get_u32(p),
+                                 .timeout_ms = amldist__net_get_u32(p + 4),
+                                 .views = v, .nviews = n});
+    free(v);
+}
+
+/* A member's first frame: its JOIN, or it is refused. */
+static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
+                     const unsigned char *p, uint32_t len)
+{
+    amldist__rz_event_t ev = {.who = m, .type = AMLDIST__RZ_EV_JOIN};
+    if (type != AMLDIST__RZ_JOIN) {
+        amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO,
+                                  "the first frame must be a JOIN");
+        return;
+    }
+    if (amldist__rz_get_join(p, len, &ev.join) < 0) {
+        amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO,
+                                  "a malformed JOIN (its local address)");
+        return;
+    }
+    ev.addr = m->addr;
+    amldist__rz_host_step(h, &ev);
+}
+
+/* The host's clock, read as near the wire as the loop allows (its time
+ * between t2 and t3 is the agent's to subtract): not a decision. */
+static void on_timeq(struct member *m, const unsigned char *p)
+{
+    unsigned char a[24];
+    memcpy(a, p, 8);
+    amldist__rz_put_u64(a + 8, (uint64_t)amldist__rz_clock_ns());
+    amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
+    amldist__rz_member_send(m, AMLDIST__RZ_TIMEA, a, sizeof a);
+}
+
+/* A joined member's frame that the decider hears, as its event: 0, or -1
+ * when it is none (its payload's limits are amldist__rz_frames'). */
+static int decode(unsigned type, const unsigned char *p, uint32_t len,
+                  amldist__rz_event_t *ev)
+{
+    switch (type) {
+    case AMLDIST__RZ_ASK:
+        ev->type = AMLDIST__RZ_EV_ASK;
+        ev->tag = amldist__net_get_u32(p);
+        ev->topic = amldist__net_get_u32(p + 4);
+        ev->timeout_ms = amldist__net_get_u32(p + 8);
+        ev->text = p + 12;
+        ev->text_len = len - 12;
+        return 0;
+    case AMLDIST__RZ_ANSWER:
+        ev->type = AMLDIST__RZ_EV_ANSWER;
+        ev->id = amldist__net_get_u32(p);
+        ev->flags = amldist__net_get_u32(p + 4);
+        ev->text = p + 8;
+        ev->text_len = len - 8;
+        return 0;
+    case AMLDIST__RZ_MARKS:
+        ev->type = AMLDIST__RZ_EV_MARKS;
+        ev->rank = amldist__net_get_u32(p + 4);
+        ev->text = p + 8;
+        ev->text_len = len - 8;
+        return 0;
+    case AMLDIST__RZ_FAIL:
+        ev->type = AMLDIST__RZ_EV_FAIL;
+        ev->round = amldist__net_get_u32(p);
+        ev->flags = amldist__net_get_u32(p + 4);
+        ev->rank = amldist__net_get_u32(p + 8);
+        ev->status = amldist__net_get_u32(p + 12);
+        ev->text = p + 16;
+        ev->text_len = len - 16;
+        return 0;
+    case AMLDIST__RZ_DONE:
+        ev->type = AMLDIST__RZ_EV_DONE;
+        ev->round = amldist__net_get_u32(p);
+        ev->status = amldist__net_get_u32(p + 4);
+        ev->port = amldist__net_get_u32(p + 8);
+        return 0;
+    }
+    return -1;
+}
+
+void amldist__rz_member_frame(amldist__rz_host_t *h, struct member *m,
+                              unsigned type, const unsigned char *p,
+                              uint32_t len)
+{
+    amldist__rz_event_t ev = {.who = m};
+    if (m->state == M_CLOSING)
+        return;
+    if (m->state == M_PENDING) {
+        on_first(h, m, type, p, len);
+        return;
+    }
+    if (type == AMLDIST__RZ_BEAT)
+        return;
+    if (type == AMLDIST__RZ_TIMEQ) {
+        on_timeq(m, p);
+        return;
+    }
+    if (type == AMLDIST__RZ_VIEW) {
+        on_view(h, m, p, len);
+        return;
+    }
+    if (decode(type, p, len, &ev) < 0) {
+        amldist__rz_member_lose(h, m, "it sent a frame out of turn");
+        return;
+    }
+    if (type == AMLDIST__RZ_MARKS &&
+        (uint64_t)ev.rank * AMLDIST__RZ_MARK_LEN != ev.text_len) {
+        amldist__rz_member_lose(h, m, "a malformed MARKS (its count)");
+        return;
+    }
+    amldist__rz_host_step(h, &ev);
+}
