@@ -13,6 +13,7 @@
 #include "cli/torchopts.h"
 #include "cli/usage.h"
 #include "output/msg.h"
+#include "rdzv/backends.h"
 
 #define AMLRUN_STR_(x) #x
 #define AMLRUN_STR(x) AMLRUN_STR_(x)
@@ -257,14 +258,26 @@ static int on_endpoint(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
-/* static: node ranks given (env://); c10d: the nodes meet at
- * --rdzv-endpoint and get theirs (control.h). */
+/* static: node ranks given (env://); a backend of the library's registry
+ * (lib/rdzv/backends.h: c10d): the nodes meet at --rdzv-endpoint and get
+ * theirs (control.h).  Refused: "want static or c10d" ("want static, c10d
+ * or B" with a second backend B). */
 static int on_rdzv_backend(struct amlrun_opts *o, const struct handler *h,
                            const char *name, const char *val)
 {
     (void)h;
-    if (strcmp(val, "static") && strcmp(val, "c10d"))
-        return bad_value(name, val, "want static or c10d");
+    int known = strcmp(val, "static") == 0;
+    char want[200] = "want static";
+    size_t n = strlen(want);
+    const char *b;
+    for (int i = 0; (b = amldist__rz_backend_name(i)) != NULL; i++) {
+        known |= strcmp(val, b) == 0;
+        int k = snprintf(want + n, sizeof want - n, "%s%s",
+                         amldist__rz_backend_name(i + 1) ? ", " : " or ", b);
+        n += k > 0 && (size_t)k < sizeof want - n ? (size_t)k : 0;
+    }
+    if (!known)
+        return bad_value(name, val, want);
     o->rdzv_backend = val;
     return -1;
 }

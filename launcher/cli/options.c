@@ -43,7 +43,8 @@ int headnode_wanted(const struct headnode_opts *o)
 
 int options_c10d(const struct amlrun_opts *o)
 {
-    return !o->standalone && strcmp(o->rdzv_backend, "c10d") == 0;
+    /* on_rdzv_backend() took "static" or a backend of the registry */
+    return !o->standalone && strcmp(o->rdzv_backend, "static") != 0;
 }
 
 int options_torchrun_layout(const struct amlrun_opts *o)

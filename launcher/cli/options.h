@@ -68,7 +68,8 @@ struct amlrun_opts {
     enum run_mode mode;
     /* rendezvous: --rdzv-backend and --rdzv-conf, for the nodes' agreement
      * on the layout (the endpoint sets master_addr and master_port) */
-    const char *rdzv_backend;  /* "static" (default) or "c10d" */
+    const char *rdzv_backend;  /* "static" (default) or a backend of
+                                  lib/rdzv/backends.h's registry ("c10d") */
     struct rdzv_conf rdzv_conf; /* --rdzv-conf as given */
     /* supervision */
     const char *run_id;
@@ -133,7 +134,8 @@ void options_free(struct amlrun_opts *o);
  * --launcher slurm) ask for head-node mode. */
 int headnode_wanted(const struct headnode_opts *o);
 
-/* Whether the nodes meet at a c10d rendezvous (control.h). */
+/* Whether the nodes meet at a dynamic rendezvous (control.h): a backend
+ * of lib/rdzv/backends.h's registry (c10d), not "static". */
 int options_c10d(const struct amlrun_opts *o);
 /* Whether log files follow torchrun's layout. */
 int options_torchrun_layout(const struct amlrun_opts *o);
