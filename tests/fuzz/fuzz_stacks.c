@@ -14,6 +14,7 @@
 
 #include "../../launcher/output/json.c"
 #include "../../launcher/output/ranklist.c"
+#include "../../launcher/output/stopreason.c"
 #include "../../launcher/stacks/frames.c"
 #include "../../launcher/stacks/merge.c"
 #include "../../launcher/stacks/report.c"
@@ -50,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             null = fopen("/dev/null", "w");
         for (size_t k = 0; k < 2 && null; k++) {
             struct stk_report r;
-            REQUIRE(stk_merge(&s, k ? stalled : NULL, k ? 2 : 0, "hang", 1, &r) == 0);
+            REQUIRE(stk_merge(&s, k ? stalled : NULL, k ? 2 : 0, STOP_HANG, 1, &r) == 0);
             size_t in_groups = 0;
             for (size_t g = 0; g < r.ngroups; g++) {
                 REQUIRE(r.groups[g].n > 0 && r.groups[g].example < s.n);
