@@ -85,6 +85,97 @@ static const char *lag(const struct qrec *r, char *buf, size_t size)
     return buf;
 }
 
+/* ---- the ranks' fields: one row each, for the table, its notes and JSON ---- */
+
+enum field_kind {
+    F_CELL,  /* the value as it came */
+    F_STATE, /* "ended": the status instead (JSON: a string) */
+    F_SECS,  /* an amount of seconds */
+    F_BYTES, /* an amount of bytes */
+    F_LAG,   /* a signed lag; JSON: a number, null when absent */
+    F_BOOL,  /* JSON only: true when > 0 */
+};
+
+struct rank_field {
+    const char *key;   /* the rank record's key (query/qtext.h) */
+    const char *head;  /* the table's column, NULL: JSON only */
+    int width;         /* the column's width, negative: left-aligned */
+    enum field_kind kind;
+    const char *json;  /* the JSON member, NULL: the table only */
+    int decimals;      /* a JSON number's decimals, -1: a string */
+    const char *note;  /* appended to the table's footnote, or NULL */
+};
+
+/* A new field of --status: its row here, and the owner's status hook
+ * (launcher/job/hooks.h) writing its key into each rank's record. */
+static const struct rank_field rank_fields[] = {
+    {"rank", "RANK", -5, F_CELL, "rank", 0, NULL},
+    {"local", "LOCAL", -5, F_CELL, "local_rank", 0, NULL},
+    {"node", "NODE", -4, F_CELL, "node", 0, NULL},
+    {"pid", "PID", -8, F_CELL, "pid", 0, NULL},
+    {"state", "STATE", -12, F_STATE, "state", -1, NULL},
+    {"status", NULL, 0, F_CELL, "status", -1, NULL},
+    {"cpu", "CPU%", 6, F_CELL, "cpu_percent", 1, NULL},
+    {"rss", "RSS", 8, F_BYTES, "rss_bytes", 0, NULL},
+    {"threads", "THREADS", 7, F_CELL, "threads", 0, NULL},
+    {"age", NULL, 0, F_SECS, "age_s", 1, NULL},
+    {"out_age", "OUTPUT", 7, F_SECS, "output_age_s", 1,
+     "; OUTPUT: the age of its last line"},
+    {"step", "STEP", 8, F_CELL, "step", 0,
+     "; STEP: its last progress (amldist_progress)"},
+    {"step_age", "STEP-AGE", 8, F_SECS, "step_age_s", 3, ", STEP-AGE its age"},
+    {"lag", "LAG", 9, F_LAG, "lag_s", 3,
+     "; LAG: how late it reaches its steps, behind the median rank (* "
+     "consistently last)"},
+    {"last", NULL, 0, F_BOOL, "consistently_last", 0, NULL},
+};
+#define NFIELDS (sizeof rank_fields / sizeof *rank_fields)
+
+/* The field's cell in the table (into buf, or a constant). */
+static const char *rank_cell(const struct qrec *r, const struct rank_field *f,
+                             char *buf, size_t size)
+{
+    switch (f->kind) {
+    case F_STATE: {
+        const char *state = cell(r, f->key, buf, size);
+        if (strcmp(state, "ended") == 0 && qrec_get(r, "status"))
+            return cell(r, "status", buf, size);
+        return state;
+    }
+    case F_SECS: return amount(r, f->key, 0, buf, size);
+    case F_BYTES: return amount(r, f->key, 1, buf, size);
+    case F_LAG: return lag(r, buf, size);
+    case F_CELL:
+    case F_BOOL: break;
+    }
+    return cell(r, f->key, buf, size);
+}
+
+/* The table of ranks: its heads, then a row each. */
+static void rank_table(const struct recs *ranks)
+{
+    const char *sep = "\n";
+    for (size_t k = 0; k < NFIELDS; k++) {
+        if (!rank_fields[k].head)
+            continue;
+        printf("%s%*s", sep, rank_fields[k].width, rank_fields[k].head);
+        sep = " ";
+    }
+    fputc('\n', stdout);
+    for (size_t i = 0; i < ranks->n; i++) {
+        sep = "";
+        for (size_t k = 0; k < NFIELDS; k++) {
+            char c[96];
+            if (!rank_fields[k].head)
+                continue;
+            printf("%s%*s", sep, rank_fields[k].width,
+                   rank_cell(&ranks->r[i], &rank_fields[k], c, sizeof c));
+            sep = " ";
+        }
+        fputc('\n', stdout);
+    }
+}
+
 static void print_text(const struct qrec *job, const struct recs *nodes,
                        const struct recs *ranks, size_t unanswered)
 {
@@ -120,28 +211,13 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
                cell(r, "addr", c3, sizeof c3), cell(r, "state", c4, sizeof c4),
                cell(r, "pid", c5, sizeof c5), amount(r, "uptime", 0, c6, sizeof c6));
     }
-    printf("\n%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
-           "RANK", "LOCAL", "NODE", "PID", "STATE", "CPU%", "RSS", "THREADS",
-           "OUTPUT", "STEP", "STEP-AGE", "LAG");
-    for (size_t i = 0; i < ranks->n; i++) {
-        const struct qrec *r = &ranks->r[i];
-        char c[12][96];
-        const char *state = cell(r, "state", c[4], sizeof c[4]);
-        if (strcmp(state, "ended") == 0 && qrec_get(r, "status"))
-            state = cell(r, "status", c[4], sizeof c[4]);
-        printf("%-5s %-5s %-4s %-8s %-12s %6s %8s %7s %7s %8s %8s %9s\n",
-               cell(r, "rank", c[0], 96), cell(r, "local", c[1], 96),
-               cell(r, "node", c[2], 96), cell(r, "pid", c[3], 96), state,
-               cell(r, "cpu", c[5], 96), amount(r, "rss", 1, c[6], 96),
-               cell(r, "threads", c[7], 96), amount(r, "out_age", 0, c[8], 96),
-               cell(r, "step", c[9], 96), amount(r, "step_age", 0, c[10], 96),
-               lag(r, c[11], 96));
-    }
+    rank_table(ranks);
     printf("\nCPU%%: over %.2f s after the request (the rank's process, "
-           "threads included); OUTPUT: the age of its last line; STEP: its "
-           "last progress (amldist_progress), STEP-AGE its age; LAG: how "
-           "late it reaches its steps, behind the median rank (* "
-           "consistently last)\n", interval < 0 ? 0 : interval);
+           "threads included)", interval < 0 ? 0 : interval);
+    for (size_t k = 0; k < NFIELDS; k++)
+        if (rank_fields[k].note)
+            fputs(rank_fields[k].note, stdout);
+    fputc('\n', stdout);
 }
 
 /* A field as a JSON number (null when unknown) or string. */
@@ -153,6 +229,24 @@ static void jnum(struct json *js, const struct qrec *r, const char *key,
         json_null(js, name);
     else
         json_num(js, name, v, decimals);
+}
+
+/* The field as a JSON member. */
+static void rank_json(struct json *js, const struct qrec *r,
+                      const struct rank_field *f)
+{
+    if (!f->json)
+        return;
+    if (f->kind == F_BOOL)
+        json_bool(js, f->json, qrec_num(r, f->key, 0) > 0);
+    else if (f->kind == F_LAG && qrec_get(r, f->key))
+        json_num(js, f->json, qrec_num(r, f->key, 0), f->decimals);
+    else if (f->kind == F_LAG)
+        json_null(js, f->json);
+    else if (f->decimals < 0)
+        json_str(js, f->json, qrec_get(r, f->key));
+    else
+        jnum(js, r, f->key, f->json, f->decimals);
 }
 
 static void print_json(const struct qrec *job, const struct recs *nodes,
@@ -186,24 +280,8 @@ static void print_json(const struct qrec *job, const struct recs *nodes,
     for (size_t i = 0; i < ranks->n; i++) {
         const struct qrec *r = &ranks->r[i];
         json_object(&js, NULL);
-        jnum(&js, r, "rank", "rank", 0);
-        jnum(&js, r, "local", "local_rank", 0);
-        jnum(&js, r, "node", "node", 0);
-        jnum(&js, r, "pid", "pid", 0);
-        json_str(&js, "state", qrec_get(r, "state"));
-        json_str(&js, "status", qrec_get(r, "status"));
-        jnum(&js, r, "cpu", "cpu_percent", 1);
-        jnum(&js, r, "rss", "rss_bytes", 0);
-        jnum(&js, r, "threads", "threads", 0);
-        jnum(&js, r, "age", "age_s", 1);
-        jnum(&js, r, "out_age", "output_age_s", 1);
-        jnum(&js, r, "step", "step", 0);
-        jnum(&js, r, "step_age", "step_age_s", 3);
-        if (qrec_get(r, "lag"))
-            json_num(&js, "lag_s", qrec_num(r, "lag", 0), 3);
-        else
-            json_null(&js, "lag_s");
-        json_bool(&js, "consistently_last", qrec_num(r, "last", 0) > 0);
+        for (size_t k = 0; k < NFIELDS; k++)
+            rank_json(&js, r, &rank_fields[k]);
         json_close(&js);
     }
     json_close(&js);
