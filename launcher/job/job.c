@@ -22,6 +22,26 @@ int job_node(const struct job *j)
     return amldist_node_rank(j->s->env->layout);
 }
 
+int job_plane_nodes(const struct job *j)
+{
+    return j->s->rz ? amldist_rdzv_num_nodes(j->s->rz) : -1;
+}
+
+int job_plane_round(const struct job *j)
+{
+    return j->s->rz ? amldist_rdzv_round(j->s->rz) : -1;
+}
+
+int job_plane_restarts(const struct job *j)
+{
+    return j->s->rz ? amldist_rdzv_restart_count(j->s->rz) : j->p.restarts;
+}
+
+int job_plane_is_host(const struct job *j)
+{
+    return j->s->rz && amldist_rdzv_is_host(j->s->rz) == 1;
+}
+
 /* This node's workers still running: their ranks in `ranks` (room for
  * j->n); the count. */
 static size_t running(const struct job *j, int *ranks)

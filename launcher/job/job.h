@@ -84,6 +84,15 @@ struct job {
 /* This node's rank in the job (the control plane's, else the layout's),
  * negative when not known. */
 int job_node(const struct job *j);
+/* What the control plane says of the job, for every part but the plane
+ * client (the one plugin that speaks to it): the nodes in the job's round
+ * (-1: no control plane), the round (-1: none), the job's restarts (this
+ * node's without a control plane), and whether this node's amlrun hosts
+ * the rendezvous (1) or not (0). */
+int job_plane_nodes(const struct job *j);
+int job_plane_round(const struct job *j);
+int job_plane_restarts(const struct job *j);
+int job_plane_is_host(const struct job *j);
 /* The ranks of this node's workers still running, as "0-6,8,10-11". */
 void running_ranks(const struct job *j, char *buf, size_t size);
 /* This node's ranks of the attempt, as the hang decision sees them (room

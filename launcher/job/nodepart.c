@@ -174,8 +174,7 @@ static int status_text(struct job *j, const struct pstat *before,
     qt_str(f, "state", phase_word(j->p.phase));
     qt_int(f, "pid", getpid());
     qt_num(f, "uptime", now - j->t_begin, 1);
-    qt_int(f, "restarts", j->s->rz ? amldist_rdzv_restart_count(j->s->rz)
-                                   : j->p.restarts);
+    qt_int(f, "restarts", job_plane_restarts(j));
     qt_int(f, "max_restarts", j->p.max_restarts);
     qt_int(f, "nproc", j->n);
     qt_num(f, "cpu_interval", interval, 2);

@@ -65,7 +65,7 @@ void events_job_start(struct eventlog *e, const struct amlrun_opts *o,
     ev_int(&v, "pid", getpid());
     ev_int(&v, "nproc", nproc);
     ev_int(&v, "nnodes", o->nnodes > 0 ? o->nnodes : 1);
-    ev_str(&v, "rdzv_backend", options_c10d(o) ? "c10d" : "static");
+    ev_str(&v, "rdzv_backend", options_c10d(o) ? o->rdzv_backend : "static");
     ev_int(&v, "max_restarts", o->max_restarts);
     ev_str(&v, "role", o->role);
     ev_str(&v, "entry_point", entry);
@@ -87,9 +87,9 @@ static void events_rendezvous(const struct job *j)
         return;
     struct event v;
     job_begin(j, &v, "rendezvous");
-    ev_int(&v, "round", amldist_rdzv_round(j->s->rz));
-    ev_int(&v, "nnodes", amldist_rdzv_num_nodes(j->s->rz));
-    ev_int(&v, "restarts", amldist_rdzv_restart_count(j->s->rz));
+    ev_int(&v, "round", job_plane_round(j));
+    ev_int(&v, "nnodes", job_plane_nodes(j));
+    ev_int(&v, "restarts", job_plane_restarts(j));
     emit(j, &v);
 }
 
@@ -237,8 +237,7 @@ struct torch_ev {
 static int group_size(const struct job *j)
 {
     const struct amlrun_opts *o = j->s->o;
-    return j->s->rz ? amldist_rdzv_num_nodes(j->s->rz)
-                    : (o->nnodes > 0 ? o->nnodes : 1);
+    return j->s->rz ? job_plane_nodes(j) : (o->nnodes > 0 ? o->nnodes : 1);
 }
 
 static void torch_event(const struct job *j, const struct torch_ev *t)
@@ -284,7 +283,7 @@ static void torch_event(const struct job *j, const struct torch_ev *t)
     ev_str(&v, "hostname", j->s->host);
     ev_str(&v, "state", t->state);
     ev_int(&v, "total_run_time", t->total_run_time);
-    ev_str(&v, "rdzv_backend", options_c10d(o) ? "c10d" : "static");
+    ev_str(&v, "rdzv_backend", options_c10d(o) ? o->rdzv_backend : "static");
     ev_str(&v, "raw_error", t->raw_error);
     ev_str(&v, "metadata", md.buf);
     ev_int(&v, "agent_restarts", j->p.restarts);

@@ -251,9 +251,8 @@ static void on_timeout(void *arg)
     struct job *j = hw->j;
     hw->timeout_timer = 0;
     const struct amlrun_opts *o = j->s->o;
-    amldist_rdzv_t *rz = j->s->rz;
-    int nodes = rz && amldist_rdzv_num_nodes(rz) > 1;
-    int host = nodes && amldist_rdzv_is_host(rz) == 1;
+    int nodes = job_plane_nodes(j) > 1;
+    int host = nodes && job_plane_is_host(j);
     if (nodes && !host && !hw->timeout_late && timeout_later(hw))
         return;
     /* The host's node: the ranks of every node may run, its own ended. */

@@ -138,7 +138,7 @@ static void job_record(FILE *f, const struct job *j)
     qt_str(f, "run_id", o->run_id);
     qt_int(f, "pid", getpid());
     qt_num(f, "started", started, 3);
-    qt_int(f, "nodes", j->s->rz ? amldist_rdzv_num_nodes(j->s->rz)
+    qt_int(f, "nodes", j->s->rz ? job_plane_nodes(j)
                                 : amldist_world_size(j->s->env->layout));
     qt_int(f, "world", j->n > 0 ? j->w[0].id.world : 0);
     /* The command as given to amlrun: its words, one space apart. */
