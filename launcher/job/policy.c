@@ -15,8 +15,8 @@ void policy_init(struct policy *p, int max_restarts)
     p->fail_status = 0;
     p->stop_signal = 0;
     p->start_status = -1;
-    p->hung = 0;
-    p->timed_out = 0;
+    p->verdict = 0;
+    p->final_verdict = 0;
     p->peer_stopped = 0;
 }
 
@@ -25,7 +25,7 @@ void policy_attempt(struct policy *p)
     p->phase = PHASE_RUNNING;
     p->fail = -1;
     p->fail_status = 0;
-    p->hung = 0;
+    p->verdict = 0;
     p->peer_stopped = 0;
 }
 
@@ -74,17 +74,15 @@ enum action policy_stop_signal(struct policy *p, int sig, int live)
     return policy_deadline(p, live);
 }
 
-enum action policy_hung(struct policy *p)
+enum action policy_verdict(struct policy *p, int restartable, int status)
 {
+    if (!restartable) {
+        p->final_verdict = status;
+        return begin_stop(p);
+    }
     if (p->phase != PHASE_RUNNING)
         return ACT_NONE;
-    p->hung = 1;
-    return begin_stop(p);
-}
-
-enum action policy_timeout(struct policy *p)
-{
-    p->timed_out = 1;
+    p->verdict = status;
     return begin_stop(p);
 }
 
@@ -106,8 +104,8 @@ enum phase policy_ended(struct policy *p, int control_plane, int console_gone)
 {
     if (control_plane)
         p->phase = PHASE_WAITING;
-    else if ((p->fail >= 0 || p->hung) && p->restarts < p->max_restarts &&
-             !p->stop_signal && !p->timed_out && p->start_status < 0 &&
+    else if ((p->fail >= 0 || p->verdict) && p->restarts < p->max_restarts &&
+             !p->stop_signal && !p->final_verdict && p->start_status < 0 &&
              !console_gone) {
         p->phase = PHASE_RESTARTING;
         p->restarts++;
@@ -133,8 +131,10 @@ int policy_status(const struct policy *p)
         return p->start_status;
     if (p->fail >= 0)
         return status_exit_code(p->fail_status);
-    if (p->hung || p->timed_out)
-        return AMLRUN_EXIT_HANG;
+    if (p->verdict)
+        return p->verdict;
+    if (p->final_verdict)
+        return p->final_verdict;
     return p->stop_signal ? policy_stopped_status(p->stop_signal) : 0;
 }
 

@@ -49,8 +49,10 @@ struct policy {
     int fail_status;  /* its wait status */
     int stop_signal;  /* the signal that stopped the job, 0 */
     int start_status; /* amlrun's exit status after a failed start, -1 */
-    int hung;         /* the attempt hung (--hang-timeout) */
-    int timed_out;    /* the job ran out of --timeout: it ends */
+    int verdict;      /* a watchdog's verdict failed the attempt (a hang):
+                         its exit status, 0 none */
+    int final_verdict; /* a watchdog's verdict ended the job (--timeout):
+                          its exit status, 0 none */
     int peer_stopped; /* the attempt's workers were stopped while running
                          for the control plane's host */
 };
@@ -72,12 +74,12 @@ enum action policy_peer_stop(struct policy *p);
  * ACT_STOP, or ACT_PASS when the workers stop already.  A later one is
  * ACT_KILL while workers run and SIGKILL was not sent, else ACT_NONE. */
 enum action policy_stop_signal(struct policy *p, int sig, int live);
-/* The attempt hung (--hang-timeout): ACT_STOP while RUNNING (then
- * p->hung), else ACT_NONE. */
-enum action policy_hung(struct policy *p);
-/* The job's --timeout came: it ends whatever restarts are left; ACT_STOP
- * while RUNNING, else ACT_NONE (the workers stop already). */
-enum action policy_timeout(struct policy *p);
+/* A plugin's verdict (output/stopreason.h's row: restartable, its exit
+ * status).  Restartable (a hang): a failure of the attempt, ACT_STOP while
+ * RUNNING (then p->verdict), else ACT_NONE.  Not restartable (--timeout):
+ * the job ends whatever restarts are left; ACT_STOP while RUNNING, else
+ * ACT_NONE (the workers stop already). */
+enum action policy_verdict(struct policy *p, int restartable, int status);
 /* The --term-timeout deadline: ACT_KILL while workers run. */
 enum action policy_deadline(struct policy *p, int live);
 /* The supervisor cannot watch its workers any longer: ACT_KILL. */
@@ -96,7 +98,7 @@ enum phase policy_ended(struct policy *p, int control_plane,
 enum phase policy_round(struct policy *p, int again, int restarts);
 
 /* This node's exit status for the attempt: the failed start's, the first
- * failure's, a hang's (AMLRUN_EXIT_HANG), the stop signal's
+ * failure's, a verdict's (a hang's: AMLRUN_EXIT_HANG), the stop signal's
  * (policy_stopped_status), or 0. */
 int policy_status(const struct policy *p);
 /* The exit status of a node that stop signal `sig` ended: 128+sig, but 1

@@ -389,10 +389,10 @@ static void on_verdict(struct job *j, enum stop_reason r,
         report_tell_round_failure(j, row->exit_status, d->peer_text);
     else if (d && d->peer_text)
         report_tell_final(j, row->exit_status, d->peer_text);
-    /* A restartable verdict fails the attempt (exit status 124 unless a
-     * restart follows); another ends the job whatever restarts are left. */
-    enum action a = row->restartable ? policy_hung(&j->p)
-                                     : policy_timeout(&j->p);
+    /* A restartable verdict fails the attempt (its row's exit status
+     * unless a restart follows); another ends the job whatever restarts
+     * are left. */
+    enum action a = policy_verdict(&j->p, row->restartable, row->exit_status);
     report_stopping(j, r, a);
     job_act(j, a, SIGTERM);
 }

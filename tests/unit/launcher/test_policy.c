@@ -192,9 +192,9 @@ static void test_hang(void)
 {
     struct policy p;
     policy_init(&p, 1);
-    CHECK_INT_EQ(policy_hung(&p), ACT_STOP);
+    CHECK_INT_EQ(policy_verdict(&p, 1, 124), ACT_STOP);
     CHECK_INT_EQ(p.phase, PHASE_STOPPING);
-    CHECK_INT_EQ(policy_hung(&p), ACT_NONE);
+    CHECK_INT_EQ(policy_verdict(&p, 1, 124), ACT_NONE);
     /* The workers' ends by our SIGTERM are no failure of their own. */
     CHECK_INT_EQ(policy_failed(&p, 1, SIGTERM), ACT_NONE);
     CHECK_INT_EQ(p.fail, -1);
@@ -203,18 +203,18 @@ static void test_hang(void)
     CHECK_INT_EQ(p.restarts, 1);
     policy_attempt(&p);
     CHECK_INT_EQ(policy_status(&p), 0);
-    CHECK_INT_EQ(policy_hung(&p), ACT_STOP);
+    CHECK_INT_EQ(policy_verdict(&p, 1, 124), ACT_STOP);
     CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
     CHECK_INT_EQ(policy_status(&p), 124);
 
     policy_init(&p, 5);
-    CHECK_INT_EQ(policy_timeout(&p), ACT_STOP);
+    CHECK_INT_EQ(policy_verdict(&p, 0, 124), ACT_STOP);
     CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
     CHECK_INT_EQ(policy_status(&p), 124);
     /* During a failure's stop: the failure's status, no restart. */
     policy_init(&p, 5);
     CHECK_INT_EQ(policy_failed(&p, 0, EXITED(3)), ACT_STOP);
-    CHECK_INT_EQ(policy_timeout(&p), ACT_NONE);
+    CHECK_INT_EQ(policy_verdict(&p, 0, 124), ACT_NONE);
     CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
     CHECK_INT_EQ(policy_status(&p), 3);
 }
@@ -248,6 +248,22 @@ static void test_stopped_status(void)
     CHECK_INT_EQ(policy_status(&p), 1);
 }
 
+/* A verdict's exit status is its reason's (stopreason.h), whatever the
+ * reason: a restartable one restarts while restarts are left. */
+static void test_verdict_status(void)
+{
+    struct policy p;
+    policy_init(&p, 1);
+    CHECK_INT_EQ(policy_verdict(&p, 1, 77), ACT_STOP);
+    CHECK_INT_EQ(policy_status(&p), 77);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_RESTARTING);
+    policy_attempt(&p);
+    CHECK_INT_EQ(policy_status(&p), 0);
+    CHECK_INT_EQ(policy_verdict(&p, 0, 78), ACT_STOP);
+    CHECK_INT_EQ(policy_ended(&p, 0, 0), PHASE_DONE);
+    CHECK_INT_EQ(policy_status(&p), 78);
+}
+
 int main(void)
 {
     RUN(test_start);
@@ -260,6 +276,7 @@ int main(void)
     RUN(test_peer_stopped);
     RUN(test_abort);
     RUN(test_hang);
+    RUN(test_verdict_status);
     RUN(test_stopped_status);
     return test_summary();
 }
