@@ -67,7 +67,7 @@ static int64_t s_to_ns(double s)
     return (int64_t)(s * 1e9);
 }
 
-/* ---- the stacks ----------------------------------------------------------- */
+/* ---- the stacks --------------------------------------------------------- */
 
 /* The ranks of `set` merged, on stderr (and --hang-report): `stalled`
  * names the ranks that stopped progressing when progress is per rank;
@@ -369,7 +369,7 @@ static void attempt_end(void *self, struct job *j)
     hw->t_first_done = 0;
 }
 
-/* ---- the plugin ------------------------------------------------------------ */
+/* ---- the plugin --------------------------------------------------------- */
 
 static int attach(struct job *j, void **self)
 {

@@ -1,6 +1,7 @@
 /*
- * The hang watch: what the supervisor watches besides exits, on its loop's timers, each
- * armed only when it is asked for (no timer, no cost otherwise):
+ * The hang watch: what the supervisor watches besides exits, on the job's
+ * timers, each armed only when it is asked for (no timer, no cost
+ * otherwise):
  *   - --hang-timeout: a look when a hang could first be due, deciding with
  *     lib/progress/hang.h over this node's ranks (their output lines, and
  *     their calls of the progress API); on a hang, every rank's stack is

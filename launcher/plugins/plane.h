@@ -1,6 +1,6 @@
 /*
- * The plane client: issue 20 across nodes, in amlrun (amldist_rdzv(3): views, gathers): with
- * a control plane,
+ * The plane client: issue 20 across nodes, in amlrun (amldist_rdzv(3):
+ * views, gathers): with a control plane,
  *   - --hang-timeout: this node sends its ranks' view to the host, which
  *     decides with every node's (one node alone cannot: its ranks may wait
  *     for a rank elsewhere), instead of deciding here;

@@ -161,9 +161,10 @@ void report_worker_stopped(const struct job *j, struct worker *w, int sig)
 int report_start_failure(struct job *j, const struct worker *w,
                          enum spawn_stage stage, int err)
 {
-    job_hooks_start_failed(j, w, stage == SPAWN_EXEC ? "cannot run the command"
-                                 : stage == SPAWN_BIND ? "binding failed"
-                                                       : "cannot start the worker");
+    job_hooks_start_failed(j, w,
+                           stage == SPAWN_EXEC   ? "cannot run the command"
+                           : stage == SPAWN_BIND ? "binding failed"
+                                                 : "cannot start the worker");
     if (stage == SPAWN_EXEC) {
         char why[PATH_MAX + 64];
         msg("rank %d (local %d): cannot run %s: %s", w->id.rank, w->id.local,
