@@ -6,6 +6,7 @@
 
 #include "worker/control.h"
 #include "output/msg.h"
+#include "rdzv/backends.h"
 
 static int ms(double seconds)
 {
@@ -30,9 +31,19 @@ static int static_port(int master_port)
     return master_port <= 65533 ? master_port + 2 : master_port - 2;
 }
 
-static void endpoint(char *buf, size_t size, const char *host, int port)
+/* HOST:PORT ([HOST]:PORT for an IPv6 address), after "SCHEME://" where
+ * scheme is not NULL: the library picks the backend of the registry
+ * (lib/rdzv/backends.h) the scheme names, the first row's without one. */
+static void endpoint(char *buf, size_t size, const char *scheme,
+                     const char *host, int port)
 {
-    snprintf(buf, size, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    int n = scheme ? snprintf(buf, size, "%s://", scheme) : 0;
+    if (n < 0)
+        n = 0;
+    else if ((size_t)n >= size) /* cut short, as a long HOST is */
+        n = (int)size - 1;
+    snprintf(buf + n, size - (size_t)n,
+             strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 }
 
 /* Every agent starts the same count, where the workers are numbered
@@ -134,7 +145,13 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     c->verbose = o->verbose;
     int alone = amldist_local_world_size(l) == 1;
     if (c10d) {
-        endpoint(c->endpoint, sizeof c->endpoint, o->owned_addr,
+        /* The registry's first backend (c10d) is the endpoint without a
+         * scheme, as before the registry; another is picked by its name. */
+        const char *scheme =
+            strcmp(o->rdzv_backend, amldist__rz_backend_name(0)) == 0
+                ? NULL
+                : o->rdzv_backend;
+        endpoint(c->endpoint, sizeof c->endpoint, scheme, o->owned_addr,
                  o->endpoint_port);
         ro.min_nodes = o->nnodes > 0 ? o->nnodes_min : 1;
         ro.max_nodes = o->nnodes > 0 ? o->nnodes : 1;
@@ -157,7 +174,8 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
                                         : AMLDIST_FIELD_MASTER_ADDR));
             return AMLRUN_EXIT_USAGE;
         }
-        endpoint(c->endpoint, sizeof c->endpoint, host, static_port(port));
+        endpoint(c->endpoint, sizeof c->endpoint, NULL, host,
+                 static_port(port));
         ro.min_nodes = ro.max_nodes = agents;
         ro.order = amldist_rank(l);
         ro.master_addr = host;
@@ -167,7 +185,7 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     ro.endpoint = c->endpoint;
     if (o->verbose)
         msg("rendezvous: joining %s (%s, %d:%d nodes, %d workers here)",
-            c->endpoint, c10d ? "c10d" : "static", ro.min_nodes,
+            c->endpoint, c10d ? o->rdzv_backend : "static", ro.min_nodes,
             ro.max_nodes, p->nproc);
     int err = amldist_rdzv_join(&ro, &c->rz);
     if (err < 0) {
