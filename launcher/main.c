@@ -127,9 +127,9 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     int rc;
     if (o->dry_run) {
         if (options_c10d(o) && o->dry_run != OPT_JSON)
-            printf("amlrun: rendezvous: c10d at %s:%d; the node rank comes "
-                   "from it, shown here as for a node alone\n", o->owned_addr,
-                   o->endpoint_port);
+            printf("amlrun: rendezvous: %s at %s:%d; the node rank comes "
+                   "from it, shown here as for a node alone\n",
+                   o->rdzv_backend, o->owned_addr, o->endpoint_port);
         rc = o->dry_run == OPT_JSON ? dryrun_json(o, p, c, &es, b, stdout)
                                     : dry_run_node(o, p, c, &es, b);
         if (rc == 0 && o->bind.output && bind_picture(b, o->bind.output) < 0)

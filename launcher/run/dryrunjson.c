@@ -54,7 +54,7 @@ int dryrun_json(const struct amlrun_opts *o, const struct plan *p,
         /* The node rank comes from the rendezvous: shown as for a node
          * alone, as in the text. */
         json_object(&j, "rendezvous");
-        json_str(&j, "backend", "c10d");
+        json_str(&j, "backend", o->rdzv_backend);
         json_str(&j, "host", o->owned_addr);
         json_int(&j, "port", o->endpoint_port);
         json_close(&j);
