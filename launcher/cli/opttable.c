@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/opttable.h"
+#include "rdzv/backends.h"
 
 const struct option_def opttable[] = {
     {"nproc-per-node", ARG_REQUIRED | PET, O_NPROC},
@@ -139,10 +140,13 @@ int opttable_takes_value(const char *name)
 /* What each option's value may be, by option: the parser's words (the
  * library's, for the binding modes), or a kind of path.  Kept beside the
  * table so that the completions and --help say the same; the tests try
- * every word with --dry-run and look for each list in --help. */
+ * every word with --dry-run and look for each list in --help.
+ * --rdzv-backend's: static, then the names of the library's registry of
+ * rendezvous backends (lib/rdzv/backends.h), one literal at compile time. */
+#define BACKEND_WORD(name, ops) " " name
 static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_NPROC, "gpu auto cpu"},
-    {O_RDZV_BACKEND, "static c10d"},
+    {O_RDZV_BACKEND, "static" AMLDIST__RZ_BACKENDS(BACKEND_WORD)},
     {O_MODE, "auto node process"},
     {O_TEE, "0 1 2 3"},
     {O_REDIRECTS, "0 1 2 3"},
@@ -166,6 +170,7 @@ static const struct { enum opt_id id; const char *values; } option_values[] = {
     {O_OUTPUT, "<file>"},
     {O_HOSTFILE, "<file>"},
 };
+#undef BACKEND_WORD
 
 const char *opttable_values(const struct option_def *d)
 {
