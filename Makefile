@@ -152,6 +152,11 @@ RUN_OBJS   := $(foreach f,$(RUN_SRCS),$(BUILD)/obj/$(call objname,$(f)))
 RUN_LIB_SRCS := lib/net/loop.c lib/util/clock.c lib/util/secret.c lib/util/dltable.c
 RUN_LIB_SRCS += lib/progress/page.c lib/progress/straggler.c lib/progress/hang.c
 RUN_OBJS   += $(foreach f,$(RUN_LIB_SRCS),$(BUILD)/obj/launcher-$(call objname,$(f)))
+# The library's internal headers amlrun includes (tests/sh/build/arrows.sh):
+# those of the sources it links, and the registry of rendezvous backends
+# (their names; nothing to link).  Its objects are made again when one
+# changes (a new backend's row: a new --rdzv-backend name).
+RUN_LIB_HDRS := $(RUN_LIB_SRCS:.c=.h) lib/rdzv/backends.h
 TOOL_SRCS  := $(wildcard tools/*.c)
 ifneq ($(HAVE_NCCL),1)
 TOOL_SRCS  := $(foreach f,$(TOOL_SRCS),$(if $(findstring nccl,$(notdir $(f))),,$(f)))
@@ -204,7 +209,7 @@ $(BUILD)/pic/$(call objname,$(1)): $(1) $$(LIB_HDRS)
 	$$(CC) $$(LIB_CFLAGS) -fPIC -c $$< -o $$@
 endef
 define run_object
-$(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
+$(BUILD)/obj/$(call objname,$(1)): $(1) $$(RUN_HDRS) $$(RUN_LIB_HDRS) include/amldist.h $$(wildcard include/amldist/*.h)
 	@mkdir -p $$(@D)
 	$$(CC) $$(ALL_CFLAGS) $$(DW_CFLAGS) -Ilauncher -Ilib -c $$< -o $$@
 endef
