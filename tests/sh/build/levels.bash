@@ -24,10 +24,15 @@ declare -A level=(
 
 # The library's files that amlrun links as objects of its own (the
 # Makefile's RUN_LIB_SRCS; the library hides their symbols): the launcher
-# may include their headers and call their hidden functions, and no other
-# of the library's internals.
+# may include their headers and call their hidden functions, and of the
+# library's other internals include only the headers of names below.
 # shellcheck disable=SC2034
 launcher_links=(
     lib/net/loop lib/util/clock lib/util/secret lib/util/dltable
     lib/progress/page lib/progress/straggler lib/progress/hang
 )
+# Headers of the library's that the launcher includes for their names
+# alone, nothing to link (a static inline function of a header is its
+# includer's own code to calls.sh): the registry of rendezvous backends.
+# shellcheck disable=SC2034
+launcher_headers=(lib/rdzv/backends.h)
