@@ -9,7 +9,7 @@
 #include "cli/rdzvconf.h"
 #include "output/torchlogs.h"
 
-/* Binding (run/bind.h applies them). */
+/* Binding (worker/bind.h applies them). */
 struct amlrun_bind_opts {
     const char *cpu_bind;  /* --cpu-bind: none|numa|exclusive|socket|LIST */
     /* --numa-binding: torchrun 2.x's name for a --cpu-bind policy */

@@ -1,4 +1,4 @@
-/* The supervisor's phases and their transitions (launcher/run/policy.c):
+/* The supervisor's phases and their transitions (launcher/job/policy.c):
  * what each event does in each phase, what an ended attempt leads to, and
  * the exit status a node ends with. */
 #include <signal.h>
