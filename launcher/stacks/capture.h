@@ -36,6 +36,21 @@ int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
 int cap_python(const struct stk_target *t, size_t n, struct stk_rank *r,
                struct cap_native *c, double deadline);
 
+/* The descendants of pid, children first, then theirs (at most
+ * CAP_MAX_KIDS), malloc'd in *out (capture_kids.c).  0, or -1 when out of
+ * memory. */
+#define CAP_MAX_KIDS 64
+int cap_descendants(pid_t pid, pid_t **out, size_t *n);
+
+/* Put a descendant's threads (their pid set to its) after r's, and its
+ * error into r's ("child PID (name): ..."); kid keeps the rest.  0, or -1
+ * when out of memory. */
+int cap_adopt(struct stk_rank *r, struct stk_rank *kid);
+
+/* pid answers the Python stack signal and holds the channel fd (a
+ * Python forked from a worker holds its rank's). */
+int cap_python_hooked(pid_t pid, int fd);
+
 /* Parse one faulthandler dump ("Thread 0x... (most recent call first):"
  * blocks) into threads of Python frames only, tid 0, and their ids (the
  * pthread_t faulthandler prints) in *ids (malloc'd).  Exposed for tests.

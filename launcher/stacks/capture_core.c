@@ -3,10 +3,14 @@
  * clock, /proc's status and stat lines, a rank's error line, freeing
  * frames.  They call nothing of launcher/stacks.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "output/msg.h"
 #include "stacks/capture_core.h"
@@ -84,4 +88,46 @@ void cap_frames_free(struct stk_frame *f, size_t n)
         free(f[i].module);
     }
     free(f);
+}
+
+int cap_holds_fd(pid_t pid, int fd)
+{
+    struct stat mine;
+    if (fd < 0 || fstat(fd, &mine) < 0)
+        return 0;
+    char want[64], path[300], link[64];
+    snprintf(want, sizeof want, "pipe:[%lu]", (unsigned long)mine.st_ino);
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1; /* not ours to read (not dumpable): not known */
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/fd/%s", (int)pid, e->d_name);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k > 0) {
+            link[k] = '\0';
+            found = !strcmp(link, want);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+void cap_thread_wait(pid_t pid, pid_t tid, char *buf, size_t size)
+{
+    char path[64], wchan[128];
+    char st = cap_task_state(pid, tid);
+    snprintf(path, sizeof path, "/proc/%d/task/%d/wchan", (int)pid, (int)tid);
+    /* "0" where the kernel hides it (kptr_restrict) or it runs */
+    if (read_small(path, wchan, sizeof wchan) <= 0 || !strcmp(wchan, "0"))
+        wchan[0] = '\0';
+    wchan[strcspn(wchan, "\n")] = '\0';
+    const char *what = st == 'D' ? " (uninterruptible sleep)"
+                       : st == 'R' ? " (running)" : "";
+    snprintf(buf, size, "state %c%s%s%s", st ? st : '?', what,
+             wchan[0] ? " in " : "", wchan);
 }

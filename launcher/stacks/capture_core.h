@@ -31,4 +31,14 @@ int cap_error(struct stk_rank *r, const char *fmt, ...)
 
 void cap_frames_free(struct stk_frame *f, size_t n);
 
+/* pid holds the other end of the pipe fd (one of its descriptors is that
+ * pipe): a worker that still has amlrun's Python channel.  1, 0, or -1
+ * when its descriptors cannot be read (not dumpable: not known). */
+int cap_holds_fd(pid_t pid, int fd);
+
+/* What a thread that did not stop is doing, from /proc/PID/task/TID:
+ * "state D (uninterruptible sleep) in WCHAN" (its wait channel where the
+ * kernel shows it). */
+void cap_thread_wait(pid_t pid, pid_t tid, char *buf, size_t size);
+
 #endif /* AMLRUN_STACKS_CAPTURE_CORE_H */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "stacks/capture.h"
+#include "output/msg.h"
 #include "stacks/capture_unwind.h"
 
 #define MAX_THREADS 4096
@@ -96,9 +97,30 @@ static long task_uid(pid_t pid)
     return v ? strtol(v, NULL, 10) : -1;
 }
 
+/* The tracer of pid (another debugger: strace -f, gdb), 0 for none. */
+static long tracer_of(pid_t pid, char *comm, size_t size)
+{
+    char line[256], path[64];
+    const char *v = cap_status_field(pid, 0, "TracerPid", line, sizeof line);
+    long tracer = v ? strtol(v, NULL, 10) : 0;
+    snprintf(path, sizeof path, "/proc/%ld/comm", tracer);
+    comm[0] = '\0';
+    if (tracer > 0 && read_small(path, comm, size) > 0)
+        comm[strcspn(comm, "\n")] = '\0';
+    return tracer;
+}
+
 /* Why ptrace said EPERM, in words. */
 static void why_refused(pid_t pid, char *buf, size_t size)
 {
+    char comm[64];
+    long tracer = tracer_of(pid, comm, sizeof comm);
+    if (tracer > 0) {
+        /* A process has one tracer: strace's or gdb's, not amlrun's. */
+        snprintf(buf, size, "it is already traced by pid %ld (%s)", tracer,
+                 comm[0] ? comm : "?");
+        return;
+    }
     int scope = -1;
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
     if (f) {

@@ -34,6 +34,12 @@ static unsigned long long sigmask_of(pid_t pid, pid_t tid, const char *name)
     return v ? strtoull(v, NULL, 16) : 0;
 }
 
+int cap_python_hooked(pid_t pid, int fd)
+{
+    unsigned long long bit = 1ull << (stk_signal() - 1);
+    return (sigmask_of(pid, 0, "SigCgt") & bit) && cap_holds_fd(pid, fd) != 0;
+}
+
 struct dump {
     size_t i;          /* the target */
     int fd;
@@ -277,6 +283,13 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
         return cap_error(r, "no Python frames: its Python did not take "
                             "amlrun's faulthandler hook (site disabled: "
                             "python -S, -I or -E?)");
+    /* The hook lets go of the channel when the program takes amlrun's
+     * signal for a handler of its own (sitecustomize.py): then the signal
+     * would reach the program's handler, not faulthandler's. */
+    if (cap_holds_fd(pid, t->python_fd) == 0)
+        return cap_error(r, "no Python frames: it closed amlrun's stack "
+                            "channel (a handler of its own on signal %d?)",
+                         sig);
     discard(t->python_fd); /* what an earlier capture left */
     x->fd = t->python_fd;
     x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);

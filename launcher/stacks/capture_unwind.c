@@ -241,6 +241,17 @@ static char *thread_name(pid_t pid, pid_t tid)
     return strdup(buf);
 }
 
+/* A thread that did not stop, said while it still waits: its state and
+ * wait channel. */
+static void unstopped_line(pid_t pid, const struct stk_thread *th, char *buf,
+                           size_t size)
+{
+    char wait[160];
+    cap_thread_wait(pid, th->tid, wait, sizeof wait);
+    snprintf(buf, size, "thread %d (%s) did not stop in time: %s",
+             (int)th->tid, th->name ? th->name : "?", wait);
+}
+
 /* Unwind every stopped thread into r->threads (one per seized thread, in
  * k's order), c->tp beside them. */
 int cap_unwind(pid_t pid, const struct cap_task *k, size_t n,
@@ -268,17 +279,20 @@ int cap_unwind(pid_t pid, const struct cap_task *k, size_t n,
     if (!w)
         rc = -1;
     size_t unstopped = 0;
+    char first[256] = "";
     const char *unreadable = NULL; /* why a thread had no frame at all */
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (!k[i].seized || k[i].gone)
             continue;
         struct stk_thread *th = &r->threads[r->nthreads];
         th->tid = k[i].tid;
+        th->pid = pid;
         th->name = thread_name(pid, k[i].tid);
         c->tp[r->nthreads] = k[i].stopped ? thread_pointer(k[i].tid) : 0;
         r->nthreads++;
         if (!k[i].stopped) {
-            unstopped++;
+            if (unstopped++ == 0)
+                unstopped_line(pid, th, first, sizeof first);
             continue;
         }
         w->n = 0;
@@ -294,9 +308,10 @@ int cap_unwind(pid_t pid, const struct cap_task *k, size_t n,
         rc = cap_error(r, "no native frames for a thread: libdwfl: %s",
                        unreadable);
     dwl->dwfl_end(dwfl);
-    if (rc == 0 && unstopped)
-        rc = cap_error(r, "%zu of %zu threads did not stop in time "
-                          "(uninterruptible sleep?): no frames for them",
-                       unstopped, r->nthreads);
+    if (rc == 0 && unstopped == 1)
+        rc = cap_error(r, "%s; no frames for it", first);
+    else if (rc == 0 && unstopped)
+        rc = cap_error(r, "%s, and %zu more of its %zu threads; no frames "
+                          "for them", first, unstopped - 1, r->nthreads);
     return rc;
 }

@@ -5,10 +5,15 @@
 
 #include "stacks/frames.h"
 
+int stk_thread_own(const struct stk_rank *r, const struct stk_thread *t)
+{
+    return t->pid <= 0 || t->pid == r->pid;
+}
+
 int stk_rank_python(const struct stk_rank *r)
 {
     for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].npython)
+        if (r->threads[i].npython && stk_thread_own(r, &r->threads[i]))
             return 1;
     return 0;
 }

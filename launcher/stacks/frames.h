@@ -12,6 +12,8 @@
 
 /* A Python worker: some thread of it has Python frames. */
 int stk_rank_python(const struct stk_rank *r);
+/* t is a thread of r's own process, not of one of its descendants. */
+int stk_thread_own(const struct stk_rank *r, const struct stk_thread *t);
 
 /* The frames of thread t that say where it is: its Python frames in a
  * Python worker, else its native frames. */

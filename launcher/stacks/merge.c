@@ -77,8 +77,10 @@ static int make_key(const struct stk_rank *r, size_t idx, struct rkey *k)
         return -1;
     k->l[0].f = stk_thread_frames(&r->threads[0], py, &k->l[0].n);
     k->nl = 1;
+    /* A descendant's threads (a data loader's workers) do not decide: they
+     * are caught a little earlier or later in each rank. */
     for (size_t t = 1; t < want; t++)
-        if (r->threads[t].npython)
+        if (r->threads[t].npython && stk_thread_own(r, &r->threads[t]))
             k->l[k->nl++] = (struct flist){r->threads[t].python, r->threads[t].npython};
     qsort(k->l + 1, k->nl - 1, sizeof *k->l, flist_cmp);
     return 0;

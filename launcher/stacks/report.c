@@ -314,7 +314,11 @@ static void json_rank(struct json *j, const struct stk_rank *r)
         json_null(j, "last_progress_s");
     json_array(j, "threads");
     for (size_t t = 0; t < r->nthreads; t++) {
+        const struct stk_thread *th = &r->threads[t];
         json_object(j, NULL);
+        json_id(j, "tid", th->tid > 0 ? th->tid : -1);
+        json_id(j, "pid", th->pid > 0 ? th->pid : -1);
+        json_str(j, "name", th->name);
         json_frames(j, "python", r->threads[t].python, r->threads[t].npython);
         json_frames(j, "native", r->threads[t].native, r->threads[t].nnative);
         json_close(j);

@@ -30,6 +30,9 @@ struct stk_frame {
 /* One thread: frames innermost first. */
 struct stk_thread {
     pid_t tid;
+    pid_t pid;                   /* its process: the rank's own, or one of
+                                    the rank's descendants (a data loader's
+                                    worker, a shell's child); 0 unknown */
     char *name;                  /* /proc/PID/task/TID/comm, or NULL */
     struct stk_frame *python;    /* a Python worker's frames, else none */
     size_t npython;
@@ -37,7 +40,8 @@ struct stk_thread {
     size_t nnative;
 };
 
-/* One rank: its threads, main thread first. */
+/* One rank: its threads, main thread first, then its descendants'
+ * threads, each process's main thread first. */
 struct stk_rank {
     int rank, local_rank, node;
     char *host;
@@ -78,6 +82,28 @@ struct stk_target {
  * when out of memory. */
 int stk_capture(const struct stk_target *t, size_t n, const char *host,
                 int timeout_ms, struct stk_set *out);
+
+/* The same without waiting for it, for a loop that goes on meanwhile: the
+ * capture runs on a thread of its own (the tracer) and stk_capture_fd()
+ * turns readable when it is over (poll it; read nothing from it), by
+ * timeout_ms; then stk_capture_collect() appends the ranks to out as
+ * stk_capture() would, and frees the capture.  Each rank's own descendants
+ * (data loaders' workers, a shell's child) are read too, their threads
+ * after the rank's (stk_thread.pid says whose).  The targets are copied,
+ * their python_fd duplicated: the caller may close its own.  While a
+ * capture runs, the caller's waits must not take ptrace stops that are
+ * the tracer's: wait with __WNOTHREAD (waitid(P_ALL, ...,
+ * WEXITED | WSTOPPED | __WNOTHREAD)), so that only the calling thread's
+ * children are seen.  NULL when out of memory. */
+struct stk_capture;
+struct stk_capture *stk_capture_start(const struct stk_target *t, size_t n,
+                                      const char *host, int timeout_ms);
+int stk_capture_fd(const struct stk_capture *k);
+/* Wait for its end if it has not come (at most the timeout), append its
+ * ranks to out and free it: 0, or -1 when out of memory (out unchanged). */
+int stk_capture_collect(struct stk_capture *k, struct stk_set *out);
+/* The same, its ranks dropped (the job ended meanwhile). */
+void stk_capture_cancel(struct stk_capture *k);
 
 /* The Python channel of one worker, made before it starts: a pipe whose
  * write end the worker inherits (its number in AMLDIST_STACK_FD), and the

@@ -122,7 +122,7 @@ char *stk_encode(const struct stk_set *s, size_t *len)
         put(&o, "\n", 1);
         for (size_t t = 0; t < r->nthreads && t < STK_MAX_THREADS; t++) {
             const struct stk_thread *th = &r->threads[t];
-            putf(&o, "t %d", (int)th->tid);
+            putf(&o, "t %d %d", (int)th->tid, (int)th->pid);
             put_str(&o, th->name);
             put(&o, "\n", 1);
             put_frames(&o, 'p', th->python, th->npython);
@@ -313,14 +313,16 @@ static int rank_line(struct fields *l, struct stk_set *s, size_t *cap)
 static int thread_line(struct fields *l, struct stk_rank *r, size_t *cap)
 {
     struct stk_thread t = {0};
-    int tid;
-    if (int_field(l, &tid) < 0 || str_field(l, &t.name) < 0 || l->p != l->end ||
+    int tid, pid;
+    if (int_field(l, &tid) < 0 || int_field(l, &pid) < 0 ||
+        str_field(l, &t.name) < 0 || l->p != l->end ||
         room((void **)&r->threads, r->nthreads, cap, sizeof *r->threads,
              STK_MAX_THREADS) < 0) {
         free(t.name);
         return -1;
     }
     t.tid = (pid_t)tid;
+    t.pid = (pid_t)pid;
     r->threads[r->nthreads++] = t;
     return 0;
 }

@@ -192,7 +192,7 @@ static int decodes(const char *text)
 
 static void test_malformed(void)
 {
-    CHECK(decodes(HEAD RANK "t 10 -\np 3 =f =a.py -\nn 0 - - -\nend 1\n"));
+    CHECK(decodes(HEAD RANK "t 10 0 -\np 3 =f =a.py -\nn 0 - - -\nend 1\n"));
     static const char *const bad[] = {
         "",
         "amlrun-stacks 2\nend 0\n",                 /* another version */
@@ -204,7 +204,7 @@ static void test_malformed(void)
         HEAD "end -0\n",
         HEAD "end 00\n",
         HEAD RANK,                                  /* no end */
-        HEAD "t 10 -\nend 0\n",                     /* a thread of no rank */
+        HEAD "t 10 0 -\nend 0\n",                     /* a thread of no rank */
         HEAD RANK "p 3 =f =a.py -\nend 1\n",        /* a frame of no thread */
         HEAD "r 0 0 0 10 1.5 =h\nend 1\n",          /* a field short */
         HEAD "r 0 0 0 10 1.5 =h - -\nend 1\n",      /* a field more */
@@ -233,8 +233,8 @@ static void test_malformed(void)
         HEAD "x 0\nend 0\n",
         HEAD "r\nend 1\n",
         HEAD "\nend 0\n",
-        HEAD RANK "t 10 -\nq 3 =f =a.py -\nend 1\n",
-        HEAD RANK "t 10 -\nn 3 =f =a.c -\np 3 =f =a.py -\nend 1\n", /* out of order */
+        HEAD RANK "t 10 0 -\nq 3 =f =a.py -\nend 1\n",
+        HEAD RANK "t 10 0 -\nn 3 =f =a.c -\np 3 =f =a.py -\nend 1\n", /* out of order */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (decodes(bad[i]))
@@ -292,8 +292,8 @@ static void test_bounds(void)
     free(t);
 
     /* The same past the bounds by hand: one frame, thread, byte more. */
-    CHECK_INT_EQ(decode_made(HEAD RANK "t 1 -\n", "n 1 =f - -\n", STK_MAX_FRAMES + 1, "", &b), -1);
-    CHECK_INT_EQ(decode_made(HEAD RANK, "t 1 -\n", STK_MAX_THREADS + 1, "", &b), -1);
+    CHECK_INT_EQ(decode_made(HEAD RANK "t 1 0 -\n", "n 1 =f - -\n", STK_MAX_FRAMES + 1, "", &b), -1);
+    CHECK_INT_EQ(decode_made(HEAD RANK, "t 1 0 -\n", STK_MAX_THREADS + 1, "", &b), -1);
     CHECK_INT_EQ(decode_made(HEAD "r 0 0 0 10 1.5 =", "x", STK_MAX_STR + 1, " -\n", &b), -1);
     CHECK_INT_EQ(decode_made(HEAD "r 0 0 0 10 1.5 =", "x", STK_MAX_STR, " -\n", &b), 0);
     stk_set_free(&b);
