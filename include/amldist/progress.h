@@ -21,6 +21,16 @@ extern "C" {
  * AMLDIST_1.2. */
 AMLDIST_API int amldist_progress(uint64_t step);
 
+/* Announce a long step (a checkpoint's save, an evaluation, the first
+ * step's compilation, a data loader warming up): this process's next
+ * amldist_progress() call comes within `seconds`.  Until then amlrun's
+ * --hang-timeout does not take it for stalled; past it without a call, it
+ * is.  The next call ends the announcement; a new one replaces it (0:
+ * none).  As torchelastic's `expires(after=seconds)`.  Without amlrun it
+ * does nothing.  0, or -1 with errno EINVAL when `seconds` is not a number
+ * in [0, 1e9].  Safe from any thread.  Since AMLDIST_1.3. */
+AMLDIST_API int amldist_progress_expect(double seconds);
+
 #ifdef __cplusplus
 }
 #endif

@@ -214,7 +214,7 @@ static int progress_lags(struct job *j, struct progress_watch *pw,
         return -1;
     }
     for (int i = 0; i < pw->n; i++) {
-        amldist__progress_sample_t s = {0, 0, 0};
+        amldist__progress_sample_t s = {0};
         (void)amldist__progress_page_read(pw->pg, (unsigned)i, &s);
         out[i] = (struct progress_lag){
             .calls = s.calls, .step = s.step, .t_ns = s.t_ns,

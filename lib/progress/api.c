@@ -1,4 +1,5 @@
-/* amldist_progress(): the worker's side of the progress page (page.h).
+/* amldist_progress() and amldist_progress_expect(): the worker's side of
+ * the progress page (page.h).
  *
  * The first call finds the page (AMLDIST_PROGRESS_FD, AMLDIST_PROGRESS_SLOT),
  * maps it and claims the slot, once per process (pthread_once); every later
@@ -8,6 +9,7 @@
  * meaningless.  A program that a worker runs inherits the descriptor and
  * the variables, but finds the slot claimed by the worker: it records
  * nothing either. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -48,20 +50,46 @@ static void find(void)
     atomic_store_explicit(&my_slot, s, memory_order_release);
 }
 
-int amldist_progress(uint64_t step)
+/* This process's slot, found at the first call; NULL: none. */
+static void *slot(void)
 {
     void *s = atomic_load_explicit(&my_slot, memory_order_acquire);
     if (!s) {
         if (atomic_load_explicit(&forked, memory_order_relaxed))
-            return 0;
+            return NULL;
         pthread_once(&found, find);
         s = atomic_load_explicit(&my_slot, memory_order_acquire);
-        if (!s)
-            return 0;
     }
+    return s;
+}
+
+static int64_t now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    amldist__progress_slot_write(s, step,
-                                 (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int amldist_progress(uint64_t step)
+{
+    void *s = slot();
+    if (s)
+        amldist__progress_slot_write(s, step, now_ns());
+    return 0;
+}
+
+/* The longest step one may announce: far beyond any job, and no overflow
+ * of the clock's nanoseconds. */
+#define EXPECT_MAX_S 1e9
+
+int amldist_progress_expect(double seconds)
+{
+    if (!(seconds >= 0) || seconds > EXPECT_MAX_S) {
+        errno = EINVAL; /* NaN, negative, or beyond any job */
+        return -1;
+    }
+    void *s = slot();
+    if (s)
+        amldist__progress_slot_expect(s, now_ns() + (int64_t)(seconds * 1e9));
     return 0;
 }

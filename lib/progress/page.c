@@ -27,7 +27,10 @@ struct mark {
 struct slot {
     _Atomic uint64_t lock, calls;
     _Atomic int32_t owner;
-    char pad[AMLDIST__PROGRESS_SLOT_HEAD - 20];
+    int32_t pad0;
+    _Atomic uint64_t expect;
+    _Atomic int64_t until;
+    char pad[AMLDIST__PROGRESS_SLOT_HEAD - 40];
     struct mark ring[AMLDIST__PROGRESS_RING];
 };
 
@@ -35,6 +38,8 @@ _Static_assert(sizeof(struct hdr) <= AMLDIST__PROGRESS_HEADER, "header");
 _Static_assert(sizeof(struct slot) == AMLDIST__PROGRESS_SLOT_SIZE, "slot");
 _Static_assert(offsetof(struct slot, calls) == 8, "calls at 8");
 _Static_assert(offsetof(struct slot, owner) == 16, "owner at 16");
+_Static_assert(offsetof(struct slot, expect) == 24, "expect at 24");
+_Static_assert(offsetof(struct slot, until) == 32, "until at 32");
 _Static_assert(offsetof(struct slot, ring) == AMLDIST__PROGRESS_SLOT_HEAD,
                "ring");
 
@@ -120,6 +125,8 @@ void amldist__progress_page_reset(amldist__progress_page_t *pg, unsigned slot)
     atomic_store(&s->calls, 0);
     atomic_store(&s->lock, 0);
     atomic_store(&s->owner, 0);
+    atomic_store(&s->expect, 0);
+    atomic_store(&s->until, 0);
     for (unsigned i = 0; i < AMLDIST__PROGRESS_RING; i++) {
         atomic_store_explicit(&s->ring[i].step, 0, memory_order_relaxed);
         atomic_store_explicit(&s->ring[i].t_ns, 0, memory_order_relaxed);
@@ -135,6 +142,22 @@ static void copy_mark(const struct mark *m, amldist__progress_mark_t *out)
 {
     out->step = atomic_load_explicit(&m->step, memory_order_relaxed);
     out->t_ns = atomic_load_explicit(&m->t_ns, memory_order_relaxed);
+}
+
+/* The announced step of a slot whose count is `calls` (page.h): the pair
+ * when two loads of `expect` agree, -1 to try again. */
+static int read_expect(const struct slot *s, uint64_t calls,
+                       amldist__progress_sample_t *out)
+{
+    uint64_t e1 = atomic_load_explicit(&s->expect, memory_order_acquire);
+    int64_t until = atomic_load_explicit(&s->until, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&s->expect, memory_order_relaxed) != e1)
+        return -1;
+    out->expected = e1 != 0;
+    /* It holds only while no call came since. */
+    out->until_ns = e1 != 0 && e1 == calls + 1 ? until : 0;
+    return 0;
 }
 
 int amldist__progress_page_read(const amldist__progress_page_t *pg,
@@ -153,7 +176,7 @@ int amldist__progress_page_read(const amldist__progress_page_t *pg,
             copy_mark(&s->ring[(c1 - 1) % AMLDIST__PROGRESS_RING], &m);
         atomic_thread_fence(memory_order_acquire);
         uint64_t c2 = atomic_load_explicit(&s->calls, memory_order_relaxed);
-        if (c2 < c1 || c2 - c1 > INTACT)
+        if (c2 < c1 || c2 - c1 > INTACT || read_expect(s, c2, out) < 0)
             continue;
         out->calls = c1;
         out->step = m.step;
@@ -264,11 +287,11 @@ void *amldist__progress_slot_open(const char *fd_text, const char *slot_text,
     return s;
 }
 
-void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns)
+/* Take the slot's writers' lock: its value before (even).  Only threads
+ * of this process contend for it, and only when they call at the same
+ * instant. */
+static uint64_t slot_lock(struct slot *s)
 {
-    struct slot *s = slot;
-    /* Only threads of this process contend for the lock, and only when
-     * they call at the same instant. */
     uint64_t lock = atomic_load_explicit(&s->lock, memory_order_relaxed);
     for (;;) {
         if (lock & 1) {
@@ -280,6 +303,13 @@ void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns)
                                                   memory_order_relaxed))
             break;
     }
+    return lock;
+}
+
+void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns)
+{
+    struct slot *s = slot;
+    uint64_t lock = slot_lock(s);
     /* The mark's stores stay after the last call's count (a reader that
      * sees them sees that count: page.h). */
     atomic_thread_fence(memory_order_release);
@@ -288,5 +318,17 @@ void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns)
     atomic_store_explicit(&m->step, step, memory_order_relaxed);
     atomic_store_explicit(&m->t_ns, t_ns, memory_order_relaxed);
     atomic_store_explicit(&s->calls, calls + 1, memory_order_release);
+    atomic_store_explicit(&s->lock, lock + 2, memory_order_release);
+}
+
+void amldist__progress_slot_expect(void *slot, int64_t until_ns)
+{
+    struct slot *s = slot;
+    /* The writers' lock, as a call takes it, so that the count read here
+     * is the one the announcement follows. */
+    uint64_t lock = slot_lock(s);
+    uint64_t calls = atomic_load_explicit(&s->calls, memory_order_relaxed);
+    atomic_store_explicit(&s->until, until_ns, memory_order_relaxed);
+    atomic_store_explicit(&s->expect, calls + 1, memory_order_release);
     atomic_store_explicit(&s->lock, lock + 2, memory_order_release);
 }

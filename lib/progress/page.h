@@ -34,6 +34,10 @@
  *                    ignore it
  *     8  u64 calls   calls since the reset, published last
  *     16 i32 owner   the pid that writes this slot, 0: none yet
+ *     24 u64 expect  a long step announced (amldist_progress_expect):
+ *                    the count of calls then, plus 1; 0: none.  It holds
+ *                    only while no call came since (calls + 1 == expect)
+ *     32 i64 until   CLOCK_MONOTONIC ns by which that step ends
  *     64 ring[64] of {u64 step, i64 t_ns}: call number k (1, 2, ...)
  *        stores its mark at ring[(k - 1) % 64], then calls = k
  *
@@ -43,7 +47,11 @@
  * c2 - 62 <= k <= c1 are intact (mark k is overwritten only by call k + 64,
  * which starts after the count reached k + 63).  No writer ever waits for
  * a reader, and a reader never waits for a writer that died mid-store.
- * The owner is claimed once, at a worker's first call: a process that
+ * An announcement stores `until`, then publishes `expect` (a release
+ * store); a reader loads `expect` before and after `until` and takes the
+ * pair when both loads agree.  Fields 24 and 32 were padding before: an
+ * older writer leaves them 0 (no step announced), an older reader ignores
+ * them.  The owner is claimed once, at a worker's first call: a process that
  * merely inherited the descriptor (a program the worker ran) finds it taken
  * and records nothing.  amlrun seals the memfd's size, so that no worker
  * can shrink it under amlrun's reads.
@@ -63,6 +71,9 @@ typedef struct {
                              reset; 0: none yet */
     uint64_t step;        /* the last call's step */
     int64_t t_ns;         /* CLOCK_MONOTONIC of the last call, ns */
+    int64_t until_ns;     /* the end of a long step announced since the
+                             last call (CLOCK_MONOTONIC ns); 0: none */
+    int expected;         /* a step was announced (before any call too) */
 } amldist__progress_sample_t;
 
 /* One past step of a slot, for the straggler statistics. */
@@ -104,5 +115,7 @@ void *amldist__progress_slot_open(const char *fd_text, const char *slot_text,
                                   int pid);
 /* Record one call: no system call but the vDSO's clock. */
 void amldist__progress_slot_write(void *slot, uint64_t step, int64_t t_ns);
+/* Announce that the next call comes by until_ns (CLOCK_MONOTONIC). */
+void amldist__progress_slot_expect(void *slot, int64_t until_ns);
 
 #endif /* AMLDIST_PROGRESS_PAGE_H */

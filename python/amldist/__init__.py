@@ -10,6 +10,7 @@ Azure ML, Kubernetes, or nothing), through ctypes.
 
     amldist.progress(step)                # once a step: amlrun's hang
                                           # detection and straggler line
+    amldist.progress_expect(600)          # before a step of up to 10 min
 
 The library is libamldist.so.1: $AMLDIST_LIBRARY, else the dynamic
 loader's search, loaded at its first use (amldist.progress, pure Python,
@@ -17,16 +18,16 @@ needs none).  See python/README.md and libamldist(3)."""
 from ._lib import Error, LayoutError, MachineError, OutOfMemory, lib as _c
 from ._layout import Layout, layout, export
 from ._binding import Binding, binding
-from .progress import progress
+from .progress import progress, progress_expect
 
 # Shown as amldist.LayoutError in tracebacks, as users name them.
 for _cls in (Error, LayoutError, MachineError, OutOfMemory, Layout, Binding):
     _cls.__module__ = __name__
 
-__version__ = "1.2.0"
+__version__ = "1.3.0"
 __all__ = ["layout", "export", "binding", "Layout", "Binding", "Error",
            "LayoutError", "MachineError", "OutOfMemory", "library_version",
-           "progress"]
+           "progress", "progress_expect"]
 
 
 def library_version():

@@ -6,6 +6,11 @@ straggler line and --status:
         train(batch)
         amldist.progress(step)
 
+and amldist.progress_expect(seconds) before a long step (a checkpoint's
+save, an evaluation): the next progress() comes within that many seconds,
+and amlrun's --hang-timeout does not take the rank for stalled until then
+(as torchelastic's `expires(after=seconds)`).
+
 amlrun shares a page of memory with its workers (a memfd that they inherit,
 named by AMLDIST_PROGRESS_FD, the worker's slot by AMLDIST_PROGRESS_SLOT);
 a call stores the step and time.monotonic_ns() there with no system call,
@@ -25,22 +30,27 @@ FD_ENV = "AMLDIST_PROGRESS_FD"
 SLOT_ENV = "AMLDIST_PROGRESS_SLOT"
 
 # lib/progress/page.h: the header, then slots of SLOT_SIZE bytes; in a slot
-# u64 lock (the C writers'), u64 calls, i32 owner, then at 64 the ring of
-# RING {u64 step, i64 t_ns}.
+# u64 lock (the C writers'), u64 calls, i32 owner, at 24 u64 expect (the
+# count of calls when a long step was announced, plus 1), at 32 i64 until
+# (when it ends), then at 64 the ring of RING {u64 step, i64 t_ns}.
 MAGIC = 0x31474F5250444D41
 HEADER = 64
 RING = 64
 SLOT_HEAD = 64
 SLOT_SIZE = SLOT_HEAD + 16 * RING
 MAX_SLOTS = 4096
-_CALLS, _OWNER = 1, 2        # in 8-byte words from the slot's start
+_CALLS, _OWNER, _EXPECT = 1, 2, 3   # in 8-byte words from the slot's start
+_UNTIL = 32                 # in bytes from the slot's start
+EXPECT_MAX_S = 1e9          # the longest step announced (as the C call's)
 _mark = struct.Struct("<Qq").pack_into
+_until = struct.Struct("<q").pack_into
 
 _now = time.monotonic_ns    # CLOCK_MONOTONIC, as the C library reads it
 _words = None               # the page as u64 words, once found
 _bytes = None               # and as bytes
 _calls = 0                  # the word of this slot's count
 _ring = 0                   # the byte offset of this slot's ring
+_slot = 0                   # the byte offset of this slot
 _looked = False             # the environment was read (found or not)
 _lock = threading.Lock()    # the first call's look, once
 
@@ -55,7 +65,7 @@ def _number(text, top):
 
 def _open():
     """Map the page and claim the slot, or leave _words None."""
-    global _words, _bytes, _calls, _ring
+    global _words, _bytes, _calls, _ring, _slot
     fd = _number(os.environ.get(FD_ENV), 2**31 - 1)
     slot = _number(os.environ.get(SLOT_ENV), MAX_SLOTS - 1)
     if fd is None or slot is None:
@@ -89,7 +99,8 @@ def _open():
         page.close()
         return
     _calls = base + _CALLS
-    _ring = HEADER + slot * SLOT_SIZE + SLOT_HEAD
+    _slot = HEADER + slot * SLOT_SIZE
+    _ring = _slot + SLOT_HEAD
     _bytes = memoryview(page)
     _words = words
 
@@ -103,19 +114,26 @@ def _forget_in_child():
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def progress(step):
-    """Record that this process reached `step` (an int, 0 <= step < 2**64)
-    now.  Returns 0, as amldist_progress() does."""
+def _found():
+    """The page's words once found (looked for at the first call), or
+    None without one."""
     global _looked
     w = _words
-    if w is None:
-        if _looked:
-            return 0
+    if w is None and not _looked:
         with _lock:
             if not _looked:
                 _open()
                 _looked = True
         w = _words
+    return w
+
+
+def progress(step):
+    """Record that this process reached `step` (an int, 0 <= step < 2**64)
+    now.  Returns 0, as amldist_progress() does."""
+    w = _words
+    if w is None:
+        w = _found()
         if w is None:
             return 0
     # The mark, then the count (page.h: a reader takes marks up to the
@@ -130,4 +148,27 @@ def progress(step):
         raise ValueError(f"amldist.progress: step {step!r} is not an int "
                          "in [0, 2**64)") from None
     w[_calls] = c + 1
+    return 0
+
+
+def progress_expect(seconds):
+    """Announce a long step: this process's next progress() comes within
+    `seconds` (a number in [0, 1e9]; 0: none).  Until then amlrun does not
+    take the rank for stalled; past it without a call, it does.  The next
+    progress() ends the announcement.  Returns 0, as
+    amldist_progress_expect() does; ValueError for another value."""
+    try:
+        s = float(seconds)
+    except (TypeError, ValueError):
+        s = float("nan")
+    if not 0 <= s <= EXPECT_MAX_S:
+        raise ValueError(f"amldist.progress_expect: {seconds!r} is not a "
+                         "number of seconds in [0, 1e9]")
+    w = _found()
+    if w is None:
+        return 0
+    # When it ends, then the count it follows (page.h: `expect` last).
+    c = w[_calls]
+    _until(_bytes, _slot + _UNTIL, _now() + int(s * 1e9))
+    w[_slot // 8 + _EXPECT] = c + 1
     return 0

@@ -58,7 +58,7 @@ static void test_create(void)
           (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
     CHECK(ftruncate(fd, 0) < 0 && errno == EPERM);
     /* A fresh slot has no calls. */
-    amldist__progress_sample_t s = {9, 9, 9};
+    amldist__progress_sample_t s = {9, 9, 9, 9, 9};
     CHECK_INT_EQ(amldist__progress_page_read(pg, 2, &s), 0);
     CHECK_INT_EQ(s.calls, 0);
     CHECK(amldist__progress_page_read(pg, 3, &s) < 0 && errno == EINVAL);
@@ -117,6 +117,40 @@ static void test_claim(void)
     /* A restart frees it. */
     amldist__progress_page_reset(pg, 0);
     CHECK(amldist__progress_slot_open(fd, "0", 200) != NULL);
+    amldist__progress_page_destroy(pg);
+}
+
+/* A long step announced (amldist_progress_expect): read with its end while
+ * no call came since; the next call ends it; a reset forgets it. */
+static void test_expect(void)
+{
+    char fd[16];
+    amldist__progress_page_t *pg = new_page(1, fd);
+    void *s = amldist__progress_slot_open(fd, "0", 7);
+    CHECK(s != NULL);
+    amldist__progress_sample_t sm;
+    CHECK_INT_EQ(amldist__progress_page_read(pg, 0, &sm), 0);
+    CHECK_INT_EQ(sm.expected, 0);
+    CHECK_INT_EQ(sm.until_ns, 0);
+    /* Before any call (the first step's compilation). */
+    amldist__progress_slot_expect(s, 5000);
+    CHECK_INT_EQ(amldist__progress_page_read(pg, 0, &sm), 0);
+    CHECK_INT_EQ(sm.calls, 0);
+    CHECK_INT_EQ(sm.expected, 1);
+    CHECK_INT_EQ(sm.until_ns, 5000);
+    amldist__progress_slot_write(s, 1, 4000);
+    CHECK_INT_EQ(amldist__progress_page_read(pg, 0, &sm), 0);
+    CHECK_INT_EQ(sm.until_ns, 0); /* the call ended it */
+    CHECK_INT_EQ(sm.expected, 1);
+    /* After calls; a new one replaces it. */
+    amldist__progress_slot_expect(s, 9000);
+    amldist__progress_slot_expect(s, 8000);
+    CHECK_INT_EQ(amldist__progress_page_read(pg, 0, &sm), 0);
+    CHECK_INT_EQ(sm.until_ns, 8000);
+    amldist__progress_page_reset(pg, 0);
+    CHECK_INT_EQ(amldist__progress_page_read(pg, 0, &sm), 0);
+    CHECK_INT_EQ(sm.expected, 0);
+    CHECK_INT_EQ(sm.until_ns, 0);
     amldist__progress_page_destroy(pg);
 }
 
@@ -343,6 +377,7 @@ int main(int argc, char **argv)
     RUN(test_open_refuses_bad_values);
     RUN(test_claim);
     RUN(test_write_read_marks);
+    RUN(test_expect);
     RUN(test_one_writer_one_reader);
     RUN(test_two_writers_one_reader);
     RUN(test_api_in_a_worker);
