@@ -1,22 +1,27 @@
 /* The hang decision (see hang.h). */
 #include "progress/hang.h"
 
+/*
+ * The margin of the stalled ranks: every rank whose last progress is within
+ * it of the oldest stalled rank's stalled with it.  Ranks that wait in one
+ * collective for the rank that hung reached it within a step of each other
+ * (a rank that reported 50 ms before the others is no more the cause than
+ * they are), so the margin is a step's worth: an eighth of the timeout
+ * (a watch is set well above a step), and at most a second, so that a
+ * rank that truly stopped a step early beside ranks that went on is still
+ * told apart under a long timeout.
+ */
+#define MARGIN_DIV 8
+#define MARGIN_MAX_NS 1000000000LL
+
 static int64_t max64(int64_t a, int64_t b)
 {
     return a > b ? a : b;
 }
 
-/* The last sign of life of a rank: its start, a line, its end. */
-static int64_t last_activity(const amldist__hang_rank_t *r)
+static int64_t min64(int64_t a, int64_t b)
 {
-    return max64(r->start_ns, max64(r->line_ns, r->alive ? 0 : r->end_ns));
-}
-
-/* A rank's last progress where it is judged per rank: its last call, or
- * its start while it has made none. */
-static int64_t last_progress(const amldist__hang_rank_t *r)
-{
-    return r->uses_api ? max64(r->progress_ns, r->start_ns) : r->start_ns;
+    return a < b ? a : b;
 }
 
 /* The time at which `last` is timeout old, without overflow. */
@@ -24,6 +29,67 @@ static int64_t due(int64_t last, int64_t timeout_ns)
 {
     return last > AMLDIST__HANG_NEVER - timeout_ns ? AMLDIST__HANG_NEVER
                                                    : last + timeout_ns;
+}
+
+/* The last progress of a rank judged by the API: its last call (its start
+ * before any), moved on by a long step it announced since, as if it had
+ * called at the step's end less the timeout. */
+static int64_t api_last(const amldist__hang_rank_t *r, int64_t timeout_ns)
+{
+    int64_t last = max64(r->progress_ns, r->start_ns);
+    if (r->until_ns > timeout_ns)
+        last = max64(last, r->until_ns - timeout_ns);
+    return last;
+}
+
+/* The last sign of life of a rank: its start, output, end, and for a rank
+ * judged by the API its last progress. */
+static int64_t last_life(const amldist__hang_rank_t *r, int64_t timeout_ns)
+{
+    int64_t t = max64(r->start_ns, max64(r->line_ns, r->alive ? 0 : r->end_ns));
+    return r->uses_api ? max64(t, api_last(r, timeout_ns)) : t;
+}
+
+/* The ranks judged by the API: the oldest live one's progress in *oldest,
+ * the earliest due of those not stalled in *next; how many live ranks
+ * show progress (by their calls, or by output within the timeout). */
+static size_t scan(const amldist__hang_rank_t *r, size_t n, int64_t now_ns,
+                   int64_t timeout_ns, int64_t *oldest, int64_t *next)
+{
+    size_t showing = 0;
+    *oldest = AMLDIST__HANG_NEVER;
+    *next = AMLDIST__HANG_NEVER;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].alive)
+            continue;
+        if (!r[i].uses_api) {
+            showing += now_ns - last_life(&r[i], timeout_ns) < timeout_ns;
+            continue;
+        }
+        showing++;
+        int64_t last = api_last(&r[i], timeout_ns);
+        *oldest = min64(*oldest, last);
+        if (now_ns - last < timeout_ns)
+            *next = min64(*next, due(last, timeout_ns));
+    }
+    return showing;
+}
+
+/* Per rank: the ranks judged by the API within the margin of the oldest,
+ * or timeout old themselves, into stalled[]. */
+static void take_stalled(const amldist__hang_rank_t *r, size_t n,
+                         int64_t now_ns, int64_t timeout_ns, int64_t oldest,
+                         int *stalled, amldist__hang_verdict_t *v)
+{
+    int64_t margin = min64(timeout_ns / MARGIN_DIV, MARGIN_MAX_NS);
+    int64_t upto = max64(oldest + margin, now_ns - timeout_ns);
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].alive || !r[i].uses_api || api_last(&r[i], timeout_ns) > upto)
+            continue;
+        stalled[v->nstalled++] = r[i].rank;
+        v->idle_ns = max64(v->idle_ns,
+                           now_ns - max64(r[i].progress_ns, r[i].start_ns));
+    }
 }
 
 int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
@@ -35,34 +101,28 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
     v->idle_ns = 0;
     v->next_ns = AMLDIST__HANG_NEVER;
     size_t live = 0;
+    int64_t life = 0;
     for (size_t i = 0; i < n; i++) {
         live += r[i].alive != 0;
         v->per_rank |= r[i].uses_api != 0;
+        life = max64(life, last_life(&r[i], timeout_ns));
     }
     if (live == 0 || timeout_ns <= 0)
         return 0;
-    if (v->per_rank) {
-        for (size_t i = 0; i < n; i++) {
-            if (!r[i].alive)
-                continue;
-            int64_t last = last_progress(&r[i]);
-            if (now_ns - last >= timeout_ns) {
-                stalled[v->nstalled++] = r[i].rank;
-                v->idle_ns = max64(v->idle_ns, now_ns - last);
-            } else if (due(last, timeout_ns) < v->next_ns) {
-                v->next_ns = due(last, timeout_ns);
-            }
-        }
-        v->hung = v->nstalled > 0;
-        v->single_out = v->hung && v->nstalled < live;
-        return v->hung;
+    int64_t oldest, next;
+    size_t showing = scan(r, n, now_ns, timeout_ns, &oldest, &next);
+    if (oldest != AMLDIST__HANG_NEVER && now_ns - oldest >= timeout_ns) {
+        take_stalled(r, n, now_ns, timeout_ns, oldest, stalled, v);
+        v->hung = 1;
+        v->single_out = 2 * v->nstalled <= showing;
+        return 1;
     }
-    int64_t last = 0;
-    for (size_t i = 0; i < n; i++)
-        last = max64(last, last_activity(&r[i]));
-    v->idle_ns = now_ns - last;
-    v->hung = v->idle_ns >= timeout_ns;
-    if (!v->hung)
-        v->next_ns = due(last, timeout_ns);
-    return v->hung;
+    /* No rank judged by the API stalled: the job-wide sign of life. */
+    if (now_ns - life >= timeout_ns) {
+        v->hung = 1;
+        v->idle_ns = now_ns - life;
+        return 1;
+    }
+    v->next_ns = min64(next, due(life, timeout_ns));
+    return 0;
 }

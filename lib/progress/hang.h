@@ -5,13 +5,22 @@
  * read here: the caller gives the times, all on one monotonic clock, in
  * nanoseconds.
  *
- * Progress is a call of the progress API (amldist_progress) or, for a job
- * whose ranks do not call it, a complete output line.
- *   - Per rank: once any rank has called the API, every live rank is judged
- *     by its own last call (by its start while it has made none): older
- *     than the timeout, it is stalled, even if it still prints.
- *   - Otherwise the job: it is hung when no rank has shown any sign of life
- *     (its start, a line, its end) for the timeout.
+ * Progress is a call of the progress API (amldist_progress) once a rank
+ * has made one, and its output (any bytes, a line or a "\r" bar's redraw)
+ * until then.
+ *   - A rank that has called the API (or announced a long step with
+ *     amldist_progress_expect) is judged by its own last call: older than
+ *     the timeout, and past the end of the step it announced, it is
+ *     stalled, even if it still prints.
+ *   - A rank that never called it is alive while it writes, and is never
+ *     singled out as stalled: silence is what most ranks of a job that
+ *     logs on rank 0 alone do.  It can only take part in the job-wide
+ *     hang: no rank has shown any sign of life (its start, output, a call,
+ *     an announced step, its end) for the timeout.
+ *   - The stalled ranks: every rank judged by the API whose last progress
+ *     is within a small margin of the oldest stalled one's (ranks stuck in
+ *     one collective stop within a step of each other: the stacks, not
+ *     50 ms of progress, tell which of them is the cause).
  *
  * amlrun links this file as an object of its own (as net/loop.c).
  */
@@ -31,19 +40,24 @@ typedef struct {
     int uses_api;        /* has called the progress API in this attempt */
     int64_t start_ns;    /* when it started (this attempt) */
     int64_t progress_ns; /* its last API call (with uses_api) */
-    int64_t line_ns;     /* its last complete output line; 0: none */
+    int64_t line_ns;     /* its last output, any bytes (the name is the
+                            control plane's wire's); 0: none */
     int64_t end_ns;      /* when it ended (not alive); 0: not ended */
+    int64_t until_ns;    /* the end of the long step it announced after its
+                            last call (amldist_progress_expect); 0: none */
 } amldist__hang_rank_t;
 
 typedef struct {
     int hung;            /* the job is hung */
     int per_rank;        /* judged per rank (the API is in use) */
     size_t nstalled;     /* per rank: the stalled ranks written */
-    int single_out;      /* per rank, some live ranks still progress: the
-                            stalled ones are the culprits.  0 when every
-                            live rank stalled (in a collective, all stop
-                            within a step of the one that hung): the
-                            stacks, not the progress, must tell them */
+    int single_out;      /* per rank, the stalled ranks are at most half
+                            of the ranks that show progress (by their calls,
+                            or by their output for ranks that never called):
+                            they are the culprits.  0 when more stalled (in
+                            a collective, all stop within a step of the one
+                            that hung): the stacks, not the progress, must
+                            tell them */
     int64_t idle_ns;     /* how long the progress that decided is old:
                             the job's (by lines) or the oldest stalled
                             rank's */
@@ -53,7 +67,7 @@ typedef struct {
 
 /* Decide over n ranks at `now_ns` with timeout `timeout_ns` (> 0).  Per
  * rank, the stalled ranks' numbers go to stalled[] (room for n), in the
- * view's order.  Returns v->hung. */
+ * view's order (none for a job-wide hang).  Returns v->hung. */
 int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
                         int64_t now_ns, int64_t timeout_ns, int *stalled,
                         amldist__hang_verdict_t *v);
