@@ -162,6 +162,12 @@ int job_sync(struct job *j)
     return 0;
 }
 
+void job_drain(struct job *j)
+{
+    if (j->plugins && j->plugins->act.drain)
+        j->plugins->act.drain(j);
+}
+
 static void on_timer(void *arg)
 {
     struct job_timer *t = arg, **pt;

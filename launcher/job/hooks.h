@@ -83,6 +83,9 @@ struct job_actions {
                  const struct stop_detail *d);
     /* Take the signals that came before an action on the job: 1 if any. */
     int (*take_signals)(struct job *j);
+    /* Read what the running workers wrote and amlrun has not read yet,
+     * now, without waiting for more. */
+    void (*drain)(struct job *j);
 };
 
 /* Attach every plugin of `list` (NULL-terminated) to j, in order (the
@@ -113,6 +116,9 @@ void job_stop(struct job *j, enum stop_reason r, const struct stop_detail *d);
 /* Take the signals that came (a worker's exit told of is no rank
  * running), before a decision; whether any came. */
 int job_sync(struct job *j);
+/* Read every running worker's pending output now (none is waited for),
+ * so that a decision sees what they wrote while amlrun could not read. */
+void job_drain(struct job *j);
 /* fn(arg) at at_ms (amldist__now_ms()'s clock), the signals that came
  * taken first; the timer's id (> 0), or 0 when out of memory. */
 typedef void job_timer_fn(void *arg);

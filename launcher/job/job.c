@@ -65,29 +65,39 @@ void running_ranks(const struct job *j, char *buf, size_t size)
     free(ranks);
 }
 
+static int64_t later(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
 /* This node's ranks of the attempt, as the decision sees them: their
- * output lines, and their calls of the progress API (the page's slots,
- * emptied at each start), all on CLOCK_MONOTONIC.  For each, its worker's
- * index in idx[] (may be NULL). */
+ * output (the last byte, a bar's redraw too), and their calls of the
+ * progress API (the page's slots, emptied at each start), all on
+ * CLOCK_MONOTONIC.  Time a worker spent stopped does not count: stopped,
+ * it is seen as starting now; continued, as starting then.  For each, its
+ * worker's index in idx[] (may be NULL). */
 size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
 {
     const amldist__progress_page_t *pg = j->page;
+    int64_t now = amldist__now_ns();
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
         if (w->attempt != j->p.restarts)
             continue; /* not started in this attempt */
-        amldist__progress_sample_t call = {0, 0, 0};
+        amldist__progress_sample_t call = {0, 0, 0, 0, 0};
         if (pg)
             (void)amldist__progress_page_read(pg, (unsigned)i, &call);
-        int64_t line = w->out.line_ns > w->err.line_ns ? w->out.line_ns
-                                                       : w->err.line_ns;
+        int64_t start = w->running && w->stopped ? now : w->start_ns;
         if (idx)
             idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
             .rank = w->id.rank, .alive = w->running,
-            .uses_api = call.calls > 0, .start_ns = w->start_ns,
-            .progress_ns = call.t_ns, .line_ns = line, .end_ns = w->end_ns,
+            .uses_api = call.calls > 0 || call.expected,
+            .start_ns = w->running ? later(start, w->cont_ns) : start,
+            .progress_ns = call.t_ns,
+            .line_ns = later(w->out.out_ns, w->err.out_ns),
+            .end_ns = w->end_ns, .until_ns = call.until_ns,
         };
     }
     return n;

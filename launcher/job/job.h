@@ -34,6 +34,8 @@ struct worker {
     char **spawn_argv, **spawn_sh, **spawn_env;
     int running;
     int stopped;       /* the stop signal while it is stopped, else 0 */
+    int64_t cont_ns;   /* when it was last continued (amldist__now_ns());
+                          0: not since its start */
     int tty_reported;  /* its SIGTTIN/SIGTTOU stop was reported */
     int terminated;    /* it ended after amlrun began to stop the workers */
     int attempt;       /* the restart count it was started in, -1 none */
@@ -77,6 +79,8 @@ struct job {
     /* The plugins, their hooks, topics and timers (hooks.h). */
     struct job_plugins *plugins;
     char stop_why[256]; /* the last hang or --timeout, in words, or "" */
+    int64_t cont_ns;   /* when amlrun itself was last continued (SIGCONT,
+                          amldist__now_ns()); 0: never */
 };
 
 /* ---- what every part may ask of the job (job.c) ---- */
@@ -97,7 +101,9 @@ int job_plane_is_host(const struct job *j);
 void running_ranks(const struct job *j, char *buf, size_t size);
 /* This node's ranks of the attempt, as the hang decision sees them (room
  * for j->n in v; each one's worker index in idx[], which may be NULL); the
- * count. */
+ * count.  A worker stopped (SIGSTOP, Ctrl-Z) is seen as starting now, and
+ * one continued as starting then: time stopped is not time without
+ * progress. */
 size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
 /* Every running rank's stack (stk_capture: each stopped only while it is
  * read), its last progress from its calls or else its lines, appended to

@@ -31,11 +31,24 @@ struct batch {
     struct iovec iov[IOV_BATCH];
 };
 
-/* Write to a console, or note once that it is gone or failed. */
+/* The console writes that blocked (out_console_blocked). */
+static int64_t blocked_total, blocked_end;
+
+/* Write to a console, or note once that it is gone or failed; a write
+ * that blocks is time amlrun observed nothing (out_console_blocked). */
 static void console_writev(int fd, struct iovec *iov, int n)
 {
     int *state = &console_state[fd == 2];
-    if (n > 0 && *state == CONSOLE_OK && writev_all(fd, iov, n) < 0) {
+    if (n <= 0 || *state != CONSOLE_OK)
+        return;
+    int64_t t0 = amldist__now_ns();
+    int rc = writev_all(fd, iov, n);
+    int64_t t1 = amldist__now_ns();
+    if (t1 - t0 >= OUT_BLOCKED_NS) {
+        blocked_total += t1 - t0;
+        blocked_end = t1;
+    }
+    if (rc < 0) {
         if (errno == EPIPE) {
             *state = CONSOLE_GONE;
         } else {
@@ -275,9 +288,10 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
         return 0;
     }
     tail_add(s, buf, (size_t)n);
+    s->out_ns = amldist__now_ns();
     /* A line's end is most often the batch's last byte. */
     if (memrchr(buf, '\n', (size_t)n))
-        s->line_ns = amldist__now_ns();
+        s->line_ns = s->out_ns;
     if (s->log >= 0 && write_all(s->log, buf, (size_t)n) < 0) {
         log_failed(s->log, errno); /* once: the stream forgets its log */
         s->log = -1;
@@ -294,6 +308,12 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
         }
     }
     return 1;
+}
+
+void out_console_blocked(int64_t *total_ns, int64_t *last_end_ns)
+{
+    *total_ns = blocked_total;
+    *last_end_ns = blocked_end;
 }
 
 int out_console_gone(void)

@@ -32,9 +32,11 @@ struct out_stream {
     /* The last bytes the worker wrote, for a failure's summary. */
     char tail[OUT_TAIL_MAX];
     size_t tail_len;
-    /* When the last complete line came (CLOCK_MONOTONIC, ns; 0: none): a
-     * worker's progress for --hang-timeout, read once per read(). */
-    int64_t line_ns;
+    /* When the last complete line came, and the last byte (a "\r" bar's
+     * redraw too), CLOCK_MONOTONIC ns, 0: none; read once per read().
+     * The last byte is a worker's sign of life for --hang-timeout, the
+     * last line its OUTPUT age in --status. */
+    int64_t line_ns, out_ns;
 };
 
 /* Read once from s->fd into buf and pass the lines on.  At end of file (or
@@ -46,6 +48,12 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz);
  * OUT_TAIL_MAX bytes), each prefixed with `indent`, into buf; "" if none. */
 void out_stream_tail(const struct out_stream *s, const char *indent,
                      int lines, char *buf, size_t size);
+/* The time amlrun's writes to its console spent blocked so far (each
+ * write that took OUT_BLOCKED_NS or more: the console did not read, and
+ * amlrun read no worker's output meanwhile), and when the last such write
+ * ended (0: none), on amldist__now_ns()'s clock. */
+#define OUT_BLOCKED_NS 5000000LL
+void out_console_blocked(int64_t *total_ns, int64_t *last_end_ns);
 /* Whether amlrun's stdout or stderr is gone (EPIPE): workers writing to it
  * get EPIPE (SIGPIPE) at their next write, and a restart would only repeat
  * that. */

@@ -8,6 +8,7 @@
 #include "job/hooks.h"
 #include "output/exitstatus.h"
 #include "output/msg.h"
+#include "output/output.h"
 #include "output/ranklist.h"
 #include "plugins/hang.h"
 #include "progress/hang.h"
@@ -32,10 +33,24 @@ static void rank_list(int *ranks, size_t n, char *buf, size_t size)
     (void)ranklist_format(ranks, n, buf, size);
 }
 
+/* Time amlrun could not observe (it was stopped, or blocked writing to a
+ * console that did not read) is not time without progress; but a gap
+ * shorter than a tenth of the timeout is not counted: a look some ms late
+ * on a busy machine is no gap, and restarting the clock at each would put
+ * a real hang off for ever there, while a gap that short makes progress
+ * look older by a tenth at most. */
+#define UNSEEN_DIV 10
+#define UNSEEN_MIN_NS 50000000LL
+
 /* The watch's own state: its timers (0: none), and what it knows. */
 struct hang_watch {
     struct job *j;
     int hang_timer;    /* --hang-timeout's next look */
+    int64_t look_due;  /* when that look is due (amldist__now_ns()) */
+    int64_t look_last; /* when the last look was made, or the watch began */
+    int64_t since;     /* the clock's last restart: progress before it is
+                          taken as made then (0: none) */
+    int64_t blocked;   /* out_console_blocked()'s total at the last look */
     int timeout_timer; /* the job's --timeout */
     int notice_timer;  /* the next notice of ranks still running */
     int timeout_late;  /* --timeout on a node not the host's: its fallback */
@@ -150,6 +165,80 @@ static void hung(struct hang_watch *hw, const amldist__hang_verdict_t *v,
     job_stop(j, STOP_HANG, &(struct stop_detail){hw->why, peer});
 }
 
+static void on_look(void *arg);
+
+/* The next look, at `at_ns`. */
+static void arm_look(struct hang_watch *hw, int64_t at_ns)
+{
+    hw->look_due = at_ns;
+    hw->hang_timer = timer_at(hw, at_ns, on_look);
+}
+
+/* The end of time amlrun could not observe since the last look, 0: none
+ * worth counting (UNSEEN_DIV): the look itself came late (amlrun was
+ * stopped, or blocked), amlrun was continued, or its console writes
+ * blocked that long. */
+static int64_t unseen_until(struct hang_watch *hw, int64_t now, int64_t gap)
+{
+    int64_t until = 0, total, end;
+    if (now - hw->look_due >= gap)
+        until = now;
+    if (hw->j->cont_ns > hw->look_last && hw->j->cont_ns > until)
+        until = hw->j->cont_ns;
+    out_console_blocked(&total, &end);
+    if (total - hw->blocked >= gap && end > until)
+        until = end;
+    hw->blocked = total;
+    hw->look_last = now;
+    return until;
+}
+
+/* The decision over this node's view, the clock restarted at hw->since
+ * (every live rank's progress at least as new). */
+static int decide(struct hang_watch *hw, amldist__hang_rank_t *view,
+                  int *stalled, amldist__hang_verdict_t *v)
+{
+    size_t n = hang_view(hw->j, view, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (view[i].alive && view[i].start_ns < hw->since)
+            view[i].start_ns = hw->since;
+    return amldist__hang_check(view, n, amldist__now_ns(),
+                               s_to_ns(hw->j->s->o->hang_timeout), stalled,
+                               v);
+}
+
+static void look(struct hang_watch *hw, amldist__hang_rank_t *view,
+                 int *stalled)
+{
+    struct job *j = hw->j;
+    int64_t now = amldist__now_ns(), timeout = s_to_ns(j->s->o->hang_timeout);
+    int64_t gap = timeout / UNSEEN_DIV > UNSEEN_MIN_NS ? timeout / UNSEEN_DIV
+                                                        : UNSEEN_MIN_NS;
+    int64_t unseen = unseen_until(hw, now, gap);
+    if (unseen > hw->since) {
+        /* Not time without progress: what came meanwhile is read, and
+         * the clock starts again. */
+        job_drain(j);
+        hw->since = unseen;
+        if (j->s->o->verbose)
+            msg("hang watch: amlrun could not watch the workers for a "
+                "while (stopped, or its console did not read): the clock "
+                "starts again");
+    }
+    amldist__hang_verdict_t v;
+    /* Before a verdict, what the pipes hold: a look may come before the
+     * loop reads what the workers wrote while it waited. */
+    if (decide(hw, view, stalled, &v)) {
+        job_drain(j);
+        if (decide(hw, view, stalled, &v)) {
+            hung(hw, &v, stalled);
+            return;
+        }
+    }
+    if (v.next_ns != AMLDIST__HANG_NEVER)
+        arm_look(hw, v.next_ns);
+}
+
 static void on_look(void *arg)
 {
     struct hang_watch *hw = arg;
@@ -159,18 +248,10 @@ static void on_look(void *arg)
         return;
     amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
     int *stalled = malloc((size_t)j->n * sizeof *stalled);
-    amldist__hang_verdict_t v;
-    int64_t now = amldist__now_ns();
-    if (!view || !stalled) {
-        /* Out of memory: look again later. */
-        hw->hang_timer = timer_at(hw, now + s_to_ns(1), on_look);
-    } else if (amldist__hang_check(view, hang_view(j, view, NULL), now,
-                                   s_to_ns(j->s->o->hang_timeout), stalled,
-                                   &v)) {
-        hung(hw, &v, stalled);
-    } else if (v.next_ns != AMLDIST__HANG_NEVER) {
-        hw->hang_timer = timer_at(hw, v.next_ns, on_look);
-    }
+    if (!view || !stalled) /* out of memory: look again later */
+        arm_look(hw, amldist__now_ns() + s_to_ns(1));
+    else
+        look(hw, view, stalled);
     free(view);
     free(stalled);
 }
@@ -183,7 +264,9 @@ static void attempt_start(void *self, struct job *j, int started)
     double sec = j->s->o->hang_timeout;
     if (!started || j->s->rz || sec <= 0 || j->p.phase != PHASE_RUNNING)
         return;
-    hw->hang_timer = timer_at(hw, amldist__now_ns() + s_to_ns(sec), on_look);
+    hw->look_last = amldist__now_ns();
+    out_console_blocked(&hw->blocked, &(int64_t){0});
+    arm_look(hw, hw->look_last + s_to_ns(sec));
     if (hw->hang_timer && j->s->o->verbose)
         msg("hang watch: a hang is %g s without progress; first look in "
             "%.1f s", sec, sec);

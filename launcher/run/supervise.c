@@ -157,9 +157,10 @@ static int open_streams(const struct job *j)
     return n;
 }
 
-/* Read what a dead worker left in its pipes, without waiting for writers
- * that may still hold them.  What the loop polled of them before is stale
- * now (a read would block on a pipe a stray holds open): watched anew. */
+/* Read what a dead worker left in its pipes (or a live one's pending
+ * output: job_drain), without waiting for writers that may still hold
+ * them.  What the loop polled of them before is stale now (a read would
+ * block on a pipe a stray holds open): watched anew. */
 static void drain(struct job *j, struct worker *w)
 {
     struct out_stream *ss[2] = {&w->out, &w->err};
@@ -249,6 +250,7 @@ static void suspend(struct job *j, int sig)
     sigprocmask(SIG_UNBLOCK, &one, NULL);
     /* Continued (or never stopped). */
     sigprocmask(SIG_BLOCK, &one, NULL);
+    j->cont_ns = amldist__now_ns();
     signal_all(j, SIGCONT);
 }
 
@@ -278,6 +280,8 @@ static void reap(struct job *j)
             }
             if (w && taken.si_pid == pid) {
                 w->stopped = taken.si_code == CLD_STOPPED ? taken.si_status : 0;
+                if (!w->stopped)
+                    w->cont_ns = amldist__now_ns();
                 report_worker_stopped(j, w, w->stopped);
             }
             continue;
@@ -308,6 +312,7 @@ static void on_signal(struct job *j, int sig)
         suspend(j, sig);
     } else if (sig == SIGCONT) {
         /* After our own stop, or a `kill -CONT` meant for the job. */
+        j->cont_ns = amldist__now_ns();
         signal_all(j, SIGCONT);
     } else if (sig_stops_job(j->s->o, sig)) {
         enum action a = policy_stop_signal(&j->p, sig, j->live);
@@ -397,7 +402,16 @@ static void on_verdict(struct job *j, enum stop_reason r,
     job_act(j, a, SIGTERM);
 }
 
-static const struct job_actions actions = {on_verdict, job_take_signals};
+/* job_drain(): what the running workers wrote and amlrun has not read. */
+static void drain_running(struct job *j)
+{
+    for (int i = 0; i < j->n; i++)
+        if (j->w[i].running)
+            drain(j, &j->w[i]);
+}
+
+static const struct job_actions actions = {on_verdict, job_take_signals,
+                                           drain_running};
 
 /* ---- an attempt ----------------------------------------------------------- */
 
@@ -407,6 +421,7 @@ static void start_attempt(struct job *j)
     for (int i = 0; i < j->n; i++) {
         j->w[i].out.fd = j->w[i].err.fd = -1;
         j->w[i].running = j->w[i].stopped = j->w[i].tty_reported = 0;
+        j->w[i].cont_ns = 0;
     }
     /* All forked first, then every exec waited for: the workers' execs
      * overlap instead of each waiting for the one before. */

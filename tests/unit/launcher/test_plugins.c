@@ -1,6 +1,8 @@
 /* The supervisor's plugins against a fake job (launcher/job/hooks.h): the
  * hang watch's verdicts reach the supervisor through job_stop() and it
- * acts on no worker itself; a healthy job gets no verdict; the job API's
+ * acts on no worker itself; a healthy job gets no verdict, nor one whose
+ * output waits in its pipes, one amlrun could not watch (a late look, a
+ * SIGCONT) or one stopped; the job API's
  * timers take the signals first, its topics reach every subscriber in
  * order, and plugins detach in reverse order. */
 #include <signal.h>
@@ -26,7 +28,7 @@ struct fake {
     struct amlrun_opts o;
     struct worker w[2];
     pid_t pid[2];
-    int stops, syncs;
+    int stops, syncs, drains;
     enum stop_reason reason;
     char why[256], peer[256];
 };
@@ -53,7 +55,19 @@ static int fake_sync(struct job *j)
     return 0;
 }
 
-static const struct job_actions fake_actions = {fake_stop, fake_sync};
+/* job_drain(): the pipes hold a line of every worker's, read now. */
+static void fake_drain(struct job *j)
+{
+    struct fake *f = fake_of(j);
+    f->drains++;
+    for (int i = 0; i < 2; i++)
+        f->w[i].out.out_ns = amldist__now_ns();
+}
+
+static const struct job_actions fake_actions = {fake_stop, fake_sync,
+                                                fake_drain};
+/* A supervisor with no drain: what the loop has read is all there is. */
+static const struct job_actions no_drain = {fake_stop, fake_sync, NULL};
 
 /* Two workers (sleeping children), started 10 s ago, silent since. */
 static void fake_init(struct fake *f, double hang_timeout, double timeout)
@@ -108,7 +122,7 @@ static void run_for(struct fake *f, long long ms, int busy)
     while (!f->stops && amldist__now_ms() < end) {
         if (busy)
             for (int i = 0; i < 2; i++)
-                f->w[i].out.line_ns = amldist__now_ns();
+                f->w[i].out.out_ns = amldist__now_ns();
         amldist__loop_once(f->j.loop, 20);
     }
 }
@@ -125,7 +139,7 @@ static void test_hang_verdict(void)
 {
     struct fake f;
     fake_init(&f, 0.2, 0);
-    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &fake_actions), 0);
+    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &no_drain), 0);
     job_hooks_attempt_start(&f.j, 1);
     run_for(&f, 3000, 0);
     CHECK_INT_EQ(f.stops, 1);
@@ -154,6 +168,78 @@ static void test_healthy_no_verdict(void)
     job_hooks_attempt_end(&f.j);
     run_for(&f, 500, 0);
     CHECK_INT_EQ(f.stops, 0);
+    fake_free(&f);
+}
+
+/* A look finds no sign of life, but the pipes hold what the workers wrote
+ * (the look came before the loop read them): read first, no verdict. */
+static void test_drain_before_verdict(void)
+{
+    struct fake f;
+    fake_init(&f, 0.2, 0);
+    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &fake_actions), 0);
+    job_hooks_attempt_start(&f.j, 1);
+    run_for(&f, 1000, 0);
+    CHECK_INT_EQ(f.stops, 0);
+    CHECK(f.drains >= 2);
+    fake_free(&f);
+}
+
+/* A look that fires long after it was due (amlrun was stopped, or blocked
+ * on its console): the clock starts again, even with nothing to read. */
+static void test_late_look(void)
+{
+    struct fake f;
+    fake_init(&f, 0.3, 0);
+    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &no_drain), 0);
+    job_hooks_attempt_start(&f.j, 1);
+    /* The ranks were last seen at the start; amlrun sleeps through the
+     * look (as stopped) and then runs its loop again. */
+    for (int i = 0; i < 2; i++)
+        f.w[i].out.out_ns = amldist__now_ns();
+    usleep(800000);
+    run_for(&f, 150, 0);
+    CHECK_INT_EQ(f.stops, 0);
+    /* With the clock restarted, silence is a hang again. */
+    run_for(&f, 3000, 0);
+    CHECK_INT_EQ(f.stops, 1);
+    CHECK_INT_EQ(f.reason, STOP_HANG);
+    fake_free(&f);
+}
+
+/* amlrun continued (SIGCONT) since the last look: the same. */
+static void test_continued(void)
+{
+    struct fake f;
+    fake_init(&f, 0.3, 0);
+    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &no_drain), 0);
+    job_hooks_attempt_start(&f.j, 1);
+    run_for(&f, 250, 1);
+    f.j.cont_ns = amldist__now_ns();
+    run_for(&f, 200, 0); /* the look at 0.55 s: 0.3 s since the lines */
+    CHECK_INT_EQ(f.stops, 0);
+    run_for(&f, 3000, 0);
+    CHECK_INT_EQ(f.stops, 1);
+    fake_free(&f);
+}
+
+/* Workers stopped (SIGSTOP, Ctrl-Z: the supervisor saw them stop) are not
+ * hung, however long; once continued, their clock starts then. */
+static void test_stopped_workers(void)
+{
+    struct fake f;
+    fake_init(&f, 0.2, 0);
+    CHECK_INT_EQ(job_plugins_attach(&f.j, hang_only, &no_drain), 0);
+    job_hooks_attempt_start(&f.j, 1);
+    f.w[0].stopped = f.w[1].stopped = SIGSTOP;
+    run_for(&f, 800, 0);
+    CHECK_INT_EQ(f.stops, 0);
+    f.w[0].stopped = f.w[1].stopped = 0;
+    f.w[0].cont_ns = f.w[1].cont_ns = amldist__now_ns();
+    run_for(&f, 100, 0);
+    CHECK_INT_EQ(f.stops, 0);
+    run_for(&f, 3000, 0);
+    CHECK_INT_EQ(f.stops, 1);
     fake_free(&f);
 }
 
@@ -305,6 +391,10 @@ int main(void)
 {
     RUN(test_hang_verdict);
     RUN(test_healthy_no_verdict);
+    RUN(test_drain_before_verdict);
+    RUN(test_late_look);
+    RUN(test_continued);
+    RUN(test_stopped_workers);
     RUN(test_timeout_verdict);
     RUN(test_hooks);
     RUN(test_reason_table);
