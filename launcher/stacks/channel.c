@@ -94,6 +94,39 @@ int stk_channel_wanted(const char *path, int runs_python)
            stk_python_dir() != NULL;
 }
 
+int stk_python_skips_hook(char *const *argv)
+{
+    for (size_t i = 1; argv && argv[i]; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1] || !strcmp(a, "--"))
+            return 0; /* the script, "-" (stdin): options end */
+        if (a[1] == '-') {
+            if (!strcmp(a, "--check-hash-based-pycs") && argv[i + 1])
+                i++;
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            if (strchr("ISE", *p))
+                return 1;
+            if (*p == 'c' || *p == 'm')
+                return 0; /* what follows is the program's */
+            if (*p == 'W' || *p == 'X') {
+                if (!p[1] && argv[i + 1])
+                    i++; /* its value, the next word */
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+int stk_channel_wanted_argv(const char *path, char *const *argv,
+                            int runs_python)
+{
+    return stk_channel_wanted(path, runs_python) &&
+           !stk_python_skips_hook(argv);
+}
+
 int stk_channel_env(char ***env, int write_fd)
 {
     const char *dir = stk_python_dir();

@@ -30,6 +30,15 @@ const char *stk_python_dir(void);
  * is there. */
 int stk_channel_wanted(const char *path, int runs_python);
 
+/* The same, also given the command's argv: no channel for a Python whose
+ * own options (before its script, -c or -m) make it skip PYTHONPATH (-E,
+ * -I) or the site module that reads the hook (-S, -I): there the channel's
+ * variables and PYTHONPATH entry would only reach the program and its
+ * children (stk_python_skips_hook() says so). */
+int stk_channel_wanted_argv(const char *path, char *const *argv,
+                            int runs_python);
+int stk_python_skips_hook(char *const *argv);
+
 /* Put the channel into a worker's environment: stk_python_dir() before the
  * rest of PYTHONPATH, STK_ENV_FD = write_fd (the worker inherits that
  * number: spawn_req.keep_fd), STK_ENV_SIGNAL.  0, or -1 when out of

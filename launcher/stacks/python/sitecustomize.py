@@ -29,8 +29,33 @@ def _amldist_register():
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             return
         faulthandler.register(sig, file=fd, all_threads=True, chain=False)
+        _amldist_guard(sig, fd, faulthandler)
     except Exception:
         pass  # no Python frames: amlrun says so, the worker runs on
+
+
+def _amldist_guard(sig, fd, faulthandler):
+    # A program that takes the signal for a handler of its own gets it, and
+    # never amlrun's: the hook lets go first (faulthandler off, its end of
+    # the pipe closed, which amlrun looks for before it signals).  Every
+    # signal.signal() call goes through _signal.signal, which costs no
+    # import; a handler set from C is not seen.
+    import _signal
+
+    real = _signal.signal
+
+    def signal(signalnum, handler):
+        if signalnum == sig and _signal.signal is signal:
+            _signal.signal = real
+            try:
+                faulthandler.unregister(sig)
+                os.close(fd)
+            except Exception:
+                pass
+        return real(signalnum, handler)
+
+    signal.__doc__ = real.__doc__
+    _signal.signal = signal
 
 
 def _amldist_unhook():
@@ -60,7 +85,7 @@ def _amldist_unhook():
 
 
 _amldist_register()
-del _amldist_register
+del _amldist_register, _amldist_guard
 if not _amldist_unhook():
     # No sitecustomize behind this one (a Python built from source, a
     # venv): leave as none had been found.  site.py passes over an

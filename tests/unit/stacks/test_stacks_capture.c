@@ -840,6 +840,51 @@ static void test_python_not_dumpable(void)
     py_end(&p, 1);
 }
 
+/* A program that takes amlrun's signal for a handler of its own: the hook
+ * lets go of the channel, and amlrun never signals it (its handler would
+ * run: "unexpected signal"); its native frames are read all the same. */
+static void test_python_own_handler(void)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "import os, signal\n"
+             "def mine(sig, frame):\n"
+             "    os.write(1, b'unexpected signal\\n')\n"
+             "signal.signal(%d, mine)\n"
+             "os.write(1, b'ready\\n')\n"
+             "while True:\n"
+             "    pass\n", stk_signal());
+    struct py p;
+    py_start(&p, write_script("own_handler.py", text), NULL);
+    const struct stk_rank *r = py_capture(&p);
+    CHECK_STR_HAS(r->error, "closed amlrun's stack channel");
+    CHECK(main_of(r) && main_of(r)->nnative > 0);
+    char buf[64];
+    CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
+    CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
+    py_end(&p, 1);
+}
+
+/* Python's own options that skip the hook (-I, -E, -S) get no channel:
+ * nothing of amlrun's would be used, and all of it would leak. */
+static void test_python_skips_hook(void)
+{
+    char *const isolated[] = {"python3", "-u", "-I", "t.py", NULL};
+    char *const cluster[] = {"python3", "-uE", "t.py", NULL};
+    char *const nosite[] = {"python3", "-X", "dev", "-S", "t.py", NULL};
+    char *const plain[] = {"python3", "-u", "t.py", "-I", NULL};
+    char *const module[] = {"python3", "-m", "pkg", "-E", NULL};
+    char *const warn[] = {"python3", "-W", "-E", "t.py", NULL};
+    CHECK(stk_python_skips_hook(isolated));
+    CHECK(stk_python_skips_hook(cluster));
+    CHECK(stk_python_skips_hook(nosite));
+    CHECK(!stk_python_skips_hook(plain));   /* the script's own -I */
+    CHECK(!stk_python_skips_hook(module));  /* the module's */
+    CHECK(!stk_python_skips_hook(warn));    /* -W's value */
+    CHECK(!stk_channel_wanted_argv("/usr/bin/python3", isolated, 0));
+    CHECK(stk_channel_wanted_argv("/usr/bin/python3", plain, 0));
+}
+
 /* What a Python program sees of itself (the sitecustomize it loaded,
  * PYTHONPATH, the variables, sys.path) is the same with the hook as
  * without it. */
@@ -1030,11 +1075,13 @@ int main(void)
     RUN(test_exited);
     RUN(test_exits_during_capture);
     RUN(test_python_hook_invisible);
+    RUN(test_python_skips_hook);
     static const char *const native_cases[] = {
         "test_c_loop", "test_blocked_read", "test_stopped", "test_never_stops",
         "test_not_dumpable", "test_python_one", "test_python_two_threads",
         "test_python_no_site", "test_python_stopped",
         "test_python_many_threads", "test_python_not_dumpable",
+        "test_python_own_handler",
         "test_64_workers",
         "test_64_python_workers"};
     if (test_under_valgrind()) {
@@ -1054,6 +1101,7 @@ int main(void)
         RUN(test_python_stopped);
         RUN(test_python_many_threads);
         RUN(test_python_not_dumpable);
+        RUN(test_python_own_handler);
         RUN(test_64_workers);
         RUN(test_64_python_workers);
     }
