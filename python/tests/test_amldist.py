@@ -331,6 +331,29 @@ class ProgressTest(unittest.TestCase):
         self.assertEqual(_slot(m, 1)[0], 0)
         os.close(fd)
 
+    def test_expect_writes_the_layout(self):
+        # page.h: at 24 the count of calls then plus 1, at 32 the end.
+        import struct
+        import time
+        fd, m = _page(1)
+        before = time.monotonic_ns()
+        out = _run("import amldist\n"
+                   "amldist.progress(1); amldist.progress(2)\n"
+                   "print(amldist.progress_expect(60))", fd,
+                   AMLDIST_PROGRESS_SLOT="0")
+        self.assertEqual(out, "0\n")
+        expect, until = struct.unpack_from("<Qq", m, _pg.HEADER + 24)
+        self.assertEqual(expect, 3)
+        self.assertTrue(before + 60 * 10**9 <= until)
+        self.assertTrue(until <= time.monotonic_ns() + 60 * 10**9)
+        os.close(fd)
+
+    def test_expect_bad_values(self):
+        for bad in (-1, float("nan"), float("inf"), 2e9, "x", None):
+            with self.assertRaises(ValueError):
+                amldist.progress_expect(bad)
+        self.assertEqual(amldist.progress_expect(0), 0)
+
     def test_ring_wraps(self):
         fd, m = _page(1)
         _run("import amldist\nfor s in range(1, 201): amldist.progress(s)",
