@@ -307,14 +307,30 @@ static int on_term_timeout(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
-/* --hang-timeout, --timeout: a positive number of seconds (fractions
- * allowed), at most a year. */
+/* --hang-timeout, --timeout: decimal seconds as the other durations are
+ * ("30", "2.5": digits and an optional fraction; no sign, exponent, hex,
+ * inf or nan), from SECONDS_FLOOR (the supervisor's timers count
+ * milliseconds: a shorter limit could not be kept) to a year. */
+#define SECONDS_FLOOR 0.001
+#define SECONDS_MAX (366 * 86400.0)
+
 static int on_positive_seconds(struct amlrun_opts *o, const struct handler *h,
                                const char *name, const char *val)
 {
+    const char *p = val;
+    while (isdigit((unsigned char)*p))
+        p++;
+    int whole = p > val;
+    if (whole && *p == '.' && isdigit((unsigned char)p[1]))
+        for (p++; isdigit((unsigned char)*p);)
+            p++;
     double t;
-    if (parse_seconds(val, 366 * 86400.0, &t) < 0 || !(t > 0))
+    if (!whole || *p || parse_seconds(val, 1e300, &t) < 0 || !(t > 0))
         return bad_value(name, *val ? val : "''", h->want);
+    if (t < SECONDS_FLOOR)
+        return bad_value(name, val, "want at least 0.001 s (a millisecond)");
+    if (t > SECONDS_MAX)
+        return bad_value(name, val, "want at most a year (31622400 s)");
     *FIELD(o, h, double) = t;
     return -1;
 }

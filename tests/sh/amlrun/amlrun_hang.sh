@@ -14,7 +14,9 @@ fresh() { rm -rf "$TEST_TMP/$1"; mkdir -p "$TEST_TMP/$1"; echo "$TEST_TMP/$1"; }
 # --- bad input: a usage error naming the option, before any worker
 d=$(fresh bad)
 for bad in "--hang-timeout 0" "--hang-timeout -1" "--hang-timeout abc" \
-    "--hang-timeout=" "--timeout 0" "--timeout -2.5" "--timeout 1x" "--timeout nan"; do
+    "--hang-timeout=" "--timeout 0" "--timeout -2.5" "--timeout 1x" "--timeout nan" \
+    "--hang-timeout 0x10" "--hang-timeout 1e-12" "--hang-timeout 1e-7" "--timeout 1e12" \
+    "--timeout inf" "--hang-timeout .5"; do
     # shellcheck disable=SC2086
     "$AMLRUN" $bad --nproc-per-node 1 --no-python touch "$d/ran" >/dev/null 2>"$d/err"
     rc=$?
@@ -22,6 +24,16 @@ for bad in "--hang-timeout 0" "--hang-timeout -1" "--hang-timeout abc" \
     expect_eq "'$bad': usage error (2)" "$rc" 2
     check "'$bad': the message names $opt" grep -q "^amlrun: $opt .*: want seconds > 0" "$d/err"
 done
+# Decimal seconds, as the other durations: a floor of a millisecond (the
+# supervisor's timers), at most a year, both named.
+"$AMLRUN" --hang-timeout 0.0005 --nproc-per-node 1 --no-python touch "$d/ran" 2>"$d/err"
+expect_eq "--hang-timeout under the floor: usage error (2)" "$?" 2
+check "--hang-timeout under the floor: the floor named" \
+    grep -q "^amlrun: --hang-timeout 0.0005: want at least 0.001 s" "$d/err"
+"$AMLRUN" --timeout 31622401 --nproc-per-node 1 --no-python touch "$d/ran" 2>"$d/err"
+expect_eq "--timeout over a year: usage error (2)" "$?" 2
+check "--timeout over a year: the limit named" \
+    grep -q "^amlrun: --timeout 31622401: want at most a year" "$d/err"
 AMLRUN_HANG_TIMEOUT=0 "$AMLRUN" --nproc-per-node 1 --no-python touch "$d/ran" 2>"$d/err"
 expect_eq "AMLRUN_HANG_TIMEOUT=0: usage error (2)" "$?" 2
 check "AMLRUN_HANG_TIMEOUT=0: named" grep -q "^amlrun: AMLRUN_HANG_TIMEOUT=0: want seconds > 0" "$d/err"
