@@ -105,6 +105,15 @@ static int on_int(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
+/* --node-rank, and where it came from: c10d ignores it, as torchrun does,
+ * and says so in the words the user typed (optparse.c). */
+static int on_node_rank(struct amlrun_opts *o, const struct handler *h,
+                        const char *name, const char *val)
+{
+    snprintf(o->node_rank_by, sizeof o->node_rank_by, "%s", name);
+    return on_int(o, h, name, val);
+}
+
 static int on_rankset(struct amlrun_opts *o, const struct handler *h,
                       const char *name, const char *val)
 {
@@ -474,7 +483,7 @@ static int on_version(struct amlrun_opts *o, const struct handler *h,
 static const struct handler handlers[O_COUNT] = {
     [O_NPROC] = {on_nproc, 0, NULL, 0, 0},
     [O_NNODES] = {on_nnodes, 0, NULL, 0, 0},
-    [O_NODE_RANK] = {on_int, AT(node_rank), "want a number >= 0", 0, 1 << 20},
+    [O_NODE_RANK] = {on_node_rank, AT(node_rank), "want a number >= 0", 0, 1 << 20},
     [O_MASTER_ADDR] = {on_name, AT(master_addr), "want a host name or address",
                        0, 0},
     [O_MASTER_PORT] = {on_int, AT(master_port), "want a port 1..65535", 1,

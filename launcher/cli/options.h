@@ -59,6 +59,8 @@ struct amlrun_opts {
     int nnodes;              /* > 0 given (the MAX of MIN:MAX) */
     int nnodes_min;          /* MIN of MIN:MAX (= nnodes for N) */
     int node_rank;           /* >= 0 given */
+    char node_rank_by[72];   /* where it came from, as typed ("--node_rank ",
+                                "PET_NODE_RANK="), for c10d's note */
     const char *master_addr; /* NULL: from the library */
     const char *local_addr;  /* --local-addr: this node's address in the
                                 rendezvous (node 0's: MASTER_ADDR) */

@@ -79,8 +79,9 @@ static int parse_long_option(struct amlrun_opts *o, int argc, char **argv,
         val = argv[++*i];
     }
     given[d->id] = 1;
+    /* Messages name the option as typed (--node_rank, a prefix). */
     char label[sizeof name + 4];
-    snprintf(label, sizeof label, "--%s ", d->name);
+    snprintf(label, sizeof label, "--%.*s ", (int)n, arg);
     return options_apply(o, label, d->id, val);
 }
 
@@ -223,10 +224,15 @@ static int check_combinations(struct amlrun_opts *o)
     }
     if (options_c10d(o) && o->endpoint_port <= 0 && !o->endpoint_any_port)
         o->endpoint_port = C10D_DEFAULT_PORT; /* torchrun's */
+    /* torchrun 1.13 and 2.x pass --node_rank to the static rendezvous only
+     * (run.py: rdzv_configs["rank"] with "static"), and the tutorials'
+     * c10d lines carry one: ignored as there, but said. */
     if (options_c10d(o) && o->node_rank >= 0) {
-        msg("--rdzv-backend c10d assigns the node ranks: leave out "
-            "--node-rank (or use --rdzv-backend static)");
-        return AMLRUN_EXIT_USAGE;
+        if (!o->quiet)
+            msg("%s%d: ignored: --rdzv-backend c10d assigns the node ranks, "
+                "as under torchrun (a node rank is --rdzv-backend "
+                "static's)", o->node_rank_by, o->node_rank);
+        o->node_rank = -1;
     }
     if (o->log_layout == LOG_LAYOUT_AMLRUN && std_map_any(&o->redirects)) {
         msg("-r/--redirects takes streams off the console into torchrun's "

@@ -31,7 +31,7 @@ static const char usage_text[] =
 "  --nnodes N|MIN:MAX    number of nodes (a range: elastic, c10d only)\n"
 "  --node-rank I         this node's rank, 0..N-1 (under a launcher these\n"
 "                        two may fill in or repeat its values, not change\n"
-"                        them; not with c10d)\n"
+"                        them; ignored with c10d, as by torchrun)\n"
 "  --master-addr HOST    address of rank 0's node\n"
 "  --master-port PORT    port of the rendezvous store (default 29500; one\n"
 "                        node: a free one if 29500 is taken)\n"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# amlrun on a stock machine (issue 38), each case the real thing:
+#  - the tutorial's multi-node c10d line, --node_rank included: two amlruns
+#    on loopback with different --node_rank values (and PET_NODE_RANK) meet,
+#    both exit 0, the rendezvous's node ranks win, and one note names what
+#    was typed;
+. "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
+d=$TEST_TMP
+unset AMLDIST_JOB_TOKEN AMLDIST_JOB_TOKEN_FILE AMLDIST_REQUIRE_SECRET PET_NODE_RANK
+T="timeout -k 5 60"
+
+# ---- c10d with --node_rank (torchrun ignores it) ------------------------
+# c10d_pair NAME ENV0 ARG0 ENV1 ARG1: two amlruns of one c10d job, node i
+# started with `env ENVi amlrun ARGi ...` (ENVi: VAR=VALUE or '-u X').
+c10d_pair() {
+    local name=$1 port
+    port=$(free_port)
+    local e0=$2 a0=$3 e1=$4 a1=$5 n
+    for n in 0 1; do
+        local e=e$n a=a$n
+        # shellcheck disable=SC2086 # the words of ENVi and ARGi
+        env ${!e} $T "$AMLRUN" --nnodes=2 ${!a} --rdzv_id=456 --rdzv_backend=c10d \
+            --rdzv_endpoint="127.0.0.1:$port" --nproc_per_node=1 --cpu-bind none \
+            --no-python sh -c 'echo "group=$GROUP_RANK rank=$RANK"' \
+            >"$d/c$n.out" 2>"$d/c$n.err" &
+        eval "pid$n=\$!"
+    done
+    local rc0=0 rc1=0
+    wait "$pid0" || rc0=$?
+    wait "$pid1" || rc1=$?
+    expect_eq "$name: both nodes exit 0" "$rc0 $rc1" "0 0"
+    [ "$rc0$rc1" = 00 ] || tail -3 "$d/c0.err" "$d/c1.err" | sed 's/^/# /'
+    expect_eq "$name: the rendezvous gave node ranks 0 and 1" \
+        "$(cat "$d/c0.out" "$d/c1.out" | grep -o 'group=[0-9]*' | sort | tr '\n' ' ')" \
+        "group=0 group=1 "
+}
+c10d_pair "c10d, --node_rank=0 on both" "-u X" "--node_rank=0" "-u X" "--node_rank=0"
+check "c10d, --node_rank: one note naming --node_rank" \
+    test "$(grep -c '^amlrun: --node_rank 0: ignored: --rdzv-backend c10d assigns the node ranks' "$d/c0.err")" = 1
+c10d_pair "c10d, --node_rank 1 and 0" "-u X" "--node_rank=1" "-u X" "--node-rank=0"
+check "c10d, --node-rank: the note names --node-rank as typed" \
+    grep -q '^amlrun: --node-rank 0: ignored' "$d/c1.err"
+c10d_pair "c10d, PET_NODE_RANK" "PET_NODE_RANK=1" "" "PET_NODE_RANK=1" ""
+check "c10d, PET_NODE_RANK: the note names PET_NODE_RANK" \
+    grep -q '^amlrun: PET_NODE_RANK=1: ignored: --rdzv-backend c10d' "$d/c0.err"
+check "c10d, PET_NODE_RANK: no --node-rank named" \
+    bash -c "! grep -q -- '--node-rank' '$d/c0.err'"
+rc=0
+"$AMLRUN" -q --nnodes 1 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint \
+    "127.0.0.1:$(free_port)" --cpu-bind none --no-python true 2>"$d/q.err" || rc=$?
+expect_eq "c10d, --node_rank under -q: runs, says nothing" "$rc $(cat "$d/q.err")" "0 "
