@@ -74,12 +74,13 @@ static int64_t later(int64_t a, int64_t b)
  * output (the last byte, a bar's redraw too), and their calls of the
  * progress API (the page's slots, emptied at each start), all on
  * CLOCK_MONOTONIC.  Time a worker spent stopped does not count: stopped,
- * it is seen as starting now; continued, as starting then.  For each, its
- * worker's index in idx[] (may be NULL). */
+ * it is not a live rank (never stalled itself, no sign of life for the
+ * others either: ranks that wait for it still stall); continued, it is
+ * seen as starting then.  For each, its worker's index in idx[] (may be
+ * NULL). */
 size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
 {
     const amldist__progress_page_t *pg = j->page;
-    int64_t now = amldist__now_ns();
     size_t n = 0;
     for (int i = 0; i < j->n; i++) {
         const struct worker *w = &j->w[i];
@@ -88,13 +89,13 @@ size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
         amldist__progress_sample_t call = {0, 0, 0, 0, 0};
         if (pg)
             (void)amldist__progress_page_read(pg, (unsigned)i, &call);
-        int64_t start = w->running && w->stopped ? now : w->start_ns;
         if (idx)
             idx[n] = i;
         v[n++] = (amldist__hang_rank_t){
-            .rank = w->id.rank, .alive = w->running,
+            .rank = w->id.rank, .alive = w->running && !w->stopped,
             .uses_api = call.calls > 0 || call.expected,
-            .start_ns = w->running ? later(start, w->cont_ns) : start,
+            .start_ns = w->running ? later(w->start_ns, w->cont_ns)
+                                   : w->start_ns,
             .progress_ns = call.t_ns,
             .line_ns = later(w->out.out_ns, w->err.out_ns),
             .end_ns = w->end_ns, .until_ns = call.until_ns,

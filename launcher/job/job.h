@@ -101,9 +101,9 @@ int job_plane_is_host(const struct job *j);
 void running_ranks(const struct job *j, char *buf, size_t size);
 /* This node's ranks of the attempt, as the hang decision sees them (room
  * for j->n in v; each one's worker index in idx[], which may be NULL); the
- * count.  A worker stopped (SIGSTOP, Ctrl-Z) is seen as starting now, and
- * one continued as starting then: time stopped is not time without
- * progress. */
+ * count.  A worker stopped (SIGSTOP, Ctrl-Z) is not live (never stalled,
+ * and no sign of life for the others), one continued is seen as starting
+ * then: time stopped is not time without progress. */
 size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
 /* Every running rank's stack (stk_capture: each stopped only while it is
  * read), its last progress from its calls or else its lines, appended to

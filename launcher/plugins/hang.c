@@ -237,6 +237,8 @@ static void look(struct hang_watch *hw, amldist__hang_rank_t *view,
     }
     if (v.next_ns != AMLDIST__HANG_NEVER)
         arm_look(hw, v.next_ns);
+    else if (j->live > 0) /* every one stopped: look again after a while */
+        arm_look(hw, now + timeout);
 }
 
 static void on_look(void *arg)
