@@ -19,10 +19,10 @@ done
 syms=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 != "A" {print $3}')
 bad=$(echo "$syms" | grep -v '^amldist_' || true)
 expect_eq "shared library exports only amldist_*" "$bad" ""
-unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[012]$' || true)
-expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1 or 1.2" "$unversioned" ""
+unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[0123]$' || true)
+expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1, 1.2 or 1.3" "$unversioned" ""
 nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {print $3}' | tr '\n' ' ')
-expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 "
+expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 AMLDIST_1.3 "
 # 1.1 added amldist_build_info (amlrun --version -v),
 # amldist_plan_export_xml (amlrun --output), amldist_plan_rank_omp_threads,
 # amldist_rdzv_gpu_share, amldist_rdzv_warnings and amldist_topo_locality
@@ -36,6 +36,11 @@ expect_eq "AMLDIST_1.1 holds what 1.1 added" \
 expect_eq "AMLDIST_1.2 holds what 1.2 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.2$' | tr '\n' ' ')" \
     "amldist_progress@@AMLDIST_1.2 amldist_rdzv_answer@@AMLDIST_1.2 amldist_rdzv_clock_offset_ns@@AMLDIST_1.2 amldist_rdzv_events_fd@@AMLDIST_1.2 amldist_rdzv_gather@@AMLDIST_1.2 amldist_rdzv_gather_free@@AMLDIST_1.2 amldist_rdzv_host_time_ns@@AMLDIST_1.2 amldist_rdzv_next_gather@@AMLDIST_1.2 amldist_rdzv_next_request@@AMLDIST_1.2 amldist_rdzv_put_marks@@AMLDIST_1.2 amldist_rdzv_request_free@@AMLDIST_1.2 amldist_rdzv_set_view@@AMLDIST_1.2 amldist_rdzv_take_marks@@AMLDIST_1.2 amldist_rdzv_watch@@AMLDIST_1.2 "
+# 1.3 added amldist_progress_expect (a long step announced to the hang
+# watch), and only that.
+expect_eq "AMLDIST_1.3 holds what 1.3 added" \
+    "$(echo "$syms" | grep '@@AMLDIST_1\.3$' | tr '\n' ' ')" \
+    "amldist_progress_expect@@AMLDIST_1.3 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')
