@@ -12,6 +12,7 @@
 
 #include "output/msg.h"
 #include "output/output.h"
+#include "output/tmpdir.h"
 #include "output/torchlogs.h"
 
 /* A digit string in [0, max]; -1 otherwise. */
@@ -149,17 +150,17 @@ static void safe_component(char *s)
             *s = '_';
 }
 
-/* A private base for error files alone: under $TMPDIR when it is set;
- * else on /dev/shm when that is a tmpfs, where the tree's mkdirs and
- * rmdirs cost microseconds, not a disk file system's journal (on ext4 /tmp
- * they were half of the launch's time above the fork floor, issue 23);
- * else /tmp.  Redirected output (KEEP) goes to $TMPDIR or /tmp: it may be
- * large, and it stays after the job. */
-static char *private_base(int keep)
+/* A private base for error files alone: where Python's tempfile would put
+ * it when TMPDIR, TEMP or TMP is set (tmpdir.h); else on /dev/shm when
+ * that is a tmpfs, where the tree's mkdirs and rmdirs cost microseconds,
+ * not a disk file system's journal (on ext4 /tmp they were half of the
+ * launch's time above the fork floor, issue 23); else /tmp and tempfile's
+ * other places.  Redirected output (KEEP) never goes to /dev/shm: it may
+ * be large, and it stays after the job. */
+static char *private_base(int keep, int verbose)
 {
-    const char *tmp = getenv("TMPDIR");
     struct statfs fs;
-    if ((!tmp || tmp[0] != '/') && !keep && statfs("/dev/shm", &fs) == 0 &&
+    if (!tmpdir_asked() && !keep && statfs("/dev/shm", &fs) == 0 &&
         fs.f_type == 0x01021994 /* TMPFS_MAGIC */) {
         char *base = join("/dev/shm", "amlrun_XXXXXX");
         if (!base) {
@@ -170,23 +171,20 @@ static char *private_base(int keep)
             return base;
         free(base); /* full, or not ours to write: the usual place */
     }
-    if (!tmp || tmp[0] != '/')
-        tmp = "/tmp";
-    char *base = join(tmp, "amlrun_XXXXXX");
-    if (base && !mkdtemp(base)) {
-        msg_errno(errno, "a private directory for the error files in %s",
-                  tmp);
-        free(base);
+    char path[PATH_MAX];
+    if (tmpdir_make(path, sizeof path, "amlrun_XXXXXX", 1, NULL, verbose,
+                    "a private directory for the error files") < 0) {
         errno = 0;
         return NULL;
     }
+    char *base = strdup(path);
     if (!base)
         errno = ENOMEM;
     return base;
 }
 
 struct rundir *rundir_open(int base_fd, const char *base_path,
-                           const char *run_id, int keep)
+                           const char *run_id, int keep, int verbose)
 {
     struct rundir *r = calloc(1, sizeof *r);
     char *base = NULL, *tmpl = NULL;
@@ -204,7 +202,7 @@ struct rundir *rundir_open(int base_fd, const char *base_path,
             goto fail;
         }
     } else {
-        base = private_base(keep);
+        base = private_base(keep, verbose);
         if (!base) {
             if (errno == ENOMEM)
                 goto nomem;

@@ -7,7 +7,8 @@
  *                                                    /stderr.log
  *
  * <base> is --log-dir in torchrun's layout, else a private directory
- * made under $TMPDIR (or /tmp).  A restart gets attempt_<n+1>.  A private
+ * made where Python's tempfile would make one (tmpdir.h: $TMPDIR, else
+ * /dev/shm, /tmp, ...).  A restart gets attempt_<n+1>.  A private
  * base is removed at the end of the job unless it holds redirected
  * output, which would be lost.  Every directory is made with mkdirat and
  * every file with openat(O_EXCL | O_NOFOLLOW) in a directory of ours, so
@@ -38,11 +39,11 @@ void std_map_free(struct std_map *m);
 struct rundir;
 
 /* Make <base>/<run_id>_<random>: base_fd/base_path are --log-dir's (kept
- * at the end), or -1/NULL for a private base under $TMPDIR.  keep: keep a
- * private base too (it will hold redirected output).  NULL after a
- * message. */
+ * at the end), or -1/NULL for a private base under $TMPDIR (tmpdir.h;
+ * verbose: a note when it is not usable).  keep: keep a private base too
+ * (it will hold redirected output).  NULL after a message. */
 struct rundir *rundir_open(int base_fd, const char *base_path,
-                           const char *run_id, int keep);
+                           const char *run_id, int keep, int verbose);
 /* The run's directory, absolute. */
 const char *rundir_path(const struct rundir *r);
 /* Make attempt_<n> (the current attempt from now on); 0 or -1 after a

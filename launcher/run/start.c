@@ -72,7 +72,8 @@ int job_open_rundir(struct job *j)
     int base = j->torch_layout ? j->s->log_dir_fd : -1;
     int keep = j->torch_layout &&
                (std_map_any(&o->redirects) || std_map_any(&o->tee));
-    j->rd = rundir_open(base, base >= 0 ? o->log_dir : NULL, o->run_id, keep);
+    j->rd = rundir_open(base, base >= 0 ? o->log_dir : NULL, o->run_id, keep,
+                        o->verbose);
     if (!j->rd)
         return -1;
     report_rundir(j, keep, base);

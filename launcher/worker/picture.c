@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "output/msg.h"
+#include "output/tmpdir.h"
 #include "worker/picture.h"
 
 extern char **environ;
@@ -115,14 +116,12 @@ int picture_draw(const amldist_plan_t *p, const amldist_topo_t *t,
         return -1;
     }
     close(fd);
-    const char *dir = getenv("TMPDIR");
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/amlrun-picture-XXXXXX",
-             dir && *dir ? dir : "/tmp");
+    char tmp[PATH_MAX], what[PATH_MAX + 32];
+    snprintf(what, sizeof what, "--output %s: a temporary file", path);
     int rc = -1;
-    fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        msg_errno(errno, "--output %s: temporary file %s", path, tmp);
+    if (tmpdir_make(tmp, sizeof tmp, "amlrun-picture-XXXXXX", 0, &fd, 0,
+                    what) < 0) {
+        tmp[0] = '\0';
         goto out;
     }
     close(fd);

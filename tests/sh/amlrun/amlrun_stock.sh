@@ -4,6 +4,10 @@
 #    on loopback with different --node_rank values (and PET_NODE_RANK) meet,
 #    both exit 0, the rendezvous's node ranks win, and one note names what
 #    was typed;
+#  - an unusable TMPDIR (a login node's per-job one, gone): the job runs,
+#    its files where Python's tempfile would put them (TEMP, TMP, /tmp,
+#    ...), said under -v naming TMPDIR; when no place is usable, exit 125
+#    and a line saying what was tried;
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP
@@ -50,3 +54,36 @@ rc=0
 "$AMLRUN" -q --nnodes 1 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint \
     "127.0.0.1:$(free_port)" --cpu-bind none --no-python true 2>"$d/q.err" || rc=$?
 expect_eq "c10d, --node_rank under -q: runs, says nothing" "$rc $(cat "$d/q.err")" "0 "
+
+# ---- an unusable TMPDIR --------------------------------------------------
+rc=0
+out=$(TMPDIR=/nonexistent $T "$AMLRUN" --nproc-per-node 2 --cpu-bind none --no-python \
+    sh -c 'echo "rank $RANK"' 2>"$d/t.err") || rc=$?
+expect_eq "TMPDIR=/nonexistent: the job runs, both workers" \
+    "$rc $(echo "$out" | sort | tr '\n' ' ')" "0 rank 0 rank 1 "
+check "TMPDIR=/nonexistent: nothing said without -v" \
+    bash -c "! grep -q TMPDIR '$d/t.err'"
+mkdir -p "$d/tmp"
+rc=0
+TMPDIR=/nonexistent TEMP= TMP="$d/tmp" $T "$AMLRUN" -v --nproc-per-node 1 \
+    --cpu-bind none -r 3 --no-python sh -c 'echo out' >/dev/null 2>"$d/t.err" || rc=$?
+expect_eq "TMPDIR=/nonexistent, TMP set: exit 0" "$rc" 0
+check "TMPDIR=/nonexistent, -v: one note naming TMPDIR and where instead" \
+    grep -q "^amlrun: TMPDIR=/nonexistent: No such file or directory: temporary files in $d/tmp instead" "$d/t.err"
+check "TMPDIR=/nonexistent, TMP set: the redirected logs under TMP" \
+    bash -c "cat '$d'/tmp/amlrun_*/*/attempt_0/0/stdout.log | grep -qx out"
+if unshare -m true 2>/dev/null; then
+    rc=0
+    (cd / && TMPDIR=/nonexistent unshare -m sh -c '
+        mount -t tmpfs -o ro none "$1" && mount --bind "$1" /var/tmp &&
+        mount --bind "$1" /tmp && cd /tmp && exec "$2" --nproc-per-node 1 \
+            --cpu-bind none --no-python sh -c "echo ran"' - "$d/tmp" "$AMLRUN") \
+        >"$d/n.out" 2>"$d/n.err" || rc=$?
+    expect_eq "no usable temporary directory: exit 125, no worker" \
+        "$rc $(cat "$d/n.out")" "125 "
+    check "no usable temporary directory: one line of what was tried, TMPDIR first" \
+        grep -q '^amlrun: a private directory for the error files: no usable temporary directory (tried TMPDIR=/nonexistent (No such file or directory), /tmp (Read-only file system), /var/tmp (Read-only file system)' "$d/n.err"
+    [ "$rc" = 125 ] || sed 's/^/# /' "$d/n.err"
+else
+    skip "no usable temporary directory" "unshare -m is not allowed here"
+fi
