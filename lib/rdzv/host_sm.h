@@ -55,6 +55,8 @@ typedef struct {
     void *who;                /* the member (not for TICK) */
     amldist__rz_join_t join;  /* JOIN */
     const char *addr;         /* JOIN: the peer's address */
+    const char *local;        /* JOIN: the host's own address as the peer
+                                 reached it (NULL or "": not known) */
     uint32_t round, flags, rank, status, port; /* FAIL, DONE */
     const unsigned char *text; /* FAIL: the summary, text_len bytes */
     size_t text_len;

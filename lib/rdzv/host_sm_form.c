@@ -33,6 +33,38 @@ static int by_key(const void *a, const void *b, void *sm)
     return ka < kb ? -1 : ka > kb;
 }
 
+/* MASTER_ADDR of a round of n nodes (nodes[0] is node 0), its source in
+ * *flags: the host's option, else node 0's --local-addr (as torchrun's),
+ * else node 0's address as the host sees it.  That one is loopback when
+ * node 0's agent runs on the host's machine and dialed a name that
+ * resolves to loopback there (Debian's "127.0.1.1 <hostname>"): a node
+ * that came over the network would send its workers to its own loopback,
+ * so the host's own address as the first such node reached it takes its
+ * place.  Every node on loopback (one machine) keeps loopback. */
+static const char *master_addr(const amldist__rz_sm_t *sm,
+                               struct amldist__rz_member *const *nodes, int n,
+                               unsigned *flags)
+{
+    if (sm->cfg.master_addr[0]) {
+        *flags |= AMLDIST__RZ_F_ADDR_OPTION;
+        return sm->cfg.master_addr;
+    }
+    if (nodes[0]->local_addr[0]) {
+        *flags |= AMLDIST__RZ_F_ADDR_LOCAL;
+        return nodes[0]->local_addr;
+    }
+    if (!amldist__rz_addr_loopback(nodes[0]->addr))
+        return nodes[0]->addr;
+    for (int i = 1; i < n; i++)
+        if (!amldist__rz_addr_loopback(nodes[i]->addr) &&
+            nodes[i]->reached[0] &&
+            !amldist__rz_addr_loopback(nodes[i]->reached)) {
+            *flags |= AMLDIST__RZ_F_ADDR_REACHED;
+            return nodes[i]->reached;
+        }
+    return nodes[0]->addr;
+}
+
 /* Close the round: every JOINED or DONE member gets a node rank. */
 void amldist__rz_sm_form_round(amldist__rz_sm_t *sm)
 {
@@ -57,18 +89,9 @@ void amldist__rz_sm_form_round(amldist__rz_sm_t *sm)
     rd->round = sm->round;
     rd->restarts = sm->restarts;
     rd->nnodes = n;
-    /* MASTER_ADDR: the host's option, else node 0's --local-addr (as
-     * torchrun's), else node 0's address as the host sees it. */
     rd->flags = 0;
-    const char *addr = nodes[0]->addr;
-    if (sm->cfg.master_addr[0]) {
-        addr = sm->cfg.master_addr;
-        rd->flags |= AMLDIST__RZ_F_ADDR_OPTION;
-    } else if (nodes[0]->local_addr[0]) {
-        addr = nodes[0]->local_addr;
-        rd->flags |= AMLDIST__RZ_F_ADDR_LOCAL;
-    }
-    amldist__strlcpy(rd->master_addr, addr, sizeof rd->master_addr);
+    amldist__strlcpy(rd->master_addr, master_addr(sm, nodes, n, &rd->flags),
+                     sizeof rd->master_addr);
     rd->master_port = sm->cfg.master_port > 0 ? sm->cfg.master_port
                                               : nodes[0]->port;
     if (sm->cfg.master_port > 0)

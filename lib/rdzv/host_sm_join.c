@@ -63,6 +63,8 @@ static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                                      .view_round = -1};
     m->machine = ev->join.machine;
     amldist__strlcpy(m->addr, ev->addr ? ev->addr : "", sizeof m->addr);
+    amldist__strlcpy(m->reached, ev->local ? ev->local : "",
+                     sizeof m->reached);
     amldist__strlcpy(m->local_addr, ev->join.local_addr,
                      sizeof m->local_addr);
     amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);

@@ -31,6 +31,7 @@ struct amldist__rz_member {
     int prev_node; /* in the last round it ran in, -1 */
     uint64_t machine; /* 0: shares its GPUs with no other node */
     char addr[INET6_ADDRSTRLEN];
+    char reached[INET6_ADDRSTRLEN]; /* the host's address it reached, "" */
     char local_addr[AMLDIST__RZ_ADDR_MAX + 1]; /* its --local-addr, "" */
     /* Its last VIEW (malloc'd), of round view_round (-1: none). */
     amldist__rz_view_t *views;

@@ -173,11 +173,15 @@ uint64_t amldist__rz_get_u64(const unsigned char *p);
     (AMLDIST__RZ_ASSIGN_HEAD + AMLDIST__RZ_ADDR_MAX +                          \
      AMLDIST__RZ_ASSIGN_NODE * AMLDIST_RDZV_MAX_NODES)
 /* ASSIGN flags: MASTER_ADDR is the host's option, else node 0's
- * --local-addr, else node 0's address as the host sees it; MASTER_PORT is
- * the host's option, else node 0's pick. */
+ * --local-addr, else node 0's address as the host sees it, or the host's
+ * own address as the other nodes reached it when node 0 came over
+ * loopback and another node did not (ADDR_REACHED); MASTER_PORT is the
+ * host's option, else node 0's pick. */
 #define AMLDIST__RZ_F_ADDR_OPTION 1u
 #define AMLDIST__RZ_F_ADDR_LOCAL 2u
 #define AMLDIST__RZ_F_PORT_OPTION 4u
+#define AMLDIST__RZ_F_ADDR_REACHED 8u
+#define AMLDIST__RZ_F_ALL 15u
 #define AMLDIST__RZ_NONE 0xffffffffu
 /* Workers: of one node, and of the whole job (the sum over its nodes),
  * that an agent accepts in an ASSIGN: it numbers them in an int. */
@@ -261,6 +265,18 @@ size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p);
 /* Decode an ASSIGN into *out (its nproc array replaced); 0 or -1 with *why. */
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why);
+
+/* master.c: whether `addr` (numeric, or a name of RFC 6761's localhost)
+ * is a loopback address; where a round's MASTER_ADDR came from, in words
+ * (its AMLDIST__RZ_F_* flags); and the check of an ASSIGN on the node it
+ * is for: 1 with the refusal in msg when the round's MASTER_ADDR is
+ * loopback while this node is not node 0 and reached the host at
+ * `reached`, not a loopback address ("" or NULL: not known); else 0. */
+int amldist__rz_addr_loopback(const char *addr);
+const char *amldist__rz_addr_source(unsigned flags);
+int amldist__rz_master_unreachable(const amldist__rz_round_t *rd,
+                                   const char *reached, char *msg,
+                                   size_t size);
 
 /* The layout of worker `index` of this node in round *rd (layout.c). */
 int amldist__rz_layout(const amldist__rz_round_t *rd, int index,

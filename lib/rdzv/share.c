@@ -86,16 +86,6 @@ static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
     *n += k > 0 ? (size_t)k : 0;
 }
 
-/* Where the round's MASTER_ADDR came from, in words. */
-static const char *addr_source(unsigned flags)
-{
-    if (flags & AMLDIST__RZ_F_ADDR_OPTION)
-        return "the rendezvous host's --master-addr";
-    if (flags & AMLDIST__RZ_F_ADDR_LOCAL)
-        return "node 0's --local-addr";
-    return "node 0's address as the rendezvous host sees it";
-}
-
 void amldist__rz_note_round(amldist_rdzv_t *r)
 {
     const amldist__rz_round_t *rd = &r->cur;
@@ -107,7 +97,7 @@ void amldist__rz_note_round(amldist_rdzv_t *r)
         add(buf, sizeof buf, &n, "this node's master address %s is not "
             "used: MASTER_ADDR=%s is %s (under a rendezvous the host's "
             "options and node 0 decide)\n", r->asked_master_addr,
-            rd->master_addr, addr_source(rd->flags));
+            rd->master_addr, amldist__rz_addr_source(rd->flags));
     if (r->asked_master_port > 0 && r->asked_master_port != rd->master_port)
         add(buf, sizeof buf, &n, "this node's master port %d is not used: "
             "MASTER_PORT=%d is %s\n", r->asked_master_port, rd->master_port,

@@ -177,7 +177,7 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
     if (alen == 0 || alen > AMLDIST__RZ_ADDR_MAX || nodes == 0 ||
         nodes > AMLDIST_RDZV_MAX_NODES || v[2] >= nodes ||
         v[0] > INT32_MAX || v[1] > INT32_MAX || v[4] == 0 || v[4] > 65535 ||
-        v[6] > 7 || v[7] > INT32_MAX || v[8] > INT32_MAX ||
+        v[6] > AMLDIST__RZ_F_ALL || v[7] > INT32_MAX || v[8] > INT32_MAX ||
         (uint64_t)len != AMLDIST__RZ_ASSIGN_HEAD + (uint64_t)alen +
                              AMLDIST__RZ_ASSIGN_NODE * (uint64_t)nodes) {
         *why = "malformed ASSIGN";

@@ -6,9 +6,12 @@
  * here (util/escape.h), so that nothing that prints it can be made to
  * print a line of its own.
  */
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "rdzv/tcp/tcp.h"
 #include "util/escape.h"
@@ -77,6 +80,42 @@ static void on_refuse(amldist__rz_tcp_t *t, const unsigned char *p,
     amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
 }
 
+/* Under mu, the ASSIGN just decoded into s->next: 1 when its MASTER_ADDR
+ * is one this node's workers cannot reach (master.c).  The round is then
+ * not the caller's: its FAIL (final: every round would be the same) and
+ * its DONE go to the host, which stops the other nodes with this reason
+ * and ends the job, and the caller's join fails with it. */
+static int master_unreachable(amldist__rz_tcp_t *t)
+{
+    amldist__rz_sink_t *s = t->s;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char reached[INET6_ADDRSTRLEN] = "", why[600];
+    if (getpeername(t->c.fd, (struct sockaddr *)&ss, &sl) < 0 ||
+        getnameinfo((struct sockaddr *)&ss, sl, reached, sizeof reached,
+                    NULL, 0, NI_NUMERICHOST) != 0 ||
+        !amldist__rz_master_unreachable(&s->next, reached, why, sizeof why))
+        return 0;
+    size_t n = strlen(why);
+    struct amldist__rz_fail *f = malloc(sizeof *f + n);
+    if (f) {
+        *f = (struct amldist__rz_fail){.round = (uint32_t)s->next.round,
+                                       .flags = AMLDIST_RDZV_FINAL,
+                                       .rank = AMLDIST__RZ_NONE,
+                                       .status = 1, .len = n};
+        memcpy(f->text, why, n);
+        free(s->fail);
+        s->fail = f;
+    }
+    s->done = 1;
+    s->done_status = 1;
+    s->done_port = 0;
+    s->err = AMLDIST_EINVAL;
+    snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
+             t->endpoint, why);
+    return 1;
+}
+
 void amldist__rz_on_frame(amldist__rz_tcp_t *t, unsigned type,
                           const unsigned char *p, uint32_t len)
 {
@@ -96,7 +135,8 @@ void amldist__rz_on_frame(amldist__rz_tcp_t *t, unsigned type,
     case AMLDIST__RZ_BEAT:
         break;
     case AMLDIST__RZ_ASSIGN:
-        if (amldist__rz_get_assign(p, len, &s->next, &why) < 0)
+        if (amldist__rz_get_assign(p, len, &s->next, &why) < 0 ||
+            master_unreachable(t))
             break;
         s->have_next = 1;
         s->state = C_RUNNING;

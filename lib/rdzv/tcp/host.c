@@ -89,21 +89,35 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
     free(h);
 }
 
-/* The peer's address in words, and whether it is the own agent. */
+/* An address in words ("" when not IPv4 or IPv6). */
+static void addr_text(const struct sockaddr_storage *ss, char *out,
+                      size_t size)
+{
+    out[0] = '\0';
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out,
+                  (socklen_t)size);
+    else if (ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr,
+                  out, (socklen_t)size);
+}
+
+/* The peer's address in words, whether it is the own agent, and the
+ * host's own address as the peer reached it: the one a node that is not
+ * on the host's machine can reach it at (a master address, host_sm_form.c,
+ * when node 0's agent came over loopback). */
 static void peer_addr(amldist__rz_host_t *h, struct member *m)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    m->addr[0] = '\0';
+    m->addr[0] = m->local[0] = '\0';
+    if (getsockname(m->c.fd, (struct sockaddr *)&ss, &sl) == 0)
+        addr_text(&ss, m->local, sizeof m->local);
+    sl = sizeof ss;
     if (getpeername(m->c.fd, (struct sockaddr *)&ss, &sl) < 0)
         return;
     m->own = h->own_len && sl == h->own_len && !memcmp(&ss, &h->own, sl);
-    if (ss.ss_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, m->addr,
-                  sizeof m->addr);
-    else if (ss.ss_family == AF_INET6)
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
-                  m->addr, sizeof m->addr);
+    addr_text(&ss, m->addr, sizeof m->addr);
 }
 
 void amldist__rz_host_own(amldist__rz_host_t *h, const struct sockaddr *local,

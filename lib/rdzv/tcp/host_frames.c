@@ -193,6 +193,7 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
         return;
     }
     ev.addr = m->addr;
+    ev.local = m->local;
     amldist__rz_host_step(h, &ev);
 }
 

@@ -30,6 +30,7 @@ struct member {
     int state;
     int own; /* the host's own agent's connection */
     char addr[INET6_ADDRSTRLEN];
+    char local[INET6_ADDRSTRLEN]; /* the host's end of it (getsockname) */
     long long since;
     amldist__rz_outbox_t out; /* RESULTs behind the connection's queue */
 };
