@@ -154,6 +154,8 @@ static void explain_unknowns(struct amldist *h)
 static int needs_pmix(const amldist__env_t *env, const amldist_options_t *o,
                       const struct amldist *h, const struct amldist *master)
 {
+    if (h->pmix_first)
+        return 1;
     for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
         if (!amldist__known(h, (amldist_field_t)f))
             return 1;

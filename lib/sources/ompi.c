@@ -20,6 +20,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sources/sources.h"
 #include "sources/ompi_rankfile.h"
@@ -51,11 +52,50 @@ static int parse_uri(const char *uri, long *family, long *vpid)
     return amldist__parse_long(num, 0, 0xfffffffeL, vpid) != 0 ? -1 : 0;
 }
 
+#define NUM_APP_CTX "OMPI_NUM_APP_CTX"
+#define MAPPING "OMPI_MCA_rmaps_base_mapping_policy"
+#define MASTER_FIX \
+    "; give it: mpirun -x MASTER_ADDR=<rank 0's host> (or --master-addr)"
+
 /*
- * mpirun's node runs ranks, so rank 0 too (by slot or by node, mpirun's
- * node comes first): its address in OMPI_MCA_orte_hnp_uri is the master,
- * when it names exactly one IPv4 address (a list may start with one that
- * the other nodes cannot reach).
+ * Do the variables place rank 0 on the first node of the daemons, mpirun's
+ * when it runs ranks?  Only for one app context (each of several may have
+ * hosts of its own: `-np 1 --host n1 A : -np 2 --host n0:2 B`) mapped by a
+ * policy that fills the nodes from the first (not seq, which follows the
+ * hostfile's lines, nor one Open MPI adds later).  0 if so; else 1, with
+ * the reason in `why`.  Every rank of a job sees the same variables, so
+ * every rank answers alike.
+ */
+static int rank0_unplaced(const amldist__env_t *env, char *why, size_t size)
+{
+    static const char *const fill_first[] = {
+        "slot", "node", "core", "socket", "numa", "board", "hwthread",
+        "l1cache", "l2cache", "l3cache", "ppr"};
+    const char *ctx = amldist__env_get(env, NUM_APP_CTX);
+    const char *map = amldist__env_get(env, MAPPING);
+    if (ctx != NULL && *ctx != '\0' && strcmp(ctx, "1") != 0) {
+        snprintf(why, size, "%s=%.8s: an app context's own --host may put "
+                 "rank 0 away from mpirun's node", NUM_APP_CTX, ctx);
+        return 1;
+    }
+    if (map == NULL || *map == '\0')
+        return 0;
+    size_t n = strcspn(map, ":");
+    for (size_t i = 0; i < sizeof fill_first / sizeof *fill_first; i++)
+        if (n == strlen(fill_first[i]) &&
+            strncasecmp(map, fill_first[i], n) == 0)
+            return 0;
+    snprintf(why, size, "%s=%.24s: the mapping, not mpirun's node, places "
+             "rank 0", MAPPING, map);
+    return 1;
+}
+
+/*
+ * mpirun's node runs ranks: under a layout that places rank 0 on the first
+ * node (src_ompi() asks rank0_unplaced() after this), rank 0 too, and its
+ * address in OMPI_MCA_orte_hnp_uri is the master when it names exactly one
+ * IPv4 address (a list may start with one that the other nodes cannot
+ * reach).
  */
 static void master_is_mpirun(const char *hnp, struct amldist *r)
 {
@@ -67,7 +107,7 @@ static void master_is_mpirun(const char *hnp, struct amldist *r)
         memchr(p, ',', (size_t)(colon - p))) {
         amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
                      "unknown: %s=%.60s: not one IPv4 address of mpirun's "
-                     "node, which runs rank 0",
+                     "node, which runs rank 0" MASTER_FIX,
                      HNP_URI, hnp);
         return;
     }
@@ -120,6 +160,13 @@ static int node_from_daemon(const amldist__env_t *env, struct amldist *r)
         return 1;
     }
     const char *dtext = amldist__env_get(env, NUM_DAEMONS);
+    if (nodes < 1) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: daemon %ld (%s), and the node count is not "
+                     "known (%.120s)",
+                     vpid, DAEMON_URI, r->why[AMLDIST_FIELD_NUM_NODES]);
+        return 0;
+    }
     if (dtext == NULL ||
         amldist__parse_long(dtext, 1, 0xffffffffL, &daemons) != 0 ||
         nodes < 1 || daemons < nodes || vpid >= daemons) {
@@ -262,17 +309,28 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
         amldist__set(r, AMLDIST_FIELD_NODE_RANK, 0,
                      "derived: OMPI_MCA_orte_num_nodes=1");
     } else {
+        char why[112];
         if (!node_from_daemon(env, r))
             r->want_pmix = 1;
-        /* Ranks on one node may see their node run rank 0 while ranks of
-         * another cannot tell whether mpirun's node, idle or not, holds it:
-         * all of them then ask the PMIx server, or all say the same. */
-        if (!amldist__known(r, AMLDIST_FIELD_MASTER_ADDR)) {
+        /* Where the layout decides, not mpirun's node, every rank asks the
+         * PMIx server for the master and the node numbers (its node list,
+         * in the mapping's order, is the one numbering all ranks can
+         * share), or every rank says the same. */
+        if (rank0_unplaced(env, why, sizeof why)) {
+            r->addr[0] = '\0';
+            amldist__why(r, AMLDIST_FIELD_MASTER_ADDR, "unknown: %s%s", why,
+                         MASTER_FIX);
+            r->want_pmix = r->pmix_first = 1;
+        } else if (!amldist__known(r, AMLDIST_FIELD_MASTER_ADDR)) {
+            /* Ranks on one node may see their node run rank 0 while ranks
+             * of another cannot tell whether mpirun's node, idle or not,
+             * holds it: all of them then ask the PMIx server, or all say
+             * the same. */
             if (r->why[AMLDIST_FIELD_MASTER_ADDR][0] == '\0')
                 amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
                              "unknown: mpirun's node (%s) may run no rank, "
                              "and then only the PMIx server knows the host "
-                             "of rank 0",
+                             "of rank 0" MASTER_FIX,
                              HNP_URI);
             r->want_pmix = 1;
         }

@@ -452,7 +452,17 @@ void amldist__pmix_complete(const amldist__env_t *env, struct amldist *r,
 {
     amldist__pmix_info_t info;
     char why[160];
-    if (amldist__pmix_query(env, &info, why, sizeof why) != 0) {
+    int rc = amldist__pmix_query(env, &info, why, sizeof why);
+    if (rc == 0 && r->pmix_first) {
+        /* The server's node list numbers every rank's node alike; the
+         * daemons' numbers of this rank may be another order (seq). */
+        static const amldist_field_t redo[] = {AMLDIST_FIELD_NODE_RANK,
+                                               AMLDIST_FIELD_NUM_NODES};
+        for (size_t i = 0; i < sizeof redo / sizeof *redo; i++)
+            amldist__set(r, redo[i], AMLDIST_EUNKNOWN,
+                         "unknown: no PMIx answer");
+    }
+    if (rc != 0) {
         for (int f = 0; f < AMLDIST_FIELD_MASTER_ADDR; f++)
             if (!amldist__known(r, (amldist_field_t)f)) {
                 size_t n = strlen(r->why[f]);

@@ -25,6 +25,10 @@ struct amldist {
     int marker;
     /* The PMIx server may know what the variables do not say. */
     int want_pmix;
+    /* The variables cannot place rank 0 (Open MPI's MPMD, seq): the PMIx
+     * server's node numbers and master replace theirs on every rank, or,
+     * without a server, the variables' node numbers stay. */
+    int pmix_first;
 };
 
 /* What a reader sees: the environment array and the caller's flags. */

@@ -35,7 +35,7 @@ for layout in "--host n1:2,n2:2" "--host n1:2,n2:2 --map-by node" "--host n1:2,n
     got=$(on n0 $T $MPIRUN $layout -x AMLDIST_NO_PMIX=1 "$HELLO" --explain 2>/dev/null |
           counted EXPLAIN_MASTER_ADDR)
     expect_eq "$layout: amldist_init without PMIx: the same reason on every rank" "$got" \
-        "4 EXPLAIN_MASTER_ADDR=unknown: mpirun's node (OMPI_MCA_orte_hnp_uri) may run no rank, and then only the PMIx server knows the host of rank 0;"
+        "4 EXPLAIN_MASTER_ADDR=unknown: mpirun's node (OMPI_MCA_orte_hnp_uri) may run no rank, and then only the PMIx server knows the host of rank 0; give it: mpirun -x MASTER_ADDR=<rank 0's host> (or --master-addr);"
     # shellcheck disable=SC2086
     out=$(on n0 $T $MPIRUN $layout "$AMLRUN" "$REPORT" 2>&1)
     expect_eq "$layout: amlrun per process: no rank gets a MASTER_ADDR" \

@@ -186,7 +186,8 @@ static void test_headnode_master_alike(void)
 {
     static const char want[] =
         "unknown: mpirun's node (OMPI_MCA_orte_hnp_uri) may run no rank, and "
-        "then only the PMIx server knows the host of rank 0";
+        "then only the PMIx server knows the host of rank 0; give it: mpirun "
+        "-x MASTER_ADDR=<rank 0's host> (or --master-addr)";
     for (int daemon = 1; daemon <= 2; daemon++) {
         char uri[96];
         snprintf(uri, sizeof uri,
@@ -206,6 +207,62 @@ static void test_headnode_master_alike(void)
     }
 }
 
+/* The rank on mpirun's node (daemon 0) and the one away from it under
+ * EXTRA, without PMIx: the master of both, and its reason. */
+static void placed_by(char *extra, const char *want_addr,
+                      const char *want_why)
+{
+    for (int daemon = 0; daemon <= 1; daemon++) {
+        char uri[96], rank[32];
+        snprintf(uri, sizeof uri,
+                 "OMPI_MCA_orte_local_daemon_uri=1408499712.%d;"
+                 "tcp://10.231.0.1%d:4242",
+                 daemon, daemon);
+        snprintf(rank, sizeof rank, "OMPI_COMM_WORLD_RANK=%d", 2 * daemon);
+        amldist_t *h = layout_of(
+            ENV(rank, "OMPI_COMM_WORLD_SIZE=4", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                "OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_MCA_orte_num_nodes=2",
+                "OMPI_MCA_ess_base_num_procs=2",
+                "OMPI_MCA_orte_hnp_uri=1408499712.0;tcp://10.231.0.10:44811",
+                uri, extra),
+            AMLDIST_NO_PMIX);
+        CHECK_INT_EQ(amldist_node_rank(h), daemon);
+        if (want_addr == NULL)
+            CHECK(amldist_master_addr(h) == NULL);
+        else
+            CHECK_STR_EQ(amldist_master_addr(h), want_addr);
+        CHECK_STR_HAS(amldist_explain(h, AMLDIST_FIELD_MASTER_ADDR),
+                      want_why);
+        amldist_free(h);
+    }
+}
+
+/* Several app contexts, each with hosts of its own, or seq's hostfile order
+ * put rank 0 anywhere: never mpirun's node by assumption, on every rank
+ * alike; a policy that fills the first node first keeps it. */
+static void test_layout_places_rank0(void)
+{
+    static const char fix[] = "; give it: mpirun -x MASTER_ADDR=<rank 0's "
+                              "host> (or --master-addr)";
+    char want[224];
+    snprintf(want, sizeof want, "unknown: OMPI_NUM_APP_CTX=2: an app "
+             "context's own --host may put rank 0 away from mpirun's "
+             "node%s", fix);
+    placed_by("OMPI_NUM_APP_CTX=2", NULL, want);
+    snprintf(want, sizeof want, "unknown: OMPI_MCA_rmaps_base_mapping_"
+             "policy=seq: the mapping, not mpirun's node, places rank 0%s",
+             fix);
+    placed_by("OMPI_MCA_rmaps_base_mapping_policy=seq", NULL, want);
+    placed_by("OMPI_MCA_rmaps_base_mapping_policy=mindist:mlx5_0", NULL,
+              "the mapping, not mpirun's node");
+    placed_by("OMPI_MCA_rmaps_base_mapping_policy=ppr:2:node", "10.231.0.10",
+              "mpirun's node, which runs rank 0");
+    placed_by("OMPI_MCA_rmaps_base_mapping_policy=NODE", "10.231.0.10",
+              "mpirun's node, which runs rank 0");
+    placed_by("OMPI_NUM_APP_CTX=1", "10.231.0.10",
+              "mpirun's node, which runs rank 0");
+}
+
 int main(void)
 {
     RUN(test_rankfile_rank0_away);
@@ -216,5 +273,6 @@ int main(void)
     RUN(test_rankfile_one_node);
     RUN(test_more_nodes_than_daemons);
     RUN(test_headnode_master_alike);
+    RUN(test_layout_places_rank0);
     return test_summary();
 }
