@@ -3,6 +3,7 @@ prototypes this module uses, and turning its negative codes into exceptions
 that carry its message.  Only AMLDIST_1.0 functions are used, so any 1.x library works."""
 import ctypes
 import os
+import sysconfig
 
 SONAME = "libamldist.so.1"
 MAJOR = 1
@@ -52,24 +53,48 @@ def _checkout_library():
     return path if os.path.isfile(path) else None
 
 
+def _prefix_libraries():
+    """The library where `make install` put it beside this module:
+    PYTHONDIR is LIBDIR's pythonX.Y/site-packages (or Debian's
+    python3/dist-packages), LIBDIR PREFIX/lib or its lib/<multiarch>; so
+    <prefix>/lib/python3.11/site-packages/amldist finds <prefix>/lib.  A
+    prefix outside the loader's path (make install PREFIX=$HOME/.local)
+    needs no LD_LIBRARY_PATH.  The paths to try, found or not."""
+    pkgs = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pydir = os.path.dirname(pkgs)
+    if not os.path.basename(pydir).startswith("python"):
+        return []
+    libdir = os.path.dirname(pydir)
+    dirs = [libdir]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        dirs.append(os.path.join(libdir, multiarch))
+    return [os.path.join(d, SONAME) for d in dirs]
+
+
 def _load():
     """The library: $AMLDIST_LIBRARY when set (a path, and nothing else is
     tried), else the soname through the dynamic loader (LD_LIBRARY_PATH, the
-    ld.so cache: an installed library), else the checkout's build."""
+    ld.so cache: an installed library), else the one installed with this
+    module (its prefix's lib), else the checkout's build."""
     named = os.environ.get("AMLDIST_LIBRARY")
     if named:
         tries = [named]
     else:
-        tries = [SONAME]
+        tries = [SONAME] + _prefix_libraries()
         local = _checkout_library()
         if local:
             tries.append(local)
     why = []
     for path in tries:
+        if os.path.isabs(path) and not os.path.exists(path) and not named:
+            why.append(f"{path}: not there")
+            continue
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
-            why.append(str(e))
+            why.append(str(e) if path != SONAME else
+                       f"{e} (the loader: LD_LIBRARY_PATH, ld.so.cache)")
             continue
         try:
             version = lib.amldist_version
