@@ -166,6 +166,52 @@ static int needs_pmix(const amldist__env_t *env, const amldist_options_t *o,
            amldist__env_get(env, "AZ_BATCHAI_MPI_MASTER_NODE") == NULL;
 }
 
+/* The canonical and marker variables set in `env`, space-separated. */
+static void set_names(const amldist__env_t *env, char *out, size_t size)
+{
+    static const char *const names[] = {
+        "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
+        "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
+        "TORCHELASTIC_RUN_ID", "AMLDIST_LAUNCHER"};
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof *names && n < size; i++)
+        if (amldist__env_get(env, names[i]) != NULL)
+            n += (size_t)snprintf(out + n, size - n, "%s%s", n ? " " : "",
+                                  names[i]);
+}
+
+/*
+ * A marked set (torchrun's, amlrun's) inside an MPI world is an inner
+ * launcher's only if it fits that world: the same job (amlrun in place, or
+ * per node with one worker, whose rendezvous may number the nodes in
+ * another order), or a launcher per MPI process, whose world is a multiple
+ * of the MPI world.  Otherwise it came with the shell that ran
+ * mpirun, which gives its environment to the ranks of its own node only.
+ * 1: the marked set describes us; 0: the MPI reading does
+ * (AMLDIST_PREFER=launcher); < 0: refused, naming the variables.
+ */
+static int marked_fits(const amldist__env_t *env, const struct amldist *canon,
+                       const struct amldist *mpi, int prefer)
+{
+    int cw = canon->val[AMLDIST_FIELD_WORLD_SIZE];
+    int ow = mpi->val[AMLDIST_FIELD_WORLD_SIZE];
+    int cr = canon->val[AMLDIST_FIELD_RANK];
+    if (ow <= 0 || cw <= 0 || prefer == AMLDIST__PREFER_CANON || cw % ow == 0)
+        return 1;
+    if (prefer == AMLDIST__PREFER_LAUNCHER)
+        return 0;
+    char names[160];
+    set_names(env, names, sizeof names);
+    return amldist__fail(
+        AMLDIST_ECONFLICT,
+        "%s's RANK=%d WORLD_SIZE=%d cannot be an inner launcher's inside %s: "
+        "its world is not a multiple of the MPI world; leftovers of another "
+        "job in the shell that started the launcher? unset %s there, or set "
+        "AMLDIST_PREFER=launcher",
+        canon->source, cr, cw, mpi->why[AMLDIST_FIELD_WORLD_SIZE], names);
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -192,6 +238,13 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     /* Slurm is always outside an MPI launcher in its allocation: inside
      * sbatch every mpirun rank sees the batch step's SLURM_PROCID=0. */
     const struct amldist *outer = has_mpi ? &mpi : has_slurm ? &slurm : NULL;
+    if (has_canon && canon.marker && has_mpi &&
+        (rc = marked_fits(env, &canon, &mpi, prefer)) <= 0) {
+        if (rc < 0)
+            return rc;
+        has_canon = 0;
+    }
+    rc = 0;
     if (has_canon && !canon.marker && outer != NULL)
         rc = amldist__relate(&canon, outer, prefer, h);
     else if (has_canon)

@@ -68,7 +68,9 @@ int amldist__relate(struct amldist *canon, const struct amldist *outer,
         return amldist__fail(AMLDIST_ECONFLICT,
                              "WORLD_SIZE=%d conflicts with %s: not the same "
                              "job, and not a multiple of it as a launcher "
-                             "started by it would set",
+                             "started by it would set; leftovers in the "
+                             "launcher's shell? unset RANK and WORLD_SIZE "
+                             "there, or set AMLDIST_PREFER=launcher",
                              cw, outer->why[AMLDIST_FIELD_WORLD_SIZE]);
     }
     *chosen = *canon;

@@ -123,6 +123,47 @@ static void test_marker_beats_outer_mpi(void)
     amldist_free(h);
 }
 
+/* A marked set that cannot be an inner launcher's inside the MPI world
+ * (leftovers in mpirun's shell, which reach its node's ranks only): refused
+ * naming the variables and the fix, or set aside by AMLDIST_PREFER. */
+static void test_marked_leftover(void)
+{
+    amldist_t *h = NULL;
+    CHECK_INT_EQ(amldist_init_from(&h,
+                                   ENV("TORCHELASTIC_RUN_ID=none", "RANK=0",
+                                       "WORLD_SIZE=1", "GROUP_RANK=0",
+                                       OMPI4(1, 0, 1)),
+                                   0),
+                 AMLDIST_ECONFLICT);
+    CHECK_STR_HAS(amldist_last_error(),
+                  "torchrun's RANK=0 WORLD_SIZE=1 cannot be an inner "
+                  "launcher's inside OMPI_COMM_WORLD_SIZE=4");
+    CHECK_STR_HAS(amldist_last_error(),
+                  "unset RANK WORLD_SIZE GROUP_RANK TORCHELASTIC_RUN_ID "
+                  "there, or set AMLDIST_PREFER=launcher");
+    CHECK_INT_EQ(amldist_init_from(&h,
+                                   ENV("AMLDIST_LAUNCHER=amlrun", "RANK=1",
+                                       "WORLD_SIZE=6", OMPI4(1, 0, 1)),
+                                   0),
+                 AMLDIST_ECONFLICT);
+    CHECK_STR_HAS(amldist_last_error(), "unset RANK WORLD_SIZE "
+                                        "AMLDIST_LAUNCHER there");
+    h = layout_of(ENV("AMLDIST_LAUNCHER=amlrun", "RANK=0", "WORLD_SIZE=1",
+                      OMPI4(1, 0, 1)),
+                  AMLDIST_PREFER_LAUNCHER);
+    CHECK_INT_EQ(amldist_rank(h), 1);
+    CHECK_INT_EQ(amldist_world_size(h), 4);
+    CHECK_STR_EQ(amldist_source(h), "ompi");
+    amldist_free(h);
+    /* Two workers per MPI process: a multiple, an inner launcher's. */
+    h = layout_of(ENV("AMLDIST_LAUNCHER=amlrun", "RANK=5", "WORLD_SIZE=8",
+                      OMPI4(2, 0, 1)),
+                  0);
+    CHECK_INT_EQ(amldist_rank(h), 5);
+    CHECK_STR_EQ(amldist_source(h), "amlrun");
+    amldist_free(h);
+}
+
 /* mpirun inside an srun step (or sbatch): Slurm is outside MPI. */
 static void test_mpi_beats_slurm(void)
 {
@@ -259,6 +300,7 @@ int main(void)
     RUN(test_nested_no_node_guess);
     RUN(test_world_not_multiple);
     RUN(test_marker_beats_outer_mpi);
+    RUN(test_marked_leftover);
     RUN(test_mpi_beats_slurm);
     RUN(test_canonical_and_slurm);
     RUN(test_mpi_family_order);
