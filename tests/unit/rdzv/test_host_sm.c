@@ -434,6 +434,144 @@ static void test_local_addr_is_master(void)
     amldist__rz_sm_free(sm);
 }
 
+/* Agent i joins from `addr`, having reached the host at `reached` (NULL:
+ * not known), with local address `local` (NULL: none). */
+static void join_from(int i, const char *addr, const char *reached,
+                      const char *local)
+{
+    amldist__rz_join_t j = job_join(i, -1, 1, g_min, g_max, g_restarts);
+    if (local)
+        snprintf(j.local_addr, sizeof j.local_addr, "%s", local);
+    snprintf(addrs[i], sizeof addrs[i], "%s", addr);
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN, .who = &mb[i],
+                               .join = j, .addr = addrs[i],
+                               .local = reached});
+}
+
+/* Issue 38: node 0's agent on the host's machine came over loopback
+ * (Debian's "127.0.1.1 <hostname>"): the other nodes' workers get the
+ * host's address as they reached it, never 127.0.0.1; every node on
+ * loopback keeps loopback; the options still win. */
+static void test_master_never_loopback_for_remote_nodes(void)
+{
+    job(3, 3, 0);
+    join_from(0, "127.0.0.1", "127.0.1.1", NULL);
+    join_from(1, "10.231.0.11", "10.231.0.10", NULL);
+    join_from(2, "10.231.0.12", "10.231.0.10", NULL);
+    tick();
+    const amldist__rz_round_t *rd = amldist__rz_sm_round(sm);
+    CHECK_INT_EQ(node_of(0), 0);
+    CHECK_STR_EQ(rd->master_addr, "10.231.0.10");
+    CHECK_INT_EQ(rd->flags, AMLDIST__RZ_F_ADDR_REACHED);
+    CHECK_STR_HAS(amldist__rz_addr_source(rd->flags), "reached");
+    amldist__rz_sm_free(sm);
+    /* The first node not on loopback decides; one of the host's machine
+     * (::1) and one that never said how it came are passed over. */
+    job(4, 4, 0);
+    join_from(0, "::1", "::1", NULL);
+    join_from(1, "::1", "::1", NULL);
+    join_from(2, "10.0.0.2", NULL, NULL);
+    join_from(3, "fd00::3", "fd00::10", NULL);
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "fd00::10");
+    amldist__rz_sm_free(sm);
+    /* Every node on one machine: loopback it is. */
+    job(2, 2, 0);
+    join_from(0, "127.0.0.1", "127.0.0.1", NULL);
+    join_from(1, "127.0.0.1", "127.0.0.1", NULL);
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "127.0.0.1");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags, 0);
+    amldist__rz_sm_free(sm);
+    /* Node 0 (by --node-rank) not on the host's machine, whose own agent
+     * came over loopback: node 0's address, as before. */
+    job(2, 2, 0);
+    snprintf(addrs[0], sizeof addrs[0], "127.0.0.1");
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN, .who = &mb[0],
+                               .join = job_join(0, 1, 1, 2, 2, 0),
+                               .addr = addrs[0], .local = "127.0.1.1"});
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_JOIN, .who = &mb[1],
+                               .join = job_join(1, 0, 1, 2, 2, 0),
+                               .addr = addrs[1], .local = "10.0.0.0"});
+    tick();
+    CHECK_INT_EQ(node_of(1), 0);
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "10.0.0.1");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags, 0);
+    amldist__rz_sm_free(sm);
+    /* --local-addr of node 0 and the host's --master-addr still win,
+     * loopback or not (the agents check those: below). */
+    job(2, 2, 0);
+    join_from(0, "127.0.0.1", "127.0.1.1", "127.0.0.1");
+    join_from(1, "10.231.0.11", "10.231.0.10", NULL);
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "127.0.0.1");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags, AMLDIST__RZ_F_ADDR_LOCAL);
+    amldist__rz_sm_free(sm);
+    amldist__rz_cfg_t c = config(2, 2, 0);
+    snprintf(c.master_addr, sizeof c.master_addr, "localhost");
+    start_cfg(&c);
+    join_from(0, "127.0.0.1", "127.0.1.1", NULL);
+    join_from(1, "10.231.0.11", "10.231.0.10", NULL);
+    tick();
+    CHECK_STR_EQ(amldist__rz_sm_round(sm)->master_addr, "localhost");
+    CHECK_INT_EQ(amldist__rz_sm_round(sm)->flags, AMLDIST__RZ_F_ADDR_OPTION);
+    /* The flag travels in ASSIGN; bits beyond the known ones do not. */
+    unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    amldist__rz_round_t copy = *amldist__rz_sm_round(sm), back = {0};
+    copy.flags = AMLDIST__RZ_F_ADDR_REACHED;
+    size_t len = amldist__rz_put_assign(&copy, buf);
+    const char *why = NULL;
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.flags, AMLDIST__RZ_F_ADDR_REACHED);
+    amldist__net_put_u32(buf + 24, AMLDIST__RZ_F_ALL + 1);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    free(back.nproc);
+    amldist__rz_sm_free(sm);
+}
+
+/* The agent's check of an ASSIGN (master.c): what is loopback, and a
+ * loopback MASTER_ADDR refused on a node that came over the network,
+ * with the address, where it came from and the fix named. */
+static void test_master_check_on_assign(void)
+{
+    const char *loop[] = {"127.0.0.1", "127.0.1.1", "127.255.0.9", "::1",
+                          "::ffff:127.0.0.1", "localhost", "LOCALHOST.",
+                          "a.localhost"};
+    const char *not_loop[] = {"10.231.0.10", "128.0.0.1", "::", "fe80::1",
+                              "::ffff:10.0.0.1", "n0", "localhost.example",
+                              "xlocalhost", "", "0.0.0.0"};
+    for (size_t i = 0; i < sizeof loop / sizeof *loop; i++)
+        CHECK(amldist__rz_addr_loopback(loop[i]));
+    for (size_t i = 0; i < sizeof not_loop / sizeof *not_loop; i++)
+        CHECK(!amldist__rz_addr_loopback(not_loop[i]));
+    CHECK(!amldist__rz_addr_loopback(NULL));
+    amldist__rz_round_t rd = {.node = 1, .nnodes = 2,
+                              .flags = AMLDIST__RZ_F_ADDR_OPTION};
+    snprintf(rd.master_addr, sizeof rd.master_addr, "127.0.0.1");
+    char msg[600] = "";
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, "10.231.0.10", msg,
+                                                sizeof msg), 1);
+    CHECK_STR_HAS(msg, "MASTER_ADDR=127.0.0.1");
+    CHECK_STR_HAS(msg, "the rendezvous host's --master-addr");
+    CHECK_STR_HAS(msg, "10.231.0.10");
+    CHECK_STR_HAS(msg, "--local-addr");
+    CHECK_STR_HAS(msg, "no worker started");
+    /* Node 0, a node on the host's machine, an address not known, or a
+     * master address that is not loopback: nothing to refuse. */
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, "127.0.0.1", msg,
+                                                sizeof msg), 0);
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, "", msg, sizeof msg), 0);
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, NULL, msg, sizeof msg),
+                 0);
+    rd.node = 0;
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, "10.231.0.10", msg,
+                                                sizeof msg), 0);
+    rd.node = 1;
+    snprintf(rd.master_addr, sizeof rd.master_addr, "n0");
+    CHECK_INT_EQ(amldist__rz_master_unreachable(&rd, "10.231.0.10", msg,
+                                                sizeof msg), 0);
+}
+
 /* Once min nodes are in and the last call runs, every member hears how
  * many are in and when the round forms, and a node that joins during it
  * hears it alone: one line for each agent; not before min, not at max. */
@@ -1142,6 +1280,8 @@ int main(void)
     RUN(test_no_port_offered);
     RUN(test_gpu_shares_by_machine);
     RUN(test_local_addr_is_master);
+    RUN(test_master_never_loopback_for_remote_nodes);
+    RUN(test_master_check_on_assign);
     RUN(test_waiting_line);
     RUN(test_refuse_keepalive_mismatch);
     RUN(test_refusals);
