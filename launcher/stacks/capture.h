@@ -22,10 +22,12 @@ struct cap_native {
 };
 
 /* Read every thread's native frames of the n targets t into r[i]
- * (threads, error) and c[i], by the deadline (cap_now_ms()): a thread that
- * has not stopped by half the time left (an uninterruptible sleep: a dead
- * NFS server) gets no frames.  The targets run on afterwards, or stay
- * stopped if they were.  0, or -1 when out of memory. */
+ * (threads, error) and c[i], by the deadline (cap_now_ms()), a few targets
+ * at a time, each let go as soon as it is read: a thread that has not
+ * stopped in a moment and does not run (an uninterruptible sleep: a dead
+ * NFS server) gets no frames, its state said.  The targets run on
+ * afterwards, or stay stopped if they were.  0, or -1 when out of
+ * memory. */
 int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
                    struct cap_native *c, double deadline);
 

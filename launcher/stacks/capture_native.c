@@ -183,66 +183,63 @@ static void reap_thread(pid_t pid, struct cap_task *k)
         return;
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    while (waitid(P_PID, (id_t)k->tid, &si, WEXITED | __WALL | WNOHANG) < 0 &&
+    while (waitid(P_PID, (id_t)k->tid, &si,
+                  WEXITED | __WALL | WNOHANG | __WNOTHREAD) < 0 &&
            errno == EINTR) {
     }
 }
 
-/* Take the stops of every seized thread of every target as they come,
- * until all have stopped or ended, or the deadline. */
+/* What the pass holds of one target: its threads, and until when it
+ * waits for their stops. */
 struct seized {
     pid_t pid;
     struct cap_task *k;
     size_t n;
+    double by;       /* its stops' deadline */
+    unsigned rounds; /* its looks so far */
+    int state;       /* 0 not begun, 1 seized and interrupted, 2 done */
 };
 
-static void wait_stops(struct seized *z, size_t nz, double deadline)
+/* One look at the stops of z's threads: the count still to come, *moved
+ * set when one came.  __WNOTHREAD: only this thread's tracees, never a
+ * stop or an exit owed to amlrun's other threads (the supervisor). */
+static size_t take_stops(struct seized *z, int *moved)
 {
-    for (unsigned round = 0;; round++) {
-        size_t pending = 0;
-        int moved = 0;
-        for (size_t j = 0; j < nz; j++) {
-            pid_t pid = z[j].pid;
-            struct cap_task *k = z[j].k;
-            for (size_t i = 0; i < z[j].n; i++) {
-                if (!k[i].seized || k[i].stopped || k[i].gone)
-                    continue;
-                siginfo_t si;
-                memset(&si, 0, sizeof si);
-                int rc = waitid(P_PID, (id_t)k[i].tid, &si,
-                                WSTOPPED | __WALL | WNOHANG);
-                if (rc == 0 && si.si_pid == k[i].tid) {
-                    int sig = si.si_status & 0xff, event = si.si_status >> 8;
-                    k[i].stopped = moved = 1;
-                    if (event == PTRACE_EVENT_STOP) {
-                        if (sig != SIGTRAP)
-                            k[i].group_stop = sig;
-                    } else if (event == 0) {
-                        k[i].inject = sig; /* a signal-delivery-stop */
-                    }
-                    continue;
-                }
-                if (rc < 0 && errno == ECHILD) {
-                    k[i].gone = 1;
-                    continue;
-                }
-                /* Every few rounds: has it ended instead? */
-                if (round % 16 == 15 &&
-                    cap_gone_state(cap_task_state(pid, k[i].tid))) {
-                    k[i].gone = 1;
-                    reap_thread(pid, &k[i]);
-                    continue;
-                }
-                pending++;
+    size_t pending = 0;
+    unsigned round = z->rounds++;
+    for (size_t i = 0; i < z->n; i++) {
+        struct cap_task *k = &z->k[i];
+        if (!k->seized || k->stopped || k->gone)
+            continue;
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        int rc = waitid(P_PID, (id_t)k->tid, &si,
+                        WSTOPPED | __WALL | WNOHANG | __WNOTHREAD);
+        if (rc == 0 && si.si_pid == k->tid) {
+            int sig = si.si_status & 0xff, event = si.si_status >> 8;
+            k->stopped = *moved = 1;
+            if (event == PTRACE_EVENT_STOP) {
+                if (sig != SIGTRAP)
+                    k->group_stop = sig;
+            } else if (event == 0) {
+                k->inject = sig; /* a signal-delivery-stop */
             }
+            continue;
         }
-        if (!pending || cap_now_ms() >= deadline)
-            return;
-        if (!moved) {
-            struct timespec ts = {0, 200 * 1000};
-            nanosleep(&ts, NULL);
+        if (rc < 0 && errno == ECHILD) {
+            k->gone = 1;
+            continue;
         }
+        /* Every few rounds: has it ended instead? */
+        if (round % 16 == 15 &&
+            cap_gone_state(cap_task_state(z->pid, k->tid))) {
+            k->gone = 1;
+            reap_thread(z->pid, k);
+            continue;
+        }
+        pending++;
     }
+    return pending;
 }
 
 static void detach(pid_t pid, struct cap_task *k, size_t n)
@@ -306,6 +303,62 @@ static int unwind_target(struct stk_rank *r, struct cap_native *c,
     return cap_unwind(z->pid, k, z->n, r, c, cache);
 }
 
+/* How many targets stand stopped at once, and how long a target's threads
+ * get to stop: each target is let go as soon as its threads are read, and
+ * the next interrupted, so that a healthy rank stands still for its own
+ * stop and unwinding and the few before it, and a thread that does not
+ * stop (an uninterruptible sleep) holds up its own rank only. */
+#define WINDOW 8
+#define STOP_MS 250.0
+
+/* z's threads still to stop get no more time: its own deadline has passed
+ * and none of them runs (a running thread stops as soon as it is given a
+ * CPU, which takes long on a loaded machine; a sleeping one is woken by
+ * the interrupt; an uninterruptible sleep may last for ever), or the
+ * pass's has. */
+static int out_of_time(const struct seized *z, double deadline)
+{
+    double now = cap_now_ms();
+    if (now >= deadline)
+        return 1;
+    if (now < z->by)
+        return 0;
+    for (size_t i = 0; i < z->n; i++) {
+        const struct cap_task *k = &z->k[i];
+        if (k->seized && !k->stopped && !k->gone &&
+            cap_task_state(z->pid, k->tid) == 'R')
+            return 0;
+    }
+    return 1;
+}
+
+/* Begin targets until WINDOW stand seized: 0, or -1 when out of memory. */
+static int fill(const struct stk_target *t, size_t n, struct stk_rank *r,
+                struct cap_native *c, struct seized *z, size_t *next,
+                size_t *active, double deadline)
+{
+    while (*active < WINDOW && *next < n) {
+        size_t i = (*next)++;
+        if (begin(&t[i], &r[i], &c[i], &z[i]) < 0)
+            return -1;
+        double now = cap_now_ms();
+        z[i].by = now + STOP_MS < deadline ? now + STOP_MS : deadline;
+        z[i].state = 1;
+        (*active)++;
+    }
+    return 0;
+}
+
+/* Unwind and let go of z (stopped, or out of time). */
+static int finish(struct stk_rank *r, struct cap_native *c, struct seized *z,
+                  struct cap_srccache *cache)
+{
+    int rc = unwind_target(r, c, z, cache);
+    detach(z->pid, z->k, z->n);
+    z->state = 2;
+    return rc;
+}
+
 int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
                    struct cap_native *c, double deadline)
 {
@@ -321,21 +374,28 @@ int cap_native_all(const struct stk_target *t, size_t n, struct stk_rank *r,
     if (!z)
         return -1;
     int rc = 0;
+    size_t next = 0, active = 0;
     struct cap_srccache cache = {0};
-    /* Every worker's threads are interrupted first and their stops waited
-     * for together: a loaded machine (ranks spinning in a collective)
-     * takes long to schedule each, but not one after the other.  The
-     * stops get half the time left.  All stay stopped until the last is
-     * unwound: the unwinding does not compete with ranks spinning again. */
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = begin(&t[i], &r[i], &c[i], &z[i]);
-    double now = cap_now_ms();
-    if (rc == 0)
-        wait_stops(z, n, now + (deadline - now) / 2);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = unwind_target(&r[i], &c[i], &z[i], &cache);
+    while (rc == 0 && (active || next < n)) {
+        rc = fill(t, n, r, c, z, &next, &active, deadline);
+        int moved = 0;
+        for (size_t i = 0; rc == 0 && i < next; i++) {
+            if (z[i].state != 1)
+                continue;
+            if (take_stops(&z[i], &moved) && !out_of_time(&z[i], deadline))
+                continue;
+            rc = finish(&r[i], &c[i], &z[i], &cache);
+            active--;
+            moved = 1;
+        }
+        if (!moved) {
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
     for (size_t i = 0; i < n; i++) {
-        detach(z[i].pid, z[i].k, z[i].n);
+        if (z[i].state == 1)
+            detach(z[i].pid, z[i].k, z[i].n);
         free(z[i].k);
     }
     cap_srccache_free(&cache);
