@@ -61,7 +61,7 @@ int amldist__rz_master_unreachable(const amldist__rz_round_t *rd,
              "its workers would dial their own machine and wait there for "
              "ever; give an address of node 0 that every node can reach "
              "with --master-addr (on the rendezvous host) or --local-addr "
-             "(on node 0); no worker started", rd->master_addr,
+             "(on node 0)", rd->master_addr,
              amldist__rz_addr_source(rd->flags), rd->node, rd->nnodes,
              reached);
     return 1;

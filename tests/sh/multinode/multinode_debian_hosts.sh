@@ -107,6 +107,8 @@ for opt in "--master-addr 127.0.0.1" "--local-addr 127.0.0.1"; do
         bash -c "! grep -qE '^n1 MASTER_ADDR=' '$TEST_TMP/b.1'"
     check "$opt: node 0 says why the job ended" grep -q "loopback" "$TEST_TMP/b.0"
 done
+diag "n1 said: $(grep -h loopback "$TEST_TMP/b.1" | head -1)"
+diag "n0 said: $(grep -h loopback "$TEST_TMP/b.0" | head -1)"
 diag "took $((SECONDS - start)) s"
 
 expect_eq "no process left on any node" "$(leftovers)" ""
