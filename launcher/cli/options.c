@@ -6,6 +6,10 @@
 
 #include "cli/options.h"
 
+/* The default --python, told apart from one given by its address: the
+ * workers' command then chooses the python3 that has torch. */
+const char options_default_python[] = "python3";
+
 void options_init(struct amlrun_opts *o, const char *argv0)
 {
     memset(o, 0, sizeof *o);
@@ -27,7 +31,7 @@ void options_init(struct amlrun_opts *o, const char *argv0)
     if (!o->python || !*o->python)
         o->python = getenv("PYTHON_EXEC");
     if (!o->python || !*o->python)
-        o->python = "python3";
+        o->python = options_default_python; /* chosen: worker/pychoose.h */
     /* A copy of the seed's launch.py (a link named launch or launch.py)
      * behaves as torch.distributed.launch did. */
     const char *base = strrchr(argv0, '/');

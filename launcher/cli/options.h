@@ -52,6 +52,10 @@ enum log_layout { LOG_LAYOUT_AUTO, LOG_LAYOUT_AMLRUN, LOG_LAYOUT_TORCHRUN };
 /* prefix_streams: per local rank, from a --tee mapping. */
 #define PREFIX_BY_TEE 4
 
+/* --python when neither it, AMLRUN_PYTHON nor PYTHON_EXEC is given: this
+ * array itself (o->python == options_default_python). */
+extern const char options_default_python[];
+
 struct amlrun_opts {
     /* layout */
     enum nproc_kind nproc_kind;

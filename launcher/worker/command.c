@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "worker/command.h"
+#include "worker/pychoose.h"
 #include "output/msg.h"
 
 char *command_which(const char *name, const char *path_env)
@@ -242,6 +243,33 @@ static int absent_here(struct command *c, const char *prog, int err,
     return -1;
 }
 
+/* The python3 that has torch, when no Python was named (pychoose.h); its
+ * reason in *why (malloc'd).  -1, or an exit status after a message. */
+static int choose_python(const struct amlrun_opts *o, struct command *c,
+                         char **why)
+{
+    struct py_choice ch;
+    if (python_choose(getenv("PATH"), &ch) < 0) {
+        int err = errno;
+        msg_errno(err, err == ENOMEM ? "looking up python3"
+                                     : "python3 (in PATH or /usr/bin)");
+        return err == ENOMEM ? AMLRUN_EXIT_SYSTEM : AMLRUN_EXIT_NOTFOUND;
+    }
+    c->path = ch.path;
+    c->torch_probed = 1;
+    c->torch = ch.torch;
+    *why = ch.why;
+    /* Python finds sys.executable from argv[0]: the one it runs as. */
+    if (!ch.first)
+        c->argv[0] = c->path;
+    if (ch.torch < 0 && !o->quiet && !o->module && !o->run_path &&
+        script_imports_torch(o->cmd[0]))
+        msg("%s imports torch, which no python3 here has (%s): name the "
+            "Python that has it with --python or AMLRUN_PYTHON", o->cmd[0],
+            ch.tried);
+    return -1;
+}
+
 int command_build(const struct amlrun_opts *o, struct command *c)
 {
     memset(c, 0, sizeof *c);
@@ -287,7 +315,15 @@ int command_build(const struct amlrun_opts *o, struct command *c)
                            : "the command is empty");
         return AMLRUN_EXIT_NOTFOUND;
     }
-    c->path = command_which(prog, getenv("PATH"));
+    char *pywhy = NULL;
+    if (c->runs_python && o->python == options_default_python &&
+        !other_machine(o)) {
+        int rc = choose_python(o, c, &pywhy);
+        if (rc >= 0)
+            return rc;
+    } else {
+        c->path = command_which(prog, getenv("PATH"));
+    }
     if (!c->path && errno != ENOMEM && other_machine(o))
         return absent_here(c, prog, errno, other_machine(o));
     if (!c->path) {
@@ -306,18 +342,23 @@ int command_build(const struct amlrun_opts *o, struct command *c)
     if (c->runs_python && !o->module && !o->dry_run &&
         stat(o->cmd[0], &st) < 0 && (errno == ENOENT || errno == ENOTDIR)) {
         msg_errno(errno, "%s", o->cmd[0]);
+        free(pywhy);
         return AMLRUN_EXIT_NOTFOUND;
     }
     int len;
     if (why)
-        len = asprintf(&c->how, "%s: %s; runs %sunder %s -u%s", o->cmd[0],
-                       why, o->run_path ? "through runpy.run_path() " : "",
-                       c->path, !o->run_path && o->module ? " -m" : "");
+        len = asprintf(&c->how, "%s: %s; runs %sunder %s -u%s%s%s%s",
+                       o->cmd[0], why,
+                       o->run_path ? "through runpy.run_path() " : "",
+                       c->path, !o->run_path && o->module ? " -m" : "",
+                       pywhy ? " (" : "", pywhy ? pywhy : "",
+                       pywhy ? ")" : "");
     else
         len = asprintf(&c->how, "%s: %s%s%s; executed as it is", o->cmd[0],
                        o->no_python ? "--no-python, " : "",
                        strchr(prog, '/') ? "a path" : "found in PATH as ",
                        strchr(prog, '/') ? "" : c->path);
+    free(pywhy);
     if (len < 0) {
         c->how = NULL;
         msg_errno(ENOMEM, "building the command line");

@@ -18,6 +18,8 @@ struct command {
     int runs_python;
     char *how;          /* how the command runs and why, for --dry-run and
                            -v: "t.py: a .py file, run under python3 -u" */
+    int torch_probed;   /* the Python's torch was asked (pychoose.c): */
+    int torch;          /* torch_probe()'s answer */
 };
 
 /* Returns -1 on success, else an exit status after a message

@@ -15,16 +15,19 @@
 /* The probe: find_spec() locates the package without running its
  * __init__ (importing torch takes seconds and may touch the GPUs); any
  * error means "unknown".  version.py holds `__version__ = '2.8.0+cu128'`
- * (some releases annotate it: `__version__: str = ...`). */
+ * (some releases annotate it: `__version__: str = ...`).  It prints
+ * "MAJOR MINOR", "torch" (found, version unread) or "none". */
 static const char probe[] =
     "import importlib.util as u, os, re\n"
-    "v = ''\n"
+    "v = 'none'\n"
     "try:\n"
     "    s = u.find_spec('torch')\n"
-    "    f = os.path.join(os.path.dirname(s.origin), 'version.py')\n"
-    "    m = re.search(r'^__version__\\s*(?::[^=]*)?=\\s*[\\'\"](\\d+)\\.(\\d+)',\n"
-    "                  open(f).read(), re.M)\n"
-    "    v = m.group(1) + ' ' + m.group(2)\n"
+    "    if s is not None:\n"
+    "        v = 'torch'\n"
+    "        f = os.path.join(os.path.dirname(s.origin), 'version.py')\n"
+    "        m = re.search(r'^__version__\\s*(?::[^=]*)?=\\s*[\\'\"](\\d+)\\.(\\d+)',\n"
+    "                      open(f).read(), re.M)\n"
+    "        v = m.group(1) + ' ' + m.group(2)\n"
     "except Exception:\n"
     "    pass\n"
     "print(v)\n";
@@ -92,15 +95,24 @@ static void run_probe(const char *python, char *const *env, char *buf,
         buf[0] = '\0';
 }
 
+int torch_probe(const char *python, char *const *env)
+{
+    char out[64];
+    run_probe(python, env, out, sizeof out);
+    int major, minor;
+    if (strcmp(out, "none\n") == 0)
+        return TORCH_NONE;
+    if (sscanf(out, "%d %d", &major, &minor) != 2 || major < 0 ||
+        major > 1000 || minor < 0 || minor > 999)
+        return strcmp(out, "torch\n") == 0 ? 0 : TORCH_NO_ANSWER;
+    return major * 1000 + minor;
+}
+
 int torch_version(const struct command *c, char *const *env)
 {
     if (!c->path || !runs_under_python(c))
         return 0;
-    char out[64];
-    run_probe(c->path, env, out, sizeof out);
-    int major, minor;
-    if (sscanf(out, "%d %d", &major, &minor) != 2 || major < 0 ||
-        major > 1000 || minor < 0 || minor > 999)
-        return 0;
-    return major * 1000 + minor;
+    /* The Python was chosen for its torch (pychoose.c): asked once. */
+    int v = c->torch_probed ? c->torch : torch_probe(c->path, env);
+    return v > 0 ? v : 0;
 }

@@ -15,5 +15,10 @@
  * did not answer within a few seconds.  `env` is the workers' base
  * environment (PYTHONPATH and all). */
 int torch_version(const struct command *c, char *const *env);
+/* What PYTHON says of its torch: MAJOR * 1000 + MINOR, 0 (torch there, its
+ * version unread), TORCH_NONE (no torch) or TORCH_NO_ANSWER (it did not
+ * run, or said nothing within a few seconds). */
+enum { TORCH_NONE = -1, TORCH_NO_ANSWER = -2 };
+int torch_probe(const char *python, char *const *env);
 
 #endif /* AMLRUN_TORCHVER_H */

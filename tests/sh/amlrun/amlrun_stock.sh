@@ -8,6 +8,10 @@
 #    its files where Python's tempfile would put them (TEMP, TMP, /tmp,
 #    ...), said under -v naming TMPDIR; when no place is usable, exit 125
 #    and a line saying what was tried;
+#  - a version manager's shim first in PATH whose Python has no torch
+#    (pyenv, conda): with no --python nor AMLRUN_PYTHON the workers get the
+#    first python3 with torch (/usr/bin/python3 here), said under -v; with
+#    none, PATH's first, and a line saying what was tried;
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP
@@ -86,4 +90,45 @@ if unshare -m true 2>/dev/null; then
     [ "$rc" = 125 ] || sed 's/^/# /' "$d/n.err"
 else
     skip "no usable temporary directory" "unshare -m is not allowed here"
+fi
+
+# ---- the workers' Python: a shim without torch first in PATH --------------
+real_py=$(readlink -f /usr/bin/python3 2>/dev/null)
+if [ -x "$real_py" ] && have_torch; then
+    mkdir -p "$d/shim"
+    printf '#!/bin/sh\nexec %s -S -I "$@"\n' "$real_py" >"$d/shim/python3"
+    chmod 755 "$d/shim/python3"
+    printf 'import os, sys, torch\nprint("rank", os.environ["RANK"], sys.executable)\n' >"$d/tt.py"
+    rc=0
+    (cd "$d" && env -u AMLRUN_PYTHON -u PYTHON_EXEC PATH="$d/shim:$PATH" $T "$AMLRUN" -v \
+        --nproc-per-node 2 --cpu-bind none tt.py) >"$d/py.out" 2>"$d/py.err" || rc=$?
+    expect_eq "shim without torch first in PATH: the job runs under /usr/bin/python3" \
+        "$rc $(sort "$d/py.out" | tr '\n' ' ')" \
+        "0 rank 0 /usr/bin/python3 rank 1 /usr/bin/python3 "
+    [ "$rc" = 0 ] || tail -3 "$d/py.err" | sed 's/^/# /'
+    check "shim without torch: -v says which Python and why" \
+        grep -q "^amlrun: command: tt.py: a .py file; runs under /usr/bin/python3 -u (the first python3 with torch; $d/shim/python3: no torch" "$d/py.err"
+    rc=0
+    (cd "$d" && env -u AMLRUN_PYTHON PATH="$d/shim:$PATH" $T "$AMLRUN" -q \
+        --python "$d/shim/python3" --nproc-per-node 1 --cpu-bind none tt.py) \
+        >/dev/null 2>"$d/py.err" || rc=$?
+    check "--python names the shim: it runs, and torch is missing (exit 1)" \
+        grep -q "No module named 'torch'" "$d/py.err"
+    if unshare -m true 2>/dev/null; then
+        # No python3 here has torch: torch's directory hidden from
+        # /usr/bin/python3 too (an empty tmpfs over it).
+        tdir=$(dirname "$("$real_py" -c 'import importlib.util as u; print(u.find_spec("torch").origin)')")
+        rc=0
+        (cd "$d" && env -u AMLRUN_PYTHON -u PYTHON_EXEC PATH="$d/shim:/usr/bin:/bin" \
+            unshare -m sh -c 'mount -t tmpfs -o ro none "$1" &&
+                exec "$2" --nproc-per-node 1 --cpu-bind none tt.py' - \
+            "$(dirname "$tdir")" "$AMLRUN") >/dev/null 2>"$d/py.err" || rc=$?
+        check "no python3 with torch: the script's import of torch said, each tried named" \
+            grep -q "^amlrun: tt.py imports torch, which no python3 here has ($d/shim/python3: no torch, .*/usr/bin/python3: no torch): name the Python" "$d/py.err"
+        expect_eq "no python3 with torch: PATH's first runs, and fails" "$rc" 1
+    else
+        skip "no python3 with torch" "unshare -m is not allowed here"
+    fi
+else
+    skip "the workers' Python: a shim without torch" "/usr/bin/python3 has no torch"
 fi
