@@ -12,6 +12,8 @@
 #    (pyenv, conda): with no --python nor AMLRUN_PYTHON the workers get the
 #    first python3 with torch (/usr/bin/python3 here), said under -v; with
 #    none, PATH's first, and a line saying what was tried;
+#  - the docs: the README's --topo example runs from the checkout as shown,
+#    and libamldist(3)'s static CMake target links what cmake/ says.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP
@@ -132,3 +134,18 @@ if [ -x "$real_py" ] && have_torch; then
 else
     skip "the workers' Python: a shim without torch" "/usr/bin/python3 has no torch"
 fi
+
+# ---- the docs: examples that run, and what the CMake target links -------------
+readme=$TOP/README.md
+ex=$(sed -n 's/^\$ amlrun --topo --topology \([^ ]*\)$/\1/p' "$readme" | head -1)
+check "README's --topo example names a file of the repository ($ex)" \
+    test -n "$ex" -a -f "$TOP/$ex"
+want=$(grep -m1 "^Topology of $ex: " "$readme")
+got=$(cd "$TOP" && "$AMLRUN" --topo --topology "$ex" 2>/dev/null | head -1)
+expect_eq "README's --topo example: its first line as amlrun prints it" "$got" "$want"
+links=$(sed -n 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)")/\1/p' "$TOP/cmake/amldistConfig.cmake.in")
+check "cmake/: the static target links dl and threads, no hwloc" \
+    sh -c 'case "$0" in *DL_LIBS*Threads*) ! echo "$0" | grep -qi hwloc ;; *) exit 1 ;; esac' "$links"
+page=$(tr '\n' ' ' <"$TOP/man/libamldist.3" | grep -o 'amldist::amldist_static links .Pa libamldist.a and with it [^:]*')
+expect_eq "libamldist(3): the static target links what cmake/ says" \
+    "$page" "amldist::amldist_static links .Pa libamldist.a and with it dl and threads, nothing else"
