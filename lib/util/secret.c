@@ -49,8 +49,13 @@ static int read_secret(int fd, const char *path, amldist__secret_t *out,
             break;
         len += (size_t)n;
         if (len == sizeof out->bytes) {
-            char more;
-            if (read(fd, &more, 1) > 0) {
+            /* The longest secret and the newline `echo` or an editor ends
+             * its file with: the newline is not the secret's. */
+            char more[3];
+            ssize_t m = read(fd, more, sizeof more);
+            int eol = (m == 1 && more[0] == '\n') ||
+                      (m == 2 && more[0] == '\r' && more[1] == '\n');
+            if (m > 0 && !(eol && read(fd, more, 1) == 0)) {
                 amldist__secret_clear(out);
                 snprintf(why, why_size, "secret file %s: longer than %d "
                          "bytes", path, AMLDIST__SECRET_MAX);

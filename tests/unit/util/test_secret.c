@@ -165,13 +165,24 @@ static void test_file_sizes(void)
 {
     char why[600], path[300];
     amldist__secret_t s;
-    static char big[AMLDIST__SECRET_MAX + 2];
+    static char big[AMLDIST__SECRET_MAX + 3];
     fresh();
     snprintf(path, sizeof path, "%s/big", dir);
     memset(big, 'a', AMLDIST__SECRET_MAX);
     put(path, big, 0600);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
     CHECK_INT_EQ(s.len, AMLDIST__SECRET_MAX);
+    /* The longest secret and its file's newline (issue 38): the newline
+     * is not counted. */
+    big[AMLDIST__SECRET_MAX] = '\n';
+    put(path, big, 0600);
+    CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
+    CHECK_INT_EQ(s.len, AMLDIST__SECRET_MAX);
+    memcpy(big + AMLDIST__SECRET_MAX, "\r\n", 2);
+    put(path, big, 0600);
+    CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
+    CHECK_INT_EQ(s.len, AMLDIST__SECRET_MAX);
+    big[AMLDIST__SECRET_MAX + 1] = '\0';
     big[AMLDIST__SECRET_MAX] = 'a';
     put(path, big, 0600);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
