@@ -115,6 +115,11 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
         take_stalled(r, n, now_ns, timeout_ns, oldest, stalled, v);
         v->hung = 1;
         v->single_out = 2 * v->nstalled <= showing;
+        /* More stalled (a collective): they are not the culprits, and
+         * none is named (not in the event log, not to other nodes); the
+         * stacks tell them. */
+        if (!v->single_out)
+            v->nstalled = 0;
         return 1;
     }
     /* No rank judged by the API stalled: the job-wide sign of life. */

@@ -50,7 +50,8 @@ typedef struct {
 typedef struct {
     int hung;            /* the job is hung */
     int per_rank;        /* judged per rank (the API is in use) */
-    size_t nstalled;     /* per rank: the stalled ranks written */
+    size_t nstalled;     /* per rank: the stalled ranks written, only
+                            when single_out (0 otherwise) */
     int single_out;      /* per rank, the stalled ranks are at most half
                             of the ranks that show progress (by their calls,
                             or by their output for ranks that never called):
