@@ -104,22 +104,20 @@ size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx)
     return n;
 }
 
-/* How long the capture of every rank's stack may take. */
-#define CAPTURE_MS 10000
-
-int job_stacks(struct job *j, struct stk_set *set)
+long job_stack_targets(const struct job *j, struct stk_target **out)
 {
-    amldist__hang_rank_t *view = malloc((size_t)j->n * sizeof *view);
-    int *idx = malloc((size_t)j->n * sizeof *idx);
-    struct stk_target *t = calloc((size_t)j->n, sizeof *t);
+    amldist__hang_rank_t *view = malloc((size_t)(j->n ? j->n : 1) * sizeof *view);
+    int *idx = malloc((size_t)(j->n ? j->n : 1) * sizeof *idx);
+    struct stk_target *t = calloc((size_t)(j->n ? j->n : 1), sizeof *t);
     int64_t now = amldist__now_ns();
-    size_t n = 0, nv = view && idx && t ? hang_view(j, view, idx) : 0;
+    long n = 0;
+    size_t nv = view && idx && t ? hang_view(j, view, idx) : 0;
     for (size_t k = 0; k < nv; k++) {
         const struct worker *w = &j->w[idx[k]];
         if (!w->running)
             continue;
         /* Per rank, its last call (its start before any); else its last
-         * line (its start before any). */
+         * output (its start before any). */
         int64_t last = view[k].uses_api ? view[k].progress_ns
                                         : view[k].line_ns;
         if (last < view[k].start_ns)
@@ -130,10 +128,13 @@ int job_stacks(struct job *j, struct stk_set *set)
             .python_fd = w->stack_fd,
         };
     }
-    int rc = view && idx && t ? stk_capture(t, n, j->s->host, CAPTURE_MS, set)
-                              : -1;
-    free(t);
+    if (!view || !idx || !t) {
+        free(t);
+        t = NULL;
+        n = -1;
+    }
     free(idx);
     free(view);
-    return rc;
+    *out = t;
+    return n;
 }

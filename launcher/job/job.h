@@ -81,6 +81,9 @@ struct job {
     char stop_why[256]; /* the last hang or --timeout, in words, or "" */
     int64_t cont_ns;   /* when amlrun itself was last continued (SIGCONT,
                           amldist__now_ns()); 0: never */
+    struct job_capture *captures; /* capture.c: those not yet done */
+    int reap_later;    /* the supervisor's reap met a capture's tracee: the
+                          rest is reaped once no capture runs */
 };
 
 /* ---- what every part may ask of the job (job.c) ---- */
@@ -105,11 +108,35 @@ void running_ranks(const struct job *j, char *buf, size_t size);
  * and no sign of life for the others), one continued is seen as starting
  * then: time stopped is not time without progress. */
 size_t hang_view(const struct job *j, amldist__hang_rank_t *v, int *idx);
-/* Every running rank's stack (stk_capture: each stopped only while it is
- * read), its last progress from its calls or else its lines, appended to
- * *set: 0, or -1 when out of memory.  Hangs, --timeout and --stacks. */
+/* What a capture reads (stacks.h): every running rank, its last progress
+ * from its calls or else its output; the count, targets in *t (free it),
+ * or -1 when out of memory. */
+struct stk_target;
+long job_stack_targets(const struct job *j, struct stk_target **t);
+
+/* ---- the ranks' stacks, read beside the loop (capture.c) ---- */
+
+/* Every running rank's stack (hangs, --timeout, --stacks), read on the
+ * capture's own thread while the loop goes on (signals, exits, output),
+ * each rank stopped only while its threads are read.  done(arg, set, rc)
+ * comes from the loop when it is read, the signals taken first: set the
+ * ranks (freed after done returns), rc 0, -1 when out of memory, or
+ * JOB_STACKS_CUT when the attempt ended first (set empty).  NULL when it
+ * cannot start (out of memory): done is never called then. */
+#define JOB_STACKS_CUT (-2)
 struct stk_set;
-int job_stacks(struct job *j, struct stk_set *set);
+struct job_capture;
+typedef void job_stacks_fn(void *arg, struct stk_set *set, int rc);
+struct job_capture *job_stacks_start(struct job *j, job_stacks_fn *done,
+                                     void *arg);
+/* Forget a capture not yet done: done is not called (this waits for its
+ * thread, at most its deadline). */
+void job_stacks_cancel(struct job *j, struct job_capture *c);
+/* Every capture not yet done, cut short at an attempt's end (a reaped
+ * worker's pid may be the next attempt's): each done() gets
+ * JOB_STACKS_CUT; `quiet` (the job's end, its plugins gone): none is
+ * called. */
+void job_stacks_cancel_all(struct job *j, int quiet);
 
 /* ---- the workers' progress page (page.c) ---- */
 

@@ -2,7 +2,7 @@
  * This node's part of an answer (see gather.h): for a status, one "node"
  * record and one "rank" record per local worker (query/qtext.h), read from
  * the supervisor's own state and /proc; for stacks, the stacks of every
- * running worker (job_stacks(), which stops nothing, then stk_encode(),
+ * running worker (job_stacks_start(), read beside the loop, then stk_encode(),
  * the text any node can carry).
  *
  * A rank's progress (its last step, that step's age, its lag behind the
@@ -201,27 +201,51 @@ struct making {
     enum part_kind kind;
     part_ready_fn *ready;
     void *arg;
-    int timer;
+    int timer;            /* 0 once it fired */
     double t0;
     struct pstat *before; /* a status's first sample */
+    struct job_capture *capture; /* stacks being read, or NULL */
 };
 
-static int stacks_text(struct job *j, struct part *p);
+/* The part is made (or could not be): to ready(), and m is done. */
+static void deliver(struct making *m, struct part *p, int rc)
+{
+    if (rc < 0 && !p->error)
+        p->error = strdup(rc == JOB_STACKS_CUT
+                              ? "the attempt ended before the stacks were read"
+                              : "out of memory");
+    part_ready_fn *ready = m->ready;
+    void *rarg = m->arg;
+    free(m->before);
+    free(m);
+    ready(rarg, p);
+}
+
+/* The stacks of every running worker (job.h: they run on), read beside
+ * the loop, as stk_encode()'s text. */
+static void stacks_read(void *arg, struct stk_set *set, int rc)
+{
+    struct making *m = arg;
+    struct part p = {job_node(m->j), NULL, 0, NULL};
+    m->capture = NULL;
+    if (rc == 0 && !(p.data = stk_encode(set, &p.len)))
+        rc = -1;
+    deliver(m, &p, rc);
+}
 
 static void made(void *arg)
 {
     struct making *m = arg;
     struct part p = {job_node(m->j), NULL, 0, NULL};
-    int rc = m->kind == PART_STATUS
-                 ? status_text(m->j, m->before, now_s() - m->t0, &p)
-                 : stacks_text(m->j, &p);
-    if (rc < 0 && !p.error)
-        p.error = strdup("out of memory");
-    part_ready_fn *ready = m->ready;
-    void *rarg = m->arg;
-    free(m->before);
-    free(m);
-    ready(rarg, &p);
+    m->timer = 0;
+    if (m->kind == PART_STACKS) {
+        if ((m->capture = job_stacks_start(m->j, stacks_read, m)))
+            return;
+        deliver(m, &p, -1);
+        return;
+    }
+    int rc = status_text(m->j, m->before, now_s() - m->t0, &p);
+    deliver(m, &p, rc);
 }
 
 void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
@@ -256,25 +280,14 @@ void *node_part(struct job *j, enum part_kind k, part_ready_fn *ready,
     return m;
 }
 
-/* ---- stacks ---------------------------------------------------------------- */
-
-/* The stacks of every running worker (job.h: they run on), as
- * stk_encode()'s text. */
-static int stacks_text(struct job *j, struct part *p)
-{
-    struct stk_set set = {NULL, 0};
-    if (job_stacks(j, &set) == 0)
-        p->data = stk_encode(&set, &p->len);
-    stk_set_free(&set);
-    return p->data ? 0 : -1;
-}
-
 void node_part_cancel(struct job *j, void *handle)
 {
     struct making *m = handle;
     if (!m)
         return;
-    amldist__loop_cancel(j->loop, m->timer);
+    if (m->timer)
+        amldist__loop_cancel(j->loop, m->timer);
+    job_stacks_cancel(j, m->capture);
     free(m->before);
     free(m);
 }

@@ -42,6 +42,16 @@ static void rank_list(int *ranks, size_t n, char *buf, size_t size)
 #define UNSEEN_DIV 10
 #define UNSEEN_MIN_NS 50000000LL
 
+/* A verdict waiting for this node's stacks, read beside the loop: it is
+ * given once they are printed. */
+struct pending {
+    enum stop_reason reason;     /* STOP_HANG or STOP_TIMEOUT */
+    int *stalled;                /* the ranks named, NULL: the stacks tell */
+    size_t nstalled;
+    char peer[256];              /* for the other nodes (job_stop) */
+    struct job_capture *capture; /* NULL: none waits */
+};
+
 /* The watch's own state: its timers (0: none), and what it knows. */
 struct hang_watch {
     struct job *j;
@@ -57,6 +67,7 @@ struct hang_watch {
     double t_first_done; /* now_s() when the attempt's first rank ended */
     double notice_every; /* the interval after the next notice, in s */
     char why[256];     /* the last hang or --timeout, in words */
+    struct pending pending; /* a verdict waiting for the stacks */
 };
 
 /* A timer at `at_ns` (amldist__now_ns()'s clock, the loop's in ms, rounded
@@ -117,16 +128,67 @@ static void stacks_out(struct job *j, const struct stk_set *set,
     stk_report_free(&r);
 }
 
-/* This node's running ranks' stacks, merged (stacks_out). */
-static void stacks_report(struct job *j, enum stop_reason reason,
-                          const int *stalled, size_t nstalled)
+static void give_verdict(struct hang_watch *hw);
+
+/* The stacks are read: printed, then the verdict.  A hang whose attempt
+ * stopped meanwhile for another reason (a failure, a signal) is no
+ * verdict any more; --timeout ends the job all the same. */
+static void stacks_read(void *arg, struct stk_set *set, int rc)
 {
-    struct stk_set set = {NULL, 0};
-    if (job_stacks(j, &set) < 0)
+    struct hang_watch *hw = arg;
+    struct pending *pd = &hw->pending;
+    pd->capture = NULL;
+    if (rc == -1)
         msg("out of memory reading the workers' stacks");
-    else
-        stacks_out(j, &set, reason, stalled, nstalled);
-    stk_set_free(&set);
+    else if (rc == 0)
+        stacks_out(hw->j, set, pd->reason, pd->stalled, pd->nstalled);
+    if (pd->reason == STOP_TIMEOUT || hw->j->p.phase == PHASE_RUNNING) {
+        give_verdict(hw);
+    } else {
+        free(pd->stalled);
+        pd->stalled = NULL;
+    }
+}
+
+/* Read this node's running ranks' stacks, then give the verdict (at once
+ * when they cannot be read). */
+static void stacks_then_verdict(struct hang_watch *hw)
+{
+    struct pending *pd = &hw->pending;
+    pd->capture = job_stacks_start(hw->j, stacks_read, hw);
+    if (pd->capture)
+        return;
+    msg("out of memory reading the workers' stacks");
+    give_verdict(hw);
+}
+
+static void give_verdict(struct hang_watch *hw)
+{
+    struct pending *pd = &hw->pending;
+    enum stop_reason r = pd->reason;
+    char peer[sizeof pd->peer];
+    snprintf(peer, sizeof peer, "%s", pd->peer);
+    free(pd->stalled);
+    pd->stalled = NULL;
+    pd->nstalled = 0;
+    job_stop(hw->j, r, &(struct stop_detail){hw->why, peer});
+}
+
+/* The attempt ends with a verdict still waiting for the stacks: a hang's
+ * is moot (its ranks are gone), --timeout's is given now. */
+static void pending_end(struct hang_watch *hw)
+{
+    struct pending *pd = &hw->pending;
+    if (!pd->capture)
+        return;
+    job_stacks_cancel(hw->j, pd->capture);
+    pd->capture = NULL;
+    if (pd->reason == STOP_TIMEOUT) {
+        give_verdict(hw);
+    } else {
+        free(pd->stalled);
+        pd->stalled = NULL;
+    }
 }
 
 /* ---- --hang-timeout ----------------------------------------------------- */
@@ -156,13 +218,17 @@ static void hung(struct hang_watch *hw, const amldist__hang_verdict_t *v,
                              v->nstalled};
     job_publish(j, TOPIC_HANG, &found);
     /* Every rank stalled (a collective): the stacks single them out. */
-    stacks_report(j, STOP_HANG, v->single_out ? stalled : NULL,
-                  v->single_out ? v->nstalled : 0);
-    char peer[256];
-    snprintf(peer, sizeof peer, "amlrun:   host %s: hang: no progress for "
-             "%.1f s (--hang-timeout %g)\n", j->s->host, idle,
+    struct pending *pd = &hw->pending;
+    pd->reason = STOP_HANG;
+    pd->nstalled = 0;
+    if (v->single_out && (pd->stalled = malloc(v->nstalled * sizeof *stalled))) {
+        memcpy(pd->stalled, stalled, v->nstalled * sizeof *stalled);
+        pd->nstalled = v->nstalled;
+    }
+    snprintf(pd->peer, sizeof pd->peer, "amlrun:   host %s: hang: no "
+             "progress for %.1f s (--hang-timeout %g)\n", j->s->host, idle,
              o->hang_timeout);
-    job_stop(j, STOP_HANG, &(struct stop_detail){hw->why, peer});
+    stacks_then_verdict(hw);
 }
 
 static void on_look(void *arg);
@@ -286,10 +352,11 @@ static void attempt_start(void *self, struct job *j, int started)
 /* The job stops: 124 on every node, whatever restarts are left. */
 static void timeout_stop(struct hang_watch *hw)
 {
-    char peer[96];
-    snprintf(peer, sizeof peer, "--timeout %g: the job stops",
+    struct pending *pd = &hw->pending;
+    pd->reason = STOP_TIMEOUT;
+    snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
              hw->j->s->o->timeout);
-    job_stop(hw->j, STOP_TIMEOUT, &(struct stop_detail){hw->why, peer});
+    give_verdict(hw);
 }
 
 /* Every node's stacks (parts in node order, n == 0: out of memory). */
@@ -358,9 +425,23 @@ static void on_timeout(void *arg)
     job_publish(j, TOPIC_HANG, &found);
     if (every && node_part(j, PART_STACKS, timeout_mine, hw))
         return; /* timeout_parts() stops the job */
-    if (stacks)
-        stacks_report(j, STOP_TIMEOUT, NULL, 0);
-    timeout_stop(hw);
+    struct pending *pd = &hw->pending;
+    if (pd->capture) {
+        /* A hang's stacks are being read: they serve --timeout, which
+         * ends the job once they are printed. */
+        pd->reason = STOP_TIMEOUT;
+        snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
+                 o->timeout);
+        return;
+    }
+    if (!stacks) {
+        timeout_stop(hw);
+        return;
+    }
+    pd->reason = STOP_TIMEOUT;
+    snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
+             o->timeout);
+    stacks_then_verdict(hw); /* stacks_read() stops the job */
 }
 
 static int timeout_later(struct hang_watch *hw)
@@ -449,6 +530,7 @@ static void attempt_end(void *self, struct job *j)
 {
     struct hang_watch *hw = self;
     (void)j;
+    pending_end(hw);
     cancel(hw, &hw->hang_timer);
     cancel(hw, &hw->notice_timer);
     hw->t_first_done = 0;
@@ -475,6 +557,9 @@ static void detach(void *self, struct job *j)
     cancel(hw, &hw->hang_timer);
     cancel(hw, &hw->notice_timer);
     cancel(hw, &hw->timeout_timer);
+    if (hw->pending.capture)
+        job_stacks_cancel(j, hw->pending.capture);
+    free(hw->pending.stalled);
     free(hw);
 }
 

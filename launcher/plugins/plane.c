@@ -99,17 +99,42 @@ static void attempt_end(void *self, struct job *j)
 
 /* ---- answers ---------------------------------------------------------- */
 
-/* This node's running workers' stacks (job_stacks(), as for its own
- * hangs and --stacks), encoded; NULL when out of memory (said). */
-static char *node_stacks(struct job *j, size_t *len)
+/* This node's running workers' stacks (job_stacks_start(), as for its own
+ * hangs and --stacks), encoded as the answer to the host's hang. */
+struct stacks_answer {
+    struct job *j;
+    unsigned id;
+};
+
+static void stacks_answered(void *arg, struct stk_set *set, int rc)
 {
-    struct stk_set set = {0};
-    char *text = job_stacks(j, &set) == 0 ? stk_encode(&set, len) : NULL;
-    if (!text)
+    struct stacks_answer *sa = arg;
+    size_t len = 0;
+    char *text = rc == 0 ? stk_encode(set, &len) : NULL;
+    if (!text && rc != JOB_STACKS_CUT)
         msg("the stacks of this node's ranks for another node: out of "
             "memory");
-    stk_set_free(&set);
-    return text;
+    /* None (the attempt ended first): an empty answer, so that the host
+     * is not kept waiting. */
+    if (amldist_rdzv_answer(sa->j->s->rz, sa->id, text ? text : "",
+                            text ? len : 0) < 0)
+        msg("answering another node: %s", amldist_last_error());
+    free(text);
+    free(sa);
+}
+
+/* The host's hang: this node's stacks, read beside the loop, as the
+ * answer; 0, or -1 when they cannot be read (out of memory). */
+static int node_stacks(struct job *j, unsigned id)
+{
+    struct stacks_answer *sa = malloc(sizeof *sa);
+    if (!sa)
+        return -1;
+    *sa = (struct stacks_answer){j, id};
+    if (job_stacks_start(j, stacks_answered, sa))
+        return 0;
+    free(sa);
+    return -1;
 }
 
 /* Another node's --status or --stacks: this node's part, made on the
@@ -149,7 +174,10 @@ static void answer(struct job *j, const amldist_rdzv_request_t *q)
     char *blob = NULL;
     int own = q->asker == amldist_rdzv_node_rank(j->s->rz);
     if (q->topic == AMLDIST_RDZV_TOPIC_HANG) {
-        blob = node_stacks(j, &len);
+        if (node_stacks(j, q->id) == 0)
+            return;
+        msg("the stacks of this node's ranks for another node: out of "
+            "memory");
     } else if ((q->topic == AMLDIST_RDZV_TOPIC_STATUS ||
                 q->topic == AMLDIST_RDZV_TOPIC_STACKS) && !own) {
         struct part_answer *pa = malloc(sizeof *pa);

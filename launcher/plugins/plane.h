@@ -5,7 +5,7 @@
  *     decides with every node's (one node alone cannot: its ranks may wait
  *     for a rank elsewhere), instead of deciding here;
  *   - every gather's request is answered from the loop: the host's hang
- *     with this node's stacks (job_stacks, stk_encode), another node's
+ *     with this node's stacks (job_stacks_start, stk_encode), another node's
  *     --status and --stacks with this node's part (node_part, gather.h);
  *     this node's own --status and --stacks ask every node: it is the
  *     job's gatherer (hooks.h, job_gather);

@@ -43,6 +43,7 @@ int job_init(struct job *j, const struct job_spec *s)
 void job_free(struct job *j)
 {
     job_plugins_detach(j); /* while the loop is there */
+    job_stacks_cancel_all(j, 1);
     for (int i = 0; j->w && i < j->n; i++) {
         out_stream_close(&j->w[i].out);
         out_stream_close(&j->w[i].err);
@@ -178,7 +179,8 @@ static int stack_channel(const struct job_spec *s, struct worker *w,
 {
     int fds[2];
     worker_close_stack(w);
-    if (!stk_channel_wanted(s->cmd->path, s->cmd->runs_python))
+    if (!stk_channel_wanted_argv(s->cmd->path, s->cmd->argv,
+                                 s->cmd->runs_python))
         return 0;
     if (stk_channel_open(fds) < 0)
         return -1;

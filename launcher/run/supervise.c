@@ -29,6 +29,7 @@
 #include "run/report.h"
 #include "run/result.h"
 #include "run/start.h"
+#include "run/streams.h"
 #include "run/supervise.h"
 #include "util/clock.h"
 
@@ -106,72 +107,6 @@ static void job_act(struct job *j, enum action a, int sig)
         break;
     case ACT_NONE:
         break;
-    }
-}
-
-/* ---- the workers' output --------------------------------------------------- */
-
-static void on_stream(void *arg, int fd, short revents);
-
-/* Watch a stream's pipe, anew if it was: events the loop polled before are
- * then dropped.  A pipe the loop cannot watch is closed. */
-static void stream_watch(struct job *j, struct worker *w, struct out_stream *s)
-{
-    if (s->fd >= 0 &&
-        amldist__loop_watch(j->loop, s->fd, POLLIN, on_stream, w) < 0) {
-        msg_errno(errno, "output pipes for local worker %d", (int)(w - j->w));
-        out_stream_close(s);
-    }
-}
-
-static void stream_read(struct job *j, struct out_stream *s)
-{
-    int fd = s->fd;
-    out_stream_read(s, j->buf, READ_BUF);
-    if (s->fd < 0)
-        amldist__loop_unwatch(j->loop, fd);
-}
-
-static void stream_close(struct job *j, struct out_stream *s)
-{
-    if (s->fd >= 0)
-        amldist__loop_unwatch(j->loop, s->fd);
-    out_stream_close(s);
-}
-
-static void on_stream(void *arg, int fd, short revents)
-{
-    struct worker *w = arg;
-    (void)revents;
-    if (w->out.fd == fd)
-        stream_read(w->job, &w->out);
-    else if (w->err.fd == fd)
-        stream_read(w->job, &w->err);
-}
-
-static int open_streams(const struct job *j)
-{
-    int n = 0;
-    for (int i = 0; i < j->n; i++)
-        n += (j->w[i].out.fd >= 0) + (j->w[i].err.fd >= 0);
-    return n;
-}
-
-/* Read what a dead worker left in its pipes (or a live one's pending
- * output: job_drain), without waiting for writers that may still hold
- * them.  What the loop polled of them before is stale now (a read would
- * block on a pipe a stray holds open): watched anew. */
-static void drain(struct job *j, struct worker *w)
-{
-    struct out_stream *ss[2] = {&w->out, &w->err};
-    for (int k = 0; k < 2; k++) {
-        for (int rounds = 0; rounds < 64 && ss[k]->fd >= 0; rounds++) {
-            struct pollfd p = {ss[k]->fd, POLLIN, 0};
-            if (poll(&p, 1, 0) <= 0)
-                break;
-            stream_read(j, ss[k]);
-        }
-        stream_watch(j, w, ss[k]);
     }
 }
 
@@ -269,6 +204,15 @@ static void reap(struct job *j)
             return;
         pid_t pid = si.si_pid;
         struct worker *w = find_worker(j, pid);
+        if (si.si_code == CLD_TRAPPED) {
+            /* A capture's thread traces it (job/capture.c): the kernel
+             * shows a tracee of our own thread group to its real parent
+             * too (__WNOTHREAD does not hide it), and the event is the
+             * tracer's.  Neither killed nor waited for here: the rest is
+             * reaped once no capture runs (job_take_signals). */
+            j->reap_later = 1;
+            return;
+        }
         if (si.si_code == CLD_STOPPED || si.si_code == CLD_CONTINUED) {
             /* Take the event (WNOWAIT left it there); an exit is not
              * taken by these flags, and is reaped on the next round. */
@@ -326,11 +270,15 @@ static int job_take_signals(struct job *j)
 {
     struct signalfd_siginfo si[16];
     ssize_t n = read(j->s->sfd, si, sizeof si);
-    if (n < (ssize_t)sizeof si[0])
-        return 0;
-    for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++)
+    int any = n >= (ssize_t)sizeof si[0];
+    for (ssize_t i = 0; any && i < n / (ssize_t)sizeof si[0]; i++)
         on_signal(j, (int)si[i].ssi_signo);
-    return 1;
+    /* What a capture's tracee held up (reap()), once no capture runs. */
+    if (j->reap_later && !j->captures) {
+        j->reap_later = 0;
+        reap(j);
+    }
+    return any;
 }
 
 static void on_signals(void *arg, int fd, short revents)
@@ -481,6 +429,9 @@ static void run_attempt(struct job *j)
 static void end_attempt(struct job *j)
 {
     job_hooks_attempt_end(j);
+    /* A reaped worker's pid may be the next attempt's: no capture reads
+     * on past this attempt. */
+    job_stacks_cancel_all(j, 0);
     if (j->deadline)
         amldist__loop_cancel(j->loop, j->deadline);
     j->deadline = 0;
