@@ -111,8 +111,10 @@ static int master_unreachable(amldist__rz_tcp_t *t)
     s->done_status = 1;
     s->done_port = 0;
     s->err = AMLDIST_EINVAL;
-    snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
-             t->endpoint, why);
+    /* Cut where it does not fit (the reason first: it names the fix). */
+    int at = (int)strnlen(t->endpoint, 200);
+    snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %.*s: %.*s", at,
+             t->endpoint, (int)(sizeof s->errmsg) - at - 16, why);
     return 1;
 }
 

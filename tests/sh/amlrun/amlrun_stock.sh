@@ -80,10 +80,15 @@ check "TMPDIR=/nonexistent, TMP set: the redirected logs under TMP" \
     bash -c "cat '$d'/tmp/amlrun_*/*/attempt_0/0/stdout.log | grep -qx out"
 if unshare -m true 2>/dev/null; then
     rc=0
+    # /tmp and /var/tmp made read-only where they are (bind-mounted on
+    # themselves), not covered: the build may live under /tmp (a CI's
+    # clean clone), and amlrun must still be found there.
     (cd / && TMPDIR=/nonexistent unshare -m sh -c '
-        mount -t tmpfs -o ro none "$1" && mount --bind "$1" /var/tmp &&
-        mount --bind "$1" /tmp && cd /tmp && exec "$2" --nproc-per-node 1 \
-            --cpu-bind none --no-python sh -c "echo ran"' - "$d/tmp" "$AMLRUN") \
+        for m in /tmp /var/tmp; do
+            mount --bind "$m" "$m" && mount -o remount,bind,ro "$m" || exit 99
+        done
+        cd /tmp && exec "$1" --nproc-per-node 1 \
+            --cpu-bind none --no-python sh -c "echo ran"' - "$AMLRUN") \
         >"$d/n.out" 2>"$d/n.err" || rc=$?
     expect_eq "no usable temporary directory: exit 125, no worker" \
         "$rc $(cat "$d/n.out")" "125 "
