@@ -42,12 +42,13 @@ static void on_read(void *arg, int fd, short revents)
     (void)fd;
     (void)revents;
     unlink_capture(j, c);
-    /* What came before the result (a worker's exit) is known first. */
-    job_sync(j);
     int rc = stk_capture_collect(c->k, &set);
     c->done(c->arg, &set, rc);
     stk_set_free(&set);
     free(c);
+    /* Then the signals, and the workers' ends the capture held back
+     * (the supervisor's reap waits while one runs). */
+    job_sync(j);
 }
 
 struct job_capture *job_stacks_start(struct job *j, job_stacks_fn *done,

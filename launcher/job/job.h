@@ -119,7 +119,9 @@ long job_stack_targets(const struct job *j, struct stk_target **t);
 /* Every running rank's stack (hangs, --timeout, --stacks), read on the
  * capture's own thread while the loop goes on (signals, exits, output),
  * each rank stopped only while its threads are read.  done(arg, set, rc)
- * comes from the loop when it is read, the signals taken first: set the
+ * comes from the loop when it is read, before the workers' ends that came
+ * meanwhile (the supervisor reaps them after: what the stacks show is
+ * decided first, as when a capture held the loop): set the
  * ranks (freed after done returns), rc 0, -1 when out of memory, or
  * JOB_STACKS_CUT when the attempt ended first (set empty).  NULL when it
  * cannot start (out of memory): done is never called then. */

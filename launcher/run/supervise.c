@@ -191,6 +191,14 @@ static void suspend(struct job *j, int sig)
 
 static void reap(struct job *j)
 {
+    /* While a capture reads the ranks' stacks, their ends wait (for at
+     * most its deadline): what the stacks show is decided first (a hang's
+     * verdict, then a rank that died meanwhile), as when the capture held
+     * the loop; signals, output and queries are still served. */
+    if (j->captures) {
+        j->reap_later = 1;
+        return;
+    }
     for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
