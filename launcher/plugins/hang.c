@@ -349,13 +349,19 @@ static void attempt_start(void *self, struct job *j, int started)
  * the gather's 15 s, and more. */
 #define TIMEOUT_FALLBACK_S 30.0
 
-/* The job stops: 124 on every node, whatever restarts are left. */
-static void timeout_stop(struct hang_watch *hw)
+/* The verdict waiting is --timeout's: the job stops, 124 on every node,
+ * whatever restarts are left. */
+static void pend_timeout(struct hang_watch *hw)
 {
     struct pending *pd = &hw->pending;
     pd->reason = STOP_TIMEOUT;
     snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
              hw->j->s->o->timeout);
+}
+
+static void timeout_stop(struct hang_watch *hw)
+{
+    pend_timeout(hw);
     give_verdict(hw);
 }
 
@@ -429,18 +435,14 @@ static void on_timeout(void *arg)
     if (pd->capture) {
         /* A hang's stacks are being read: they serve --timeout, which
          * ends the job once they are printed. */
-        pd->reason = STOP_TIMEOUT;
-        snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
-                 o->timeout);
+        pend_timeout(hw);
         return;
     }
     if (!stacks) {
         timeout_stop(hw);
         return;
     }
-    pd->reason = STOP_TIMEOUT;
-    snprintf(pd->peer, sizeof pd->peer, "--timeout %g: the job stops",
-             o->timeout);
+    pend_timeout(hw);
     stacks_then_verdict(hw); /* stacks_read() stops the job */
 }
 
