@@ -47,6 +47,18 @@ static amldist__hang_rank_t *ranks_view(struct job *j, size_t *n)
     return h;
 }
 
+/* A rank's last progress for the host, a long step it announced
+ * (amldist_progress_expect) folded in: as if it had called at the step's
+ * end less the timeout, which is how the rule reads an announced step
+ * (progress/hang.c), so the view needs no field of its own. */
+static int64_t announced(const amldist__hang_rank_t *r, int64_t timeout_ns)
+{
+    int64_t p = r->progress_ns;
+    if (r->until_ns > timeout_ns && r->until_ns - timeout_ns > p)
+        p = r->until_ns - timeout_ns;
+    return p;
+}
+
 static void on_view(void *arg)
 {
     struct plane *pl = arg;
@@ -57,13 +69,15 @@ static void on_view(void *arg)
     size_t n;
     amldist__hang_rank_t *h = ranks_view(j, &n);
     amldist_rdzv_view_t *v = malloc((n ? n : 1) * sizeof *v);
+    int64_t timeout_ns = (int64_t)(j->s->o->hang_timeout * 1e9);
     if (h && v) {
         for (size_t i = 0; i < n; i++)
             v[i] = (amldist_rdzv_view_t){
                 .rank = h[i].rank,
                 .flags = (h[i].alive ? AMLDIST_RDZV_VIEW_ALIVE : 0u) |
                          (h[i].uses_api ? AMLDIST_RDZV_VIEW_API : 0u),
-                .start_ns = h[i].start_ns, .progress_ns = h[i].progress_ns,
+                .start_ns = h[i].start_ns,
+                .progress_ns = announced(&h[i], timeout_ns),
                 .line_ns = h[i].line_ns, .end_ns = h[i].end_ns};
         amldist_rdzv_set_view(j->s->rz, v, (int)n);
     }

@@ -40,6 +40,7 @@ struct amldist__rz_plane_shared {
     int watch_ms;                  /* > 0: send views */
     amldist_rdzv_view_t *views;    /* the caller's latest, local times */
     int nviews;
+    int view_fresh;                /* set since the last one sent */
     struct amldist__rz_ask *asks;  /* to send */
     struct amldist__rz_answer *answers; /* to send */
     struct amldist__rz_req *reqs;  /* for the caller (requests) */

@@ -63,6 +63,7 @@ int amldist_rdzv_set_view(amldist_rdzv_t *r, const amldist_rdzv_view_t *v,
     free(r->sk.pl.views);
     r->sk.pl.views = c;
     r->sk.pl.nviews = n;
+    r->sk.pl.view_fresh = 1;
     pthread_mutex_unlock(&r->sk.mu);
     return 0;
 }

@@ -38,6 +38,7 @@ struct amldist__rz_member {
     size_t nviews;
     int view_round;
     uint32_t view_timeout_ms;
+    int64_t view_at_ns; /* when it came (host ns) */
 };
 
 /* One agent asked in a gather. */
@@ -91,6 +92,12 @@ struct amldist__rz_sm {
     int nspent;
     uint32_t next_gather;
     int64_t now_ns, hang_next_ns;
+    /* The rule's clock restarted (host ns): a node's views came again
+     * after a gap (AMLDIST__RZ_VIEW_LATE_NS), and what the host could not
+     * see of its ranks, nor of the ranks that waited for them, is not
+     * time without progress.  Every live rank's start is taken as at
+     * least this. */
+    int64_t hang_since_ns;
     int hang_round;
     long long hang_end;
 };

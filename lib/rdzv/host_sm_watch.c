@@ -232,11 +232,16 @@ void amldist__rz_sm_on_view(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
         return;
     if (ev->nviews)
         memcpy(v, ev->views, ev->nviews * sizeof *v);
+    /* Views again after a gap: the clock restarts (hang_since_ns). */
+    if (m->view_round == sm->round && m->nviews &&
+        sm->now_ns - m->view_at_ns > AMLDIST__RZ_VIEW_LATE_NS(ev->timeout_ms))
+        sm->hang_since_ns = sm->now_ns;
     free(m->views);
     m->views = v;
     m->nviews = ev->nviews;
     m->view_round = sm->round;
     m->view_timeout_ms = ev->timeout_ms;
+    m->view_at_ns = sm->now_ns;
     sm->hang_next_ns = 0; /* decide again now */
     amldist__rz_sm_watch_tick(sm);
 }
@@ -249,11 +254,20 @@ static int watching(const amldist__rz_sm_t *sm,
            m->view_timeout_ms;
 }
 
+/* Whether watching member m's ranks are unknown now: its last view is
+ * late (AMLDIST__RZ_VIEW_LATE_NS). */
+static int late(const amldist__rz_sm_t *sm, const struct amldist__rz_member *m)
+{
+    return m->nviews &&
+           sm->now_ns - m->view_at_ns > AMLDIST__RZ_VIEW_LATE_NS(m->view_timeout_ms);
+}
+
 /* The hang rule over every node's view of this round. */
 static void decide(amldist__rz_sm_t *sm)
 {
     size_t n = 0;
     uint32_t timeout_ms = 0;
+    int unknown = 0;
     for (int i = 0; i < sm->nm; i++) {
         struct amldist__rz_member *m = &sm->m[i];
         if (!watching(sm, m))
@@ -261,10 +275,18 @@ static void decide(amldist__rz_sm_t *sm)
         n += m->nviews;
         if (!timeout_ms || m->view_timeout_ms < timeout_ms)
             timeout_ms = m->view_timeout_ms;
+        unknown |= late(sm, m);
     }
     sm->hang_next_ns = INT64_MAX;
     if (!timeout_ms || !n)
         return;
+    if (unknown) {
+        /* A node's ranks unseen: no verdict on them, nor on the ranks
+         * that may wait for them.  Its next view decides again (and
+         * restarts the clock); look again meanwhile all the same. */
+        sm->hang_next_ns = sm->now_ns + AMLDIST__RZ_VIEW_LATE_NS(timeout_ms);
+        return;
+    }
     amldist__hang_rank_t *all = malloc(n * sizeof *all);
     int *stalled = malloc(n * sizeof *stalled);
     if (!all || !stalled) {
@@ -286,6 +308,8 @@ static void decide(amldist__rz_sm_t *sm)
                 .uses_api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0,
                 .start_ns = v->start_ns, .progress_ns = v->progress_ns,
                 .line_ns = v->line_ns, .end_ns = v->end_ns};
+            if (all[k - 1].alive && all[k - 1].start_ns < sm->hang_since_ns)
+                all[k - 1].start_ns = sm->hang_since_ns;
         }
     }
     /* Decided as of the time every node's view has surely reached. */

@@ -126,6 +126,15 @@ enum {
     ((timeout_ms) / 8 < 100 ? 100 : (timeout_ms) / 8 > 500 ? 500 : (timeout_ms) / 8)
 #define AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms)                                  \
     ((2 * (int64_t)AMLDIST__RZ_VIEW_EVERY_MS(timeout_ms) + 50) * 1000000)
+/* A node whose last view is older than twice that is late: its amlrun
+ * (stopped, or blocked on a console that does not read) sends no fresh
+ * view, and the host cannot tell its ranks stalled from unseen.  While
+ * one is late the host decides nothing (its loss is its heartbeats'
+ * business); when its views come again, the rule's clock restarts.  It
+ * stays under the timeout, so that a node's ranks are never judged on
+ * a view that late. */
+#define AMLDIST__RZ_VIEW_LATE_NS(timeout_ms)                                   \
+    (2 * AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms))
 
 /* One rank's view as the host keeps it (host ns; 0: none). */
 typedef struct {

@@ -348,10 +348,17 @@ static void take_due(amldist__rz_tcp_t *t, long long now, struct due *d)
     pl->answers = NULL;
     d->watch_ms = pl->watch_ms;
     d->shift = amldist__rz_clock_shift_ns() + pl->clk_offset;
+    /* Only a view the caller made since the last one sent: a caller that
+     * stopped (SIGSTOP, a console that does not read) sends none, and the
+     * host takes its ranks as unseen, not stalled; its old view sent
+     * again would look like ranks without progress. */
     if (t->c.fd >= 0 && d->running && d->watch_ms > 0 &&
         now >= t->pt.next_view) {
         t->pt.next_view = now + AMLDIST__RZ_VIEW_EVERY_MS(d->watch_ms);
-        d->want_view = 1;
+        d->want_view = pl->view_fresh;
+        pl->view_fresh = 0;
+    }
+    if (d->want_view) {
         d->nviews = pl->nviews;
         d->views = d->nviews ? malloc((size_t)d->nviews * sizeof *d->views)
                              : NULL;

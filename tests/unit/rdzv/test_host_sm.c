@@ -42,8 +42,18 @@ static amldist__rz_cfg_t config(int min, int max, int restarts)
     return c;
 }
 
+/* What each node last sent: its amlrun sends it again (made anew, the
+ * same) while the test's clock runs (pass()), unless it stopped. */
+static struct {
+    amldist__rz_view_t v[8];
+    int n, round, sending;
+    int moving; /* its ranks call the API at each view (pass()) */
+    uint32_t timeout_ms;
+} sent[NM];
+
 static void start_cfg(const amldist__rz_cfg_t *c)
 {
+    memset(sent, 0, sizeof sent);
     now = 1000;
     sm = amldist__rz_sm_new(c, now);
     CHECK(sm != NULL);
@@ -982,19 +992,49 @@ static void test_unknown_members_ignored(void)
 /* Member i's view: ranks first.. first+n-1, each with `flags`, last
  * progress at prog[k] ms and last line at line[k] ms (-1: never; the
  * rule itself is lib/progress/hang.c's, tested in test_hang). */
+static void send_view(int i)
+{
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = &mb[i],
+                               .round = (uint32_t)sent[i].round,
+                               .timeout_ms = sent[i].timeout_ms,
+                               .views = sent[i].v,
+                               .nviews = (size_t)sent[i].n});
+}
+
 static void view(int i, int round, uint32_t timeout_ms, int first, int n,
                  unsigned flags, const long long *prog, const long long *line)
 {
-    amldist__rz_view_t v[8];
     for (int k = 0; k < n; k++)
-        v[k] = (amldist__rz_view_t){
+        sent[i].v[k] = (amldist__rz_view_t){
             .rank = (uint32_t)(first + k), .flags = flags,
             .progress_ns = prog[k] < 0 ? 0 : MS(prog[k]),
             .line_ns = line[k] < 0 ? 0 : MS(line[k])};
-    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_VIEW, .who = &mb[i],
-                               .round = (uint32_t)round,
-                               .timeout_ms = timeout_ms, .views = v,
-                               .nviews = (size_t)n});
+    sent[i].n = n;
+    sent[i].round = round;
+    sent[i].timeout_ms = timeout_ms;
+    sent[i].sending = 1;
+    send_view(i);
+}
+
+/* The clock runs ms on, every node that sends views sending its last one
+ * again each 100 ms (as often as amlrun does at the least), strictly
+ * before the end, where the host ticks: what the last step did is what
+ * happened at the end. */
+static void pass(long long ms)
+{
+    long long end = now + ms;
+    for (long long t = now + 100; t < end; t += 100) {
+        now = t;
+        for (int i = 0; i < NM; i++) {
+            if (!sent[i].sending)
+                continue;
+            for (int k = 0; k < sent[i].n && sent[i].moving; k++)
+                sent[i].v[k].progress_ns = sent[i].v[k].line_ns = MS(now);
+            send_view(i);
+        }
+    }
+    now = end;
+    tick();
 }
 
 static void answer(int i, uint32_t id, uint32_t flags, const char *chunk)
@@ -1046,17 +1086,15 @@ static void test_hang_per_rank_names_the_stalled(void)
      * slack). */
     CHECK(amldist__rz_sm_next_deadline(sm) == now + 3000 + SLACK_MS(3000));
     long long t0 = now;
-    now += 2500;
+    pass(2500);
     long long p0b[] = {now}, p1b[] = {now, t0}, l1b[] = {now, now};
     view(0, 0, 3000, 0, 1, API, p0b, l0);
     view(1, 0, 3000, 1, 2, API, p1b, l1b); /* rank 2 still prints */
     CHECK_INT_EQ(nact, 0);
-    now += 500 + SLACK_MS(3000) - 1;
-    tick(); /* not yet: rank 2's progress, a view on its way aside, is 1 ms
+    pass(500 + SLACK_MS(3000) - 1); /* not yet: rank 2's progress, a view on its way aside, is 1 ms
                short of 3 s old */
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
-    now += 1;
-    tick();
+    pass(1);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
     const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 1);
     CHECK(q != NULL);
@@ -1069,7 +1107,7 @@ static void test_hang_per_rank_names_the_stalled(void)
         CHECK_INT_EQ(amldist__net_get_u32(q->data + 8), 2);
     }
     /* Once a round. */
-    now += 100;
+    pass(100);
     view(1, 0, 3000, 1, 2, API, p1b, l1b);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
     uint32_t id = q ? q->value : 0;
@@ -1104,15 +1142,13 @@ static void test_hang_whole_job_across_nodes(void)
     form(2);
     long long none[] = {-1, -1}, old[] = {now, now};
     view(0, 0, 2000, 0, 1, ALIVE, none, old);
-    now += 1900;
+    pass(1900);
     long long fresh[] = {now, now};
     view(1, 0, 2000, 1, 2, ALIVE, none, fresh);
-    now += 1500; /* node 0 silent for 3.4 s, node 1 for 1.5 s */
-    tick();
+    pass(1500); /* node 0 silent for 3.4 s, node 1 for 1.5 s */
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
     CHECK(amldist__rz_sm_next_deadline(sm) == now + 500 + SLACK_MS(2000));
-    now += 501 + SLACK_MS(2000);
-    tick();
+    pass(501 + SLACK_MS(2000));
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
     const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 0);
     CHECK(q && amldist__net_get_u32(q->data + 4) == 0); /* none stalled */
@@ -1130,14 +1166,77 @@ static void test_hang_ignores_dead_and_stale(void)
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
     view(1, 5, 60000, 1, 2, ALIVE, none, old); /* another round's */
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    view(1, 0, 60000, 1, 2, 0, none, old); /* its own again */
     long long fresh[] = {now};
     view(0, 0, 60000, 0, 1, ALIVE, none, fresh);
-    now += 1500;
-    tick();
+    pass(1500);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
     long long mid[] = {now - 1200 - SLACK_MS(1000),
                        now - 1200 - SLACK_MS(1000)};
     view(1, 0, 1000, 1, 2, ALIVE, none, mid); /* 1 s: the least */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    amldist__rz_sm_free(sm);
+}
+
+/* Issue 37: a node whose views stop (its amlrun stopped 4 s, its workers
+ * still calling the API) is late: its ranks are unseen, not stalled, and
+ * the other node's ranks, which waited for them, are no hang either; when
+ * its views come again the clock restarts; a real stall after that is
+ * still found, a timeout later. */
+static void test_hang_late_node_is_unseen(void)
+{
+    job(2, 2, 0);
+    form(2);
+    long long p[] = {now, now};
+    view(0, 0, 3000, 0, 1, API, p, p);
+    view(1, 0, 3000, 1, 1, API, p, p);
+    sent[0].moving = sent[1].moving = 1;
+    pass(1000);
+    /* node 1's amlrun stops; node 0's rank waits for node 1's in a
+     * collective: its progress stops too */
+    sent[1].sending = 0;
+    sent[0].moving = 0;
+    pass(4000); /* past the timeout and the views' slack */
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    /* its views come again (its workers went on meanwhile); node 0's rank
+     * has not moved for 4 s, time the host could not see of node 1 */
+    long long p1[] = {now};
+    view(1, 0, 3000, 1, 1, API, p1, p1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    pass(2900);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    /* node 0's rank truly stopped: named a timeout after the restart */
+    pass(100 + SLACK_MS(3000));
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
+    const amldist__rz_action_t *q = action(AMLDIST__RZ_A_QUERY, 0);
+    CHECK(q && amldist__net_get_u32(q->data + 4) == 1 &&
+          amldist__net_get_u32(q->data + 8) == 0);
+    amldist__rz_sm_free(sm);
+}
+
+/* A node late for good (its amlrun stopped, its heartbeats the judge of
+ * its loss) holds every verdict off, though its last view and the other
+ * node's both show ranks without progress for longer than the timeout;
+ * a node whose views keep coming with old progress is judged. */
+static void test_hang_late_node_holds_the_verdict(void)
+{
+    job(2, 2, 0);
+    form(2);
+    long long p[] = {now};
+    view(0, 0, 2000, 0, 1, API, p, p);
+    view(1, 0, 2000, 1, 1, API, p, p);
+    sent[1].sending = 0;
+    pass(6000);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    CHECK(amldist__rz_sm_next_deadline(sm) >= 0);
+    /* node 1 sends again, its rank's progress as old: the clock restarts
+     * at its return, and the hang is found a timeout later */
+    sent[1].sending = 1;
+    send_view(1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    pass(2000 + SLACK_MS(2000) - 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    pass(1);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 2);
     amldist__rz_sm_free(sm);
 }
@@ -1152,8 +1251,9 @@ static void test_hang_gather_missing_node(void)
     long long none[] = {-1}, old[] = {now};
     for (int i = 0; i < 3; i++)
         view(i, 0, 1000, i, 1, ALIVE, none, old);
-    now += 1001 + SLACK_MS(1000);
-    tick();
+    pass(1000 + SLACK_MS(1000) - 1);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 0);
+    pass(1);
     CHECK_INT_EQ(count(AMLDIST__RZ_A_QUERY), 3);
     uint32_t id = action(AMLDIST__RZ_A_QUERY, 2)->value;
     answer(0, id, AMLDIST__RZ_G_LAST, "n0");
@@ -1304,6 +1404,8 @@ int main(void)
     RUN(test_hang_whole_job_across_nodes);
     RUN(test_hang_ignores_dead_and_stale);
     RUN(test_hang_gather_missing_node);
+    RUN(test_hang_late_node_is_unseen);
+    RUN(test_hang_late_node_holds_the_verdict);
     RUN(test_gather_relays_to_the_asker);
     RUN(test_gather_refusals_and_losses);
     RUN(test_marks_to_the_host_node);
