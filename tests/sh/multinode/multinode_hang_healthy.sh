@@ -33,7 +33,7 @@ start() {
     rm -rf "$d"; mkdir -p "$d"
     local n
     for n in 0 1; do
-        on "n$n" $T "$AMLRUN" --hang-timeout 2 --nnodes 2 --nproc-per-node 2 \
+        on "n$n" $T "$AMLRUN" --hang-timeout "${HT:-2}" --nnodes 2 --nproc-per-node "${NPN:-2}" \
             --rdzv-backend c10d --rdzv-endpoint "n0:$PORT" --rdzv-id "$tag" \
             --python "$PY" "$W" "$d" "$sec" "$@" >"$d/out.$n" 2>"$d/err.$n" &
         if [ $n = 0 ]; then pid0[$tag]=$!; else pid1[$tag]=$!; fi
@@ -54,7 +54,10 @@ rcs() {
 amlrun_of() {
     local p
     for p in $(pgrep -f -- "--rdzv-id $1 .*$TEST_TMP/$1 "); do
-        # the one of that node's namespace
+        # amlrun itself (not the timeout or the namespace's wrapper that
+        # started it, whose command lines hold the same words), in that
+        # node's namespace
+        [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$AMLRUN")" ] || continue
         [ "$(ip netns identify "$p" 2>/dev/null)" = "$CLUSTER-n$2" ] && { echo "$p"; return 0; }
     done
     return 1
@@ -73,7 +76,7 @@ find_amlrun() {
 stop_for() {
     local tag=$1 s=$2
     shift 2
-    wait_for 4 60 "$TEST_TMP/$tag" 'pid\.' || return 1
+    wait_for 2 60 "$TEST_TMP/$tag" 'pid\.' || return 1
     nap 1
     kill -STOP "$@"
     nap "$s"
@@ -87,8 +90,8 @@ healthy() {
         "$d/err.0" "$d/err.1" || diag "$(cat "$d/err.0" "$d/err.1")"
 }
 
-# (a) node 1's amlrun alone stopped
-start a 9 api api api api
+# (a) node 1's amlrun alone stopped (one worker a node, as the issue's)
+NPN=1 HT=3 start a 9 api api
 if p=$(find_amlrun a 1); then stop_for a 4 "$p"; else fail "(a) node 1's amlrun found"; fi
 rcs a
 healthy "(a) node 1's amlrun stopped 4 s" a "$RC"
