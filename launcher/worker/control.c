@@ -79,7 +79,7 @@ static int same_counts(const struct control *c, int nproc)
  * `why`, and the caller ends the job through the rendezvous, so that every
  * amlrun gives it.
  */
-static int numbering_of(const amldist_t *l, char *why, size_t size)
+int control_numbering(const amldist_t *l, char *why, size_t size)
 {
     int agents = amldist_world_size(l), nodes = amldist_num_nodes(l);
     int node = amldist_node_rank(l), rank = amldist_rank(l);
@@ -221,7 +221,7 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         ro.order = amldist_rank(l);
         ro.master_addr = host;
         ro.master_port = port;
-        c->numbering = numbering_of(l, unnumbered, sizeof unnumbered);
+        c->numbering = control_numbering(l, unnumbered, sizeof unnumbered);
     }
     ro.endpoint = c->endpoint;
     if (o->verbose)
