@@ -182,6 +182,29 @@ static int is_launcher_source(const char *src)
     return strcmp(src, "default") != 0 && strcmp(src, "options") != 0;
 }
 
+/*
+ * amlrun run straight from salloc's shell (or a batch script) of a job of
+ * several nodes is one process on this node: no launcher started it, so
+ * it runs here alone, which the user rarely means.  One line says so and
+ * how to run it on every node.  Slurm sets SLURM_STEP_ID in steps only
+ * (sources/slurm.c).
+ */
+static void allocation_hint(const struct amlrun_opts *o, const struct plan *p)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    const char *var = "SLURM_JOB_NUM_NODES", *nodes = getenv(var);
+    if (!nodes)
+        nodes = getenv(var = "SLURM_NNODES");
+    if (o->quiet || o->nnodes > 0 || !job || !nodes || atoi(nodes) < 2 ||
+        getenv("SLURM_STEP_ID") || getenv("SLURM_STEPID") ||
+        is_launcher_source(amldist_source(p->layout)))
+        return;
+    msg("note: Slurm job %s has %s nodes (%s) but this amlrun runs in no "
+        "step of it, so on this node only; to run on every node: srun "
+        "--ntasks-per-node 1 amlrun ... (or amlrun --launcher slurm ...)",
+        job, nodes, var);
+}
+
 int plan_make(const struct amlrun_opts *o, struct plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -257,6 +280,7 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         plan_free(p);
         return rc;
     }
+    allocation_hint(o, p);
     /* Never a guessed node index (MPICH's Hydra without its proxy in
      * sight): the ranks do not depend on it, so the job runs, but the
      * workers get no NODE_RANK or GROUP_RANK, and are told. */

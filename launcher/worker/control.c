@@ -64,6 +64,47 @@ static int same_counts(const struct control *c, int nproc)
     return 1;
 }
 
+/*
+ * How the static rendezvous's workers are numbered is the job's choice,
+ * made alike on every amlrun from what the launcher tells all of them, never
+ * from this amlrun's own node (issue 39: under `mpirun --host n0:3,n1:1`
+ * n1's lone amlrun numbered its node 3 of 4, n0's theirs 0 of 2).  The node
+ * count is the same on every rank: as many nodes as amlruns is one amlrun
+ * per node (1: the rendezvous numbers them, and the worker counts may
+ * differ); fewer is nodes shared, some unevenly (0: the launcher's node
+ * index and count, amldist_derive_child(), the same worker count on every
+ * amlrun).  Without a node count (Hydra names a node index only) an amlrun
+ * that shares its node, or whose node index is not its rank (a lone amlrun
+ * beside shared nodes), cannot be numbered alike: -1, with the reason in
+ * `why`, and the caller ends the job through the rendezvous, so that every
+ * amlrun gives it.
+ */
+int control_numbering(const amldist_t *l, char *why, size_t size)
+{
+    int agents = amldist_world_size(l), nodes = amldist_num_nodes(l);
+    int node = amldist_node_rank(l), rank = amldist_rank(l);
+    int local = amldist_local_world_size(l);
+    if (nodes > 0)
+        return nodes == agents;
+    if (local == 1 && (node < 0 || node == rank))
+        return 1;
+    char what[160];
+    if (local != 1)
+        snprintf(what, sizeof what, "%d of them on this node (%s)", local,
+                 amldist_explain(l, AMLDIST_FIELD_LOCAL_WORLD_SIZE));
+    else
+        snprintf(what, sizeof what, "this one alone on node %d (%s), not "
+                 "node %d", node, amldist_explain(l, AMLDIST_FIELD_NODE_RANK),
+                 rank);
+    snprintf(why, size, "the job's %d amlruns are not one per node, %s, "
+             "and the launcher does not say how many nodes there are (%s): "
+             "their nodes cannot be numbered alike; no worker started (start "
+             "one amlrun per node: mpiexec -ppn 1, mpirun --npernode 1, srun "
+             "--ntasks-per-node 1; or give --nnodes)", agents, what,
+             amldist_explain(l, AMLDIST_FIELD_NUM_NODES));
+    return -1;
+}
+
 /* The rendezvous library's warnings, one "amlrun: warning:" line each. */
 /* A job this node cannot start in: ended through the host, so that every
  * node exits together with one status (usage, 2, unless the job ended
@@ -143,7 +184,7 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     ro.note_fd = o->quiet ? -1 : 2;
     ro.note_prefix = "amlrun: ";
     c->verbose = o->verbose;
-    int alone = amldist_local_world_size(l) == 1;
+    char unnumbered[768] = "";
     if (c10d) {
         /* The registry's first backend (c10d) is the endpoint without a
          * scheme, as before the registry; another is picked by its name. */
@@ -180,7 +221,7 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         ro.order = amldist_rank(l);
         ro.master_addr = host;
         ro.master_port = port;
-        c->numbering = alone;
+        c->numbering = control_numbering(l, unnumbered, sizeof unnumbered);
     }
     ro.endpoint = c->endpoint;
     if (o->verbose)
@@ -200,6 +241,14 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     if (control_round(c, b) < 0)
         return end_before_start(c, "amlrun:   this node could not plan its "
                                    "share of its machine's GPUs\n");
+    if (c->numbering < 0) {
+        /* The reason travels: the amlruns that could number their nodes
+         * end with it too. */
+        char summary[sizeof unnumbered + 16];
+        msg("%s", unnumbered);
+        snprintf(summary, sizeof summary, "amlrun:   %s\n", unnumbered);
+        return end_before_start(c, summary);
+    }
     /* Every amlrun sees the counts and ends the job so. */
     if (!c->numbering && !same_counts(c, p->nproc))
         return end_before_start(c, "amlrun:   the amlruns sharing a node "

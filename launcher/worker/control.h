@@ -38,6 +38,12 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
  * or timeouts not used), and the binding planned again on this node's
  * share of its machine's GPUs.  0, or -1 after a message. */
 int control_round(const struct control *c, struct amlrun_binding *b);
+/* How a static job's workers are numbered, the same on every amlrun of
+ * the job: 1 by the rendezvous (one amlrun per node), 0 from the
+ * launcher's node index and count (nodes shared), -1 when the launcher
+ * cannot number shared nodes alike (no node count), with the reason and the
+ * fix in `why`. */
+int control_numbering(const amldist_t *l, char *why, size_t size);
 /* One line on what the rendezvous gave this node (--verbose). */
 void control_describe(const struct control *c);
 void control_close(struct control *c);

@@ -212,6 +212,30 @@ static int marked_fits(const amldist__env_t *env, const struct amldist *canon,
         canon->source, cr, cw, mpi->why[AMLDIST_FIELD_WORLD_SIZE], names);
 }
 
+/*
+ * Canonical variables that cannot be read (half a pair: a leftover
+ * WORLD_SIZE=4 in mpirun's shell, `mpirun -x RANK=7`; a malformed value)
+ * beside a launcher that describes this process: AMLDIST_PREFER=launcher
+ * sets them aside (0), as it sets aside a whole set that conflicts;
+ * otherwise the refusal (`err`, whose message is the reader's) names that
+ * way out and how to clear them.
+ */
+static int canon_unreadable(const amldist__env_t *env, int err,
+                            const char *first, const struct amldist *outer,
+                            int prefer)
+{
+    if (prefer == AMLDIST__PREFER_LAUNCHER)
+        return 0;
+    char names[160];
+    set_names(env, names, sizeof names);
+    return amldist__fail(err,
+                         "%s, beside %s: leftovers of another job in the "
+                         "shell that started the launcher, or passed to "
+                         "the ranks (mpirun -x, srun --export)? unset %s "
+                         "there, or set AMLDIST_PREFER=launcher",
+                         first, outer->why[AMLDIST_FIELD_WORLD_SIZE], names);
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -221,8 +245,12 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         return prefer;
     int has_canon =
         amldist__read_first(AMLDIST__READ_CANONICAL, env, NULL, &canon);
+    /* The launchers are read even so: beside one, unreadable canonical
+     * variables are leftovers that a preference may set aside. */
+    char canon_error[AMLDIST__WHY_MAX * 2] = "";
     if (has_canon < 0)
-        return has_canon;
+        amldist__strlcpy(canon_error, amldist_last_error(),
+                         sizeof canon_error);
     int has_mpi = amldist__read_first(AMLDIST__READ_MPI, env, NULL, &mpi);
     if (has_mpi < 0)
         return has_mpi;
@@ -230,6 +258,15 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
         amldist__read_first(AMLDIST__READ_OUTER, env, NULL, &slurm);
     if (has_slurm < 0)
         return has_slurm;
+    if (has_canon < 0) {
+        const struct amldist *launcher =
+            has_mpi ? &mpi : has_slurm ? &slurm : NULL;
+        if (launcher == NULL)
+            return amldist__fail(has_canon, "%s", canon_error);
+        if ((has_canon = canon_unreadable(env, has_canon, canon_error,
+                                          launcher, prefer)) < 0)
+            return has_canon;
+    }
     int rc = 0;
     if (has_mpi && has_slurm &&
         (rc = amldist__same_step_under_srun(env, &mpi, &slurm)) < 0)

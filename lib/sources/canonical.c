@@ -86,16 +86,19 @@ int amldist__src_canonical(const amldist__env_t *env, struct amldist *r)
         if (strcmp(source, "amlrun") == 0)
             return amldist__fail(AMLDIST_EMISSING,
                                  "AMLDIST_LAUNCHER=amlrun is set but RANK and "
-                                 "WORLD_SIZE are not");
+                                 "WORLD_SIZE are not (a leftover of an "
+                                 "amlrun's worker? unset it)");
         return 0;
     }
     if (!has_rank)
         return amldist__fail(AMLDIST_EMISSING,
-                             "WORLD_SIZE=%d is set but RANK is not",
+                             "WORLD_SIZE=%d is set but RANK is not (set "
+                             "both, or unset it)",
                              r->val[AMLDIST_FIELD_WORLD_SIZE]);
     if (!has_world)
         return amldist__fail(AMLDIST_EMISSING,
-                             "RANK=%d is set but WORLD_SIZE is not",
+                             "RANK=%d is set but WORLD_SIZE is not (set "
+                             "both, or unset it)",
                              r->val[AMLDIST_FIELD_RANK]);
 
     int rc;

@@ -7,6 +7,8 @@
 # of 1 beside OMPI_COMM_WORLD_SIZE=4 is refused, naming the variables and
 # the fix, and AMLDIST_PREFER=launcher sets it aside.  With and without
 # markers, amldist_init in the rank and amlrun per process and per node.
+# Half a pair (a leftover WORLD_SIZE=4, mpirun -x RANK=7) names the same
+# fixes, and AMLDIST_PREFER=launcher sets it aside.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 multinode_setup 2
@@ -43,4 +45,29 @@ for set in TORCHRUN AMLRUN PLAIN; do
         "$(grep -c '^n[0-9] RANK=.* WORLD_SIZE=1 ' <<<"$out")" 0
     check "$set leftovers, per node: ended within 30 s" test $((SECONDS - start)) -lt 30
 done
+# Half a pair: a leftover WORLD_SIZE=4 alone in mpirun's shell (n0's ranks
+# only), and RANK=7 passed with -x (every rank).  Refused naming the
+# variable and the fixes; AMLDIST_PREFER=launcher sets it aside before the
+# missing half is an error: the MPI world on every rank.
+for c in shell:WORLD_SIZE x:RANK; do
+    how=${c%%:*} var=${c#*:}
+    if [ "$how" = shell ]; then pre=(env WORLD_SIZE=4) xs=(); n=2; else pre=() xs=(-x RANK=7); n=4; fi
+    # Every rank ends on its own: mpirun does not kill the rest at the
+    # first failure, so each refusal is there to count.
+    out=$(on n0 ${pre[@]+"${pre[@]}"} $T $MPIRUN --mca orte_abort_on_non_zero_status 0 \
+          --host n0:2,n1:2 -np 4 ${xs[@]+"${xs[@]}"} "$HELLO" 2>&1)
+    expect_eq "$var ($how): amldist_init refuses on the $n ranks that have it, naming the fixes" \
+        "$(grep -c "$var=[0-9]* is set but .* is not (set both, or unset it), beside OMPI_COMM_WORLD_SIZE=4.*unset $var there, or set AMLDIST_PREFER=launcher" <<<"$out")" "$n"
+    out=$(on n0 ${pre[@]+"${pre[@]}"} $T $MPIRUN --host n0:2,n1:2 -np 4 ${xs[@]+"${xs[@]}"} -x AMLDIST_PREFER=launcher "$HELLO" 2>&1)
+    expect_eq "$var ($how), AMLDIST_PREFER=launcher: the MPI world on every rank" \
+        "$(grep -E '^(RANK|WORLD_SIZE)=' <<<"$out" | sort | uniq -c | awk '{$1=$1; print}' | tr '\n' ' ')" \
+        "1 RANK=0 1 RANK=1 1 RANK=2 1 RANK=3 4 WORLD_SIZE=4 "
+    out=$(on n0 ${pre[@]+"${pre[@]}"} $T $MPIRUN --host n0:2,n1:2 -np 4 ${xs[@]+"${xs[@]}"} -x AMLDIST_PREFER=launcher \
+          -x MASTER_PORT=$PORT "$AMLRUN" "$REPORT" 2>&1)
+    PORT=$((PORT + 3))
+    expect_eq "$var ($how), AMLDIST_PREFER=launcher: amlrun per process exports the MPI world" \
+        "$(by_rank <<<"$out" | cut -d' ' -f2,5 | tr '\n' ' ')" \
+        "RANK=0 WORLD_SIZE=4 RANK=1 WORLD_SIZE=4 RANK=2 WORLD_SIZE=4 RANK=3 WORLD_SIZE=4 "
+done
+
 expect_eq "no process left on any node" "$(leftovers)" ""

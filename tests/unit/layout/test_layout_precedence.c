@@ -164,6 +164,49 @@ static void test_marked_leftover(void)
     amldist_free(h);
 }
 
+/* Half a canonical pair beside a launcher (a leftover WORLD_SIZE=4 in
+ * mpirun's shell, mpirun -x RANK=7, srun's whole environment): refused
+ * naming the variables and both ways out, or set aside by
+ * AMLDIST_PREFER=launcher before the missing half is an error. */
+static void test_half_leftover(void)
+{
+    amldist_t *h = NULL;
+    CHECK_INT_EQ(amldist_init_from(&h, ENV("WORLD_SIZE=4", OMPI4(1, 0, 1)), 0),
+                 AMLDIST_EMISSING);
+    CHECK_STR_HAS(amldist_last_error(),
+                  "WORLD_SIZE=4 is set but RANK is not (set both, or unset "
+                  "it), beside OMPI_COMM_WORLD_SIZE=4");
+    CHECK_STR_HAS(amldist_last_error(),
+                  "unset WORLD_SIZE there, or set AMLDIST_PREFER=launcher");
+    CHECK_INT_EQ(amldist_init_from(&h, ENV("RANK=7", OMPI4(1, 0, 1)), 0),
+                 AMLDIST_EMISSING);
+    CHECK_STR_HAS(amldist_last_error(), "mpirun -x");
+    CHECK_STR_HAS(amldist_last_error(),
+                  "unset RANK there, or set AMLDIST_PREFER=launcher");
+    static char *const srun[] = {
+        "RANK=7", "SLURM_JOB_ID=9", "SLURM_STEP_ID=0", "SLURM_PROCID=1",
+        "SLURM_NTASKS=2", "SLURM_LOCALID=1", "SLURM_NODEID=0", NULL};
+    CHECK_INT_EQ(amldist_init_from(&h, srun, 0), AMLDIST_EMISSING);
+    CHECK_STR_HAS(amldist_last_error(), "beside SLURM_NTASKS=2");
+    h = layout_of(srun, AMLDIST_PREFER_LAUNCHER);
+    CHECK_INT_EQ(amldist_rank(h), 1);
+    CHECK_STR_EQ(amldist_source(h), "slurm");
+    amldist_free(h);
+    for (int i = 0; i < 2; i++) {
+        h = layout_of(i ? ENV("RANK=7", OMPI4(1, 0, 1), "AMLDIST_PREFER=launcher")
+                        : ENV("WORLD_SIZE=4", "LOCAL_RANK=x", OMPI4(1, 0, 1)),
+                      i ? 0 : AMLDIST_PREFER_LAUNCHER);
+        CHECK_INT_EQ(amldist_rank(h), 1);
+        CHECK_INT_EQ(amldist_world_size(h), 4);
+        CHECK_STR_EQ(amldist_source(h), "ompi");
+        amldist_free(h);
+    }
+    /* Without a launcher there is nothing to prefer: the reader's words. */
+    CHECK_FAILS(ENV("RANK=7", "AMLDIST_PREFER=launcher"), 0, AMLDIST_EMISSING,
+                "RANK=7 is set but WORLD_SIZE is not (set both, or unset "
+                "it)");
+}
+
 /* mpirun inside an srun step (or sbatch): Slurm is outside MPI. */
 static void test_mpi_beats_slurm(void)
 {
@@ -301,6 +344,7 @@ int main(void)
     RUN(test_world_not_multiple);
     RUN(test_marker_beats_outer_mpi);
     RUN(test_marked_leftover);
+    RUN(test_half_leftover);
     RUN(test_mpi_beats_slurm);
     RUN(test_canonical_and_slurm);
     RUN(test_mpi_family_order);
