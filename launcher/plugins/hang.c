@@ -209,8 +209,8 @@ static void hung(struct hang_watch *hw, const amldist__hang_verdict_t *v,
         snprintf(hw->why, sizeof hw->why, "hang: no rank made progress for "
                  "%.1f s (--hang-timeout %g)", idle, o->hang_timeout);
     } else {
-        snprintf(hw->why, sizeof hw->why, "hang: no rank wrote a line for "
-                 "%.1f s (--hang-timeout %g)", idle, o->hang_timeout);
+        snprintf(hw->why, sizeof hw->why, "hang: no rank wrote any output "
+                 "for %.1f s (--hang-timeout %g)", idle, o->hang_timeout);
     }
     msg("%s: reading the stacks of the %d rank%s", hw->why, j->live,
         plural((size_t)j->live));

@@ -12,6 +12,8 @@ in steps of 0.2 s, after writing its pid into DIR/pid.RANK.
              (amldist.progress_expect) and takes it, then goes on
     stall    api for 3 steps, then no call for ever (a real hang)
     expired  announces a 1 s step and never reports again (a real hang)
+    failfirst  in the first attempt (TORCHELASTIC_RESTART_COUNT 0) silent
+             1.5 s, then exit 3; in the next, api
 
     healthy_worker.py DIR SEC MODE..."""
 import os
@@ -27,6 +29,11 @@ with open(os.path.join(d, "pid.%d" % rank), "w") as f:
     f.write("%d\n" % os.getpid())
 end = time.monotonic() + sec
 step = 0
+if mode == "failfirst":
+    if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+        time.sleep(1.5)
+        sys.exit(3)
+    mode = "api"
 if mode == "expired":
     amldist.progress_expect(1)
     time.sleep(600)

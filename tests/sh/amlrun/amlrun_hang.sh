@@ -51,13 +51,13 @@ TORCHELASTIC_ERROR_FILE=$d/agent.json "$AMLRUN" --hang-timeout 1 --event-log "$d
     --nproc-per-node 3 --no-python sh -c 'echo up; exec sleep 600' >"$d/out" 2>"$d/err"
 expect_eq "silent ranks: a hang, exit status 124" "$?" 124
 check "silent ranks: the job's end says hang" \
-    grep -q "^amlrun: job failed (exit status 124): hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1)$" "$d/err"
+    grep -q "^amlrun: job failed (exit status 124): hang: no rank wrote any output for [0-9.]* s (--hang-timeout 1)$" "$d/err"
 check "silent ranks: an agent above amlrun gets the hang in its error file" \
     "$TORCH_PY" -c 'import json, sys
 e = json.load(open(sys.argv[1]))
-sys.exit(0 if e["message"]["message"].startswith("hang: no rank wrote a line") and e["message"]["errorCode"] == 124 and e["message"]["extraInfo"]["timestamp"].isdigit() else 1)' "$d/agent.json"
+sys.exit(0 if e["message"]["message"].startswith("hang: no rank wrote any output") and e["message"]["errorCode"] == 124 and e["message"]["extraInfo"]["timestamp"].isdigit() else 1)' "$d/agent.json"
 check "silent ranks: said, with the timeout" \
-    grep -q "^amlrun: hang: no rank wrote a line for [0-9.]* s (--hang-timeout 1): reading the stacks of the 3 ranks$" "$d/err"
+    grep -q "^amlrun: hang: no rank wrote any output for [0-9.]* s (--hang-timeout 1): reading the stacks of the 3 ranks$" "$d/err"
 check "silent ranks: the stop names the ranks" \
     grep -q "^amlrun: hang: stopping the 3 workers, ranks 0-2 (SIGTERM, SIGKILL after 30 s)$" "$d/err"
 check "silent ranks: no success line" sh -c "! grep -q 'exited 0' '$d/err'"
@@ -81,7 +81,7 @@ d=$(fresh restart)
     >"$d/out" 2>"$d/err"
 expect_eq "hung twice with --max-restarts 1: 124" "$?" 124
 expect_eq "... restarted once" "$(grep -c '^amlrun: restarting the 2 workers of this node (restart 1 of 1)$' "$d/err")" 1
-expect_eq "... two hangs said" "$(grep -c '^amlrun: hang: no rank wrote a line' "$d/err")" 2
+expect_eq "... two hangs said" "$(grep -c '^amlrun: hang: no rank wrote any output' "$d/err")" 2
 expect_eq "... every rank started in both attempts" "$(ls "$d" | grep -c '^started\.[01]\.[01]$')" 4
 
 # --- --timeout: the job ends after SEC whatever restarts are left, even

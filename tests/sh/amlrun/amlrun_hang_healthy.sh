@@ -6,8 +6,10 @@
 # progress API beside ranks that only print or say nothing, a "\r" bar, the
 # whole job stopped and continued, amlrun alone stopped, the workers alone
 # stopped, a console that stops reading, a long step announced through the
-# API.  Then the real hangs of the same shapes, still caught (124) and
-# named right.  What happened is checked, never how long it took.
+# API, every core busy, a restart, Ctrl-Z typed in a terminal
+# (tests/amlrun/pty_typist.py).  Then the real hangs of the same shapes,
+# still caught (124) and named right.  What happened is checked, never
+# how long it took.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 export OMP_NUM_THREADS=1 PYTHONPATH=$TOP/python
@@ -103,6 +105,41 @@ healthy "(f) a console that stops reading for 4 s" "$(cat "$d/rc")" "$d/err"
 d=$(fresh g)
 run 2 5 "$d" long api
 healthy "(g) a long step announced through the API" "$?" "$d/err"
+
+# --- (k) every core busy beside the job (as many busy loops as CPUs, at
+# the job's own priority): late timers are no hang
+d=$(fresh k)
+busy=()
+for _ in $(seq "$(nproc)"); do sh -c 'while :; do :; done' & busy+=($!); done
+run 2 5 "$d" api lines
+rc=$?
+kill "${busy[@]}" 2>/dev/null; wait "${busy[@]}" 2>/dev/null
+healthy "(k) every core busy beside the job" "$rc" "$d/err"
+
+# --- (l) a restart: the first attempt's rank 0 fails after 1.5 s while
+# rank 1 calls the API; the next attempt is judged afresh
+d=$(fresh l)
+"$AMLRUN" --hang-timeout 2 --max-restarts 1 --nproc-per-node 2 "$W" "$d" 4 \
+    failfirst api >"$d/out" 2>"$d/err"
+healthy "(l) a restart after a failed attempt" "$?" "$d/err"
+check "(l) the job restarted once" grep -q "restarts 1" "$d/err" || diag "$(cat "$d/err")"
+
+# --- (m) Ctrl-Z typed in a terminal, 4 s stopped, then fg: an interactive
+# bash on a pseudo-terminal, typed as a person does
+d=$(fresh m)
+if python3 "$TOP/tests/amlrun/pty_typist.py" "$d/tty" \
+    "expect:PROMPT> " \
+    "type:$AMLRUN --hang-timeout 2 --nproc-per-node 2 $W $d 6 api lines 2>$d/err" \
+    "file:$d/pid.0" "file:$d/pid.1" "sleep:0.5" "key:^Z" "expect:Stopped" \
+    "expect:PROMPT> " "sleep:4" "type:fg" "expect:PROMPT> " 'type:echo rc=$?' \
+    "expect:rc=" "expect:PROMPT> " >"$d/typist" 2>&1; then
+    # (the line may follow readline's escapes: the last rc=N shown)
+    rc=$(grep -ao 'rc=[0-9]*' "$d/tty" | tail -n 1 | cut -d= -f2)
+    healthy "(m) Ctrl-Z in a terminal for 4 s, then fg" "$rc" "$d/err"
+else
+    fail "(m) the terminal session ran as typed"
+    diag "$(cat "$d/typist")"
+fi
 
 # --- the real hangs of these shapes are still caught
 # A rank that called the API stops calling while another progresses.

@@ -144,7 +144,7 @@ static void test_hang_verdict(void)
     run_for(&f, 3000, 0);
     CHECK_INT_EQ(f.stops, 1);
     CHECK_INT_EQ(f.reason, STOP_HANG);
-    CHECK_STR_HAS(f.why, "hang: no rank wrote a line for");
+    CHECK_STR_HAS(f.why, "hang: no rank wrote any output for");
     CHECK_STR_HAS(f.peer, "host testhost: hang: no progress for");
     CHECK(f.syncs >= 1); /* the signals were taken before the look */
     /* It acted on no worker: both still run, and the phase is the
