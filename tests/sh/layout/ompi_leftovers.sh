@@ -35,7 +35,6 @@ for set in TORCHRUN AMLRUN PLAIN; do
     # Per node: n0's amlrun refuses at once (not a job of its own), and
     # mpirun ends the job; n1's does not wait out its rendezvous.
     rc=0
-    start=$SECONDS
     out=$(on n0 env "${left[@]}" $T $MPIRUN --host n0,n1 --npernode 1 --bind-to none \
           "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>&1) || rc=$?
     check "$set leftovers, per node: the job fails" test "$rc" != 0
@@ -43,7 +42,9 @@ for set in TORCHRUN AMLRUN PLAIN; do
         grep -q "${want%=4}=2.*unset RANK" <<<"$out"
     expect_eq "$set leftovers, per node: no worker runs a job of one" \
         "$(grep -c '^n[0-9] RANK=.* WORLD_SIZE=1 ' <<<"$out")" 0
-    check "$set leftovers, per node: ended within 30 s" test $((SECONDS - start)) -lt 30
+    # (what ended it, not how soon: no rendezvous of n1's waited out)
+    check "$set leftovers, per node: n1's amlrun did not wait out its rendezvous" \
+        sh -c '! printf "%s\n" "$0" | grep -Eqi "timed out|needed joined|no heartbeat|join timeout"' "$out"
 done
 # Half a pair: a leftover WORLD_SIZE=4 alone in mpirun's shell (n0's ranks
 # only), and RANK=7 passed with -x (every rank).  Refused naming the
