@@ -116,8 +116,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
     struct amlrun_binding *b = NULL;
-    if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
+    if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         return AMLRUN_EXIT_USAGE;
+    }
     if (o->verbose && !o->bind.report_bindings)
         bind_say_locality(b, stderr);
     struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
@@ -147,10 +149,12 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct eventlog *events = NULL;
     if ((o->result_json && result_check("--result-json", o->result_json) < 0) ||
         (o->hang_report && result_check("--hang-report", o->hang_report) < 0)) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
     if (o->event_log && !(events = eventlog_open(o->event_log))) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
@@ -298,6 +302,8 @@ int main(int argc, char **argv)
         goto out;
     struct command cmd;
     rc = command_build(&o, &cmd);
+    if (rc >= 0 && plan.mode != MODE_PROCESS)
+        control_fail_early(&o, &plan, rc);
     if (rc < 0)
         rc = secret_check(&o, &plan);
     if (rc < 0) {
