@@ -214,9 +214,9 @@ out:
 }
 
 /* A job whose every rank this amlrun starts gets a per-launch secret. */
-static void give_job_token(const struct amlrun_opts *o)
+static void give_job_token(const struct amlrun_opts *o, int one_node)
 {
-    if (!o->dry_run && job_token_export() < 0 && o->verbose)
+    if (!o->dry_run && job_token_export(one_node) < 0 && o->verbose)
         msg("no randomness for a job token: the bootstrap uses the one "
             "derived from the job's variables");
 }
@@ -292,7 +292,7 @@ int main(int argc, char **argv)
          * of the user's is still refused first). */
         if ((rc = job_secret_check(0, 0)) >= 0)
             goto out;
-        give_job_token(&o);
+        give_job_token(&o, 0);
         rc = headnode_run(&o.head, self, argc, argv);
         goto out;
     }
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
              * a c10d rendezvous neither, though each starts alone). */
             if (amldist_world_size(plan.layout) == 1 &&
                 !(options_c10d(&o) && o.nnodes > 1))
-                give_job_token(&o);
+                give_job_token(&o, 1);
             rc = node_run(&o, &plan, &cmd);
         }
     }
