@@ -116,8 +116,10 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
     struct amlrun_binding *b = NULL;
-    if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0)
+    if (bind_setup(&o->bind, p->nproc, p->topo, &b) < 0) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         return AMLRUN_EXIT_USAGE;
+    }
     if (o->verbose && !o->bind.report_bindings)
         bind_say_locality(b, stderr);
     struct env_spec es = {o, p->layout, p->nproc, environ, b, 0, NULL, 0};
@@ -147,10 +149,12 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     struct eventlog *events = NULL;
     if ((o->result_json && result_check("--result-json", o->result_json) < 0) ||
         (o->hang_report && result_check("--hang-report", o->hang_report) < 0)) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
     if (o->event_log && !(events = eventlog_open(o->event_log))) {
+        control_fail_early(o, p, AMLRUN_EXIT_USAGE);
         bind_free(b);
         return AMLRUN_EXIT_USAGE;
     }
@@ -210,9 +214,9 @@ out:
 }
 
 /* A job whose every rank this amlrun starts gets a per-launch secret. */
-static void give_job_token(const struct amlrun_opts *o)
+static void give_job_token(const struct amlrun_opts *o, int one_node)
 {
-    if (!o->dry_run && job_token_export() < 0 && o->verbose)
+    if (!o->dry_run && job_token_export(one_node) < 0 && o->verbose)
         msg("no randomness for a job token: the bootstrap uses the one "
             "derived from the job's variables");
 }
@@ -288,7 +292,7 @@ int main(int argc, char **argv)
          * of the user's is still refused first). */
         if ((rc = job_secret_check(0, 0)) >= 0)
             goto out;
-        give_job_token(&o);
+        give_job_token(&o, 0);
         rc = headnode_run(&o.head, self, argc, argv);
         goto out;
     }
@@ -298,6 +302,8 @@ int main(int argc, char **argv)
         goto out;
     struct command cmd;
     rc = command_build(&o, &cmd);
+    if (rc >= 0 && plan.mode != MODE_PROCESS)
+        control_fail_early(&o, &plan, rc);
     if (rc < 0)
         rc = secret_check(&o, &plan);
     if (rc < 0) {
@@ -309,7 +315,7 @@ int main(int argc, char **argv)
              * a c10d rendezvous neither, though each starts alone). */
             if (amldist_world_size(plan.layout) == 1 &&
                 !(options_c10d(&o) && o.nnodes > 1))
-                give_job_token(&o);
+                give_job_token(&o, 1);
             rc = node_run(&o, &plan, &cmd);
         }
     }

@@ -127,6 +127,21 @@ typedef enum {
 AMLDIST_API int amldist_rdzv_join(const amldist_rdzv_options_t *opts,
                                   amldist_rdzv_t **out);
 
+/*
+ * Since AMLDIST_1.4: this node cannot take part (its workers cannot
+ * start: a missing command, say), and the job has not formed yet.  Join
+ * with opts only to say so: the host ends the job at once with `status`
+ * (0..255) and `summary` (lines, each with its own margin), which every
+ * node that joined hears from amldist_rdzv_join() (AMLDIST_EDENIED, the
+ * summary in amldist_last_error()), as does every node that joins later,
+ * instead of waiting for this one until the join timeout.  When this
+ * agent hosts the endpoint it stays until the job's other nodes have
+ * been told, or the join timeout.  Returns 0 when the host heard it, or an
+ * error as amldist_rdzv_join()'s (a round already runs: AMLDIST_EDENIED).
+ */
+AMLDIST_API int amldist_rdzv_join_failed(const amldist_rdzv_options_t *opts,
+                                         int status, const char *summary);
+
 /* The current round: its number (0, 1, ...), the restarts after failures
  * so far (TORCHELASTIC_RESTART_COUNT), this node's rank, the node count,
  * node `node`'s worker count, and whether this agent hosts the endpoint. */

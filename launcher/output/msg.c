@@ -10,6 +10,14 @@
 
 #include "output/msg.h"
 
+/* The last message, without its "amlrun: " and newline. */
+static char last[4096];
+
+const char *msg_last(void)
+{
+    return last;
+}
+
 AMLRUN_PRINTF(2, 0)
 static void vmsg(int err, const char *fmt, va_list ap)
 {
@@ -27,6 +35,7 @@ static void vmsg(int err, const char *fmt, va_list ap)
         if (n > sizeof line - 2)
             n = sizeof line - 2;
     }
+    snprintf(last, sizeof last, "%.*s", (int)(n - 8), line + 8);
     line[n++] = '\n';
     (void)write_all(2, line, n);
 }

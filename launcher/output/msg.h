@@ -30,6 +30,11 @@ void msg(const char *fmt, ...) AMLRUN_PRINTF(1, 2);
 /* "amlrun: <fmt>: strerror(err)\n" on stderr. */
 void msg_errno(int err, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
 
+/* The last message msg() or msg_errno() wrote, without its "amlrun: "
+ * (what a node that cannot start tells the job's others: worker/control.h);
+ * "" before any. */
+const char *msg_last(void);
+
 /* Write everything, retrying partial writes and EINTR, and waiting for room
  * on EAGAIN (a non-blocking descriptor); 0 or -1 (errno). */
 int write_all(int fd, const void *buf, size_t len);

@@ -155,15 +155,19 @@ int control_round(const struct control *c, struct amlrun_binding *b)
     return bind_share(b, first, all);
 }
 
-int control_join(const struct amlrun_opts *o, const struct plan *p,
-                 struct amlrun_binding *b, struct control *c)
+/* The rendezvous's options of this job, into *rop (its strings c's or
+ * o's): 1 when there is one, 0 when there is none (one agent, or
+ * --no-node-check), or an exit status after a message. */
+static int join_options(const struct amlrun_opts *o, const struct plan *p,
+                        struct amlrun_binding *b, struct control *c,
+                        amldist_rdzv_options_t *rop)
 {
     memset(c, 0, sizeof *c);
     const amldist_t *l = p->layout;
     int c10d = options_c10d(o);
     int agents = amldist_world_size(l);
     if (!c10d && (agents <= 1 || o->no_node_check))
-        return -1;
+        return 0;
     amldist_rdzv_options_t ro = AMLDIST_RDZV_OPTIONS_INIT;
     ro.nproc = p->nproc;
     ro.max_restarts = o->max_restarts;
@@ -179,7 +183,7 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     ro.keepalive_misses = rc->keep_alive_max_attempt;
     /* The agents of one machine split the GPUs they see alike; where
      * amlrun has no plan with GPUs there is nothing to split. */
-    ro.gpu_ids = bind_gpu_ids(b);
+    ro.gpu_ids = b ? bind_gpu_ids(b) : NULL;
     ro.local_addr = o->local_addr;
     ro.note_fd = o->quiet ? -1 : 2;
     ro.note_prefix = "amlrun: ";
@@ -228,6 +232,17 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         msg("rendezvous: joining %s (%s, %d:%d nodes, %d workers here)",
             c->endpoint, c10d ? o->rdzv_backend : "static", ro.min_nodes,
             ro.max_nodes, p->nproc);
+    *rop = ro;
+    return 1;
+}
+
+int control_join(const struct amlrun_opts *o, const struct plan *p,
+                 struct amlrun_binding *b, struct control *c)
+{
+    amldist_rdzv_options_t ro;
+    int have = join_options(o, p, b, c, &ro);
+    if (have != 1)
+        return have == 0 ? -1 : have;
     int err = amldist_rdzv_join(&ro, &c->rz);
     if (err < 0) {
         /* Refused, or told something impossible: the command line's
@@ -254,6 +269,23 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
         return end_before_start(c, "amlrun:   the amlruns sharing a node "
                                    "start different numbers of workers\n");
     return -1;
+}
+
+void control_fail_early(const struct amlrun_opts *o, const struct plan *p,
+                        int status)
+{
+    struct control c;
+    amldist_rdzv_options_t ro;
+    if (o->dry_run || join_options(o, p, NULL, &c, &ro) != 1)
+        return;
+    /* Its message, in the margin the other nodes print a summary in. */
+    char summary[1100];
+    snprintf(summary, sizeof summary, "amlrun:   %.1000s\n", msg_last());
+    if (!o->quiet)
+        msg("telling the job's other nodes (rendezvous at %s) that this "
+            "node cannot start", c.endpoint);
+    if (amldist_rdzv_join_failed(&ro, status, summary) < 0 && o->verbose)
+        msg("the other nodes could not be told: %s", amldist_last_error());
 }
 
 void control_describe(const struct control *c)

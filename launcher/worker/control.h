@@ -34,6 +34,12 @@ struct control {
  * status after a message. */
 int control_join(const struct amlrun_opts *o, const struct plan *p,
                  struct amlrun_binding *b, struct control *c);
+/* This node cannot start (its command, say: the message just printed,
+ * and its exit status): a job with a control plane is told at once, so
+ * that its other nodes end with this reason rather than waiting for this
+ * one until the join timeout (amldist_rdzv_join_failed()). */
+void control_fail_early(const struct amlrun_opts *o, const struct plan *p,
+                        int status);
 /* At every round: the rendezvous's warnings (this node's master address
  * or timeouts not used), and the binding planned again on this node's
  * share of its machine's GPUs.  0, or -1 after a message. */

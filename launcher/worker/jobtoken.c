@@ -8,10 +8,14 @@
 #include "worker/jobtoken.h"
 #include "util/secret.h"
 
-int job_token_export(void)
+int job_token_export(int one_node)
 {
     unsigned char bits[16];
     char hex[2 * sizeof bits + 1];
+    /* A token that crosses machines is never the one-node kind, whoever
+     * made it: the marker an outer amlrun left does not pass on. */
+    if (!one_node)
+        unsetenv(AMLDIST__SECRET_ORIGIN_VAR);
     if (getenv("AMLDIST_JOB_TOKEN") != NULL)
         return 0; /* the user's, or the head node's for the whole job */
     if (getrandom(bits, sizeof bits, 0) != (ssize_t)sizeof bits)
@@ -21,6 +25,10 @@ int job_token_export(void)
     explicit_bzero(bits, sizeof bits);
     int rc = setenv("AMLDIST_JOB_TOKEN", hex, 1);
     explicit_bzero(hex, sizeof hex);
+    /* Ours, for one machine: the bootstrap may go without the channel
+     * where libcrypto cannot be loaded (lib/bootstrap/config.c). */
+    if (rc == 0 && one_node)
+        rc = setenv(AMLDIST__SECRET_ORIGIN_VAR, AMLDIST__SECRET_ORIGIN_ONE_NODE, 1);
     return rc;
 }
 

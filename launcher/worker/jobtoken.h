@@ -11,10 +11,13 @@
 #ifndef AMLRUN_JOBTOKEN_H
 #define AMLRUN_JOBTOKEN_H
 
-/* Export AMLDIST_JOB_TOKEN as 128 random bits in hex, unless it is set.
+/* Export AMLDIST_JOB_TOKEN as 128 random bits in hex, unless it is set;
+ * `one_node`: every rank runs on this machine, and a token made here is
+ * marked so (AMLDIST_JOB_TOKEN_ORIGIN, util/secret.h), so that the
+ * bootstrap needs no libcrypto for it; else any such mark is dropped.
  * Returns 0, or -1 when the kernel gives no randomness (the derived token
  * is then used, as without amlrun). */
-int job_token_export(void);
+int job_token_export(int one_node);
 
 /* Before anything starts: read the job's secret once.  `several`: the job
  * has several nodes; `notice`: this amlrun says that the plane is open

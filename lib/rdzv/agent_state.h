@@ -72,6 +72,7 @@ typedef struct amldist__rz_sink {
     amldist__rz_round_t next; /* the last ASSIGN */
     int have_next;
     int status;               /* the job's, once C_OVER */
+    int finished;             /* C_OVER by the host's FINISH */
     char *failure;            /* its first failure, once C_OVER */
     char stop_why[AMLDIST__RZ_TEXT_MAX + 1]; /* the last STOP's */
     struct amldist__rz_fail *fail; /* to send */

@@ -77,6 +77,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     c->dead_ms = (long long)c->keepalive_ms * misses > 3600000
                      ? 3600000 : c->keepalive_ms * misses;
     c->master_port = o->master_port > 0 ? o->master_port : 0;
+    amldist__strlcpy(c->endpoint, o->endpoint, sizeof c->endpoint);
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
@@ -90,6 +91,10 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
         amldist__strlcpy(c->secret_source, secret.source,
                          sizeof c->secret_source);
         amldist__secret_clear(&secret);
+        const char *origin = getenv(AMLDIST__SECRET_ORIGIN_VAR);
+        if (rc < 0 && strcmp(c->secret_source, "AMLDIST_JOB_TOKEN") == 0 &&
+            origin && strcmp(origin, AMLDIST__SECRET_ORIGIN_ONE_NODE) == 0)
+            goto open; /* amlrun's own, one node: as bootstrap/config.c */
         if (rc < 0)
             return amldist__fail(AMLDIST_ESYS, "rendezvous: the job has a "
                                  "secret, and OpenSSL 3's libcrypto.so.3 "
@@ -97,6 +102,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
                                  "libssl3)");
         c->secure = 1;
     }
+open:
     if ((rc = amldist__rz_token(o->token, o->endpoint, c->secure, &c->token,
                                 c->token_source, sizeof c->token_source)) < 0)
         return rc;
@@ -278,6 +284,72 @@ int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
         return rc;
     }
     return join_wait(r, out);
+}
+
+int amldist_rdzv_join_failed(const amldist_rdzv_options_t *opts, int status,
+                             const char *summary)
+{
+    amldist__clear_error();
+    amldist_rdzv_options_t o = AMLDIST_RDZV_OPTIONS_INIT;
+    int rc;
+    if (!opts || status < 0 || status > 255)
+        return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_join_failed: %s",
+                             opts ? "status outside 0..255" : "no options");
+    if ((rc = amldist__opts_copy(&options_kind, "amldist_rdzv_join_failed",
+                                 &o, opts)) < 0 ||
+        (rc = check_options(&o)) < 0)
+        return rc;
+    amldist_rdzv_t *r = handle_new(&o);
+    if (!r)
+        return amldist__fail(AMLDIST_ENOMEM, "out of memory");
+    /* The FAIL is queued before the thread runs: it follows the JOIN on
+     * the connection (tcp/thread.c keeps it while connecting). */
+    size_t n = summary ? strlen(summary) : 0;
+    if (n > AMLDIST__RZ_SUMMARY_MAX)
+        n = AMLDIST__RZ_SUMMARY_MAX;
+    struct amldist__rz_fail *f = malloc(sizeof *f + n);
+    if (!f) {
+        free_handle(r);
+        return amldist__fail(AMLDIST_ENOMEM, "out of memory");
+    }
+    *f = (struct amldist__rz_fail){.round = AMLDIST__RZ_ROUND_FAILING,
+                                   .flags = AMLDIST_RDZV_FINAL,
+                                   .rank = AMLDIST__RZ_NONE,
+                                   .status = (uint32_t)status, .len = n};
+    if (n)
+        memcpy(f->text, summary, n);
+    r->sk.fail = f;
+    const struct amldist__rz_backend_ops *ops;
+    const char *ep;
+    ops = amldist__rz_backend_pick(o.endpoint, &ep);
+    r->ops = ops;
+    if ((rc = ops->check(ep, o.max_nodes)) < 0 || (rc = fill_cfg(r, &o)) < 0) {
+        free_handle(r);
+        return rc;
+    }
+    fill_me(r, &o);
+    r->me.round = AMLDIST__RZ_ROUND_FAILING;
+    if (amldist__rz_sink_open(&r->sk) < 0) {
+        free_handle(r);
+        return amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
+    }
+    if ((rc = ops->open(ep, &r->cfg, &r->me, &r->sk, &r->be)) < 0) {
+        free_handle(r);
+        return rc;
+    }
+    /* Heard when the host ends the job with this node's status; a host
+     * that goes on without it (a round runs) refuses it. */
+    wait_round(r, -1, -1);
+    pthread_mutex_lock(&r->sk.mu);
+    int heard = r->sk.state == C_OVER && r->sk.finished &&
+                r->sk.status == status;
+    char msg[sizeof r->sk.errmsg];
+    amldist__strlcpy(msg, r->sk.errmsg, sizeof msg);
+    pthread_mutex_unlock(&r->sk.mu);
+    /* The host this agent may run stays until the nodes still to come
+     * were told (or the join timeout): close waits for it. */
+    amldist_rdzv_close(r);
+    return heard ? 0 : amldist__fail(AMLDIST_EDENIED, "%s", msg);
 }
 
 int amldist_rdzv_round(const amldist_rdzv_t *r)

@@ -38,7 +38,7 @@ int amldist__rz_sm_count_in_job(const amldist__rz_sm_t *sm)
 {
     int n = 0;
     for (int i = 0; i < sm->nm; i++)
-        n += amldist__rz_in_job(&sm->m[i]);
+        n += amldist__rz_in_job(&sm->m[i]) && !sm->m[i].failing;
     return n;
 }
 

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rdzv/host_sm_state.h"
 
@@ -72,7 +73,8 @@ void amldist__rz_sm_form_round(amldist__rz_sm_t *sm)
     int n = 0;
     for (int i = 0; i < sm->nm; i++) {
         struct amldist__rz_member *m = &sm->m[i];
-        if (m->state != AMLDIST__RZ_M_JOINED && m->state != AMLDIST__RZ_M_DONE)
+        if ((m->state != AMLDIST__RZ_M_JOINED &&
+             m->state != AMLDIST__RZ_M_DONE) || m->failing)
             continue;
         if (n == sm->cfg.max || n == AMLDIST_RDZV_MAX_NODES)
             amldist__rz_sm_refuse(sm, m->who, m, AMLDIST__RZ_R_FULL,
@@ -133,8 +135,57 @@ void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who)
              "at once if %d more join%s", n, n == 1 ? "" : "s", sm->cfg.min,
              sm->cfg.max, s, more, more == 1 ? "s" : "");
     for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].state == AMLDIST__RZ_M_JOINED &&
+        if (sm->m[i].state == AMLDIST__RZ_M_JOINED && !sm->m[i].failing &&
             (!who || sm->m[i].who == who))
+            amldist__rz_sm_emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0,
+                                sm->waiting);
+}
+
+/* Every AMLDIST__RZ_SAY_MS while the round forms, one line to each
+ * member: what is awaited, where, and for how long now (its node ranks
+ * when the nodes have theirs: the static rendezvous's, an outer
+ * launcher's). */
+static void say_still_waiting(amldist__rz_sm_t *sm)
+{
+    long long last = sm->said_at ? sm->said_at : sm->started;
+    if (sm->now - last < AMLDIST__RZ_SAY_MS)
+        return;
+    sm->said_at = sm->now;
+    if (sm->min_at) { /* the last call's line, its time left now */
+        if (sm->cfg.last_call_ms > 0)
+            amldist__rz_sm_say_waiting(sm, NULL);
+        return;
+    }
+    int n = amldist__rz_sm_count_in_job(sm), missing = sm->cfg.min - n;
+    char which[200] = "";
+    size_t k = 0;
+    int ordered = 0;
+    for (int i = 0; i < sm->nm; i++)
+        ordered |= sm->m[i].order >= 0;
+    for (int o = 0; ordered && o < sm->cfg.max && k < sizeof which - 24; o++) {
+        int taken = 0;
+        for (int i = 0; i < sm->nm && !taken; i++)
+            taken = amldist__rz_in_job(&sm->m[i]) && !sm->m[i].failing &&
+                    sm->m[i].order == o;
+        if (taken)
+            continue;
+        int w = snprintf(which + k, sizeof which - k, "%s%d",
+                         k ? ", " : " (node ", o);
+        k += w > 0 ? (size_t)w : 0;
+    }
+    if (k >= sizeof which - 24)
+        snprintf(which + k, sizeof which - k, ", ...");
+    if (k)
+        amldist__strlcpy(which + strlen(which), ")",
+                         sizeof which - strlen(which));
+    snprintf(sm->waiting, sizeof sm->waiting,
+             "waiting for %d of %d node%s%s at %s, %lld s of %.0f s "
+             "(join timeout)", missing, sm->cfg.min,
+             sm->cfg.min == 1 ? "" : "s", which, sm->cfg.endpoint,
+             (sm->now - sm->started) / 1000,
+             sm->cfg.join_timeout_ms / 1000.0);
+    for (int i = 0; i < sm->nm; i++)
+        if (sm->m[i].state == AMLDIST__RZ_M_JOINED && !sm->m[i].failing)
             amldist__rz_sm_emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0,
                                 sm->waiting);
 }
@@ -157,5 +208,7 @@ void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm)
                     sm->cfg.min, sm->cfg.join_timeout_ms / 1000.0);
         sm->phase = AMLDIST__RZ_P_OVER;
         sm->over_at = sm->now;
+    } else {
+        say_still_waiting(sm);
     }
 }

@@ -68,6 +68,10 @@ static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
     amldist__strlcpy(m->local_addr, ev->join.local_addr,
                      sizeof m->local_addr);
     amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
+    if (ev->join.round == AMLDIST__RZ_ROUND_FAILING) {
+        m->failing = 1; /* its FAIL follows: host_sm_form.c */
+        return;
+    }
     int began = 0;
     if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at == 0 &&
         amldist__rz_sm_count_in_job(sm) >= sm->cfg.min) {
@@ -128,8 +132,23 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
                               "worker count %u or order %u out of range",
                               j->nproc, j->order);
     } else if (sm->phase == AMLDIST__RZ_P_OVER) {
+        if (sm->failed_early && j->round != AMLDIST__RZ_ROUND_FAILING)
+            sm->told++;
         amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_OVER,
-                              "the job is over");
+                              "the job is over%s%s",
+                              sm->failed_early ? ": " : "",
+                              sm->failed_early ? sm->failure : "");
+    } else if (j->round == AMLDIST__RZ_ROUND_FAILING) {
+        /* A node that cannot start: heard while the round forms (a round
+         * that runs goes on without it), in one of the job's places. */
+        if (sm->phase != AMLDIST__RZ_P_FORMING || sm->nm >= sm->cfg.max)
+            amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_FULL,
+                                  "the job %s without this node",
+                                  sm->phase == AMLDIST__RZ_P_FORMING
+                                      ? "has its nodes"
+                                      : "runs");
+        else
+            admit(sm, ev, order);
     } else if (j->round != 0) {
         amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_STALE,
                               "a stale agent (it asks for round %u)", j->round);

@@ -39,6 +39,10 @@ struct amldist__rz_member {
     int view_round;
     uint32_t view_timeout_ms;
     int64_t view_at_ns; /* when it came (host ns) */
+    /* Joined only to say that it cannot start (its JOIN's round is
+     * AMLDIST__RZ_ROUND_FAILING): never counted, never in a round; its
+     * FAIL ends the job. */
+    int failing;
 };
 
 /* One agent asked in a gather. */
@@ -69,6 +73,13 @@ struct amldist__rz_sm {
     int nm;
     int phase, round, restarts, seq;
     long long now, started, min_at, over_at;
+    /* When the forming round's last periodic line went out (ms). */
+    long long said_at;
+    /* The job ended before it formed, a node having failed first (its
+     * reason in every later refusal); when that node is the host's own,
+     * the host stays to tell the nodes still to come (told: the others
+     * told so far). */
+    int failed_early, host_stays, told;
     /* The round's stop: its first failure (failed), whether the job then
      * restarts, and whether that restart counts against max_restarts. */
     int failed, restart_wanted, counted, status;
@@ -128,6 +139,7 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm,
 void amldist__rz_sm_form_round(amldist__rz_sm_t *sm);
 void amldist__rz_sm_say_waiting(amldist__rz_sm_t *sm, void *who);
 void amldist__rz_sm_on_tick(amldist__rz_sm_t *sm);
+
 /* host_sm.c: the round's first failure (text: what it says), every node
  * told to stop; or only the failure kept: its status, whether it is final
  * (no restart) and whether a restart after it counts. */

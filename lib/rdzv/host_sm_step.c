@@ -140,10 +140,49 @@ static void on_lost(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     round_settled(sm);
 }
 
+/* The FAIL of a node that joined only to say it cannot start: while the
+ * round forms, the job is over with its status and reason, every member
+ * told now and every later joiner when it comes (host_sm_join.c). */
+static void failed_early(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
+                         const amldist__rz_event_t *ev)
+{
+    if (sm->phase != AMLDIST__RZ_P_FORMING)
+        return;
+    int status = (int)(ev->status & 0xff);
+    /* One line, which every node prints as its join's error: the
+     * summary's first, without its "amlrun:" margin. */
+    const unsigned char *s = ev->text, *end = ev->text + ev->text_len;
+    if (end - s >= 7 && memcmp(s, "amlrun:", 7) == 0)
+        s += 7;
+    while (s < end && *s == ' ')
+        s++;
+    const unsigned char *nl = memchr(s, '\n', (size_t)(end - s));
+    int n1 = (int)((nl ? nl : end) - s);
+    char who[64] = "a node";
+    if (m->order >= 0)
+        snprintf(who, sizeof who, "node %d", m->order);
+    char text[AMLDIST__RZ_FINISH_MAX];
+    snprintf(text, sizeof text, "%s (%s) could not start, exit status %d%s%.*s",
+             who, m->addr, status, n1 > 0 ? ": " : "", n1 > 400 ? 400 : n1,
+             (const char *)s);
+    amldist__rz_sm_first_failure(sm, status, 1, 0, text);
+    /* The host stays for the nodes still to come only when the failing
+     * node is its own: a node that can start ends now, with its reason. */
+    sm->failed_early = 1;
+    sm->host_stays = m->agent == sm->cfg.self_agent;
+    for (int i = 0; i < sm->nm; i++)
+        sm->told += amldist__rz_in_job(&sm->m[i]) && !sm->m[i].failing;
+    end_job(sm, status);
+}
+
 static void on_fail(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
                     const amldist__rz_event_t *ev)
 {
     int status = (int)(ev->status & 0xff);
+    if (m->failing) {
+        failed_early(sm, m, ev);
+        return;
+    }
     if ((int)ev->round != sm->round ||
         (m->state != AMLDIST__RZ_M_RUNNING && m->state != AMLDIST__RZ_M_DONE))
         return; /* a late word about an older round */
@@ -288,6 +327,10 @@ long long amldist__rz_sm_next_deadline(const amldist__rz_sm_t *sm)
     long long t = sm->started + sm->cfg.join_timeout_ms;
     if (sm->min_at && sm->min_at + sm->cfg.last_call_ms < t)
         t = sm->min_at + sm->cfg.last_call_ms;
+    long long say = (sm->said_at ? sm->said_at : sm->started) +
+                    AMLDIST__RZ_SAY_MS;
+    if (say < t)
+        t = say;
     return w >= 0 && w < t ? w : t;
 }
 
@@ -295,6 +338,11 @@ int amldist__rz_sm_drained(const amldist__rz_sm_t *sm, long long now)
 {
     /* A job that did not end here has no one to wait for: the agents see
      * the host's connection close. */
+    if (sm->host_stays && sm->phase == AMLDIST__RZ_P_OVER)
+        /* The nodes still to come are told why the job ended: each would
+         * otherwise wait for its join timeout. */
+        return sm->told >= sm->cfg.max - 1 ||
+               now - sm->started >= sm->cfg.join_timeout_ms;
     if (sm->phase != AMLDIST__RZ_P_OVER || now - sm->over_at > sm->cfg.dead_ms)
         return 1;
     /* Strangers that never joined are not waited for. */

@@ -211,6 +211,16 @@ enum {
     AMLDIST__RZ_R_PROTO = 9     /* a malformed frame */
 };
 
+/* The round a JOIN asks for when its node cannot start (its command is
+ * missing, say): it joins only to send its FAIL, which ends the job at
+ * once for every node, instead of leaving them to the join timeout.  A
+ * host of before it refuses such a JOIN as stale. */
+#define AMLDIST__RZ_ROUND_FAILING 0xfffffffeu
+
+/* How often an agent or host that waits for the round says so (ms): no
+ * silent wait is longer. */
+#define AMLDIST__RZ_SAY_MS 10000
+
 typedef struct {
     uint64_t token, agent, run;
     uint32_t round, nproc, order, min, max, max_restarts, port;
@@ -242,6 +252,7 @@ typedef struct {
     int master_port;                  /* > 0: fixed */
     char master_addr[AMLDIST__HOST_MAX]; /* "": node 0's address */
     char token_source[320];
+    char endpoint[300]; /* as given, for the forming round's lines */
     /* The job's secret (util/secret.h): every connection is the channel's
      * (net/chan.h), and the JOIN's token never derives from the secret. */
     int secure;

@@ -37,4 +37,11 @@ int amldist__secret_path(char *buf, size_t size);
  * already (never overwritten), -1 on error; `why` says which, one line. */
 int amldist__secret_make(char *path, size_t size, char *why, size_t why_size);
 
+/* Set by amlrun beside the AMLDIST_JOB_TOKEN it made itself for a job of
+ * one machine (never the user's, never one that crosses machines): the
+ * bootstrap then goes without the channel where libcrypto cannot be
+ * loaded, nothing of it crossing a network (lib/bootstrap/config.c). */
+#define AMLDIST__SECRET_ORIGIN_VAR "AMLDIST_JOB_TOKEN_ORIGIN"
+#define AMLDIST__SECRET_ORIGIN_ONE_NODE "amlrun-one-node"
+
 #endif /* AMLDIST_UTIL_SECRET_H */

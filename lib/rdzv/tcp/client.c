@@ -5,6 +5,7 @@
  * is link.c's.
  */
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "net/loop.h"
@@ -47,8 +48,17 @@ static void not_proven(amldist__rz_tcp_t *t, const char *why)
 static int client_frame(void *t, unsigned type, const unsigned char *p,
                         uint32_t len)
 {
+    ((amldist__rz_tcp_t *)t)->heard = 1;
     amldist__rz_on_frame(t, type, p, len);
     return 0;
+}
+
+/* What an endpoint that never sent a frame is, in words: another program
+ * on the port (a web server, a stale service), not a network fault. */
+void amldist__rz_not_a_host(const char *what, char *buf, size_t size)
+{
+    snprintf(buf, size, "the endpoint %.250s: it is not an amlrun "
+             "rendezvous host (another program listens on that port?)", what);
 }
 
 static void client_io(amldist__rz_tcp_t *t, short revents)
@@ -61,10 +71,18 @@ static void client_io(amldist__rz_tcp_t *t, short revents)
         return;
     const char *why;
     int rc = amldist__conn_read(&t->c, client_frame, t, &why);
-    if (rc == AMLDIST__CONN_EAUTH)
+    if (rc == AMLDIST__CONN_EAUTH && (t->heard || t->cfg->secure)) {
         not_proven(t, why);
-    else if (rc < 0)
+    } else if (rc < 0 && !t->heard) {
+        char what[250], text[400];
+        snprintf(what, sizeof what, rc == AMLDIST__CONN_ECLOSED
+                 ? "accepted the connection and closed it before any frame"
+                 : "answered in another protocol (%.150s)", why);
+        amldist__rz_not_a_host(what, text, sizeof text);
+        amldist__rz_host_lost(t, text, rc == AMLDIST__CONN_ECLOSED);
+    } else if (rc < 0) {
         amldist__rz_host_lost(t, why, rc == AMLDIST__CONN_ECLOSED);
+    }
 }
 
 static void on_client(void *arg, int fd, short revents)
@@ -77,6 +95,7 @@ int amldist__rz_client_open(amldist__rz_tcp_t *t, int fd)
 {
     if (amldist__rz_conn_open(&t->c, fd, t->cfg, 0) < 0)
         return -1;
+    t->heard = 0;
     if (amldist__loop_watch(t->loop, fd, POLLIN, on_client, t) < 0) {
         amldist__conn_close(&t->c);
         return -1;

@@ -132,12 +132,34 @@ static void on_connecting(void *arg, int fd, short revents)
     connected(t, fd);
 }
 
+/* No host answers yet: a line every AMLDIST__RZ_SAY_MS, so that a node
+ * that came first does not wait in silence (the host says the rest once
+ * this agent is in: host_sm_form.c). */
+static void say_no_host(amldist__rz_tcp_t *t, long long now)
+{
+    long long start = t->join_deadline - t->cfg->join_timeout_ms;
+    long long last = t->said_at ? t->said_at : start;
+    if (now - last < AMLDIST__RZ_SAY_MS)
+        return;
+    t->said_at = now;
+    char line[600];
+    int n = snprintf(line, sizeof line, "waiting for the rendezvous host at "
+                     "%s (%s), %lld s of %.0f s (join timeout)", t->endpoint,
+                     strerror(t->try_err ? t->try_err : ECONNREFUSED),
+                     (now - start) / 1000, t->cfg->join_timeout_ms / 1000.0);
+    if (n > 0)
+        amldist__rz_note_wait(t->s, (const unsigned char *)line,
+                              (uint32_t)((size_t)n < sizeof line
+                                             ? (size_t)n : sizeof line - 1));
+}
+
 /* Connect (the host may not listen yet: retry with backoff until the join
  * deadline), each address in turn, each for at most CONNECT_MS: an agent
  * that hosts connects to itself at once. */
 void amldist__rz_try_connect(amldist__rz_tcp_t *t)
 {
     long long now = amldist__now_ms();
+    say_no_host(t, now);
     if (t->try_fd >= 0) {
         if (now >= t->try_deadline)
             connect_failed(t, ETIMEDOUT);

@@ -56,6 +56,7 @@ static void on_finish(amldist__rz_tcp_t *t, const unsigned char *p,
     }
     amldist__rz_set_over(s, (int)(amldist__net_get_u32(p) & 0xff),
                          text ? text : "(out of memory)");
+    s->finished = 1;
     free(text);
 }
 

@@ -14,6 +14,7 @@
 #define AMLDIST_RDZV_TCP_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rdzv/agent_state.h"
@@ -91,8 +92,10 @@ typedef struct amldist__rz_tcp {
     struct amldist__loop *loop;
     amldist__rz_host_t *host;
     amldist__conn_t c;
+    int heard; /* a frame came on c: the endpoint is a rendezvous host */
     struct addrinfo *ai;
     long long join_deadline, next_try, last_beat;
+    long long said_at; /* the last "waiting for the host" line (ms), 0 */
     int backoff_ms;
     /* The connect in progress (try_fd >= 0): to try_ai, until
      * try_deadline; try_err: why the last address failed. */
@@ -120,6 +123,9 @@ void amldist__rz_connect_abort(amldist__rz_tcp_t *t);
 /* client.c: the connection to the host opens on fd (watched by the loop
  * while it is open, its frames read); 0, or -1 (fd closed). */
 int amldist__rz_client_open(amldist__rz_tcp_t *t, int fd);
+/* client.c: "the endpoint <what>: it is not an amlrun rendezvous host
+ * ..." into buf, for an endpoint that never sent a frame. */
+void amldist__rz_not_a_host(const char *what, char *buf, size_t size);
 /* link.c: the connection to the host closes; or it is gone (closed: it
  * merely closed, which before the first round is tried again). */
 void amldist__rz_client_close(amldist__rz_tcp_t *t);

@@ -25,6 +25,11 @@ static void send_queued(amldist__rz_tcp_t *t)
     unsigned char done[12];
     int have_done = 0;
     pthread_mutex_lock(&s->mu);
+    if (t->c.fd < 0 && s->state == C_CONNECTING) {
+        /* A node that fails before joining: its FAIL follows its JOIN. */
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
     fail = s->fail;
     s->fail = NULL;
     if (s->done) {
@@ -79,9 +84,15 @@ static void client_timers(amldist__rz_tcp_t *t)
     if (t->c.fd < 0)
         return;
     if (now - t->c.last_rx > t->cfg->dead_ms) {
-        char why[96];
-        snprintf(why, sizeof why, "no heartbeat for %.1f s",
-                 t->cfg->dead_ms / 1000.0);
+        char why[600], what[96];
+        if (t->heard) {
+            snprintf(why, sizeof why, "no heartbeat for %.1f s",
+                     t->cfg->dead_ms / 1000.0);
+        } else {
+            snprintf(what, sizeof what, "accepted the connection and sent "
+                     "nothing in %.1f s", t->cfg->dead_ms / 1000.0);
+            amldist__rz_not_a_host(what, why, sizeof why);
+        }
         amldist__rz_host_lost(t, why, 0);
         return;
     }

@@ -19,10 +19,10 @@ done
 syms=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 != "A" {print $3}')
 bad=$(echo "$syms" | grep -v '^amldist_' || true)
 expect_eq "shared library exports only amldist_*" "$bad" ""
-unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[0123]$' || true)
-expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1, 1.2 or 1.3" "$unversioned" ""
+unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[01234]$' || true)
+expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1, 1.2, 1.3 or 1.4" "$unversioned" ""
 nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {print $3}' | tr '\n' ' ')
-expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 AMLDIST_1.3 "
+expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 AMLDIST_1.3 AMLDIST_1.4 "
 # 1.1 added amldist_build_info (amlrun --version -v),
 # amldist_plan_export_xml (amlrun --output), amldist_plan_rank_omp_threads,
 # amldist_rdzv_gpu_share, amldist_rdzv_warnings and amldist_topo_locality
@@ -41,6 +41,11 @@ expect_eq "AMLDIST_1.2 holds what 1.2 added" \
 expect_eq "AMLDIST_1.3 holds what 1.3 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.3$' | tr '\n' ' ')" \
     "amldist_progress_expect@@AMLDIST_1.3 "
+# 1.4 added amldist_rdzv_join_failed (a node that cannot start ends the
+# forming job at once), and only that.
+expect_eq "AMLDIST_1.4 holds what 1.4 added" \
+    "$(echo "$syms" | grep '@@AMLDIST_1\.4$' | tr '\n' ' ')" \
+    "amldist_rdzv_join_failed@@AMLDIST_1.4 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')
