@@ -188,7 +188,7 @@ static int join_options(const struct amlrun_opts *o, const struct plan *p,
     ro.note_fd = o->quiet ? -1 : 2;
     ro.note_prefix = "amlrun: ";
     c->verbose = o->verbose;
-    char unnumbered[768] = "";
+    c->unnumbered[0] = '\0';
     if (c10d) {
         /* The registry's first backend (c10d) is the endpoint without a
          * scheme, as before the registry; another is picked by its name. */
@@ -225,7 +225,8 @@ static int join_options(const struct amlrun_opts *o, const struct plan *p,
         ro.order = amldist_rank(l);
         ro.master_addr = host;
         ro.master_port = port;
-        c->numbering = control_numbering(l, unnumbered, sizeof unnumbered);
+        c->numbering = control_numbering(l, c->unnumbered,
+                                         sizeof c->unnumbered);
     }
     ro.endpoint = c->endpoint;
     if (o->verbose)
@@ -259,9 +260,9 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     if (c->numbering < 0) {
         /* The reason travels: the amlruns that could number their nodes
          * end with it too. */
-        char summary[sizeof unnumbered + 16];
-        msg("%s", unnumbered);
-        snprintf(summary, sizeof summary, "amlrun:   %s\n", unnumbered);
+        char summary[sizeof c->unnumbered + 16];
+        msg("%s", c->unnumbered);
+        snprintf(summary, sizeof summary, "amlrun:   %s\n", c->unnumbered);
         return end_before_start(c, summary);
     }
     /* Every amlrun sees the counts and ends the job so. */

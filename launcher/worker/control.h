@@ -24,6 +24,7 @@ struct control {
      * worker counts); else by amldist_derive_child(), which needs every
      * agent to start the same count. */
     int numbering;
+    char unnumbered[768]; /* numbering < 0: why, for every node */
     int verbose;
     char endpoint[300];
 };
