@@ -73,7 +73,8 @@ static int same_counts(const struct control *c, int nproc)
  * per node (1: the rendezvous numbers them, and the worker counts may
  * differ); fewer is nodes shared, some unevenly (0: the launcher's node
  * index and count, amldist_derive_child(), the same worker count on every
- * amlrun).  Without a node count (Hydra names a node index only) an amlrun
+ * amlrun).  Without a node count (Hydra's ssh launcher names a node index
+ * only; under Slurm its proxies' srun step gives the count) an amlrun
  * that shares its node, or whose node index is not its rank (a lone amlrun
  * beside shared nodes), cannot be numbered alike: -1, with the reason in
  * `why`, and the caller ends the job through the rendezvous, so that every

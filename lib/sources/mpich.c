@@ -15,6 +15,17 @@
  * among this process's nearest ancestors (a wrapper such as `env` or a
  * shell may stand between), and only when the variables read are this
  * process's own.  Node count and the host of rank 0 stay unknown.
+ *
+ * Under Slurm (mpiexec.hydra in an allocation) Hydra starts its proxies
+ * with one srun step, `srun -N k -n k hydra_pmi_proxy --launcher slurm
+ * ... --proxy-id -1`, and each proxy takes its id from its task's
+ * SLURM_NODEID (MPICH's slurm_query_proxy_id.c).  The proxy passes its
+ * environment on, so the rank holds that step's variables itself:
+ * SLURM_NODEID is the node index, SLURM_STEP_NUM_NODES (one proxy a node,
+ * SLURM_STEP_NUM_TASKS alike) the node count.  They are the proxy's step's
+ * only when SLURM_TASK_PID is the proxy found among the ancestors (srun's
+ * task is the proxy itself); a Slurm step around mpiexec.hydra (srun
+ * mpiexec.hydra -launcher ssh) would put its own there.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -56,41 +67,123 @@ static long parent_of(long pid)
     return ppid;
 }
 
-/* The value of --proxy-id in a hydra_pmi_proxy command line. */
-static long proxy_id(const char *argv, size_t len)
+int amldist__hydra_proxy_args(const char *argv, size_t len,
+                              amldist__hydra_proxy_t *p)
 {
+    if (len == 0 || argv[len - 1] != '\0')
+        return 0;
     const char *end = argv + len, *arg0 = strrchr(argv, '/');
     arg0 = arg0 != NULL ? arg0 + 1 : argv;
     if (strcmp(arg0, "hydra_pmi_proxy") != 0)
-        return -1;
+        return 0;
+    int have_id = 0;
+    p->launcher[0] = '\0';
     for (const char *a = argv; a < end; a += strlen(a) + 1) {
         const char *next = a + strlen(a) + 1;
         long v;
-        if (strcmp(a, "--proxy-id") == 0 && next < end &&
-            amldist__parse_long(next, 0, INT_MAX, &v) == 0)
-            return v;
+        if (next >= end)
+            break;
+        if (strcmp(a, "--proxy-id") == 0) {
+            /* -1: the launcher numbers the proxy (Slurm, LSF, ...). */
+            if (strcmp(next, "-1") == 0)
+                v = -1;
+            else if (amldist__parse_long(next, 0, INT_MAX, &v) != 0)
+                return 0;
+            p->id = v;
+            have_id = 1;
+        } else if (strcmp(a, "--launcher") == 0) {
+            snprintf(p->launcher, sizeof p->launcher, "%s", next);
+        }
     }
-    return -1;
+    return have_id;
 }
 
-/* This process's Hydra proxy: its node index and pid, or -1. */
-static long find_proxy(long *proxy_pid)
+/* This process's Hydra proxy: 1 with *p and its pid, or 0. */
+static int find_proxy(amldist__hydra_proxy_t *p, long *proxy_pid)
 {
     char buf[HYDRA_CMDLINE_MAX];
     long pid = (long)getpid();
     for (int i = 0; i < HYDRA_ANCESTORS; i++) {
         if ((pid = parent_of(pid)) <= 1)
-            return -1;
+            return 0;
         long n = read_proc(pid, "cmdline", buf, sizeof buf);
         if (n < 0)
-            return -1;
-        long id = proxy_id(buf, (size_t)n);
-        if (id >= 0) {
+            return 0;
+        if (amldist__hydra_proxy_args(buf, (size_t)n, p)) {
             *proxy_pid = pid;
-            return id;
+            return 1;
         }
     }
-    return -1;
+    return 0;
+}
+
+/* A variable of env as a number in [min, max], or -1 (absent, malformed). */
+static long env_num(const amldist__env_t *env, const char *name, long min,
+                    long max)
+{
+    const char *s = amldist__env_get(env, name);
+    long v;
+    return s != NULL && amldist__parse_long(s, min, max, &v) == 0 ? v : -1;
+}
+
+/* A variable's text for a message: "=value", or " unset". */
+static const char *shown(const amldist__env_t *env, const char *name,
+                         char *buf, size_t size)
+{
+    const char *s = amldist__env_get(env, name);
+    snprintf(buf, size, s != NULL ? "=%.64s" : " unset", s != NULL ? s : "");
+    return buf;
+}
+
+void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
+                               struct amldist *r)
+{
+    static const char by[] = "the Hydra proxy (hydra_pmi_proxy --launcher "
+                             "slurm --proxy-id -1) takes its node index from "
+                             "its srun step's SLURM_NODEID";
+    char t[80], n[80], c[80];
+    if (env_num(env, "SLURM_TASK_PID", 1, LONG_MAX) != proxy_pid) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: %s, but SLURM_TASK_PID%s here is not that "
+                     "proxy (pid %ld): these SLURM_* are another step's",
+                     by, shown(env, "SLURM_TASK_PID", t, sizeof t),
+                     proxy_pid);
+        return;
+    }
+    long world = r->val[AMLDIST_FIELD_WORLD_SIZE];
+    long node = env_num(env, "SLURM_NODEID", 0, INT_MAX);
+    long nodes = env_num(env, "SLURM_STEP_NUM_NODES", 1, INT_MAX);
+    long tasks = env_num(env, "SLURM_STEP_NUM_TASKS", 1, INT_MAX);
+    if (node < 0 || node >= world || (nodes > 0 && node >= nodes)) {
+        amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                     "unknown: %s, and SLURM_NODEID%s is no node index below "
+                     "%s and SLURM_STEP_NUM_NODES%s",
+                     by, shown(env, "SLURM_NODEID", n, sizeof n),
+                     r->why[AMLDIST_FIELD_WORLD_SIZE],
+                     shown(env, "SLURM_STEP_NUM_NODES", c, sizeof c));
+        return;
+    }
+    amldist__set(r, AMLDIST_FIELD_NODE_RANK, node,
+                 "SLURM_NODEID=%ld of the Hydra proxy's srun step (the "
+                 "proxy, pid %ld = SLURM_TASK_PID, hydra_pmi_proxy "
+                 "--launcher slurm --proxy-id -1, takes its node index "
+                 "from it)",
+                 node, proxy_pid);
+    /* Hydra runs one proxy a node: a step of more tasks than nodes is not
+     * its proxies' alone. */
+    if (nodes > 0 && tasks == nodes && nodes <= world)
+        amldist__set(r, AMLDIST_FIELD_NUM_NODES, nodes,
+                     "SLURM_STEP_NUM_NODES=%ld of the Hydra proxies' srun "
+                     "step (one proxy a node: SLURM_STEP_NUM_TASKS=%ld)",
+                     nodes, tasks);
+    else
+        amldist__why(r, AMLDIST_FIELD_NUM_NODES,
+                     "unknown: the Hydra proxies' srun step has "
+                     "SLURM_STEP_NUM_NODES%s and SLURM_STEP_NUM_TASKS%s, "
+                     "not one proxy a node of %s",
+                     shown(env, "SLURM_STEP_NUM_NODES", c, sizeof c),
+                     shown(env, "SLURM_STEP_NUM_TASKS", t, sizeof t),
+                     r->why[AMLDIST_FIELD_WORLD_SIZE]);
 }
 
 /* The array's value of `name` is this process's own. */
@@ -118,20 +211,34 @@ int amldist__src_mpich(const amldist__env_t *env, struct amldist *r)
             r->val[AMLDIST_FIELD_WORLD_SIZE] ||
         !own(env, "PMI_RANK") || !own(env, "MPI_LOCALNRANKS"))
         return rc;
-    long pid, id = find_proxy(&pid);
-    if (id < 0)
+    amldist__hydra_proxy_t proxy;
+    long pid;
+    if (!find_proxy(&proxy, &pid))
         return rc;
-    if (id >= r->val[AMLDIST_FIELD_WORLD_SIZE]) {
+    if (proxy.id < 0) {
+        if (strcmp(proxy.launcher, "slurm") == 0)
+            amldist__hydra_slurm_node(env, pid, r);
+        else
+            amldist__why(r, AMLDIST_FIELD_NODE_RANK,
+                         "unknown: the Hydra proxy (pid %ld, "
+                         "hydra_pmi_proxy --launcher %s --proxy-id -1) "
+                         "takes its node index from its launcher, which is "
+                         "read under Slurm only",
+                         pid, proxy.launcher[0] != '\0' ? proxy.launcher
+                                                       : "(none)");
+        return rc;
+    }
+    if (proxy.id >= r->val[AMLDIST_FIELD_WORLD_SIZE]) {
         amldist__why(r, AMLDIST_FIELD_NODE_RANK,
                      "unknown: the Hydra proxy (pid %ld) says --proxy-id "
                      "%ld, not below %s",
-                     pid, id, r->why[AMLDIST_FIELD_WORLD_SIZE]);
+                     pid, proxy.id, r->why[AMLDIST_FIELD_WORLD_SIZE]);
         return rc;
     }
-    amldist__set(r, AMLDIST_FIELD_NODE_RANK, id,
+    amldist__set(r, AMLDIST_FIELD_NODE_RANK, proxy.id,
                  "hydra_pmi_proxy --proxy-id %ld (pid %ld, the Hydra proxy "
                  "that started this process)",
-                 id, pid);
+                 proxy.id, pid);
     amldist__why(r, AMLDIST_FIELD_NUM_NODES,
                  "unknown: Hydra's proxy names its own node index only");
     return rc;

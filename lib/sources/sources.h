@@ -48,6 +48,21 @@ int amldist__src_azureml(const amldist__env_t *env,
  * PyTorchJob pod's one process per PET_NNODES: 1 when r was completed. */
 int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
 
+/* mpich.c: a hydra_pmi_proxy command line (argv NUL-separated, `len`
+ * bytes, the last a NUL): 1 with *p filled when it is one with a
+ * --proxy-id, else 0. */
+typedef struct {
+    long id;           /* --proxy-id; -1: the launcher numbers the proxy */
+    char launcher[16]; /* --launcher (ssh, slurm, ...); "" when not given */
+} amldist__hydra_proxy_t;
+int amldist__hydra_proxy_args(const char *argv, size_t len,
+                              amldist__hydra_proxy_t *p);
+/* mpich.c: r's node index and count from the srun step of the Hydra proxy
+ * `proxy_pid` (--launcher slurm --proxy-id -1), read from env; unknown,
+ * with the reason, where env is not that step's. */
+void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
+                               struct amldist *r);
+
 /* pmix_client.c: ask the PMIx server (dlopen'ed libpmix) about this
  * process. */
 typedef struct {
