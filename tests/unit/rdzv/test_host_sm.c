@@ -217,11 +217,48 @@ static void test_forms_when_max_joined(void)
     amldist__rz_sm_free(sm);
 }
 
+/* Issue 38: never a silent wait.  While the round forms, each waiting
+ * member is told every AMLDIST__RZ_SAY_MS what is awaited; a node that
+ * cannot start joins only to fail (its JOIN's round
+ * AMLDIST__RZ_ROUND_FAILING), is never counted, and its FAIL ends the
+ * forming job at once with its status and reason. */
+static void test_forming_says_and_ends_on_early_failure(void)
+{
+    job(3, 3, 0);
+    join(0, -1, 1);
+    now += AMLDIST__RZ_SAY_MS - 1;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 0);
+    now += 1;
+    tick();
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_WAIT), 1);
+    const amldist__rz_action_t *w = action(AMLDIST__RZ_A_WAIT, 0);
+    CHECK(w && w->text && strstr(w->text, "waiting for 2 of 3 nodes"));
+    join(1, -1, 1);
+    amldist__rz_join_t jf = job_join(2, -1, 1, g_min, g_max, g_restarts);
+    jf.round = AMLDIST__RZ_ROUND_FAILING;
+    join_j(2, jf);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_ASSIGN), 0); /* not counted: no round */
+    fail(2, 0, 0, -1, 127, "amlrun: ./typo: No such file or directory");
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_OVER);
+    /* the two waiting are told (and the failing one, which then goes) */
+    int told = 0;
+    for (int j = 0; j < nact; j++)
+        told += act[j].type == AMLDIST__RZ_A_FINISH &&
+                (act[j].who == &mb[0] || act[j].who == &mb[1]);
+    CHECK_INT_EQ(told, 2);
+    const amldist__rz_action_t *f = action(AMLDIST__RZ_A_FINISH, 0);
+    CHECK(f && f->value == 127 && f->text &&
+          strstr(f->text, "could not start, exit status 127: ./typo"));
+    amldist__rz_sm_free(sm);
+}
+
 static void test_forms_after_last_call(void)
 {
     job(2, 4, 0);
     join(0, -1, 1);
-    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), 1000 + 60000);
+    /* the next "waiting for" line comes before the join timeout */
+    CHECK_INT_EQ(amldist__rz_sm_next_deadline(sm), 1000 + AMLDIST__RZ_SAY_MS);
     now = 1200;
     join(1, -1, 1);
     /* min reached at 1200: the last call ends 1000 ms later. */
@@ -1372,6 +1409,7 @@ int main(void)
 {
     RUN(test_forms_when_max_joined);
     RUN(test_forms_after_last_call);
+    RUN(test_forming_says_and_ends_on_early_failure);
     RUN(test_last_call_restarts_below_min);
     RUN(test_join_timeout);
     RUN(test_order_by_arrival);
