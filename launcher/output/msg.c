@@ -10,6 +10,27 @@
 
 #include "output/msg.h"
 
+static const void *line_owner;
+static int line_fd = -1;
+
+void msg_line_set(const void *owner, int fd)
+{
+    line_owner = owner;
+    line_fd = owner ? fd : -1;
+}
+
+const void *msg_line_owner(void)
+{
+    return line_owner;
+}
+
+void msg_line_end(void)
+{
+    if (line_owner && line_fd >= 0)
+        (void)write_all(line_fd, "\n", 1);
+    msg_line_set(NULL, -1);
+}
+
 AMLRUN_PRINTF(2, 0)
 static void vmsg(int err, const char *fmt, va_list ap)
 {
@@ -28,6 +49,7 @@ static void vmsg(int err, const char *fmt, va_list ap)
             n = sizeof line - 2;
     }
     line[n++] = '\n';
+    msg_line_end();
     (void)write_all(2, line, n);
 }
 

@@ -132,19 +132,50 @@ static int carry_append(struct out_stream *s, const char *p, size_t n)
     return 0;
 }
 
-/* The unfinished line as a line of its own (end of file, or too long). */
-static void flush_carry(struct out_stream *s)
+/* A live stream about to write to its terminal: another stream's open
+ * line is ended first.  Whether this stream's own line is open there (its
+ * prefix and start shown). */
+static int live_begin(const struct out_stream *s)
 {
-    if (s->len == 0)
+    if (msg_line_owner() == s)
+        return 1;
+    msg_line_end();
+    return 0;
+}
+
+/* The unfinished line written out: as a line of its own, a newline added
+ * (eol: end of file, too long, out of memory); or, on a live console, as
+ * far as it came, its line left open. */
+static void show_carry(struct out_stream *s, int eol)
+{
+    int open = 0;
+    if (s->live) {
+        s->due_ns = 0;
+        if (s->len == 0 && !(eol && msg_line_owner() == s))
+            return;
+        open = live_begin(s);
+    } else if (s->len == 0) {
         return;
+    }
     struct batch b;
     b.fd = s->console;
     b.n = 0;
-    batch_add(&b, s->prefix, s->prefix_len);
+    if (!open)
+        batch_add(&b, s->prefix, s->prefix_len);
     batch_add(&b, s->carry, s->len);
-    batch_add(&b, "\n", 1);
+    if (eol)
+        batch_add(&b, "\n", 1);
     batch_flush(&b);
     s->len = 0;
+    if (s->live) {
+        s->opened = !eol;
+        msg_line_set(eol ? NULL : s, s->console);
+    }
+}
+
+static void flush_carry(struct out_stream *s)
+{
+    show_carry(s, 1);
 }
 
 /*
@@ -172,6 +203,18 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
     struct batch b;
     b.fd = s->console;
     b.n = 0;
+    /* Live: a line shown open is completed without its prefix again; one
+     * that another writer ended (with a newline) and that ends now with
+     * nothing more is ended already. */
+    int lines = s->live && memchr(p, '\n', n) != NULL;
+    int ended = lines && s->opened && msg_line_owner() != s;
+    int open = lines && live_begin(s);
+    if (lines)
+        s->opened = 0;
+    if (ended && s->len == 0 && p[0] == '\n') {
+        p++;
+        n--;
+    }
     if (!s->prefix) {
         /* No prefixes: everything up to the last newline goes in one
          * write, completing the carried line first. */
@@ -188,19 +231,22 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
         const char *nl;
         while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
             size_t line = (size_t)(nl + 1 - p);
-            size_t need = s->prefix_len + s->len + line;
+            size_t need = (open ? 0 : s->prefix_len) + s->len + line;
             if (used + need > PREFIX_BUF)
                 prefix_flush(s->console, &used);
             if (need > PREFIX_BUF) {
                 /* A line longer than the buffer: its pieces in one
                  * writev, after the lines before it. */
-                batch_add(&b, s->prefix, s->prefix_len);
+                if (!open)
+                    batch_add(&b, s->prefix, s->prefix_len);
                 batch_add(&b, s->carry, s->len);
                 batch_add(&b, p, line);
                 batch_flush(&b);
             } else {
-                memcpy(prefix_buf + used, s->prefix, s->prefix_len);
-                used += s->prefix_len;
+                if (!open) {
+                    memcpy(prefix_buf + used, s->prefix, s->prefix_len);
+                    used += s->prefix_len;
+                }
                 if (s->len > 0) {
                     memcpy(prefix_buf + used, s->carry, s->len);
                     used += s->len;
@@ -209,10 +255,13 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
                 used += line;
             }
             s->len = 0; /* the carried line is complete */
+            open = 0;
             p = nl + 1;
         }
         prefix_flush(s->console, &used);
     }
+    if (lines && msg_line_owner() == s)
+        msg_line_set(NULL, -1); /* its line ended with the lines written */
     while (p < end) {
         size_t room = OUT_LINE_MAX - s->len;
         size_t take = (size_t)(end - p) < room ? (size_t)(end - p) : room;
@@ -227,7 +276,7 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
         }
         p += take;
         if (s->len == OUT_LINE_MAX)
-            flush_carry(s);
+            show_carry(s, !s->live); /* live: the line goes on, open */
     }
 }
 
@@ -302,12 +351,30 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
             /* What was read is logged; the worker learns from its next
              * write (see console_state). */
             s->len = 0;
+            s->due_ns = 0;
+            if (msg_line_owner() == s)
+                msg_line_set(NULL, -1);
             close(s->fd);
             s->fd = -1;
             return 0;
         }
+        if (s->live && s->len == 0)
+            s->due_ns = 0;
+        else if (s->live && s->due_ns == 0)
+            s->due_ns = s->out_ns + OUT_SHOW_NS;
     }
     return 1;
+}
+
+int64_t out_stream_due(const struct out_stream *s)
+{
+    return s->live && s->fd >= 0 && s->len > 0 ? s->due_ns : 0;
+}
+
+void out_stream_show(struct out_stream *s)
+{
+    if (s->live && s->console >= 0 && s->fd >= 0)
+        show_carry(s, 0);
 }
 
 void out_console_blocked(int64_t *total_ns, int64_t *last_end_ns)
@@ -326,6 +393,8 @@ void out_stream_close(struct out_stream *s)
 {
     if (s->fd >= 0)
         stream_eof(s);
+    if (msg_line_owner() == s)
+        msg_line_set(NULL, -1);
     free(s->carry);
     free(s->prefix);
     s->carry = s->prefix = NULL;
