@@ -89,6 +89,7 @@ struct job {
      * them are ptys, live (output/pty.h, output.h) */
     int console_tty[2];
     int show_timer;    /* the timer of the live streams' partial lines */
+    int pty_failed;    /* a pty could not be had: said, pipes since */
     char *buf;
     double t_begin;    /* now_s() when supervision began */
     struct rundir *rd; /* error files, and logs in torchrun's layout */

@@ -31,6 +31,12 @@ void msg_line_end(void)
     msg_line_set(NULL, -1);
 }
 
+int msg_write(const char *text, size_t len)
+{
+    msg_line_end();
+    return write_all(2, text, len);
+}
+
 AMLRUN_PRINTF(2, 0)
 static void vmsg(int err, const char *fmt, va_list ap)
 {

@@ -40,6 +40,10 @@ void msg_line_set(const void *owner, int fd);
 const void *msg_line_owner(void);
 void msg_line_end(void);
 
+/* amlrun's own text of several lines on stderr (a root cause, stacks, an
+ * event), in one write, after the terminal's open line is ended. */
+int msg_write(const char *text, size_t len);
+
 /* Write everything, retrying partial writes and EINTR, and waiting for room
  * on EAGAIN (a non-blocking descriptor); 0 or -1 (errno). */
 int write_all(int fd, const void *buf, size_t len);

@@ -147,10 +147,18 @@ static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
         console = -1;
     /* A stream shown on a terminal is a terminal to the worker too, and
      * live (output.h); any other is a pipe, as it always was. */
-    int live = console >= 0 && j->console_tty[which - 1];
+    int live = console >= 0 && j->console_tty[which - 1] && !j->pty_failed;
     int p[2];
-    if (live ? out_pty_open(which, &p[0], &p[1]) < 0
-             : pipe2(p, O_CLOEXEC) < 0)
+    if (live && out_pty_open(which, &p[0], &p[1]) < 0) {
+        /* No pty here (no /dev/pts in a container, the kernel's limit):
+         * the pipes of a console that is not a terminal, said once. */
+        if (!j->pty_failed)
+            msg_errno(errno, "no pseudo-terminal for the workers' output "
+                             "(it goes through pipes, shown line by line)");
+        j->pty_failed = 1;
+        live = 0;
+    }
+    if (!live && pipe2(p, O_CLOEXEC) < 0)
         return -1;
     memset(s, 0, sizeof *s);
     s->fd = p[0];

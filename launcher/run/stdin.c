@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "output/msg.h"
@@ -39,6 +40,16 @@ void stdin_plan(struct job *j)
     case STDIN_NONE:
         in->none = 1;
         break;
+    }
+    /* A terminal read from the background (bg between the foreground
+     * check and the read) then fails with EIO instead of stopping amlrun
+     * alone, its workers running on; the workers start with the mask
+     * amlrun was started with (spawn.h). */
+    if (in->relay && in->tty) {
+        sigset_t ttin;
+        sigemptyset(&ttin);
+        sigaddset(&ttin, SIGTTIN);
+        sigprocmask(SIG_BLOCK, &ttin, NULL);
     }
 }
 

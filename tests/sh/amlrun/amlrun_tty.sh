@@ -62,6 +62,15 @@ expect_eq "bar with --tee 2: live, exits 0" "$(status_of "$out")" 0
 expect_eq "bar with --tee 2: one prefix for the line however it grew" \
     "$(grep -ao '\[default0\]:' "$d/log2" | wc -l)" 1
 
+# amlrun's own message while a bar's line is open starts a line of its own
+d=$(fresh barmsg)
+out=$("${PTY[@]}" "$d/log" 'expect:\r 50%' "touch:$d/shown" 'expect:\A\namlrun: rank 1 ' \
+      -- "${A[@]}" --nproc-per-node 2 --no-python sh -c \
+      'if [ $RANK = 0 ]; then printf "\r 50%%"; exec sleep 300; fi; while [ ! -e "$0/shown" ]; do sleep 0.01; done; exit 3' "$d")
+expect_eq "a message while a bar's line is open: on a line of its own; exits 3" \
+    "$(status_of "$out")" 3
+[ "$(status_of "$out")" = 3 ] || diag "$out"
+
 # --- C stdio on a terminal is line-buffered: printf, no fflush
 d=$(fresh stdio)
 printf '%s\n' '#include <stdio.h>' '#include <unistd.h>' \
@@ -143,6 +152,17 @@ out=$("${PTY[@]}" "$d/log" "until:[ -e $d/r.0 ] && [ -e $d/r.1 ]" 'send:one line
 expect_eq "--stdin all in a terminal: exits 0 at Ctrl-D" "$(status_of "$out")" 0
 expect_eq "--stdin all in a terminal: both ranks read the line" \
     "$(cat "$d/in.0" "$d/in.1" 2>&1)" "$(printf 'one line\none line')"
+
+# --- no pty to be had (no devpts in this mount namespace): pipes, said once
+if unshare -m true 2>/dev/null; then
+    d=$(fresh nopty)
+    out=$("${PTY[@]}" "$d/log" -- unshare -m sh -c 'mount -t tmpfs none /dev/pts && exec "$0" --cpu-bind none --nproc-per-node 2 --no-python sh -c "[ -t 1 ] && echo tty; echo rank \$RANK"' "$AMLRUN")
+    expect_eq "no pty: the job runs, exits 0" "$(status_of "$out")" 0
+    expect_eq "no pty: said once, the workers on pipes" \
+        "$(grep -c '^amlrun: no pseudo-terminal for the workers' "$d/log") $(grep -c '^tty' "$d/log") $(grep -c '^rank [01]' "$d/log")" "1 0 2"
+else
+    skip "no pty: pipes, said once" "no mount namespace here"
+fi
 
 # --- not a terminal: pipes as before
 d=$(fresh notty)
