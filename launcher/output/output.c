@@ -150,7 +150,7 @@ static void show_carry(struct out_stream *s, int eol)
 {
     int open = 0;
     if (s->live) {
-        s->due_ns = 0;
+        s->due_ns = s->held_ns = 0;
         if (s->len == 0 && !(eol && msg_line_owner() == s))
             return;
         open = live_begin(s);
@@ -351,17 +351,23 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
             /* What was read is logged; the worker learns from its next
              * write (see console_state). */
             s->len = 0;
-            s->due_ns = 0;
+            s->due_ns = s->held_ns = 0;
             if (msg_line_owner() == s)
                 msg_line_set(NULL, -1);
             close(s->fd);
             s->fd = -1;
             return 0;
         }
-        if (s->live && s->len == 0)
-            s->due_ns = 0;
-        else if (s->live && s->due_ns == 0)
+        if (s->live && s->len == 0) {
+            s->due_ns = s->held_ns = 0;
+        } else if (s->live) {
+            /* after a newline the carry is a new line's */
+            if (s->held_ns == 0 || s->line_ns == s->out_ns)
+                s->held_ns = s->out_ns;
             s->due_ns = s->out_ns + OUT_SHOW_NS;
+            if (s->due_ns > s->held_ns + OUT_SHOW_MAX_NS)
+                s->due_ns = s->held_ns + OUT_SHOW_MAX_NS;
+        }
     }
     return 1;
 }

@@ -18,9 +18,12 @@
 /* Lines longer than this are cut into pieces of this size (on the console
  * only; log files get every byte as it came). */
 #define OUT_LINE_MAX (1u << 20)
-/* A live stream's unfinished line is shown this long after its first
- * byte not yet shown, at the latest (out_stream_due). */
+/* A live stream's unfinished line is shown once it has not grown for
+ * OUT_SHOW_NS (a bar between updates, a prompt), or OUT_SHOW_MAX_NS after
+ * its first byte not yet shown (a bar redrawn faster than that): a line
+ * written in quick pieces is never shown in pieces (out_stream_due). */
 #define OUT_SHOW_NS 50000000LL
+#define OUT_SHOW_MAX_NS 200000000LL
 /* Bytes of a stream's end kept for the job's failure summary. */
 #define OUT_TAIL_MAX 2048
 
@@ -43,6 +46,7 @@ struct out_stream {
     int opened;        /* live: its line was left open (it may have been
                           ended since: msg_line_owner() says) */
     int64_t due_ns;    /* live: when the carry is to be shown, 0: never */
+    int64_t held_ns;   /* live: when its first byte came, 0: none */
     size_t len, cap;
     /* The last bytes the worker wrote, for a failure's summary. */
     char tail[OUT_TAIL_MAX];

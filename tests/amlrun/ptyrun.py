@@ -11,6 +11,8 @@ order, while the output is read all along:
                 Ctrl-Z)
   until:SH      until the shell command SH succeeds (run every 20 ms)
   touch:PATH    create PATH
+  winsize:RxC   resize the window to R rows, C columns (the kernel sends
+                SIGWINCH to the foreground process group)
 Then the command's end is waited for and its status printed as "status N"
 (128+N when killed by signal N); the exit status is 0, or 1 after a step
 that did not come within AMLDIST_PTY_TIMEOUT seconds (default 60; a bound
@@ -105,6 +107,9 @@ for step in steps:
             pump(0.02)
     elif kind == "touch":
         open(arg, "a").close()
+    elif kind == "winsize":
+        rows, cols = (int(x) for x in arg.split("x"))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     else:
         sys.exit("ptyrun: unknown step " + step)
 

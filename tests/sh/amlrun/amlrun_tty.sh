@@ -34,6 +34,19 @@ check "isatty: rank 0's stdout and stderr are terminals of the terminal's size" 
     grep -q "^rank 0 out=True err=True in=False size=100x40" "$d/log"
 check "isatty: rank 1's too" grep -q "^rank 1 out=True err=True in=False size=100x40" "$d/log"
 
+# the window resized: the workers' terminals follow, and they are told
+cat >"$d/winch.py" <<'PY'
+import os, signal, sys
+signal.signal(signal.SIGWINCH, lambda *a: (print("resized to %dx%d" % tuple(os.get_terminal_size(1)), flush=True), sys.exit(0)))
+open(os.path.join(sys.argv[1], "ready." + os.environ["RANK"]), "w").close()
+signal.pause()
+PY
+out=$("${PTY[@]}" "$d/log2" "until:[ -e $d/ready.0 ] && [ -e $d/ready.1 ]" 'winsize:30x90' \
+      -- "${A[@]}" --nproc-per-node 2 "$d/winch.py" "$d")
+expect_eq "SIGWINCH: the job exits 0" "$(status_of "$out")" 0
+expect_eq "SIGWINCH: each rank's terminal has the new size when it is told" \
+    "$(grep -c '^resized to 90x30' "$d/log2")" 2
+
 # --- a progress bar: each "\r" update on the terminal before its newline
 d=$(fresh bar)
 cat >"$d/w.py" <<'PY'
