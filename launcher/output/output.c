@@ -143,30 +143,73 @@ static int live_begin(const struct out_stream *s)
     return 0;
 }
 
+/* Live and prefixed: p[0..n) with the prefix again after each "\r" that
+ * does not end the line ("\r\n"), so that a bar redrawn with "\r" keeps
+ * its prefix on the terminal (log files get the bytes as they came).  cr:
+ * the byte before p was a "\r"; returns whether p's last byte is one. */
+static int live_add(struct batch *b, const struct out_stream *s,
+                    const char *p, size_t n, int cr)
+{
+    const char *end = p + n, *r;
+    if (n == 0)
+        return cr;
+    if (cr && p[0] != '\n')
+        batch_add(b, s->prefix, s->prefix_len);
+    while ((r = memchr(p, '\r', (size_t)(end - p))) != NULL && r + 1 < end) {
+        batch_add(b, p, (size_t)(r + 1 - p));
+        if (r[1] != '\n')
+            batch_add(b, s->prefix, s->prefix_len);
+        p = r + 1;
+    }
+    batch_add(b, p, (size_t)(end - p));
+    return end[-1] == '\r';
+}
+
+/* Whether a live stream's lines need live_add: a prefix, and a "\r" in
+ * the carry or in p[0..n). */
+static int live_cr(const struct out_stream *s, const char *p, size_t n)
+{
+    return s->live && s->prefix &&
+           (memchr(p, '\r', n) || (s->len && memchr(s->carry, '\r', s->len)));
+}
+
 /* The unfinished line written out: as a line of its own, a newline added
  * (eol: end of file, too long, out of memory); or, on a live console, as
  * far as it came, its line left open. */
 static void show_carry(struct out_stream *s, int eol)
 {
-    int open = 0;
+    int prefixed = s->live && s->prefix;
+    size_t show = s->len;
+    /* Live and prefixed, a "\r" that ends what is shown waits for the
+     * next byte: the prefix goes after it unless a "\n" follows. */
+    if (!eol && prefixed && show && s->carry[show - 1] == '\r')
+        show--;
     if (s->live) {
         s->due_ns = s->held_ns = 0;
-        if (s->len == 0 && !(eol && msg_line_owner() == s))
+        if (!eol && show == 0)
+            return; /* nothing to see yet */
+        if (s->len == 0 && msg_line_owner() != s)
             return;
-        open = live_begin(s);
     } else if (s->len == 0) {
         return;
     }
+    int open = s->live && live_begin(s);
     struct batch b;
     b.fd = s->console;
     b.n = 0;
-    if (!open)
+    /* A line that starts with "\r" gets its prefix after it (live_add). */
+    if (!open && !(prefixed && show > 1 && s->carry[0] == '\r'))
         batch_add(&b, s->prefix, s->prefix_len);
-    batch_add(&b, s->carry, s->len);
+    if (prefixed)
+        live_add(&b, s, s->carry, show, 0);
+    else
+        batch_add(&b, s->carry, show);
     if (eol)
         batch_add(&b, "\n", 1);
     batch_flush(&b);
-    s->len = 0;
+    if (show < s->len)
+        memmove(s->carry, s->carry + show, s->len - show);
+    s->len -= show;
     if (s->live) {
         s->opened = !eol;
         msg_line_set(eol ? NULL : s, s->console);
@@ -215,7 +258,20 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
         p++;
         n--;
     }
-    if (!s->prefix) {
+    if (lines && live_cr(s, p, n)) {
+        /* A bar's "\r" redraws, prefixed: line by line through live_add. */
+        const char *nl;
+        while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            if (!open)
+                batch_add(&b, s->prefix, s->prefix_len);
+            int cr = live_add(&b, s, s->carry, s->len, 0);
+            live_add(&b, s, p, (size_t)(nl + 1 - p), cr);
+            s->len = 0;
+            open = 0;
+            p = nl + 1;
+        }
+        batch_flush(&b);
+    } else if (!s->prefix) {
         /* No prefixes: everything up to the last newline goes in one
          * write, completing the carried line first. */
         const char *last = memrchr(p, '\n', n);

@@ -158,8 +158,11 @@ static void on_stdin(void *arg, int fd, short revents)
     (void)fd;
     (void)revents;
     /* A terminal read from the background would stop amlrun (SIGTTIN is
-     * blocked: the read fails with EIO); the shell's input is not ours. */
-    if (in->tty && tcgetpgrp(0) != getpgrp()) {
+     * blocked: the read fails with EIO); the shell's input is not ours.
+     * A terminal that is not our controlling one (ENOTTY) has no
+     * foreground to wait for. */
+    pid_t fg = in->tty ? tcgetpgrp(0) : -1;
+    if (fg >= 0 && fg != getpgrp()) {
         sleep_background(j);
         return;
     }
