@@ -17,7 +17,7 @@
 PTY=("$TORCH_PY" "$HELPERS/ptyrun.py")
 fresh() { rm -rf "$TEST_TMP/$1"; mkdir -p "$TEST_TMP/$1"; echo "$TEST_TMP/$1"; }
 A=("$AMLRUN" --cpu-bind none)
-# ptyrun_ok NAME OUT: the run ended as STATUS says ("status N" last).
+# status_of OUT: the status ptyrun.py printed for its command ("status N").
 status_of() { sed -n 's/^status //p' <<<"$1"; }
 
 # --- the workers see a terminal: stdout, stderr, its size; stdin a pipe
