@@ -26,7 +26,8 @@ topo_cache|20 200000|1 100
 hang|5 2 64|1 1 4
 progress|7 2000000|1 1000
 chan|1000|2
-stacks_capture|64|4"
+stacks_capture|64|4
+tty_relay|20 200000|1 100"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'); $(env -u OMP_NUM_THREADS nproc) of $(nproc --all) CPUs usable," \
     "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1); $(uname -sr);" \

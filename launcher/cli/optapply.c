@@ -406,6 +406,22 @@ static int on_redirects(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
+/* mpirun's --stdin, srun's --input: a rank, all or none. */
+static int on_stdin(struct amlrun_opts *o, const struct handler *h,
+                    const char *name, const char *val)
+{
+    (void)h;
+    if (strcmp(val, "all") == 0)
+        o->stdin_mode = STDIN_ALL;
+    else if (strcmp(val, "none") == 0)
+        o->stdin_mode = STDIN_NONE;
+    else if (parse_int(val, 0, 1 << 30, &o->stdin_rank) == 0)
+        o->stdin_mode = STDIN_RANK;
+    else
+        return bad_value(name, val, "want a rank, all or none");
+    return -1;
+}
+
 static int on_log_layout(struct amlrun_opts *o, const struct handler *h,
                          const char *name, const char *val)
 {
@@ -515,6 +531,7 @@ static const struct handler handlers[O_COUNT] = {
     [O_REDIRECTS] = {on_redirects, AT(redirects), WANT_STD_MAP, 0, 0},
     [O_LOG_DIR] = {on_name, AT(log_dir), "want a directory", 0, 0},
     [O_LOG_LAYOUT] = {on_log_layout, 0, NULL, 0, 0},
+    [O_STDIN] = {on_stdin, 0, NULL, 0, 0},
     [O_RANKS] = {on_rankset, AT(ranks), WANT_RANKS, 0, 0},
     [O_LOCAL_RANKS] = {on_rankset, AT(local_ranks), WANT_RANKS, 0, 0},
     [O_DRY_RUN] = {on_json_able, AT(dry_run), NULL, 0, 0},

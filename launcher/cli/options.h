@@ -117,6 +117,10 @@ struct amlrun_opts {
     struct std_map redirects, tee;
     int redirects_given;
     enum log_layout log_layout;
+    /* --stdin: who reads amlrun's stdin (run/stdin.h); stdin_rank for
+     * STDIN_RANK */
+    enum { STDIN_DEFAULT, STDIN_RANK, STDIN_ALL, STDIN_NONE } stdin_mode;
+    int stdin_rank;
     /* other modules */
     int topo;
     /* --status[=json] and --stacks: ask a running job (query/client.h);

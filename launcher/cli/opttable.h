@@ -27,6 +27,7 @@ enum opt_id {
     O_STATUS, O_STACKS,
     O_HANG_TIMEOUT, O_HANG_REPORT, O_TIMEOUT,
     O_MAKE_SECRET,
+    O_STDIN,
     O_COUNT
 };
 

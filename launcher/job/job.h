@@ -48,9 +48,28 @@ struct worker {
     char *error_file;  /* its TORCHELASTIC_ERROR_FILE in this attempt */
     int log_out, log_err;
     struct out_stream out, err;
+    /* The write end of its stdin pipe when amlrun relays its own stdin
+     * to it (run/stdin.h), non-blocking, -1: none; how much of the relay's
+     * chunk it has taken. */
+    int in_fd;
+    size_t in_off;
     /* The read end of its Python stack channel (stacks/stacks.h), for
      * stk_capture()'s python_fd; -1: none (a native worker). */
     int stack_fd;
+};
+
+/* amlrun's stdin as the workers get it (run/stdin.h). */
+struct job_stdin {
+    int legacy;        /* no --stdin, not in a terminal: the first local
+                          worker inherits amlrun's stdin unless a tty */
+    int relay;         /* amlrun reads it and writes it to the workers */
+    int rank;          /* the one rank that gets it, -1: all (or none) */
+    int none;          /* --stdin none */
+    int tty;           /* amlrun's stdin is a terminal */
+    int watched, eof;
+    int recheck;       /* the timer that looks again for the foreground */
+    size_t len;        /* the chunk being written to the workers */
+    char buf[4096];
 };
 
 struct job_plugins; /* hooks.h: the plugins attached to the job */
@@ -65,6 +84,12 @@ struct job {
     amldist__loop_t *loop; /* the signalfd, the control plane, the pipes */
     int deadline;      /* the SIGKILL deadline's timer, 0 */
     int null_fd;       /* /dev/null for the workers' stdin */
+    struct job_stdin in;
+    /* amlrun's stdout and stderr are terminals: the workers' streams to
+     * them are ptys, live (output/pty.h, output.h) */
+    int console_tty[2];
+    int show_timer;    /* the timer of the live streams' partial lines */
+    int pty_failed;    /* a pty could not be had: said, pipes since */
     char *buf;
     double t_begin;    /* now_s() when supervision began */
     struct rundir *rd; /* error files, and logs in torchrun's layout */

@@ -10,6 +10,10 @@
 #ifndef AMLRUN_LINEPREFIX_H
 #define AMLRUN_LINEPREFIX_H
 
+/* The prefix torchrun's TailLog gives a tee'd line without a template:
+ * the role and the local rank, "[default0]:". */
+#define TORCH_LINE_PREFIX "[${role_name}${local_rank}]:"
+
 /* The prefix (malloc'd), or NULL when out of memory. */
 char *torch_line_prefix(const char *tmpl, const char *role, int rank,
                         int local_rank);

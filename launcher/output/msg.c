@@ -18,6 +18,33 @@ const char *msg_last(void)
     return last;
 }
 
+static const void *line_owner;
+static int line_fd = -1;
+
+void msg_line_set(const void *owner, int fd)
+{
+    line_owner = owner;
+    line_fd = owner ? fd : -1;
+}
+
+const void *msg_line_owner(void)
+{
+    return line_owner;
+}
+
+void msg_line_end(void)
+{
+    if (line_owner && line_fd >= 0)
+        (void)write_all(line_fd, "\n", 1);
+    msg_line_set(NULL, -1);
+}
+
+int msg_write(const char *text, size_t len)
+{
+    msg_line_end();
+    return write_all(2, text, len);
+}
+
 AMLRUN_PRINTF(2, 0)
 static void vmsg(int err, const char *fmt, va_list ap)
 {
@@ -37,6 +64,7 @@ static void vmsg(int err, const char *fmt, va_list ap)
     }
     snprintf(last, sizeof last, "%.*s", (int)(n - 8), line + 8);
     line[n++] = '\n';
+    msg_line_end();
     (void)write_all(2, line, n);
 }
 

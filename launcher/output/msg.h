@@ -35,6 +35,20 @@ void msg_errno(int err, const char *fmt, ...) AMLRUN_PRINTF(2, 3);
  * "" before any. */
 const char *msg_last(void);
 
+/* The terminal's open line: a worker's unfinished line shown on a
+ * terminal (output.c's live streams), its owner the stream and fd the
+ * console it is on.  Whoever else writes to the terminal ends it first
+ * (msg_line_end: a newline, on the console only), so that no two lines
+ * ever share one; amlrun's messages do.  msg_line_set(NULL, -1): no line
+ * is open. */
+void msg_line_set(const void *owner, int fd);
+const void *msg_line_owner(void);
+void msg_line_end(void);
+
+/* amlrun's own text of several lines on stderr (a root cause, stacks, an
+ * event), in one write, after the terminal's open line is ended. */
+int msg_write(const char *text, size_t len);
+
 /* Write everything, retrying partial writes and EINTR, and waiting for room
  * on EAGAIN (a non-blocking descriptor); 0 or -1 (errno). */
 int write_all(int fd, const void *buf, size_t len);

@@ -132,19 +132,93 @@ static int carry_append(struct out_stream *s, const char *p, size_t n)
     return 0;
 }
 
-/* The unfinished line as a line of its own (end of file, or too long). */
-static void flush_carry(struct out_stream *s)
+/* A live stream about to write to its terminal: another stream's open
+ * line is ended first.  Whether this stream's own line is open there (its
+ * prefix and start shown). */
+static int live_begin(const struct out_stream *s)
 {
-    if (s->len == 0)
+    if (msg_line_owner() == s)
+        return 1;
+    msg_line_end();
+    return 0;
+}
+
+/* Live and prefixed: p[0..n) with the prefix again after each "\r" that
+ * does not end the line ("\r\n"), so that a bar redrawn with "\r" keeps
+ * its prefix on the terminal (log files get the bytes as they came).  cr:
+ * the byte before p was a "\r"; returns whether p's last byte is one. */
+static int live_add(struct batch *b, const struct out_stream *s,
+                    const char *p, size_t n, int cr)
+{
+    const char *end = p + n, *r;
+    if (n == 0)
+        return cr;
+    if (cr && p[0] != '\n')
+        batch_add(b, s->prefix, s->prefix_len);
+    while ((r = memchr(p, '\r', (size_t)(end - p))) != NULL && r + 1 < end) {
+        batch_add(b, p, (size_t)(r + 1 - p));
+        if (r[1] != '\n')
+            batch_add(b, s->prefix, s->prefix_len);
+        p = r + 1;
+    }
+    batch_add(b, p, (size_t)(end - p));
+    return end[-1] == '\r';
+}
+
+/* Whether a live stream's lines need live_add: a prefix, and a "\r" in
+ * the carry or in p[0..n). */
+static int live_cr(const struct out_stream *s, const char *p, size_t n)
+{
+    return s->live && s->prefix &&
+           (memchr(p, '\r', n) || (s->len && memchr(s->carry, '\r', s->len)));
+}
+
+/* The unfinished line written out: as a line of its own, a newline added
+ * (eol: end of file, too long, out of memory); or, on a live console, as
+ * far as it came, its line left open. */
+static void show_carry(struct out_stream *s, int eol)
+{
+    int prefixed = s->live && s->prefix;
+    size_t show = s->len;
+    /* Live and prefixed, a "\r" that ends what is shown waits for the
+     * next byte: the prefix goes after it unless a "\n" follows. */
+    if (!eol && prefixed && show && s->carry[show - 1] == '\r')
+        show--;
+    if (s->live) {
+        s->due_ns = s->held_ns = 0;
+        if (!eol && show == 0)
+            return; /* nothing to see yet */
+        if (s->len == 0 && msg_line_owner() != s)
+            return;
+    } else if (s->len == 0) {
         return;
+    }
+    int open = s->live && live_begin(s);
     struct batch b;
     b.fd = s->console;
     b.n = 0;
-    batch_add(&b, s->prefix, s->prefix_len);
-    batch_add(&b, s->carry, s->len);
-    batch_add(&b, "\n", 1);
+    /* A line that starts with "\r" gets its prefix after it (live_add). */
+    if (!open && !(prefixed && show > 1 && s->carry[0] == '\r'))
+        batch_add(&b, s->prefix, s->prefix_len);
+    if (prefixed)
+        live_add(&b, s, s->carry, show, 0);
+    else
+        batch_add(&b, s->carry, show);
+    if (eol)
+        batch_add(&b, "\n", 1);
     batch_flush(&b);
-    s->len = 0;
+    if (show < s->len)
+        memmove(s->carry, s->carry + show, s->len - show);
+    s->len -= show;
+    if (s->live) {
+        s->opened = !eol;
+        msg_line_set(eol ? NULL : s, s->console);
+    }
+}
+
+static void flush_carry(struct out_stream *s)
+{
+    show_carry(s, 1);
 }
 
 /*
@@ -172,7 +246,32 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
     struct batch b;
     b.fd = s->console;
     b.n = 0;
-    if (!s->prefix) {
+    /* Live: a line shown open is completed without its prefix again; one
+     * that another writer ended (with a newline) and that ends now with
+     * nothing more is ended already. */
+    int lines = s->live && memchr(p, '\n', n) != NULL;
+    int ended = lines && s->opened && msg_line_owner() != s;
+    int open = lines && live_begin(s);
+    if (lines)
+        s->opened = 0;
+    if (ended && s->len == 0 && p[0] == '\n') {
+        p++;
+        n--;
+    }
+    if (lines && live_cr(s, p, n)) {
+        /* A bar's "\r" redraws, prefixed: line by line through live_add. */
+        const char *nl;
+        while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+            if (!open)
+                batch_add(&b, s->prefix, s->prefix_len);
+            int cr = live_add(&b, s, s->carry, s->len, 0);
+            live_add(&b, s, p, (size_t)(nl + 1 - p), cr);
+            s->len = 0;
+            open = 0;
+            p = nl + 1;
+        }
+        batch_flush(&b);
+    } else if (!s->prefix) {
         /* No prefixes: everything up to the last newline goes in one
          * write, completing the carried line first. */
         const char *last = memrchr(p, '\n', n);
@@ -188,19 +287,22 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
         const char *nl;
         while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
             size_t line = (size_t)(nl + 1 - p);
-            size_t need = s->prefix_len + s->len + line;
+            size_t need = (open ? 0 : s->prefix_len) + s->len + line;
             if (used + need > PREFIX_BUF)
                 prefix_flush(s->console, &used);
             if (need > PREFIX_BUF) {
                 /* A line longer than the buffer: its pieces in one
                  * writev, after the lines before it. */
-                batch_add(&b, s->prefix, s->prefix_len);
+                if (!open)
+                    batch_add(&b, s->prefix, s->prefix_len);
                 batch_add(&b, s->carry, s->len);
                 batch_add(&b, p, line);
                 batch_flush(&b);
             } else {
-                memcpy(prefix_buf + used, s->prefix, s->prefix_len);
-                used += s->prefix_len;
+                if (!open) {
+                    memcpy(prefix_buf + used, s->prefix, s->prefix_len);
+                    used += s->prefix_len;
+                }
                 if (s->len > 0) {
                     memcpy(prefix_buf + used, s->carry, s->len);
                     used += s->len;
@@ -209,10 +311,13 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
                 used += line;
             }
             s->len = 0; /* the carried line is complete */
+            open = 0;
             p = nl + 1;
         }
         prefix_flush(s->console, &used);
     }
+    if (lines && msg_line_owner() == s)
+        msg_line_set(NULL, -1); /* its line ended with the lines written */
     while (p < end) {
         size_t room = OUT_LINE_MAX - s->len;
         size_t take = (size_t)(end - p) < room ? (size_t)(end - p) : room;
@@ -227,7 +332,7 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
         }
         p += take;
         if (s->len == OUT_LINE_MAX)
-            flush_carry(s);
+            show_carry(s, !s->live); /* live: the line goes on, open */
     }
 }
 
@@ -302,12 +407,36 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
             /* What was read is logged; the worker learns from its next
              * write (see console_state). */
             s->len = 0;
+            s->due_ns = s->held_ns = 0;
+            if (msg_line_owner() == s)
+                msg_line_set(NULL, -1);
             close(s->fd);
             s->fd = -1;
             return 0;
         }
+        if (s->live && s->len == 0) {
+            s->due_ns = s->held_ns = 0;
+        } else if (s->live) {
+            /* after a newline the carry is a new line's */
+            if (s->held_ns == 0 || s->line_ns == s->out_ns)
+                s->held_ns = s->out_ns;
+            s->due_ns = s->out_ns + OUT_SHOW_NS;
+            if (s->due_ns > s->held_ns + OUT_SHOW_MAX_NS)
+                s->due_ns = s->held_ns + OUT_SHOW_MAX_NS;
+        }
     }
     return 1;
+}
+
+int64_t out_stream_due(const struct out_stream *s)
+{
+    return s->live && s->fd >= 0 && s->len > 0 ? s->due_ns : 0;
+}
+
+void out_stream_show(struct out_stream *s)
+{
+    if (s->live && s->console >= 0 && s->fd >= 0)
+        show_carry(s, 0);
 }
 
 void out_console_blocked(int64_t *total_ns, int64_t *last_end_ns)
@@ -326,6 +455,8 @@ void out_stream_close(struct out_stream *s)
 {
     if (s->fd >= 0)
         stream_eof(s);
+    if (msg_line_owner() == s)
+        msg_line_set(NULL, -1);
     free(s->carry);
     free(s->prefix);
     s->carry = s->prefix = NULL;

@@ -18,6 +18,12 @@
 /* Lines longer than this are cut into pieces of this size (on the console
  * only; log files get every byte as it came). */
 #define OUT_LINE_MAX (1u << 20)
+/* A live stream's unfinished line is shown once it has not grown for
+ * OUT_SHOW_NS (a bar between updates, a prompt), or OUT_SHOW_MAX_NS after
+ * its first byte not yet shown (a bar redrawn faster than that): a line
+ * written in quick pieces is never shown in pieces (out_stream_due). */
+#define OUT_SHOW_NS 50000000LL
+#define OUT_SHOW_MAX_NS 200000000LL
 /* Bytes of a stream's end kept for the job's failure summary. */
 #define OUT_TAIL_MAX 2048
 
@@ -27,7 +33,20 @@ struct out_stream {
     int log;           /* log file, or -1 */
     char *prefix;      /* NULL: no prefix */
     size_t prefix_len;
-    char *carry;       /* the unfinished last line */
+    char *carry;       /* the unfinished last line (live: its part not
+                          yet shown) */
+    /* Live: the console is a terminal (the worker's stream a pty,
+     * output/pty.h).  An unfinished line (a "\r" progress bar, a prompt)
+     * is shown as it grows, at most OUT_SHOW_NS after it came, its line
+     * left open on the terminal (msg_line_set) and continued without a
+     * second prefix; a line of anyone else ends it first with a newline
+     * on the console.  Whole lines are written as ever; log files get
+     * the same bytes either way. */
+    int live;
+    int opened;        /* live: its line was left open (it may have been
+                          ended since: msg_line_owner() says) */
+    int64_t due_ns;    /* live: when the carry is to be shown, 0: never */
+    int64_t held_ns;   /* live: when its first byte came, 0: none */
     size_t len, cap;
     /* The last bytes the worker wrote, for a failure's summary. */
     char tail[OUT_TAIL_MAX];
@@ -44,6 +63,11 @@ struct out_stream {
  * the pipe closed; the pipe is closed too once the stream's console is
  * gone.  Returns 1 while open, 0 once closed. */
 int out_stream_read(struct out_stream *s, char *buf, size_t bufsz);
+/* Live: when the stream's unfinished line is due on the console
+ * (amldist__now_ns()'s clock), 0 when nothing waits; out_stream_show
+ * writes it then. */
+int64_t out_stream_due(const struct out_stream *s);
+void out_stream_show(struct out_stream *s);
 /* The last `lines` lines of what the stream carried (at most its last
  * OUT_TAIL_MAX bytes), each prefixed with `indent`, into buf; "" if none. */
 void out_stream_tail(const struct out_stream *s, const char *indent,

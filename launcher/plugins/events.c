@@ -294,7 +294,7 @@ static void torch_event(const struct job *j, const struct torch_ev *t)
     ev_close(&v);
     size_t n = ev_finish(&v);
     if (n)
-        (void)write_all(2, v.buf, n);
+        (void)msg_write(v.buf, n);
 }
 
 static void events_attempt_started(const struct job *j)

@@ -116,7 +116,7 @@ static void stacks_out(struct job *j, const struct stk_set *set,
         if (m) {
             stk_print(m, set, &r);
             if (fclose(m) == 0)
-                (void)write_all(2, text, len);
+                (void)msg_write(text, len);
         }
         free(text);
         if (o->hang_report && stk_write_json(o->hang_report, set, &r) < 0)

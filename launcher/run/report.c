@@ -380,7 +380,7 @@ void report_root_cause(struct job *j)
     }
     /* One write: the block stays whole beside other writers. */
     if (text || block)
-        (void)write_all(2, text ? text : block, strlen(text ? text : block));
+        (void)msg_write(text ? text : block, strlen(text ? text : block));
     free(text);
     free(block);
     /* The summary names the error file: it must still be there to read. */
@@ -426,12 +426,12 @@ void report_job(const struct job *j, int status)
             put_margined(m, amldist_rdzv_failure(rz));
             /* One write: the block stays whole beside other writers. */
             if (fclose(m) == 0)
-                (void)write_all(2, text, size);
+                (void)msg_write(text, size);
         }
         free(text);
     }
     if (!node0 && j->local_block)
-        (void)write_all(2, j->local_block, strlen(j->local_block));
+        (void)msg_write(j->local_block, strlen(j->local_block));
 }
 
 void report_not_done(const struct job *j, int status)

@@ -8,10 +8,12 @@
 
 #include "output/lineprefix.h"
 #include "output/msg.h"
+#include "output/pty.h"
 #include "output/torchlogs.h"
 #include "job/hooks.h"
 #include "run/report.h"
 #include "run/start.h"
+#include "run/stdin.h"
 #include "stacks/channel.h"
 #include "stacks/stacks.h"
 #include "util/clock.h"
@@ -33,9 +35,13 @@ int job_init(struct job *j, const struct job_spec *s)
         j->w[i].job = j;
         j->w[i].log_out = j->w[i].log_err = -1;
         j->w[i].out.fd = j->w[i].err.fd = -1;
+        j->w[i].in_fd = -1;
         j->w[i].stack_fd = -1;
         j->w[i].spawn = (struct spawn)SPAWN_NONE;
     }
+    j->console_tty[0] = isatty(1);
+    j->console_tty[1] = isatty(2);
+    stdin_plan(j);
     job_page_init(j);
     return 0;
 }
@@ -47,6 +53,8 @@ void job_free(struct job *j)
     for (int i = 0; j->w && i < j->n; i++) {
         out_stream_close(&j->w[i].out);
         out_stream_close(&j->w[i].err);
+        if (j->w[i].in_fd >= 0)
+            close(j->w[i].in_fd);
         free(j->w[i].error_file);
         worker_close_stack(&j->w[i]);
         if (j->w[i].log_out >= 0)
@@ -124,33 +132,51 @@ static int worker_files(struct job *j, struct worker *w, int index)
                          &w->log_out, &w->log_err);
 }
 
-/* Set up one stream; its pipe's write end goes to *wr. */
+/* Set up one stream; its pipe's (pty's) write end goes to *wr. */
 static int stream_setup(struct job *j, struct worker *w, struct out_stream *s,
                         int which, int *wr)
 {
     const struct amlrun_opts *o = j->s->o;
+    int index = (int)(w - j->w);
+    int console = rankset_has(&o->ranks, w->id.rank) &&
+                  rankset_has(&o->local_ranks, w->id.local) ? which : -1;
+    /* torchrun: a redirected stream goes only to its file, unless it is
+     * also tee'd. */
+    if (j->torch_layout && (std_map_get(&o->redirects, index) & which) &&
+        !(std_map_get(&o->tee, index) & which))
+        console = -1;
+    /* A stream shown on a terminal is a terminal to the worker too, and
+     * live (output.h); any other is a pipe, as it always was. */
+    int live = console >= 0 && j->console_tty[which - 1] && !j->pty_failed;
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
+    if (live && out_pty_open(which, &p[0], &p[1]) < 0) {
+        /* No pty here (no /dev/pts in a container, the kernel's limit):
+         * the pipes of a console that is not a terminal, said once. */
+        if (!j->pty_failed)
+            msg_errno(errno, "no pseudo-terminal for the workers' output "
+                             "(it goes through pipes, shown line by line)");
+        j->pty_failed = 1;
+        live = 0;
+    }
+    if (!live && pipe2(p, O_CLOEXEC) < 0)
         return -1;
     memset(s, 0, sizeof *s);
     s->fd = p[0];
     *wr = p[1];
     s->log = which == 1 ? w->log_out : w->log_err;
-    int index = (int)(w - j->w);
-    s->console = rankset_has(&o->ranks, w->id.rank) &&
-                 rankset_has(&o->local_ranks, w->id.local) ? which : -1;
-    /* torchrun: a redirected stream goes only to its file, unless it is
-     * also tee'd. */
-    if (j->torch_layout && (std_map_get(&o->redirects, index) & which) &&
-        !(std_map_get(&o->tee, index) & which))
-        s->console = -1;
+    s->console = console;
+    s->live = live;
     int prefixed = o->prefix_streams == PREFIX_BY_TEE
                        ? std_map_get(&o->tee, index) : o->prefix_streams;
     if (o->prefix_fmt && (prefixed & which)) {
-        /* torchrun's template, on the lines torchrun prefixes: tee'd */
-        if (o->prefix_template && !o->prefix_given)
-            s->prefix = torch_line_prefix(o->prefix_template, o->role,
-                                          w->id.rank, w->id.local);
+        /* torchrun's prefix on the lines torchrun prefixes (tee'd): its
+         * template, else its TailLog's own "[{role}{local_rank}]:",
+         * "[default0]:" (torchrun 1.13 and 2.x alike) */
+        if (!o->prefix_given)
+            s->prefix = torch_line_prefix(o->prefix_template
+                                              ? o->prefix_template
+                                              : TORCH_LINE_PREFIX,
+                                          o->role, w->id.rank, w->id.local);
         else
             s->prefix = out_prefix(o->prefix_fmt, w->id.rank, w->id.local,
                                    w->id.node, j->s->host,
@@ -222,7 +248,7 @@ int start_worker(struct job *j, int index, int *status)
     }
     char **argv = command_argv_for(s->cmd, w->id.local);
     char **sh = argv ? command_sh_argv(s->cmd->path, argv) : NULL;
-    int wr_out = -1, wr_err = -1, wr_stack = -1, ok = 0;
+    int wr_out = -1, wr_err = -1, wr_stack = -1, rd_in = -1, in = -1, ok = 0;
     if (!argv || !sh) {
         msg("out of memory starting local worker %d", index);
     } else if (worker_files(j, w, index) < 0) {
@@ -234,15 +260,14 @@ int start_worker(struct job *j, int index, int *status)
         msg_errno(errno, "output pipes for local worker %d", index);
     } else if (stack_channel(s, w, &env, &wr_stack) < 0) {
         msg_errno(errno, "stack channel for local worker %d", index);
+    } else if ((in = stdin_for(j, w, index, &rd_in)) < 0) {
+        msg_errno(errno, "stdin pipe for local worker %d", index);
     } else {
         ok = 1;
     }
     if (ok && s->o->bind.report_bindings && restarts == 0)
         bind_report(s->binding, index, w->id.rank, stderr);
     if (ok) {
-        /* One stdin for the job: the first worker's, unless it is a
-         * terminal (a background process group reading it would stop). */
-        int in = index == 0 && !isatty(0) ? 0 : j->null_fd;
         struct spawn_req r = {
             .path = s->cmd->path, .argv = argv, .envp = env, .sh_argv = sh,
             .stdin_fd = in, .stdout_fd = wr_out, .stderr_fd = wr_err,
@@ -270,10 +295,13 @@ int start_worker(struct job *j, int index, int *status)
         close(wr_err);
     if (wr_stack >= 0)
         close(wr_stack);
+    if (rd_in >= 0)
+        close(rd_in);
     if (!ok) {
         out_stream_close(&w->out);
         out_stream_close(&w->err);
         worker_close_stack(w);
+        stdin_worker_end(j, w);
     }
     spawn_args_free(s, argv, sh, env);
     return ok ? 0 : -1;
@@ -304,5 +332,6 @@ int start_worker_end(struct job *j, int index, int report, int *status)
     out_stream_close(&w->out);
     out_stream_close(&w->err);
     worker_close_stack(w);
+    stdin_worker_end(j, w);
     return -1;
 }

@@ -3,9 +3,61 @@
 #include <poll.h>
 
 #include "output/msg.h"
+#include "output/pty.h"
 #include "run/streams.h"
+#include "util/clock.h"
 
 static void on_stream(void *arg, int fd, short revents);
+static void on_show(void *arg);
+
+/* The live streams' partial lines (output.h): one timer, at the earliest
+ * that is due; armed when none is. */
+static void arm_show(struct job *j)
+{
+    if (j->show_timer)
+        return;
+    int64_t due = 0;
+    for (int i = 0; i < j->n; i++) {
+        int64_t d[2] = {out_stream_due(&j->w[i].out),
+                        out_stream_due(&j->w[i].err)};
+        for (int k = 0; k < 2; k++)
+            if (d[k] && (!due || d[k] < due))
+                due = d[k];
+    }
+    if (!due)
+        return;
+    j->show_timer = amldist__loop_timer(j->loop, (due + 999999) / 1000000,
+                                        on_show, j);
+    if (j->show_timer < 0)
+        j->show_timer = 0;
+}
+
+static void on_show(void *arg)
+{
+    struct job *j = arg;
+    j->show_timer = 0;
+    /* The timer has milliseconds: what is due within one is due now. */
+    int64_t now = amldist__now_ns() + 1000000;
+    for (int i = 0; i < j->n; i++) {
+        struct out_stream *ss[2] = {&j->w[i].out, &j->w[i].err};
+        for (int k = 0; k < 2; k++) {
+            int64_t d = out_stream_due(ss[k]);
+            if (d && d <= now)
+                out_stream_show(ss[k]);
+        }
+    }
+    arm_show(j);
+}
+
+void streams_resize(struct job *j)
+{
+    for (int i = 0; i < j->n; i++) {
+        if (j->w[i].out.live && j->w[i].out.fd >= 0)
+            out_pty_resize(1, j->w[i].out.fd);
+        if (j->w[i].err.live && j->w[i].err.fd >= 0)
+            out_pty_resize(2, j->w[i].err.fd);
+    }
+}
 
 void stream_watch(struct job *j, struct worker *w, struct out_stream *s)
 {
@@ -22,6 +74,8 @@ static void stream_read(struct job *j, struct out_stream *s)
     out_stream_read(s, j->buf, READ_BUF);
     if (s->fd < 0)
         amldist__loop_unwatch(j->loop, fd);
+    else if (out_stream_due(s))
+        arm_show(j);
 }
 
 void stream_close(struct job *j, struct out_stream *s)

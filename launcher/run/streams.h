@@ -11,6 +11,9 @@
 /* Watch a stream's pipe, anew if it was: events the loop polled before are
  * then dropped.  A pipe the loop cannot watch is closed. */
 void stream_watch(struct job *j, struct worker *w, struct out_stream *s);
+/* amlrun's terminal changed its size (SIGWINCH): the workers' ptys
+ * follow. */
+void streams_resize(struct job *j);
 /* Stop watching and close it. */
 void stream_close(struct job *j, struct out_stream *s);
 /* The pipes still open, of every worker. */

@@ -29,6 +29,7 @@
 #include "run/report.h"
 #include "run/result.h"
 #include "run/start.h"
+#include "run/stdin.h"
 #include "run/streams.h"
 #include "run/supervise.h"
 #include "util/clock.h"
@@ -148,6 +149,7 @@ static void worker_done(struct job *j, struct worker *w, int status)
     guard_del(w->pid);
     drain(j, w);
     worker_close_stack(w);
+    stdin_worker_end(j, w);
     enum action a = status_failed(status)
                         ? policy_failed(&j->p, (int)(w - j->w), status)
                         : ACT_NONE;
@@ -259,6 +261,8 @@ static void on_signal(struct job *j, int sig)
     if (sig == SIGCHLD) {
         reap(j);
     } else if (sig_forwarded(j->s->o, sig)) {
+        if (sig == SIGWINCH)
+            streams_resize(j); /* the size first, then the news */
         signal_all(j, sig);
     } else if (sig == SIGTSTP) {
         suspend(j, sig);

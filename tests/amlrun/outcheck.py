@@ -16,8 +16,8 @@ stream, count = int(stream), int(count)
 ranks = [int(r) for r in ranks.split(",")]
 killmid = len(sys.argv) > 6
 want_prefix = prefix == "prefix"
-line_re = re.compile(rb"^(?:\[rank(\d+)\]:)?R(\d+) S(\d+) N(\d+) (.*) C([0-9a-f]{8})$", re.S)
-cut_re = re.compile(rb"^(?:\[rank(\d+)\]:)?R(\d+) S(\d+) N(\d+) .*CUT$", re.S)
+line_re = re.compile(rb"^(?:\[(?:rank|default)(\d+)\]:)?R(\d+) S(\d+) N(\d+) (.*) C([0-9a-f]{8})$", re.S)
+cut_re = re.compile(rb"^(?:\[(?:rank|default)(\d+)\]:)?R(\d+) S(\d+) N(\d+) .*CUT$", re.S)
 problems = []
 nxt = {r: 0 for r in ranks}
 cut_seen = set()

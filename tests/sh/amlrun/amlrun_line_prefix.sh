@@ -54,4 +54,23 @@ got=$(TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=$t "$AMLRUN" -q --nproc-per-node 1 \
 expect_eq "amlrun's own --prefix=FMT wins over the template" "$got" "R0:out 0"
 got=$(TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE= "$AMLRUN" -q --nproc-per-node 1 \
       --master-port "$(free_port)" --tee 1 "$d/w.py" 2>/dev/null)
-expect_eq "an empty template leaves the default prefix (as torchrun)" "$got" "[rank0]:out 0"
+expect_eq "an empty template leaves the default prefix (as torchrun)" "$got" "[default0]:out 0"
+
+# Without a template, torchrun's TailLog header: "[{role}{local_rank}]:"
+# (torchrun 1.13 and 2.x), the local rank, not the rank: node 1 of two on
+# this machine prints "[trainer0]:out 2".  amlrun's --prefix keeps
+# "[rank%r]:".
+p=$(free_port)
+"$AMLRUN" -q --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 127.0.0.1 \
+    --master-port "$p" --role trainer --tee 1 "$d/w.py" >"$d/n1" 2>/dev/null &
+n1=$!
+got0=$("$AMLRUN" -q --nnodes 2 --node-rank 0 --nproc-per-node 2 --master-addr 127.0.0.1 \
+       --master-port "$p" --role trainer --tee 1 "$d/w.py" 2>/dev/null | sort)
+wait "$n1"
+expect_eq "--tee 1 on two nodes: torchrun's [<role><local rank>]: on node 0" \
+    "$got0" "$(printf '%s\n' '[trainer0]:out 0' '[trainer1]:out 1')"
+expect_eq "--tee 1 on two nodes: torchrun's [<role><local rank>]: on node 1" \
+    "$(sort "$d/n1")" "$(printf '%s\n' '[trainer0]:out 2' '[trainer1]:out 3')"
+got=$(TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE= "$AMLRUN" -q --nproc-per-node 1 \
+      --master-port "$(free_port)" --prefix "$d/w.py" 2>/dev/null)
+expect_eq "amlrun's --prefix: [rank%r]: as before" "$got" "[rank0]:out 0"

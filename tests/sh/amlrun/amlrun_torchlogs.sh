@@ -63,12 +63,12 @@ run=$(ls -d "$d"/lt/none_* 2>/dev/null)
 check "-t 3: stdout.log of rank 1 has every line" \
     cmp -s <(expected 1 out 1000 0) "$run/attempt_0/1/stdout.log"
 expect_eq "-t 3: every stdout line on the console too, prefixed" \
-    "$(grep -c '^\[rank[01]\]:out ' "$d/o")" 2000
+    "$(grep -c '^\[default[01]\]:out ' "$d/o")" 2000
 # -r 1 -t 1: tee wins over redirect for that stream (torchrun's rule)
 "${A[@]}" -r 1 -t 1 --log-dir "$d/lrt" "$d/w.sh" 10 >"$d/o" 2>"$d/e"
 run=$(ls -d "$d"/lrt/none_* 2>/dev/null)
 expect_eq "-r 1 -t 1: stdout in the file and on the console" \
-    "$(wc -l <"$run/attempt_0/0/stdout.log") $(grep -c '^\[rank0\]:out' "$d/o")" "10 10"
+    "$(wc -l <"$run/attempt_0/0/stdout.log") $(grep -c '^\[default0\]:out' "$d/o")" "10 10"
 
 # --- a restart makes attempt_1 with new files
 "${A[@]}" -r 3 --max-restarts 1 --log-dir "$d/lr" "$d/w.sh" 10 fail0 >"$d/o" 2>"$d/e"

@@ -153,6 +153,24 @@ wait "${pids[@]}"
 cat "$d/amlrun0.out" "$d/amlrun1.out" >"$d/a.out"
 compare "two nodes by PET_NODE_RANK" 4 ""
 
+# -t 3: the tee'd lines' prefix, torchrun's "[<role><local rank>]:"
+cat >"$d/tee.py" <<'PY'
+import os
+r = os.environ["RANK"]
+os.write(1, ("hello %s\n" % r).encode())
+os.write(2, ("oops %s\n" % r).encode())
+PY
+tr_start -- --nproc_per_node 2 --master_port "$(free_port)" --role trainer --tee 3 tee.py
+tr_wait
+trc=$TR_RC
+(cd "$d" && timeout 120 "$AMLRUN" -q --nproc_per_node 2 --master_port "$(free_port)" \
+    --role trainer --tee 3 tee.py) >"$d/a.out" 2>"$d/a.err"
+expect_eq "--tee 3: both exit 0" "$trc $?" "0 0"
+tee_lines() { cat "$@" | grep -aE '^\[[a-z]+[0-9]+\]:(hello|oops) ' | sort; }
+expect_eq "--tee 3: the prefixed lines as torchrun's ([trainer0]:...)" \
+    "$(tee_lines "$d/a.out" "$d/a.err")" "$(tee_lines "$REQ/out" "$REQ/err")"
+check "--tee 3: torchrun's lines were there to compare" grep -q '^\[trainer1\]:oops 1' "$REQ/err"
+
 # The torchruns' interpreter ends when its requests do; waited for, so that
 # nothing outlives the test (and tests/run.sh counts its CPU).
 eval "exec $tr_in>&-"

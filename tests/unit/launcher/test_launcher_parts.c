@@ -218,6 +218,78 @@ static void test_line_assembly(void)
     CHECK_STR_EQ(assemble("p ", empty), "p \np \n");
 }
 
+/* A live stream (a terminal's, output.h) over its own pipe, prefixed. */
+struct live {
+    struct out_stream s;
+    int wr;
+};
+
+static void live_open(struct live *l, const char *prefix)
+{
+    int p[2];
+    CHECK(pipe(p) == 0);
+    memset(&l->s, 0, sizeof l->s);
+    l->s.fd = p[0];
+    l->wr = p[1];
+    l->s.console = 1;
+    l->s.log = -1;
+    l->s.live = 1;
+    l->s.prefix = strdup(prefix);
+    l->s.prefix_len = strlen(prefix);
+}
+
+/* The worker writes `text`, amlrun reads it once. */
+static void live_feed(struct live *l, const char *text)
+{
+    char buf[256];
+    CHECK(write(l->wr, text, strlen(text)) == (ssize_t)strlen(text));
+    out_stream_read(&l->s, buf, sizeof buf);
+}
+
+static void test_live_lines(void)
+{
+    FILE *tmp = tmpfile();
+    int saved = dup(1);
+    dup2(fileno(tmp), 1);
+    struct live a, b;
+    live_open(&a, "[A]");
+    live_open(&b, "[B]");
+    live_feed(&a, "a1");
+    CHECK(out_stream_due(&a.s) != 0); /* held, shown when due */
+    out_stream_show(&a.s);             /* "[A]a1", its line open */
+    live_feed(&a, "a2");
+    out_stream_show(&a.s);             /* "a2": no second prefix */
+    live_feed(&b, "b\n");              /* ends A's line first */
+    live_feed(&a, "a3\n");             /* the rest, prefixed again */
+    live_feed(&a, "x");
+    out_stream_show(&a.s);
+    live_feed(&a, "\n");               /* its own line: ended, no more */
+    live_feed(&a, "y");
+    out_stream_show(&a.s);
+    live_feed(&b, "z\n");
+    live_feed(&a, "\n");               /* ended by B already: nothing */
+    live_feed(&a, "\r10");
+    out_stream_show(&a.s);             /* the prefix after the \r */
+    live_feed(&a, "\r20\r");
+    out_stream_show(&a.s);             /* the last \r waits */
+    live_feed(&a, "30\r\n");          /* \r\n: no prefix before \n */
+    live_feed(&a, "end");              /* not shown yet: the end adds \n */
+    CHECK(out_stream_due(&a.s) != 0);
+    close(a.wr);
+    close(b.wr);
+    out_stream_close(&a.s);
+    out_stream_close(&b.s);
+    dup2(saved, 1);
+    close(saved);
+    char got[512];
+    fseek(tmp, 0, SEEK_SET);
+    size_t n = fread(got, 1, sizeof got - 1, tmp);
+    got[n] = '\0';
+    fclose(tmp);
+    CHECK_STR_EQ(got, "[A]a1a2\n[B]b\n[A]a3\n[A]x\n[A]y\n[B]z\n"
+                      "\r[A]10\r[A]20\r[A]30\r\n[A]end\n");
+}
+
 static void test_prefix_format(void)
 {
     char *p = out_prefix("[%r|%l|%n|%h|%s|%%|%q]", 5, 1, 2, "host", "stderr");
@@ -233,6 +305,7 @@ int main(void)
     RUN(test_prefixes_and_suggestions);
     RUN(test_status);
     RUN(test_line_assembly);
+    RUN(test_live_lines);
     RUN(test_prefix_format);
     return test_summary();
 }
