@@ -140,6 +140,20 @@ static void on_lost(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     round_settled(sm);
 }
 
+/* The first line of a FAIL's summary, without its "amlrun:" margin:
+ * *len bytes from the result (0: none). */
+static const char *summary_line(const amldist__rz_event_t *ev, int *len)
+{
+    const unsigned char *s = ev->text, *end = ev->text + ev->text_len;
+    if (end - s >= 7 && memcmp(s, "amlrun:", 7) == 0)
+        s += 7;
+    while (s < end && *s == ' ')
+        s++;
+    const unsigned char *nl = memchr(s, '\n', (size_t)(end - s));
+    *len = (int)((nl ? nl : end) - s);
+    return (const char *)s;
+}
+
 /* The FAIL of a node that joined only to say it cannot start: while the
  * round forms, the job is over with its status and reason, every member
  * told now and every later joiner when it comes (host_sm_join.c). */
@@ -149,22 +163,16 @@ static void failed_early(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     if (sm->phase != AMLDIST__RZ_P_FORMING)
         return;
     int status = (int)(ev->status & 0xff);
-    /* One line, which every node prints as its join's error: the
-     * summary's first, without its "amlrun:" margin. */
-    const unsigned char *s = ev->text, *end = ev->text + ev->text_len;
-    if (end - s >= 7 && memcmp(s, "amlrun:", 7) == 0)
-        s += 7;
-    while (s < end && *s == ' ')
-        s++;
-    const unsigned char *nl = memchr(s, '\n', (size_t)(end - s));
-    int n1 = (int)((nl ? nl : end) - s);
+    /* One line, which every node prints as its join's error. */
+    int n1;
+    const char *s = summary_line(ev, &n1);
     char who[64] = "a node";
     if (m->order >= 0)
         snprintf(who, sizeof who, "node %d", m->order);
     char text[AMLDIST__RZ_FINISH_MAX];
     snprintf(text, sizeof text, "%s (%s) could not start, exit status %d%s%.*s",
              who, m->addr, status, n1 > 0 ? ": " : "", n1 > 400 ? 400 : n1,
-             (const char *)s);
+             s);
     amldist__rz_sm_first_failure(sm, status, 1, 0, text);
     /* The host stays for the nodes still to come only when the failing
      * node is its own: a node that can start ends now, with its reason. */
@@ -212,17 +220,12 @@ static void on_fail(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
         return;
     }
     /* Not a worker (a stop signal, a worker that could not start): the
-     * summary's first line says what, without its "amlrun:" margin. */
-    const unsigned char *s = ev->text, *end = ev->text + ev->text_len;
-    if (end - s >= 7 && memcmp(s, "amlrun:", 7) == 0)
-        s += 7;
-    while (s < end && *s == ' ')
-        s++;
-    const unsigned char *nl = memchr(s, '\n', (size_t)(end - s));
-    int n1 = (int)((nl ? nl : end) - s);
+     * summary's first line says what. */
+    int n1;
+    const char *s = summary_line(ev, &n1);
     if (n1 > 0)
         amldist__rz_sm_stop_all(sm, "node %d (%s): %.*s", m->node, m->addr,
-                                n1 > 300 ? 300 : n1, (const char *)s);
+                                n1 > 300 ? 300 : n1, s);
     else
         amldist__rz_sm_stop_all(sm, "node %d (%s) stopped with exit status %d",
                                 m->node, m->addr, status);
