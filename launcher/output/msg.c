@@ -32,10 +32,21 @@ const void *msg_line_owner(void)
     return line_owner;
 }
 
+static void (*line_ender)(const void *owner);
+
+void msg_line_ender(void (*end)(const void *owner))
+{
+    line_ender = end;
+}
+
 void msg_line_end(void)
 {
-    if (line_owner && line_fd >= 0)
-        (void)write_all(line_fd, "\n", 1);
+    if (line_owner && line_fd >= 0) {
+        if (line_ender)
+            line_ender(line_owner);
+        else
+            (void)write_all(line_fd, "\n", 1);
+    }
     msg_line_set(NULL, -1);
 }
 

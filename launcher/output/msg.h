@@ -44,6 +44,9 @@ const char *msg_last(void);
 void msg_line_set(const void *owner, int fd);
 const void *msg_line_owner(void);
 void msg_line_end(void);
+/* How msg_line_end ends the owner's line (output.c's: it erases it, to
+ * show it again whole later); NULL: a newline. */
+void msg_line_ender(void (*end)(const void *owner));
 
 /* amlrun's own text of several lines on stderr (a root cause, stacks, an
  * event), in one write, after the terminal's open line is ended. */

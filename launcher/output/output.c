@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -132,15 +133,93 @@ static int carry_append(struct out_stream *s, const char *p, size_t n)
     return 0;
 }
 
+/* What an open line showed, kept to show it again whole after another
+ * writer erased it; past this, it is ended with a newline instead. */
+#define SEEN_MAX 4096u
+
+/* The bytes of s's open line after its last "\r": what the terminal
+ * shows of it. */
+static size_t seen_visible(const struct out_stream *s)
+{
+    size_t i = s->seen_len;
+    while (i > 0 && s->seen[i - 1] != '\r')
+        i--;
+    return s->seen_len - i;
+}
+
+/* msg_line_end's way with a live stream's open line (output.h): erased,
+ * to be shown again whole at its next show (due at once: OUT_SHOW_NS
+ * later, when the other writer's lines are out); one wider than the
+ * terminal (erasing takes back one row), or too long to keep, ended with
+ * a newline, its rest a line of its own as before. */
+static void erase_line(const void *owner)
+{
+    struct out_stream *s = (struct out_stream *)owner;
+    struct winsize ws;
+    size_t visible = s->prefix_len + seen_visible(s);
+    if (s->seen_len < SEEN_MAX && ioctl(s->console, TIOCGWINSZ, &ws) == 0 &&
+        visible < ws.ws_col) {
+        (void)write_all(s->console, "\r\033[K", 4);
+        s->erased = 1;
+        s->due_ns = amldist__now_ns() + OUT_SHOW_NS;
+    } else {
+        (void)write_all(s->console, "\n", 1);
+        s->seen_len = 0;
+    }
+}
+
+static void own_line(struct out_stream *s)
+{
+    msg_line_ender(erase_line);
+    msg_line_set(s, s->console);
+}
+
 /* A live stream about to write to its terminal: another stream's open
- * line is ended first.  Whether this stream's own line is open there (its
- * prefix and start shown). */
-static int live_begin(const struct out_stream *s)
+ * line is erased first; this stream's own, if another erased it, is shown
+ * again whole (its prefix and what it showed), at once.  Whether this
+ * stream's line is open there now (its prefix and start shown). */
+static void live_add_seen(struct batch *b, const struct out_stream *s);
+static int live_begin(struct out_stream *s)
 {
     if (msg_line_owner() == s)
         return 1;
     msg_line_end();
-    return 0;
+    if (!s->erased)
+        return 0;
+    s->erased = 0;
+    struct batch b;
+    b.fd = s->console;
+    b.n = 0;
+    live_add_seen(&b, s);
+    batch_flush(&b);
+    own_line(s);
+    return 1;
+}
+
+/* Keep what s shows of its open line (seen); too much: kept no more
+ * (seen_len SEEN_MAX, ended with a newline if erased). */
+static void seen_add(struct out_stream *s, const char *p, size_t n)
+{
+    if (s->seen_len >= SEEN_MAX)
+        return;
+    if (s->seen_len + n > SEEN_MAX) {
+        s->seen_len = SEEN_MAX;
+        return;
+    }
+    if (s->seen_len + n > s->seen_cap) {
+        size_t cap = s->seen_cap ? s->seen_cap : 128;
+        while (cap < s->seen_len + n)
+            cap *= 2;
+        char *grown = realloc(s->seen, cap);
+        if (!grown) {
+            s->seen_len = SEEN_MAX;
+            return;
+        }
+        s->seen = grown;
+        s->seen_cap = cap;
+    }
+    memcpy(s->seen + s->seen_len, p, n);
+    s->seen_len += n;
 }
 
 /* Live and prefixed: p[0..n) with the prefix again after each "\r" that
@@ -165,6 +244,19 @@ static int live_add(struct batch *b, const struct out_stream *s,
     return end[-1] == '\r';
 }
 
+/* s's open line as it showed it: its prefix (after a leading "\r"
+ * where it has a prefix, as show_carry puts it) and its bytes. */
+static void live_add_seen(struct batch *b, const struct out_stream *s)
+{
+    int prefixed = s->prefix != NULL;
+    if (!(prefixed && s->seen_len > 1 && s->seen[0] == '\r'))
+        batch_add(b, s->prefix, s->prefix_len);
+    if (prefixed)
+        live_add(b, s, s->seen, s->seen_len, 0);
+    else
+        batch_add(b, s->seen, s->seen_len);
+}
+
 /* Whether a live stream's lines need live_add: a prefix, and a "\r" in
  * the carry or in p[0..n). */
 static int live_cr(const struct out_stream *s, const char *p, size_t n)
@@ -186,9 +278,9 @@ static void show_carry(struct out_stream *s, int eol)
         show--;
     if (s->live) {
         s->due_ns = s->held_ns = 0;
-        if (!eol && show == 0)
+        if (!eol && show == 0 && !s->erased)
             return; /* nothing to see yet */
-        if (s->len == 0 && msg_line_owner() != s)
+        if (s->len == 0 && msg_line_owner() != s && !s->erased)
             return;
     } else if (s->len == 0) {
         return;
@@ -207,12 +299,19 @@ static void show_carry(struct out_stream *s, int eol)
     if (eol)
         batch_add(&b, "\n", 1);
     batch_flush(&b);
+    if (s->live && !eol)
+        seen_add(s, s->carry, show);
     if (show < s->len)
         memmove(s->carry, s->carry + show, s->len - show);
     s->len -= show;
     if (s->live) {
         s->opened = !eol;
-        msg_line_set(eol ? NULL : s, s->console);
+        if (eol) {
+            s->seen_len = 0;
+            msg_line_set(NULL, -1);
+        } else {
+            own_line(s);
+        }
     }
 }
 
@@ -250,7 +349,7 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
      * that another writer ended (with a newline) and that ends now with
      * nothing more is ended already. */
     int lines = s->live && memchr(p, '\n', n) != NULL;
-    int ended = lines && s->opened && msg_line_owner() != s;
+    int ended = lines && s->opened && msg_line_owner() != s && !s->erased;
     int open = lines && live_begin(s);
     if (lines)
         s->opened = 0;
@@ -318,6 +417,8 @@ static void console_lines(struct out_stream *s, const char *p, size_t n)
     }
     if (lines && msg_line_owner() == s)
         msg_line_set(NULL, -1); /* its line ended with the lines written */
+    if (lines)
+        s->seen_len = 0;
     while (p < end) {
         size_t room = OUT_LINE_MAX - s->len;
         size_t take = (size_t)(end - p) < room ? (size_t)(end - p) : room;
@@ -430,7 +531,13 @@ int out_stream_read(struct out_stream *s, char *buf, size_t bufsz)
 
 int64_t out_stream_due(const struct out_stream *s)
 {
-    return s->live && s->fd >= 0 && s->len > 0 ? s->due_ns : 0;
+    if (!s->live || s->fd < 0)
+        return 0;
+    if (s->len > 0)
+        return s->due_ns;
+    /* Erased with nothing new: shown again once the terminal's line is
+     * free (no one else's open: two open lines would take it in turns). */
+    return s->erased && !msg_line_owner() ? s->due_ns : 0;
 }
 
 void out_stream_show(struct out_stream *s)
@@ -459,8 +566,11 @@ void out_stream_close(struct out_stream *s)
         msg_line_set(NULL, -1);
     free(s->carry);
     free(s->prefix);
-    s->carry = s->prefix = NULL;
+    free(s->seen);
+    s->carry = s->prefix = s->seen = NULL;
     s->len = s->cap = s->prefix_len = 0;
+    s->seen_len = s->seen_cap = 0;
+    s->erased = 0;
 }
 
 /* A number of the prefix; an unknown one (negative) is "?", never a code. */

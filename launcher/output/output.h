@@ -39,12 +39,19 @@ struct out_stream {
      * output/pty.h).  An unfinished line (a "\r" progress bar, a prompt)
      * is shown as it grows, at most OUT_SHOW_NS after it came, its line
      * left open on the terminal (msg_line_set) and continued without a
-     * second prefix; a line of anyone else ends it first with a newline
-     * on the console.  Whole lines are written as ever; log files get
-     * the same bytes either way. */
+     * second prefix.  Anyone else who writes to the terminal erases it
+     * first ("\r" and erase to the end of the line); it is shown again,
+     * whole, once the others' lines are out (OUT_SHOW_NS later, or at
+     * its next byte), so that no line is ever split or shares a line;
+     * only one wider than the terminal, which erasing would not take
+     * back, is ended with a newline there instead.  Whole lines are
+     * written as ever; log files get the same bytes either way. */
     int live;
     int opened;        /* live: its line was left open (it may have been
                           ended since: msg_line_owner() says) */
+    int erased;        /* live: another writer erased its open line */
+    char *seen;        /* live: what its open line showed so far */
+    size_t seen_len, seen_cap;
     int64_t due_ns;    /* live: when the carry is to be shown, 0: never */
     int64_t held_ns;   /* live: when its first byte came, 0: none */
     size_t len, cap;

@@ -74,8 +74,8 @@ static void stream_read(struct job *j, struct out_stream *s)
     out_stream_read(s, j->buf, READ_BUF);
     if (s->fd < 0)
         amldist__loop_unwatch(j->loop, fd);
-    else if (out_stream_due(s))
-        arm_show(j);
+    /* Its line, or another's it erased or let go of, may be due. */
+    arm_show(j);
 }
 
 void stream_close(struct job *j, struct out_stream *s)

@@ -2,14 +2,18 @@
 
 usage: ttycheck.py LOG LINES [prefix]
 Rank 0 wrote LINES lines of [a-jq] characters, rank 1 the same in capitals,
-each line in pieces (partial lines shown while they grow).  On the terminal
-(LOG, "\\r\\n" read as "\\n") every line must hold characters of one rank
-only, none empty; with "prefix" each starts with that rank's "[rankR]:"
-and no other; and each rank's characters, in order, must be exactly what
-it wrote: nothing lost, doubled or mixed.  Prints the problems, exit 1.
+each line in pieces (partial lines shown while they grow).  The terminal
+(LOG) is read as a terminal shows it (ttyscreen.py): every line on
+the screen must be one whole line one rank wrote, never a piece of one
+(amlrun erases an open line to let another rank's through, and shows it
+again whole); with "prefix" each starts with that rank's "[rankR]:" and
+no other; and each rank's lines, in order, must be exactly what it wrote:
+nothing lost, doubled, cut or mixed.  Prints the problems, exit 1.
 """
 import re
 import sys
+
+from ttyscreen import screen
 
 log, count = sys.argv[1], int(sys.argv[2])
 prefixed = len(sys.argv) > 3
@@ -21,10 +25,9 @@ def line(r, i):
     return "".join(digits[int(c)] for c in str(i)) + fill * 8
 
 
-want = {r: "".join(line(r, i) for i in range(count)) for r in (0, 1)}
 got = {0: [], 1: []}
 problems = []
-text = open(log, "rb").read().decode().replace("\r\n", "\n")
+text = "\n".join(l.decode() for l in screen(open(log, "rb").read()))
 for n, ln in enumerate(text.split("\n")):
     if ln.startswith("amlrun: ") or (ln == "" and n == len(text.split("\n")) - 1):
         continue
@@ -44,8 +47,13 @@ for n, ln in enumerate(text.split("\n")):
         continue
     got[ranks.pop()].append(ln)
 for r in (0, 1):
-    if "".join(got[r]) != want[r]:
-        problems.append("rank %d: its characters are not what it wrote" % r)
+    lines = [line(r, i) for i in range(count)]
+    if got[r] != lines:
+        bad = next((k for k, (a, b) in enumerate(zip(got[r], lines)) if a != b),
+                   min(len(got[r]), len(lines)))
+        problems.append("rank %d: its lines on the screen are not the ones it "
+                        "wrote, whole (the first that differs, %d: %r)"
+                        % (r, bad, got[r][bad] if bad < len(got[r]) else None))
 for p in problems[:20]:
     print(p)
 sys.exit(1 if problems else 0)

@@ -81,9 +81,12 @@ check "bar with --tee 2: the terminal got one prefix a redraw, none twice" \
 check "bar with --tee 2: the log file unprefixed, as the worker wrote it" \
     cmp -s "$d/logs2/rank0.stderr" <(printf '\r 10%%|#\r 20%%|##\r100%%|###\n')
 
-# amlrun's own message while a bar's line is open starts a line of its own
+# amlrun's own message while a bar's line is open: the bar's line erased
+# first (never a line shared or split), the message on a line of its own,
+# the bar shown again whole after it
 d=$(fresh barmsg)
-out=$("${PTY[@]}" "$d/log" 'expect:\r 50%' "touch:$d/shown" 'expect:\A\namlrun: rank 1 ' \
+out=$("${PTY[@]}" "$d/log" 'expect:\r 50%' "touch:$d/shown" 'expect:\A\r\x1b\[Kamlrun: rank 1 ' \
+      'expect:\n\r 50%' \
       -- "${A[@]}" --nproc-per-node 2 --no-python sh -c \
       'if [ $RANK = 0 ]; then printf "\r 50%%"; exec sleep 300; fi; while [ ! -e "$0/shown" ]; do sleep 0.01; done; exit 3' "$d")
 expect_eq "a message while a bar's line is open: on a line of its own; exits 3" \
