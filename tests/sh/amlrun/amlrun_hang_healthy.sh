@@ -6,8 +6,7 @@
 # progress API beside ranks that only print or say nothing, a "\r" bar, the
 # whole job stopped and continued, amlrun alone stopped, the workers alone
 # stopped, a console that stops reading, a long step announced through the
-# API, every core busy, a restart, Ctrl-Z typed in a terminal
-# (tests/amlrun/pty_typist.py).  Then the real hangs of the same shapes,
+# API, every core busy, a restart, Ctrl-Z typed in a terminal.  Then the real hangs of the same shapes,
 # still caught (124) and named right.  What happened is checked, never
 # how long it took.
 . "$(dirname "$0")/../../lib.sh"
@@ -125,20 +124,18 @@ healthy "(l) a restart after a failed attempt" "$?" "$d/err"
 check "(l) the job restarted once" grep -q "restarts 1" "$d/err" || diag "$(cat "$d/err")"
 
 # --- (m) Ctrl-Z typed in a terminal, 4 s stopped, then fg: an interactive
-# bash on a pseudo-terminal, typed as a person does
+# bash on a pseudo-terminal (tests/amlrun/ptyrun.py), typed as a person does
 d=$(fresh m)
-if python3 "$TOP/tests/amlrun/pty_typist.py" "$d/tty" \
-    "expect:PROMPT> " \
-    "type:$AMLRUN --hang-timeout 2 --nproc-per-node 2 $W $d 6 api lines 2>$d/err" \
-    "file:$d/pid.0" "file:$d/pid.1" "sleep:0.5" "key:^Z" "expect:Stopped" \
-    "expect:PROMPT> " "sleep:4" "type:fg" "expect:PROMPT> " 'type:echo rc=$?' \
-    "expect:rc=" "expect:PROMPT> " >"$d/typist" 2>&1; then
-    # (the line may follow readline's escapes: the last rc=N shown)
-    rc=$(grep -ao 'rc=[0-9]*' "$d/tty" | tail -n 1 | cut -d= -f2)
-    healthy "(m) Ctrl-Z in a terminal for 4 s, then fg" "$rc" "$d/err"
+out=$(PS1='$ ' python3 "$TOP/tests/amlrun/ptyrun.py" "$d/tty" 'expect:\$ ' \
+      "send:$AMLRUN --hang-timeout 2 --nproc-per-node 2 $W $d 6 api lines 2>$d/err\\n" \
+      "until:[ -s $d/pid.0 ] && [ -s $d/pid.1 ]" 'send:\x1a' 'expect:Stopped' \
+      'expect:\$ ' 'until:sleep 4' 'send:fg\n' 'expect:\$ ' 'send:echo rc=$?\n' \
+      'expect:rc=0\n' 'send:exit\n' -- bash --norc --noprofile -i)
+if [ "$(sed -n 's/^status //p' <<<"$out")" = 0 ]; then
+    healthy "(m) Ctrl-Z in a terminal for 4 s, then fg" 0 "$d/err"
 else
-    fail "(m) the terminal session ran as typed"
-    diag "$(cat "$d/typist")"
+    fail "(m) Ctrl-Z in a terminal for 4 s, then fg: the job went on to exit 0"
+    diag "$out"; diag "$(cat "$d/err")"
 fi
 
 # --- the real hangs of these shapes are still caught
