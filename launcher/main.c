@@ -23,6 +23,7 @@
 #include "output/msg.h"
 #include "output/output.h"
 #include "query/client.h"
+#include "query/early.h"
 #include "worker/command.h"
 #include "worker/control.h"
 #include "run/dryrun.h"
@@ -112,7 +113,7 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static int node_run(const struct amlrun_opts *o, const struct plan *p,
+static int node_job(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
     struct amlrun_binding *b = NULL;
@@ -161,8 +162,16 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
     plugins_job_start(events, o, host,
                      options_c10d(o) ? -1 : amldist_node_rank(p->layout),
                      p->nproc, c->path);
+    /* --status answers from here on: during the rendezvous from a thread
+     * of the socket's own, stopped before anything forks (early.h). */
+    struct qearly_job ej = {o->run_id, o->cmd, o->ncmd,
+                            o->nnodes > 0 ? o->nnodes
+                                          : amldist_world_size(p->layout)};
+    qearly_start(&ej, o->verbose, o->quiet, 1);
     struct control ctl;
-    if ((rc = control_join(o, p, b, &ctl)) >= 0) {
+    rc = control_join(o, p, b, &ctl);
+    qearly_pause();
+    if (rc >= 0) {
         eventlog_close(events);
         bind_free(b);
         return rc;
@@ -210,6 +219,15 @@ out:
     if (log_dir_fd >= 0)
         close(log_dir_fd);
     bind_free(b);
+    return rc;
+}
+
+/* A node's job; its --status socket gone at its end, whatever ended it. */
+static int node_run(const struct amlrun_opts *o, const struct plan *p,
+                    const struct command *c)
+{
+    int rc = node_job(o, p, c);
+    qearly_close();
     return rc;
 }
 
