@@ -113,6 +113,21 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* Join the job's control plane (control_join), --status answering from
+ * before it: from a thread of the socket's own, stopped before anything
+ * forks (query/early.h). */
+static int join_answering(const struct amlrun_opts *o, const struct plan *p,
+                          struct amlrun_binding *b, struct control *ctl)
+{
+    struct qearly_job ej = {o->run_id, o->cmd, o->ncmd,
+                            o->nnodes > 0 ? o->nnodes
+                                          : amldist_world_size(p->layout)};
+    qearly_start(&ej, o->verbose, o->quiet, 1);
+    int rc = control_join(o, p, b, ctl);
+    qearly_pause();
+    return rc;
+}
+
 static int node_job(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
@@ -162,16 +177,8 @@ static int node_job(const struct amlrun_opts *o, const struct plan *p,
     plugins_job_start(events, o, host,
                      options_c10d(o) ? -1 : amldist_node_rank(p->layout),
                      p->nproc, c->path);
-    /* --status answers from here on: during the rendezvous from a thread
-     * of the socket's own, stopped before anything forks (early.h). */
-    struct qearly_job ej = {o->run_id, o->cmd, o->ncmd,
-                            o->nnodes > 0 ? o->nnodes
-                                          : amldist_world_size(p->layout)};
-    qearly_start(&ej, o->verbose, o->quiet, 1);
     struct control ctl;
-    rc = control_join(o, p, b, &ctl);
-    qearly_pause();
-    if (rc >= 0) {
+    if ((rc = join_answering(o, p, b, &ctl)) >= 0) {
         eventlog_close(events);
         bind_free(b);
         return rc;
