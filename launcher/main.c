@@ -23,6 +23,7 @@
 #include "output/msg.h"
 #include "output/output.h"
 #include "query/client.h"
+#include "query/early.h"
 #include "worker/command.h"
 #include "worker/control.h"
 #include "run/dryrun.h"
@@ -112,7 +113,22 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static int node_run(const struct amlrun_opts *o, const struct plan *p,
+/* Join the job's control plane (control_join), --status answering from
+ * before it: from a thread of the socket's own, stopped before anything
+ * forks (query/early.h). */
+static int join_answering(const struct amlrun_opts *o, const struct plan *p,
+                          struct amlrun_binding *b, struct control *ctl)
+{
+    struct qearly_job ej = {o->run_id, o->cmd, o->ncmd,
+                            o->nnodes > 0 ? o->nnodes
+                                          : amldist_world_size(p->layout)};
+    qearly_start(&ej, o->verbose, o->quiet, 1);
+    int rc = control_join(o, p, b, ctl);
+    qearly_pause();
+    return rc;
+}
+
+static int node_job(const struct amlrun_opts *o, const struct plan *p,
                     const struct command *c)
 {
     struct amlrun_binding *b = NULL;
@@ -162,7 +178,7 @@ static int node_run(const struct amlrun_opts *o, const struct plan *p,
                      options_c10d(o) ? -1 : amldist_node_rank(p->layout),
                      p->nproc, c->path);
     struct control ctl;
-    if ((rc = control_join(o, p, b, &ctl)) >= 0) {
+    if ((rc = join_answering(o, p, b, &ctl)) >= 0) {
         eventlog_close(events);
         bind_free(b);
         return rc;
@@ -210,6 +226,15 @@ out:
     if (log_dir_fd >= 0)
         close(log_dir_fd);
     bind_free(b);
+    return rc;
+}
+
+/* A node's job; its --status socket gone at its end, whatever ended it. */
+static int node_run(const struct amlrun_opts *o, const struct plan *p,
+                    const struct command *c)
+{
+    int rc = node_job(o, p, c);
+    qearly_close();
     return rc;
 }
 

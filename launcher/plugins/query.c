@@ -17,20 +17,26 @@
 #include <unistd.h>
 
 #include "output/msg.h"
+#include "query/early.h"
 #include "query/proto.h"
+#include "query/qlisten.h"
 #include "query/qtext.h"
 #include "query/sockdir.h"
 #include "job/gather.h"
 #include "job/hooks.h"
 #include "plugins/query.h"
 
-/* Clients served at once; more are closed at once. */
+/* Clients held at once.  One more takes the place of the oldest that has
+ * not asked yet (or whose answer waits for it to read), so that idle
+ * connections never lock --status out; only when every one is being
+ * answered is the new one closed. */
 #define QMAX_CLIENTS 16
 
 struct qclient {
     struct jobquery *q;
     int fd;           /* -1 once closed */
     int deadline;     /* the loop's timer, 0 none */
+    long long since;  /* accepted, amldist__now_ms() */
     int busy;         /* waiting for the parts of an answer */
     void *pending;    /* node_part()'s handle while it makes ours */
     enum part_kind kind;
@@ -219,8 +225,16 @@ static void info(struct qclient *c)
 
 static void request(struct qclient *c)
 {
-    /* Nothing more is read from it. */
-    amldist__loop_events(c->q->j->loop, c->fd, 0);
+    struct job *j = c->q->j;
+    /* Nothing more is read from it; the answer has the rest of the
+     * exchange's time. */
+    amldist__loop_events(j->loop, c->fd, 0);
+    if (c->deadline)
+        amldist__loop_cancel(j->loop, c->deadline);
+    c->deadline = amldist__loop_timer(j->loop, c->since + QP_DEADLINE_MS,
+                                      on_deadline, c);
+    if (c->deadline < 0)
+        c->deadline = 0;
     c->busy = 1;
     if (strcmp(c->req, "info") == 0) {
         info(c);
@@ -287,24 +301,46 @@ static int peer_allowed(int fd)
     return cr.uid == geteuid() || cr.uid == 0;
 }
 
+/* The slot of a new client: a free one, else the oldest idle one's (no
+ * request yet), else the oldest whose answer waits to be read; -1 when
+ * every client is being answered. */
+static int slot_for_new(struct jobquery *q)
+{
+    int idle = -1, stuck = -1;
+    for (int i = 0; i < QMAX_CLIENTS; i++) {
+        struct qclient *c = q->c[i];
+        if (!c)
+            return i;
+        if (!c->busy && !c->out && (idle < 0 || c->since < q->c[idle]->since))
+            idle = i;
+        if (c->out && (stuck < 0 || c->since < q->c[stuck]->since))
+            stuck = i;
+    }
+    int at = idle >= 0 ? idle : stuck;
+    if (at >= 0)
+        client_close(q->c[at]);
+    return at;
+}
+
 static void take(struct jobquery *q, int fd)
 {
     struct job *j = q->j;
-    int slot = -1;
-    for (int i = 0; i < QMAX_CLIENTS && slot < 0; i++)
-        if (!q->c[i])
-            slot = i;
-    struct qclient *c = slot >= 0 && peer_allowed(fd) ? calloc(1, sizeof *c)
-                                                      : NULL;
+    if (!peer_allowed(fd)) {
+        close(fd);
+        return;
+    }
+    int slot = slot_for_new(q);
+    struct qclient *c = slot >= 0 ? calloc(1, sizeof *c) : NULL;
     if (!c) {
         close(fd);
         return;
     }
     c->q = q;
     c->fd = fd;
+    c->since = amldist__now_ms();
     q->c[slot] = c;
-    c->deadline = amldist__loop_timer(j->loop,
-                                      amldist__now_ms() + QP_DEADLINE_MS,
+    /* Until its request: a short while (early.h); then the exchange's. */
+    c->deadline = amldist__loop_timer(j->loop, c->since + QE_REQUEST_MS,
                                       on_deadline, c);
     if (c->deadline < 0 ||
         amldist__loop_watch(j->loop, fd, POLLIN, on_client, c) < 0) {
@@ -327,43 +363,6 @@ static void on_accept(void *arg, int fd, short revents)
     }
 }
 
-/* The socket, or -1 with a reason. */
-static int listen_at(struct jobquery *q, char *why, size_t whysize)
-{
-    char dir[QDIR_PATH_MAX + 1];
-    if (qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
-        snprintf(why, whysize, "the directory's name is too long");
-        return -1;
-    }
-    if (qdir_check(dir, 1, geteuid(), why, whysize) < 0)
-        return -1;
-    if (qsock_path(dir, q->j->s->o->run_id, getpid(), q->path,
-                   sizeof q->path) < 0) {
-        snprintf(why, whysize, "%s: the socket's name is too long", dir);
-        return -1;
-    }
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    memcpy(sa.sun_path, q->path, strlen(q->path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(why, whysize, "socket: %s", strerror(errno));
-        return -1;
-    }
-    /* A file of a dead amlrun that had our pid. */
-    unlink(q->path);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        chmod(q->path, 0600) < 0 || listen(fd, QMAX_CLIENTS) < 0) {
-        snprintf(why, whysize, "%s: %s", q->path, strerror(errno));
-        close(fd);
-        unlink(q->path);
-        q->path[0] = '\0';
-        return -1;
-    }
-    return fd;
-}
-
 /* Make the socket and watch it.  A socket that cannot be made (its
  * directory refused, no room) is said with -v and the job runs without
  * one; -1 only when out of memory. */
@@ -373,20 +372,20 @@ static int attach(struct job *j, void **self)
     if (!(*self = q))
         return -1;
     q->j = j;
-    char why[QDIR_PATH_MAX + 128];
-    q->fd = listen_at(q, why, sizeof why);
+    const struct amlrun_opts *o = j->s->o;
+    /* The socket made at amlrun's start (early.h), else one now. */
+    struct qearly_job ej = {o->run_id, o->cmd, o->ncmd, 1};
+    qearly_start(&ej, o->verbose, o->quiet, 0);
+    q->fd = qearly_take(q->path, sizeof q->path);
     if (q->fd >= 0 &&
         amldist__loop_watch(j->loop, q->fd, POLLIN, on_accept, q) < 0) {
-        snprintf(why, sizeof why, "%s", strerror(errno));
+        if (o->verbose)
+            msg_errno(errno, "no --status socket (amlrun --status and "
+                      "--stacks cannot reach this job)");
         close(q->fd);
         unlink(q->path);
         q->fd = -1;
     }
-    if (q->fd < 0 && j->s->o->verbose)
-        msg("no --status socket (amlrun --status and --stacks cannot reach "
-            "this job): %s", why);
-    else if (j->s->o->verbose)
-        msg("--status socket: %s", q->path);
     return 0;
 }
 

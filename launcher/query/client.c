@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "output/msg.h"
+#include "query/ask.h"
 #include "query/client.h"
 #include "query/proto.h"
 #include "query/qtext.h"
@@ -26,146 +27,46 @@
 #include "util/clock.h"
 #include "stacks/stacks.h"
 
-/* How long each question may take, from connect to the last byte. */
-#define INFO_TIMEOUT_MS 5000
+/* How long each question may take, from connect to the last byte; every
+ * job is asked "info" at once, so that one stopped amlrun costs this
+ * once, not each time. */
+#define INFO_TIMEOUT_MS 1000
 #define STATUS_TIMEOUT_MS 30000
 #define STACKS_TIMEOUT_MS 60000
-/* The most an answer may be. */
-#define ANSWER_MAX (64u << 20)
-
-/* Wait for `events` on fd until `deadline`; 1 ready, 0 timed out, -1. */
-static int wait_fd(int fd, short events, long long deadline)
-{
-    for (;;) {
-        long long left = deadline - amldist__now_ms();
-        if (left <= 0)
-            return 0;
-        struct pollfd p = {fd, events, 0};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n < 0 ? -1 : n > 0;
-    }
-}
-
-/* Ask the amlrun at `path` one question; its whole answer (NUL-ended), or
- * NULL with errno (ETIMEDOUT when it did not answer in time). */
-static char *ask(const char *path, const char *req, int timeout_ms,
-                 size_t *len)
-{
-    long long deadline = amldist__now_ms() + timeout_ms;
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof sa.sun_path) {
-        errno = ENAMETOOLONG;
-        return NULL;
-    }
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    int err = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        /* A full backlog (the amlrun is busy): wait for room. */
-        if (errno != EAGAIN && errno != EINPROGRESS) {
-            err = errno;
-            goto out;
-        }
-        int w = wait_fd(fd, POLLOUT, deadline);
-        socklen_t sl = sizeof err;
-        if (w <= 0) {
-            err = w == 0 ? ETIMEDOUT : errno;
-            goto out;
-        }
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0)
-            err = errno;
-        if (err && err != EISCONN)
-            goto out;
-        err = 0;
-        /* Still not connected: try once more (a Unix socket's connect
-         * has no asynchronous completion). */
-        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0 &&
-            errno != EISCONN) {
-            err = errno == EAGAIN ? ETIMEDOUT : errno;
-            goto out;
-        }
-    }
-    size_t rl = strlen(req);
-    if (send(fd, req, rl, MSG_NOSIGNAL) != (ssize_t)rl) {
-        err = errno ? errno : EIO;
-        goto out;
-    }
-    for (;;) {
-        if (cap - n < 4096) {
-            if (cap >= ANSWER_MAX) {
-                err = EMSGSIZE;
-                goto out;
-            }
-            size_t nc = cap ? cap * 2 : 16384;
-            char *nb = realloc(buf, nc + 1);
-            if (!nb) {
-                err = ENOMEM;
-                goto out;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        ssize_t r = recv(fd, buf + n, cap - n, 0);
-        if (r > 0) {
-            n += (size_t)r;
-            continue;
-        }
-        if (r == 0)
-            break;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            err = errno;
-            goto out;
-        }
-        int w = wait_fd(fd, POLLIN, deadline);
-        if (w <= 0) {
-            err = w == 0 ? ETIMEDOUT : errno;
-            goto out;
-        }
-    }
-    if (n == 0) {
-        err = ECONNRESET; /* closed without a byte: not ours to ask */
-        goto out;
-    }
-    buf[n] = '\0';
-    *len = n;
-out:
-    close(fd);
-    if (err) {
-        free(buf);
-        errno = err;
-        return NULL;
-    }
-    return buf;
-}
 
 /* ---- the jobs there are ------------------------------------------------ */
 
 struct found {
     pid_t pid;
-    char path[QDIR_PATH_MAX + 1];
+    int dfd;             /* its directory (struct dirs owns it) */
+    uid_t owner;
+    char name[QDIR_PATH_MAX + 1];
     char *run_id;
     char *cmd;
     double started;      /* epoch seconds, < 0 not known */
     int answered;
+    int err;             /* why it did not */
+    int rendezvous;      /* it is in its rendezvous */
 };
 
-static void found_free(struct found *f, size_t n)
+struct jobs {
+    struct found *f;
+    size_t n, cap;
+    int dfd[2 * QDIRS_MAX];
+    int ndirs;
+    char where[2 * QDIRS_MAX * (QDIR_PATH_MAX + 2)]; /* the dirs read */
+};
+
+static void jobs_free(struct jobs *J)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(f[i].run_id);
-        free(f[i].cmd);
+    for (size_t i = 0; i < J->n; i++) {
+        free(J->f[i].run_id);
+        free(J->f[i].cmd);
     }
-    free(f);
+    free(J->f);
+    for (int i = 0; i < J->ndirs; i++)
+        close(J->dfd[i]);
+    memset(J, 0, sizeof *J);
 }
 
 /* The first line of an answer: its kind's rest, or NULL after saying why
@@ -186,14 +87,9 @@ static char *answer_body(char *text, const char *kind, const char *who)
     return NULL;
 }
 
-/* Ask a socket's amlrun who it is; the entry is filled in. */
-static void identify(struct found *f)
+/* An "info" answer into its entry. */
+static void identified(struct found *f, char *text)
 {
-    size_t len;
-    char *text = ask(f->path, "info\n", INFO_TIMEOUT_MS, &len);
-    f->started = -1;
-    if (!text)
-        return;
     char *body = answer_body(text, "info", "amlrun");
     char *nl = body ? strchr(body, '\n') : NULL;
     struct qrec r;
@@ -202,78 +98,149 @@ static void identify(struct found *f)
         if (qrec_parse(body, &r) == 0 && strcmp(r.type, "job") == 0) {
             const char *id = qrec_get(&r, "run_id");
             const char *cmd = qrec_get(&r, "cmd");
+            const char *phase = qrec_get(&r, "phase");
             f->run_id = id ? strdup(id) : NULL;
             f->cmd = cmd ? strdup(cmd) : NULL;
             f->started = qrec_num(&r, "started", -1);
+            f->rendezvous = phase && strcmp(phase, "rendezvous") == 0;
             f->answered = 1;
         }
     }
-    free(text);
 }
 
-/* Every job with a socket in dir; a socket of a dead amlrun is removed. */
-static int list_jobs(const char *dir, struct found **out, size_t *nout)
+/* Ask every job found "info", all at once. */
+static void identify_all(struct jobs *J)
 {
-    *out = NULL;
-    *nout = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : -1;
-    size_t n = 0, cap = 0;
-    struct found *f = NULL;
+    struct asking *a = calloc(J->n ? J->n : 1, sizeof *a);
+    if (!a)
+        return;
+    for (size_t i = 0; i < J->n; i++) {
+        a[i] = (struct asking){-1, J->f[i].dfd, J->f[i].name, J->f[i].owner,
+                               "info\n", 0, NULL, 0, 0, 0};
+        J->f[i].started = -1;
+    }
+    ask_all(a, J->n, INFO_TIMEOUT_MS);
+    for (size_t i = 0; i < J->n; i++) {
+        J->f[i].err = a[i].err;
+        if (!a[i].err)
+            identified(&J->f[i], a[i].buf);
+        free(a[i].buf);
+    }
+    free(a);
+}
+
+/* The sockets in the directory open as dfd, of user `owner`: each one a
+ * socket of that user's (lstat: a link or anything else is skipped, never
+ * followed); one of a dead amlrun is removed. */
+static int list_jobs(struct jobs *J, int dfd, uid_t owner)
+{
+    int d2 = dup(dfd);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d) {
+        if (d2 >= 0)
+            close(d2);
+        return -1;
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         pid_t pid = qsock_pid(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[QDIR_PATH_MAX + 2];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >=
-            (int)sizeof path - 1)
+        struct stat st;
+        if (pid <= 0 || strlen(e->d_name) > QDIR_PATH_MAX ||
+            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISSOCK(st.st_mode) || st.st_uid != owner)
             continue;
         if (kill(pid, 0) < 0 && errno == ESRCH) {
-            unlink(path); /* its amlrun died without removing it */
+            unlinkat(dfd, e->d_name, 0); /* its amlrun died without */
             continue;
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            struct found *nf = realloc(f, nc * sizeof *nf);
+        if (J->n == J->cap) {
+            size_t nc = J->cap ? J->cap * 2 : 8;
+            struct found *nf = realloc(J->f, nc * sizeof *nf);
             if (!nf) {
                 closedir(d);
-                found_free(f, n);
                 return -1;
             }
-            f = nf;
-            cap = nc;
+            J->f = nf;
+            J->cap = nc;
         }
-        memset(&f[n], 0, sizeof f[n]);
-        f[n].pid = pid;
-        memcpy(f[n].path, path, strlen(path) + 1);
-        identify(&f[n]);
-        n++;
+        struct found *f = &J->f[J->n++];
+        memset(f, 0, sizeof *f);
+        f->pid = pid;
+        f->dfd = dfd;
+        f->owner = owner;
+        memcpy(f->name, e->d_name, strlen(e->d_name) + 1);
     }
     closedir(d);
-    *out = f;
-    *nout = n;
     return 0;
+}
+
+/* The run id as the socket's name holds it (escaped, maybe cut: the
+ * job's own answer has it whole), for a job that did not answer. */
+static const char *name_run_id(const char *name, char *buf, size_t size)
+{
+    size_t n = 0;
+    const char *end = strrchr(name, '.');
+    while (end && end > name && end[-1] != '.')
+        end--;
+    for (const char *p = name; end && p < end - 1 && n + 1 < size; p++) {
+        unsigned x;
+        if (*p == '%' && sscanf(p + 1, "%2x", &x) == 1) {
+            buf[n++] = (char)x;
+            p += 2;
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* "job RUN (amlrun pid P) did not answer ...": one line each. */
+static void say_silent(const struct found *f)
+{
+    char id[256], shown[256], stat[512], path[64];
+    char why[128];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)f->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    char state = '?';
+    if (n > 0) {
+        stat[n] = '\0';
+        char *rp = strrchr(stat, ')');
+        if (rp && rp[1] == ' ')
+            state = rp[2];
+    }
+    if (state == 'T' || state == 't')
+        snprintf(why, sizeof why, "it is stopped (state %c: SIGSTOP, Ctrl-Z "
+                 "or a debugger)", state);
+    else if (f->err == ETIMEDOUT)
+        snprintf(why, sizeof why, "no answer within %.0f s",
+                 INFO_TIMEOUT_MS / 1000.0);
+    else
+        snprintf(why, sizeof why, "%s", strerror(f->err));
+    msg("job %s (amlrun pid %d) did not answer: %s",
+        qt_shown(name_run_id(f->name, id, sizeof id), shown, sizeof shown),
+        (int)f->pid, why);
 }
 
 static void list_print(const struct found *f, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char id[256], cmd[512], when[64] = "?";
+        if (!f[i].answered)
+            continue;
         if (f[i].started >= 0) {
             time_t t = (time_t)f[i].started;
             struct tm tm;
             if (localtime_r(&t, &tm))
                 strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
         }
-        if (f[i].answered)
-            fprintf(stderr, "  run id %s, amlrun pid %d, started %s: %s\n",
-                    qt_shown(f[i].run_id, id, sizeof id), (int)f[i].pid, when,
-                    qt_shown(f[i].cmd, cmd, sizeof cmd));
-        else
-            fprintf(stderr, "  amlrun pid %d: not answering\n",
-                    (int)f[i].pid);
+        fprintf(stderr, "  run id %s, amlrun pid %d, started %s%s: %s\n",
+                qt_shown(f[i].run_id, id, sizeof id), (int)f[i].pid, when,
+                f[i].rendezvous ? " (in its rendezvous)" : "",
+                qt_shown(f[i].cmd, cmd, sizeof cmd));
     }
 }
 
@@ -287,10 +254,10 @@ static int all_digits(const char *s)
     return 1;
 }
 
-/* Root naming another user's amlrun by its pid: that user's directory
- * (their XDG_RUNTIME_DIR, read from the process's environment), and the
- * user in *uid. */
-static int dir_of_pid(pid_t pid, char *dir, size_t size, uid_t *uid)
+/* Root naming another user's amlrun by its pid: that user's candidate
+ * directories (their XDG_RUNTIME_DIR read from the process's
+ * environment), and the user in *uid. */
+static int dirs_of_pid(pid_t pid, struct qdirs *dirs, uid_t *uid)
 {
     char path[64];
     struct stat st;
@@ -309,22 +276,21 @@ static int dir_of_pid(pid_t pid, char *dir, size_t size, uid_t *uid)
         if (strncmp(env + k, "XDG_RUNTIME_DIR=", 16) == 0)
             xdg = env + k + 16;
     }
-    if (qdir_path(st.st_uid, xdg, dir, size) < 0)
-        return -1;
+    qdir_candidates(st.st_uid, xdg, dirs);
     *uid = st.st_uid;
     return 0;
 }
 
-/* The job JOB names (NULL: the only one); its index, or -1 after saying
- * why. */
+/* The answered jobs JOB names (NULL: any); the last one's index in *at. */
 static size_t matches(const struct found *f, size_t n, const char *job,
                       size_t *at)
 {
     size_t hits = 0;
     for (size_t i = 0; i < n; i++) {
-        int match = !job ||
-                    (all_digits(job) && strtol(job, NULL, 10) == f[i].pid) ||
-                    (f[i].run_id && strcmp(f[i].run_id, job) == 0);
+        int match = f[i].answered &&
+                    (!job ||
+                     (all_digits(job) && strtol(job, NULL, 10) == f[i].pid) ||
+                     (f[i].run_id && strcmp(f[i].run_id, job) == 0));
         if (match) {
             hits++;
             *at = i;
@@ -333,22 +299,34 @@ static size_t matches(const struct found *f, size_t n, const char *job,
     return hits;
 }
 
-static long pick(const struct found *f, size_t n, const char *job,
-                 const char *dir)
+/* The job to ask, or -1 after saying why.  The jobs that did not answer
+ * are named, one line each, wherever they may be the one meant. */
+static long pick(const struct jobs *J, const char *job)
 {
-    size_t at = 0, hits = matches(f, n, job, &at);
+    const struct found *f = J->f;
+    size_t n = J->n, at = 0, hits = matches(f, n, job, &at), answered = 0;
+    pid_t want = job && all_digits(job) ? (pid_t)strtol(job, NULL, 10) : 0;
+    for (size_t i = 0; i < n; i++) {
+        answered += f[i].answered;
+        if (!f[i].answered && (hits != 1 || !job) &&
+            (!want || want == f[i].pid))
+            say_silent(&f[i]);
+    }
     if (hits == 1)
         return (long)at;
     char shown_job[256];
     if (n == 0 && !job) {
         msg("no running job of yours on this machine (no amlrun socket in "
-            "%s)", dir);
-    } else if (n == 0) {
-        msg("no job %s: no running job of yours on this machine",
-            qt_shown(job, shown_job, sizeof shown_job));
+            "%s)", J->where);
+    } else if (answered == 0 && !job) {
+        msg("no running job of yours on this machine answered");
+    } else if (answered == 0 || (hits == 0 && want && answered < n)) {
+        msg("no job %s: no running job of yours on this machine%s",
+            qt_shown(job, shown_job, sizeof shown_job),
+            answered < n ? " answered" : "");
     } else if (!job) {
         msg("%zu jobs of yours run on this machine: name one (a run id or "
-            "an amlrun pid):", n);
+            "an amlrun pid):", answered);
         list_print(f, n);
     } else if (hits == 0) {
         msg("no job %s; the jobs of yours on this machine:",
@@ -416,76 +394,78 @@ static int stacks_print(char *body)
     return failed;
 }
 
-/* The jobs in dir; 0, or -1 (after a message, unless quiet).  A
- * directory that is not safely its owner's is not read at all. */
-static int jobs_in(const char *dir, uid_t owner, const char *mode, int quiet,
-                   struct found **f, size_t *n)
+/* Add the sockets of each directory of `dirs` in [from, to) (of user
+ * `owner`), each one opened and checked (qdir_open) and read by its
+ * descriptor; a refused one is said unless quiet, never read.  The number
+ * of directories that passed. */
+static int jobs_in(struct jobs *J, const struct qdirs *dirs, int from,
+                   int to, uid_t owner, const char *mode, int quiet)
 {
-    char why[QDIR_PATH_MAX + 128];
-    *f = NULL;
-    *n = 0;
-    if (qdir_check(dir, 0, owner, why, sizeof why) < 0) {
-        if (errno == ENOENT)
-            return 0;
-        if (!quiet)
-            msg("%s: %s", mode, why);
-        return -1;
+    int passed = 0;
+    for (int i = from; i < to && J->ndirs < 2 * QDIRS_MAX; i++) {
+        char why[QDIR_PATH_MAX + 128];
+        int fd = qdir_open(dirs->dir[i], 0, owner, why, sizeof why);
+        if (fd < 0) {
+            if (errno != ENOENT && !quiet)
+                msg("%s: %s: not read", mode, why);
+            continue;
+        }
+        passed++;
+        J->dfd[J->ndirs++] = fd;
+        size_t wl = strlen(J->where);
+        snprintf(J->where + wl, sizeof J->where - wl, "%s%s", wl ? ", " : "",
+                 dirs->dir[i]);
+        if (list_jobs(J, fd, owner) < 0)
+            msg_errno(errno, "%s", dirs->dir[i]);
     }
-    if (list_jobs(dir, f, n) < 0) {
-        msg_errno(errno, "%s", dir);
-        return -1;
-    }
-    return 0;
+    return passed;
 }
 
 int query_main(enum query_kind kind, int json, const char *job)
 {
     const char *mode = kind == QUERY_STATUS ? "--status" : "--stacks";
-    char dir[QDIR_PATH_MAX + 1];
-    if (qdir_path(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir) < 0) {
-        msg("%s: the socket directory's name is too long", mode);
-        return 1;
-    }
-    struct found *f;
-    size_t n, at0;
-    if (jobs_in(dir, geteuid(), mode, 0, &f, &n) < 0)
-        return 1;
-    /* A job named but not there may be elsewhere: started where
-     * XDG_RUNTIME_DIR was not set (cron, sudo), /tmp/amlrun-<uid>; or,
-     * for root naming a pid, another user's, in that user's directory. */
-    struct { char dir[QDIR_PATH_MAX + 1]; uid_t owner; } other[2];
-    int nother = 0;
-    if (job && qdir_path(geteuid(), NULL, other[nother].dir,
-                         sizeof other[nother].dir) == 0 &&
-        strcmp(other[nother].dir, dir) != 0)
-        other[nother++].owner = geteuid();
+    struct jobs J;
+    memset(&J, 0, sizeof J);
+    struct qdirs mine;
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    qdir_candidates(geteuid(), xdg, &mine);
+    /* Where a job of this environment puts its socket (sockdir.h): the
+     * XDG_RUNTIME_DIR one when it passes (or is not made yet), else
+     * /tmp's.  A job named may be in any of them: started where
+     * XDG_RUNTIME_DIR was not set (cron, sudo), or while /tmp's was
+     * another user's. */
+    int xdg_first = mine.nfixed == 2;
+    char why[QDIR_PATH_MAX + 128];
+    int xfd = xdg_first ? qdir_open(mine.dir[0], 0, geteuid(), why,
+                                    sizeof why) : -1;
+    int xdg_ok = xdg_first && (xfd >= 0 || errno == ENOENT);
+    if (xfd >= 0)
+        close(xfd);
+    if (xdg_first)
+        jobs_in(&J, &mine, 0, 1, geteuid(), mode, 0);
+    if (!xdg_ok || job)
+        jobs_in(&J, &mine, xdg_first, mine.n, geteuid(), mode, xdg_ok);
+    if (!J.where[0])
+        snprintf(J.where, sizeof J.where, "%s", mine.dir[xdg_ok ? 0 : xdg_first]);
+    /* Root naming a pid: another user's job, in that user's directories. */
+    struct qdirs theirs;
+    uid_t them;
     if (job && all_digits(job) &&
-        dir_of_pid((pid_t)strtol(job, NULL, 10), other[nother].dir,
-                   sizeof other[nother].dir, &other[nother].owner) == 0)
-        nother++;
-    for (int k = 0; k < nother && job && matches(f, n, job, &at0) == 0; k++) {
-        struct found *g;
-        size_t m;
-        if (jobs_in(other[k].dir, other[k].owner, mode, 1, &g, &m) == 0 &&
-            matches(g, m, job, &at0)) {
-            found_free(f, n);
-            f = g;
-            n = m;
-            memcpy(dir, other[k].dir, sizeof dir);
-        } else {
-            found_free(g, m);
-        }
-    }
-    long at = pick(f, n, job, dir);
+        dirs_of_pid((pid_t)strtol(job, NULL, 10), &theirs, &them) == 0)
+        jobs_in(&J, &theirs, 0, theirs.n, them, mode, 1);
+    identify_all(&J);
+    long at = pick(&J, job);
     if (at < 0) {
-        found_free(f, n);
+        jobs_free(&J);
         return 1;
     }
+    struct found *f = J.f;
     const char *what = kind == QUERY_STATUS ? "status" : "stacks";
     char who[64];
     snprintf(who, sizeof who, "amlrun pid %d", (int)f[at].pid);
     size_t len;
-    char *text = ask(f[at].path, kind == QUERY_STATUS ? "status\n" : "stacks\n",
+    char *text = ask(f[at].dfd, f[at].name, f[at].owner,
+                     kind == QUERY_STATUS ? "status\n" : "stacks\n",
                      kind == QUERY_STATUS ? STATUS_TIMEOUT_MS
                                           : STACKS_TIMEOUT_MS,
                      &len);
@@ -505,7 +485,7 @@ int query_main(enum query_kind kind, int json, const char *job)
         }
     }
     free(text);
-    found_free(f, n);
+    jobs_free(&J);
     fflush(stdout);
     return rc;
 }

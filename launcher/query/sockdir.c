@@ -1,4 +1,5 @@
 /* The directory of amlrun's query sockets (see sockdir.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@ static int xdg_usable(const char *xdg, uid_t uid)
 {
     struct stat st;
     return xdg && xdg[0] == '/' && lstat(xdg, &st) == 0 &&
-           S_ISDIR(st.st_mode) && st.st_uid == uid;
+           S_ISDIR(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077);
 }
 
 int qdir_path(uid_t uid, const char *xdg, char *buf, size_t size)
@@ -29,6 +30,16 @@ int qdir_path(uid_t uid, const char *xdg, char *buf, size_t size)
 
 int qdir_check(const char *dir, int create, uid_t owner, char *why,
                size_t whysize)
+{
+    int fd = qdir_open(dir, create, owner, why, whysize);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return 0;
+}
+
+int qdir_open(const char *dir, int create, uid_t owner, char *why,
+              size_t whysize)
 {
     if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(why, whysize, "%s: %s", dir, strerror(errno));
@@ -47,24 +58,92 @@ int qdir_check(const char *dir, int create, uid_t owner, char *why,
         return -1;
     }
     struct stat st;
-    int rc = fstat(fd, &st);
-    close(fd);
-    if (rc < 0) {
+    if (fstat(fd, &st) < 0) {
         snprintf(why, whysize, "%s: %s", dir, strerror(errno));
+        close(fd);
         return -1;
     }
+    int e = 0;
     if (st.st_uid != owner) {
         snprintf(why, whysize, "%s belongs to uid %lu, not to uid %lu", dir,
                  (unsigned long)st.st_uid, (unsigned long)owner);
-        errno = EPERM;
-        return -1;
-    }
-    if (st.st_mode & 077) {
+        e = EPERM;
+    } else if (st.st_mode & 077) {
         snprintf(why, whysize, "%s has mode %04o: only its user may open it "
                  "(0700)", dir, (unsigned)(st.st_mode & 07777));
-        errno = EPERM;
+        e = EPERM;
+    }
+    if (e) {
+        close(fd);
+        errno = e;
         return -1;
     }
+    return fd;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+void qdir_candidates(uid_t uid, const char *xdg, struct qdirs *out)
+{
+    out->n = 0;
+    if (xdg_usable(xdg, uid) &&
+        qdir_path(uid, xdg, out->dir[out->n], sizeof out->dir[0]) == 0)
+        out->n++;
+    snprintf(out->dir[out->n++], sizeof out->dir[0], "/tmp/amlrun-%lu",
+             (unsigned long)uid);
+    /* The fallbacks of 3: by a pattern, each a directory of the user's
+     * (the checks proper come when it is opened). */
+    char prefix[40];
+    int np = snprintf(prefix, sizeof prefix, "amlrun-%lu.", (unsigned long)uid);
+    DIR *d = opendir("/tmp");
+    struct dirent *e;
+    int first = out->nfixed = out->n;
+    while (d && (e = readdir(d)) != NULL && out->n < QDIRS_MAX) {
+        struct stat st;
+        if (strncmp(e->d_name, prefix, (size_t)np) != 0 ||
+            fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != uid ||
+            strlen(e->d_name) + 6 > sizeof out->dir[0] - 24)
+            continue;
+        snprintf(out->dir[out->n++], sizeof out->dir[0], "/tmp/%s", e->d_name);
+    }
+    if (d)
+        closedir(d);
+    qsort(out->dir[first], (size_t)(out->n - first), sizeof out->dir[0],
+          by_name);
+}
+
+int qdir_choose(uid_t uid, const char *xdg, char *dir, size_t size,
+                char *note, size_t notesize, char *why, size_t whysize)
+{
+    struct qdirs c;
+    qdir_candidates(uid, xdg, &c);
+    size_t nn = 0;
+    note[0] = '\0';
+    for (int i = 0; i < c.n; i++) {
+        char w[QDIR_PATH_MAX + 128];
+        /* Only 1 and 2 are made; a fallback is one of ours or none. */
+        int fd = qdir_open(c.dir[i], i < c.nfixed, uid, w, sizeof w);
+        if (fd >= 0) {
+            close(fd);
+            snprintf(dir, size, "%s", c.dir[i]);
+            return 0;
+        }
+        if (nn < notesize)
+            nn += (size_t)snprintf(note + nn, notesize - nn, "%s%s",
+                                   nn ? "; " : "", w);
+        snprintf(why, whysize, "%s", w);
+    }
+    char tmpl[48];
+    snprintf(tmpl, sizeof tmpl, "/tmp/amlrun-%lu.XXXXXX", (unsigned long)uid);
+    if (!mkdtemp(tmpl)) {
+        snprintf(why, whysize, "%s: %s", tmpl, strerror(errno));
+        return -1;
+    }
+    snprintf(dir, size, "%s", tmpl);
     return 0;
 }
 

@@ -220,6 +220,17 @@ static void print_text(const struct qrec *job, const struct recs *nodes,
     fputc('\n', stdout);
 }
 
+/* A job in its rendezvous: no node has a part yet, no rank runs. */
+static void print_rendezvous(const struct qrec *job)
+{
+    char a[256], b[1024], c[1024];
+    printf("job %s: amlrun pid %s, in its rendezvous for %.1f s: no worker "
+           "runs yet\n", cell(job, "run_id", a, sizeof a),
+           qrec_get(job, "pid"), qrec_num(job, "waited", 0));
+    printf("command: %s\n", cell(job, "cmd", b, sizeof b));
+    printf("waiting for: %s\n", cell(job, "waiting", c, sizeof c));
+}
+
 /* A field as a JSON number (null when unknown) or string. */
 static void jnum(struct json *js, const struct qrec *r, const char *key,
                  const char *name, int decimals)
@@ -260,6 +271,12 @@ static void print_json(const struct qrec *job, const struct recs *nodes,
     jnum(&js, job, "started", "start_time", 3);
     json_str(&js, "command", qrec_get(job, "cmd"));
     jnum(&js, job, "nodes", "nodes_in_job", 0);
+    /* Only in the rendezvous: a running job's JSON is as it was. */
+    if (qrec_get(job, "phase")) {
+        json_str(&js, "phase", qrec_get(job, "phase"));
+        json_str(&js, "waiting_for", qrec_get(job, "waiting"));
+        jnum(&js, job, "waited", "waited_s", 1);
+    }
     json_array(&js, "nodes");
     for (size_t i = 0; i < nodes->n; i++) {
         const struct qrec *r = &nodes->r[i];
@@ -326,8 +343,11 @@ int status_print(char *text, size_t len, int json)
         goto out;
     qsort(nodes.r, nodes.n, sizeof *nodes.r, by_node);
     qsort(ranks.r, ranks.n, sizeof *ranks.r, by_rank);
+    const char *phase = qrec_get(&job, "phase");
     if (json)
         print_json(&job, &nodes, &ranks);
+    else if (phase && strcmp(phase, "rendezvous") == 0)
+        print_rendezvous(&job);
     else
         print_text(&job, &nodes, &ranks, unanswered);
     rc = 0;

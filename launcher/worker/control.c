@@ -6,6 +6,7 @@
 
 #include "worker/control.h"
 #include "output/msg.h"
+#include "query/early.h"
 #include "rdzv/backends.h"
 
 static int ms(double seconds)
@@ -245,7 +246,20 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
     int have = join_options(o, p, b, c, &ro);
     if (have != 1)
         return have == 0 ? -1 : have;
+    /* What --status says while the join waits (query/early.h). */
+    char waiting[512];
+    const char *kind = options_c10d(o) ? o->rdzv_backend : "static";
+    if (ro.min_nodes == ro.max_nodes)
+        snprintf(waiting, sizeof waiting, "the rendezvous at %s (%s): "
+                 "%d nodes, %d worker%s here", ro.endpoint, kind, ro.max_nodes,
+                 p->nproc, p->nproc == 1 ? "" : "s");
+    else
+        snprintf(waiting, sizeof waiting, "the rendezvous at %s (%s): "
+                 "%d to %d nodes, %d worker%s here", ro.endpoint, kind,
+                 ro.min_nodes, ro.max_nodes, p->nproc, p->nproc == 1 ? "" : "s");
+    qearly_waiting(waiting);
     int err = amldist_rdzv_join(&ro, &c->rz);
+    qearly_waiting(NULL);
     if (err < 0) {
         /* Refused, or told something impossible: the command line's
          * fault; else amlrun could not do its job. */

@@ -1,0 +1,48 @@
+/* This amlrun's query socket (see qlisten.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "query/qlisten.h"
+#include "query/sockdir.h"
+
+int qsock_listen(const char *run_id, char *path, size_t size, char *note,
+                 size_t notesize, char *why, size_t whysize)
+{
+    char dir[QDIR_PATH_MAX + 1];
+    path[0] = '\0';
+    if (qdir_choose(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir,
+                    note, notesize, why, whysize) < 0)
+        return -1;
+    char p[QDIR_PATH_MAX + 1];
+    if (qsock_path(dir, run_id, getpid(), p, sizeof p) < 0 ||
+        strlen(p) >= size) {
+        snprintf(why, whysize, "%s: the socket's name is too long", dir);
+        return -1;
+    }
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, p, strlen(p) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, whysize, "socket: %s", strerror(errno));
+        return -1;
+    }
+    /* A file of a dead amlrun that had our pid. */
+    unlink(p);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        chmod(p, 0600) < 0 || listen(fd, QLISTEN_BACKLOG) < 0) {
+        snprintf(why, whysize, "%s: %s", p, strerror(errno));
+        close(fd);
+        unlink(p);
+        return -1;
+    }
+    memcpy(path, p, strlen(p) + 1);
+    return fd;
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# amlrun --status whatever the user's other jobs do (issue 38): a job asked
+# during its rendezvous (a 2-node static job whose second node never
+# starts); a SIGSTOPped amlrun beside a running one (the running one
+# answers, the stopped one is named); 20 idle connections held open to a
+# job's socket; a symbolic link another user planted in their socket
+# directory for root's --status PID; /tmp/amlrun-<uid> squatted by another
+# user before the victim's job starts.  No timed assertion: each --status
+# runs under a generous outer timeout and must name what it must.
+. "$(dirname "$0")/../../lib.sh"
+. "$TOP/tests/amlrun/common.sh"
+d=$TEST_TMP/sw
+mkdir -p "$d"
+export XDG_RUNTIME_DIR=$TEST_TMP/xdg
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
+sockdir=$XDG_RUNTIME_DIR/amlrun
+
+# wait_sock RUNID: the pid of the amlrun whose socket for RUNID appears
+wait_sock() {
+    local p= deadline=$((SECONDS + 60))
+    until [ -n "$p" ] || [ "$SECONDS" -ge "$deadline" ]; do
+        p=$(ls "$sockdir" 2>/dev/null | sed -n "s/^$1\.\([0-9]*\)\.sock\$/\1/p" | head -n 1)
+        [ -n "$p" ] || sleep 0.1
+    done
+    echo "$p"
+}
+
+# --- in its rendezvous: node 1 never starts
+port=$(free_port)
+"$AMLRUN" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" \
+    --nproc-per-node 1 --run-id sw-rz sleep 60 >"$d/rz.out" 2>"$d/rz.err" &
+rz=$!
+rzpid=$(wait_sock sw-rz)
+expect_eq "the socket exists during the rendezvous, under amlrun's pid" "$rzpid" "$rz"
+timeout 30 "$AMLRUN" --status >"$d/rz1.out" 2>&1
+expect_eq "--status during the rendezvous answers (0)" "$?" 0
+check "it says the job is in its rendezvous" grep -q "^job sw-rz: amlrun pid $rz, in its rendezvous" "$d/rz1.out"
+check "and what it waits for: 2 nodes at its endpoint" grep -q "^waiting for: the rendezvous at 127.0.0.1:[0-9]* (static): 2 nodes" "$d/rz1.out"
+timeout 30 "$AMLRUN" --status=json sw-rz >"$d/rz.json" 2>&1
+check "--status=json: phase rendezvous, no ranks" "$TORCH_PY" -c "
+import json; j = json.load(open('$d/rz.json'))
+assert j['phase'] == 'rendezvous' and j['ranks'] == [] and j['nodes_in_job'] == 2, j"
+timeout 30 "$AMLRUN" --stacks sw-rz >/dev/null 2>"$d/rzk.err"
+expect_eq "--stacks during the rendezvous: exit 1" "$?" 1
+check "saying no worker runs yet" grep -q "in its rendezvous: no worker runs yet" "$d/rzk.err"
+
+# --- a stopped amlrun beside the one in its rendezvous
+mkdir -p "$d/run"
+"$AMLRUN" --nproc-per-node 1 --run-id sw-stop sh -c 'touch "$0/up"; exec sleep 60' "$d/run" \
+    >/dev/null 2>"$d/stop.err" &
+stopped=$!
+wait_for 1 60 "$d/run" up >/dev/null
+kill -STOP "$stopped"
+timeout 30 "$AMLRUN" --status >"$d/st.out" 2>"$d/st.err"
+expect_eq "beside a stopped amlrun: --status answers for the other job (0)" "$?" 0
+check "with that job's status" grep -q "^job sw-rz: amlrun pid $rz" "$d/st.out"
+check "and names the stopped one in one line" \
+    grep -q "^amlrun: job sw-stop (amlrun pid $stopped) did not answer: it is stopped" "$d/st.err"
+timeout 30 "$AMLRUN" --status "$stopped" >/dev/null 2>"$d/st2.err"
+expect_eq "--status of the stopped one: exit 1" "$?" 1
+check "it is named as stopped" grep -q "pid $stopped) did not answer: it is stopped" "$d/st2.err"
+kill -CONT "$stopped"
+kill -TERM "$stopped"; wait "$stopped" 2>/dev/null
+kill -TERM "$rz"; wait "$rz" 2>/dev/null
+
+# --- 20 idle connections to a running job's socket
+mkdir -p "$d/idle"
+"$AMLRUN" --nproc-per-node 1 --run-id sw-idle sh -c 'touch "$0/up"; exec sleep 120' "$d/idle" \
+    >/dev/null 2>"$d/idle.err" &
+idle=$!
+wait_for 1 60 "$d/idle" up >/dev/null
+"$TORCH_PY" -c '
+import socket, sys, time
+held = []
+for _ in range(20):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); held.append(s)
+open(sys.argv[2], "w").close()
+time.sleep(90)' "$sockdir/sw-idle.$idle.sock" "$d/held" &
+holder=$!
+wait_for 1 30 "$d" held >/dev/null
+timeout 30 "$AMLRUN" --status sw-idle >"$d/idle.out" 2>&1
+expect_eq "20 idle connections held: --status still answers (0)" "$?" 0
+check "with the job's rank" grep -q "^job sw-idle: amlrun pid $idle, 1 rank on 1 node" "$d/idle.out"
+kill "$holder"; wait "$holder" 2>/dev/null
+
+# --- another user: a link planted for root's --status PID, and
+# /tmp/amlrun-<uid> squatted before the victim's job starts
+quser=amlrun-swtest
+made_user=
+if ! id "$quser" >/dev/null 2>&1 && have useradd; then
+    useradd -M -r -s /usr/sbin/nologin "$quser" 2>/dev/null && made_user=1
+fi
+if id "$quser" >/dev/null 2>&1 && have runuser; then
+    quid=$(id -u "$quser")
+    # (outside TEST_TMP, which only root may enter)
+    udir=$(mktemp -d /tmp/amlrun-swtest-xdg.XXXXXX); chown "$quid" "$udir"
+    (cd / && exec runuser -u "$quser" -- env XDG_RUNTIME_DIR="$udir" "$AMLRUN" --nproc-per-node 1 \
+        --run-id sw-u sh -c 'exec sleep 120') >/dev/null 2>&1 &
+    ujob=$!
+    upid=
+    deadline=$((SECONDS + 60))
+    until [ -n "$upid" ] || [ "$SECONDS" -ge "$deadline" ]; do
+        upid=$(ls "$udir/amlrun" 2>/dev/null | sed -n 's/^sw-u\.\([0-9]*\)\.sock$/\1/p')
+        sleep 0.1
+    done
+    if [ -n "$upid" ]; then
+        # The user plants a link to root's own socket (sw-idle's) under a
+        # name with its pid: root's --status PID must not follow it.
+        runuser -u "$quser" -- ln -s "$sockdir/sw-idle.$idle.sock" "$udir/amlrun/evil.$upid.sock"
+        mv "$udir/amlrun/sw-u.$upid.sock" "$d/u.sock.away" 2>/dev/null
+        timeout 30 "$AMLRUN" --status "$upid" >"$d/link.out" 2>&1
+        expect_eq "root's --status PID with only a planted link there: no such job (1)" "$?" 1
+        check "it does not follow the link (no status of the job it points to)" \
+            sh -c "! grep -q '^job ' '$d/link.out'"
+        mv "$d/u.sock.away" "$udir/amlrun/sw-u.$upid.sock"
+        rm -f "$udir/amlrun/evil.$upid.sock"
+        timeout 30 "$AMLRUN" --status "$upid" >"$d/u.out" 2>&1
+        expect_eq "root's --status PID of the user's real job answers (0)" "$?" 0
+        check "naming that job" grep -q "^job sw-u: amlrun pid $upid" "$d/u.out"
+    else
+        fail "the user's job did not start"
+    fi
+    kill -TERM "$upid" 2>/dev/null; wait "$ujob" 2>/dev/null
+    # The squat: the user makes /tmp/amlrun-<uid> of another uid first.
+    victim=$quid
+    squat=/tmp/amlrun-$victim
+    rm -rf "$squat"
+    mkdir -m 0755 "$squat"   # root's, open: the victim may not trust it
+    (cd / && exec runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --nproc-per-node 1 \
+        --run-id sw-v sh -c 'exec sleep 120') >/dev/null 2>"$d/v.err" &
+    vjob=$!
+    deadline=$((SECONDS + 60)); vok=
+    until [ -n "$vok" ] || [ "$SECONDS" -ge "$deadline" ]; do
+        vok=$(ls -d "/tmp/amlrun-$victim".* 2>/dev/null | head -n 1)
+        sleep 0.1
+    done
+    check "the victim's job made its socket in a /tmp/amlrun-<uid>.XXXXXX of its own" test -n "$vok"
+    check "and said once why, naming the squatted directory and its owner" \
+        sh -c "grep -c 'warning: $squat belongs to uid 0, not to uid $victim' '$d/v.err' | grep -qx 1"
+    out=$(cd / && timeout 30 runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --status 2>&1)
+    expect_eq "the victim's --status still finds its job (0)" "$?" 0
+    check "naming it" grep -q "^job sw-v: amlrun pid" <<<"$out"
+    kill -TERM $(ls "$vok" | sed -n 's/^sw-v\.\([0-9]*\)\.sock$/\1/p') 2>/dev/null
+    wait "$vjob" 2>/dev/null
+    rm -rf "$squat" "/tmp/amlrun-$victim".* "$udir"
+    [ -n "$made_user" ] && userdel "$quser" 2>/dev/null
+else
+    skip "another user's link and squat" "no user $quser and no useradd/runuser"
+fi
+kill -TERM "$idle"; wait "$idle" 2>/dev/null
+exit 0
