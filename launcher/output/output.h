@@ -109,5 +109,8 @@ int out_log_file(int dirfd, const char *dir, int rank, const char *stream);
 /* Name a log file opened elsewhere (torchrun's layout, torchlogs.h) for
  * write errors: "rank R: log file DIR/NAME: ...". */
 void out_log_named(int fd, int rank, const char *dir, const char *name);
+/* A write to log file fd failed with err: said once, naming its rank and
+ * file where known (logfile.c). */
+void out_log_failed(int fd, int err);
 
 #endif /* AMLRUN_OUTPUT_H */
