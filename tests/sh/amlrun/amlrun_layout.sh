@@ -115,6 +115,12 @@ run -- --node-rank 1 --nproc-per-node 1 --no-python true
 expect_eq "--node-rank 1 alone: usage error" "$rc" 2
 expect_eq "--node-rank 1 alone: one line in amlrun's words" "$(cat "$d/err")" \
     "amlrun: --node-rank 1 without --nnodes, and no launcher variable gives the node count: give every node's amlrun the same --nnodes (more than 1); no worker started"
+# As the user gave it: torchrun's spelling, its PET_ variable.
+run -- --node_rank=1 --nproc-per-node 1 --no-python true
+check "--node_rank=1 alone: named as typed" grep -q "^amlrun: --node_rank 1 without --nnodes," "$d/err"
+run PET_NNODES=3 -- --nproc-per-node 1 --no-python true
+check "PET_NNODES=3 alone: named as given, the range 0 to 2" \
+    grep -q "^amlrun: PET_NNODES=3 without --node-rank, .*--node-rank (0 to 2)" "$d/err"
 run -- --nnodes 4 --no-python true
 check "--nnodes 4 alone, per-process: the range named, no num_nodes" \
     sh -c 'grep -q -- "--node-rank (0 to 3)" "$0" && ! grep -q "num_nodes\|node_rank" "$0"' "$d/err"
