@@ -35,7 +35,7 @@ med() { sort -g -k"$2","$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { printf "%
 for n in $agents; do
     for mode in fork prefork threads secret secret_threads; do
         arg=${mode#secret_}; [ "$mode" = fork ] || [ "$mode" = secret ] && arg=
-        secret=; [ "${mode%_*}" = secret ] && secret=bench-secret-$RANDOM$RANDOM
+        secret=; [ "${mode%_*}" = secret ] && secret=bench-secret-$RANDOM$RANDOM-of-32-bytes-or-more
         env -u AMLDIST_JOB_TOKEN ${secret:+AMLDIST_JOB_TOKEN=$secret} \
             "$out/rdzv_bench" "$n" "$reps" $arg >"$tmp/rdzv_$mode" ||
             { echo "n=$n ($mode) failed" >&2; exit 1; }

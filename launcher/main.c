@@ -248,7 +248,7 @@ static void give_job_token(const struct amlrun_opts *o, int one_node)
 
 /* The job's secret before anything starts (run/jobtoken.h): of a job of
  * several nodes, each node's amlrun (one per node in per-process mode)
- * says that the plane is open when it has none. */
+ * says what is open when it has none. */
 static int secret_check(const struct amlrun_opts *o, const struct plan *p)
 {
     const amldist_t *l = p->layout;
@@ -260,7 +260,8 @@ static int secret_check(const struct amlrun_opts *o, const struct plan *p)
     } else {
         several = amldist_world_size(l) > 1 || (options_c10d(o) && o->nnodes > 1);
     }
-    return job_secret_check(several, first && !o->quiet && !o->dry_run);
+    return job_secret_check(several, first && !o->quiet && !o->dry_run,
+                            p->mode != MODE_PROCESS);
 }
 
 /* SIGCHLD ignored when amlrun started (by a parent that set SIG_IGN before
@@ -315,7 +316,7 @@ int main(int argc, char **argv)
         /* Every node's amlrun gets it through the launcher's AMLDIST_*
          * forwarding, so the whole job shares one secret (a refused file
          * of the user's is still refused first). */
-        if ((rc = job_secret_check(0, 0)) >= 0)
+        if ((rc = job_secret_check(0, 0, 1)) >= 0)
             goto out;
         give_job_token(&o, 0);
         rc = headnode_run(&o.head, self, argc, argv);

@@ -85,6 +85,10 @@ expect_eq() {
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# job_secret NAME: a job's secret for a test, NAME- and 32 random hex
+# digits: the library refuses a secret under 32 bytes (lib/util/secret.h).
+job_secret() { printf '%s-%s' "$1" "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"; }
+
 # tmake ARGS...: make in the tree, one test at a time.  `make install
 # PREFIX=...` rewrites the build's .pc and CMake files for that prefix, and
 # a plain make puts them back: two tests' makes in one build directory at

@@ -205,6 +205,45 @@ static void allocation_hint(const struct amlrun_opts *o, const struct plan *p)
         job, nodes, var);
 }
 
+/*
+ * --nnodes without --node-rank (or the other way round) where no launcher
+ * variable gives the other: the library names its own options
+ * (num_nodes, node_rank), which this user never typed; amlrun names the
+ * one given as it was typed (--nnodes, --nnodes=, PET_NNODES=).  Whether
+ * that is what the library missed is asked of it, not read from its
+ * words: the same options with the other half filled in must then work
+ * out.  1 after a line in amlrun's words, 0 when the failure is another.
+ */
+static int half_pair(const struct amlrun_opts *o, const amldist_options_t *ao)
+{
+    amldist_options_t probe = *ao;
+    amldist_t *l = NULL;
+    int nodes = ao->num_nodes > 1, rank = ao->node_rank >= 0;
+    if (nodes == rank)
+        return 0;
+    if (nodes)
+        probe.node_rank = 0;
+    else
+        probe.num_nodes = ao->node_rank + 1;
+    if (amldist_init_opts(&l, &probe) < 0)
+        return 0;
+    amldist_free(l);
+    if (nodes)
+        msg("%s%d without --node-rank, and no launcher variable gives "
+            "this node's rank: give each node's amlrun its --node-rank (0 "
+            "to %d) and the same --master-addr, or let c10d number the "
+            "nodes (--rdzv-backend c10d --rdzv-endpoint HOST:PORT); no "
+            "worker started", o->nnodes_by[0] ? o->nnodes_by : "--nnodes ",
+            ao->num_nodes, ao->num_nodes - 1);
+    else
+        msg("%s%d without --nnodes, and no launcher variable gives the "
+            "node count: give every node's amlrun the same --nnodes (more "
+            "than %d); no worker started",
+            o->node_rank_by[0] ? o->node_rank_by : "--node-rank ",
+            ao->node_rank, ao->node_rank);
+    return 1;
+}
+
 int plan_make(const struct amlrun_opts *o, struct plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -244,6 +283,8 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         return AMLRUN_EXIT_SYSTEM;
     }
     int rc = amldist_init_opts(&p->layout, &ao);
+    if (rc == AMLDIST_EMISSING && half_pair(o, &ao))
+        return AMLRUN_EXIT_USAGE;
     if (rc < 0) {
         int ours = o->nnodes > 0 || o->node_rank >= 0 || o->standalone;
         msg("cannot work out this job's layout: %s%s", amldist_last_error(),

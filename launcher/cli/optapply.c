@@ -200,6 +200,7 @@ static int on_nnodes(struct amlrun_opts *o, const struct handler *h,
     }
     o->nnodes_min = lo;
     o->nnodes = hi;
+    snprintf(o->nnodes_by, sizeof o->nnodes_by, "%s", name);
     return -1;
 }
 

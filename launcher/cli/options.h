@@ -62,6 +62,8 @@ struct amlrun_opts {
     int nproc;               /* with NPROC_NUM */
     int nnodes;              /* > 0 given (the MAX of MIN:MAX) */
     int nnodes_min;          /* MIN of MIN:MAX (= nnodes for N) */
+    char nnodes_by[72];      /* where it came from, as typed ("--nnodes ",
+                                "PET_NNODES="), for a message (mode.c) */
     int node_rank;           /* >= 0 given */
     char node_rank_by[72];   /* where it came from, as typed ("--node_rank ",
                                 "PET_NODE_RANK="), for c10d's note */

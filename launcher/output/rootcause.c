@@ -168,7 +168,9 @@ char *rootcause_text(const struct failure *f, const char *forward_to)
         /* torchrun's words for a worker that left no error file. */
         fprintf(m, "amlrun:   message   : Signal %d (%s) received by PID %d\n",
                 WTERMSIG(f->status), sig, (int)f->pid);
-    } else if (parsed || written) {
+    } else if (parsed || written || !f->python) {
+        /* torchrun's hint is for Python's entry point: a C program, or
+         * amldist-nccl-check, has no decorator to add. */
         fprintf(m, "amlrun:   message   : <N/A>\n");
     } else {
         fprintf(m, "amlrun:   message   : <N/A> (for the exception and its "

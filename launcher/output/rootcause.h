@@ -20,6 +20,8 @@ struct failure {
     const char *host;
     time_t when;            /* when it was reaped */
     const char *error_file; /* its TORCHELASTIC_ERROR_FILE, or NULL */
+    int python;             /* a Python worker: the one that @record can
+                               make write its error file */
 };
 
 /* The block as text (malloc'd; NULL after a message); then the error

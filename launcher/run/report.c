@@ -12,6 +12,7 @@
 #include "output/msg.h"
 #include "output/rootcause.h"
 #include "output/torchlogs.h"
+#include "stacks/channel.h"
 #include "job/hooks.h"
 #include "run/report.h"
 
@@ -265,6 +266,7 @@ static struct failure failure_of(const struct job *j, const struct worker *w)
         .rank = w->id.rank, .local = w->id.local, .pid = w->pid,
         .status = w->status, .host = j->s->host, .when = w->t_end,
         .error_file = w->error_file,
+        .python = stk_is_python(j->s->cmd->path, j->s->cmd->runs_python),
     };
     return f;
 }

@@ -88,10 +88,14 @@ static int is_python_name(const char *path)
     return 1;
 }
 
+int stk_is_python(const char *path, int runs_python)
+{
+    return runs_python || (path && is_python_name(path));
+}
+
 int stk_channel_wanted(const char *path, int runs_python)
 {
-    return (runs_python || (path && is_python_name(path))) &&
-           stk_python_dir() != NULL;
+    return stk_is_python(path, runs_python) && stk_python_dir() != NULL;
 }
 
 int stk_python_skips_hook(char *const *argv)

@@ -24,10 +24,12 @@ int stk_signal(void);
  * Looked up once. */
 const char *stk_python_dir(void);
 
-/* Whether a worker of this command gets a channel: it runs under Python
+/* Whether a worker of this command is Python: it runs under Python
  * (runs_python: amlrun wraps it, command.h) or is a Python interpreter
- * itself (path's last part python, python3, python3.11, ...), and the hook
- * is there. */
+ * itself (path's last part python, python3, python3.11, ...). */
+int stk_is_python(const char *path, int runs_python);
+/* Whether such a worker gets a channel: it is Python and the hook is
+ * there. */
 int stk_channel_wanted(const char *path, int runs_python);
 
 /* The same, also given the command's argv: no channel for a Python whose

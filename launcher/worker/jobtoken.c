@@ -32,7 +32,7 @@ int job_token_export(int one_node)
     return rc;
 }
 
-int job_secret_check(int several, int notice)
+int job_secret_check(int several, int notice, int plane)
 {
     static amldist__secret_t s; /* 4 KiB: not on the stack */
     char why[600];
@@ -58,10 +58,16 @@ int job_secret_check(int several, int notice)
             "AMLDIST_JOB_TOKEN on every node; no worker started");
         return AMLRUN_EXIT_USAGE;
     }
-    if (notice)
+    /* Per-process mode (srun or mpirun starts amlrun in place) has no
+     * control plane: the workers' bootstrap is all there is to close. */
+    if (notice && plane)
         msg("note: no secret: this job's control plane and bootstrap are "
             "open to anyone who can reach their ports; amlrun --make-secret "
             "closes them (see amldist_rdzv(3), SECURITY)");
+    else if (notice)
+        msg("note: no secret: this job's bootstrap is open to anyone who "
+            "can reach its port; amlrun --make-secret closes it (see "
+            "amldist_bootstrap(3), JOB TOKEN)");
     return -1;
 }
 

@@ -20,10 +20,12 @@
 int job_token_export(int one_node);
 
 /* Before anything starts: read the job's secret once.  `several`: the job
- * has several nodes; `notice`: this amlrun says that the plane is open
- * (one per node, not under --quiet or --dry-run).  -1 to go on, else the
- * exit status (2) after one line saying why. */
-int job_secret_check(int several, int notice);
+ * has several nodes; `notice`: this amlrun says what is open (one per
+ * node, not under --quiet or --dry-run); `plane`: the job has a control
+ * plane (per-node mode) beside the workers' bootstrap, which is all that
+ * per-process mode has.  -1 to go on, else the exit status (2) after one
+ * line saying why. */
+int job_secret_check(int several, int notice, int plane);
 
 /* amlrun --make-secret: the path on stdout; 0 made, 1 one exists already
  * (never overwritten), or amlrun's status for an error. */

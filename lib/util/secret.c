@@ -31,6 +31,21 @@ static const char *kind_of(mode_t m)
                          : "not a regular file";
 }
 
+/* 0 when a secret of `len` bytes from `what` is long enough, else -1 with
+ * `why` naming it, its length, the minimum and how to make a good one. */
+static int long_enough(size_t len, const char *what, char *why,
+                       size_t why_size)
+{
+    if (len >= AMLDIST__SECRET_MIN)
+        return 0;
+    snprintf(why, why_size, "%s: %zu byte%s, under the %d a secret needs "
+             "(a short one can be guessed offline from one sniffed "
+             "handshake), refused; make one with amlrun --make-secret, or "
+             "head -c 32 /dev/urandom | base64", what, len,
+             len == 1 ? "" : "s", AMLDIST__SECRET_MIN);
+    return -1;
+}
+
 /* Read `fd`'s secret: 1, or -1 with `why`. */
 static int read_secret(int fd, const char *path, amldist__secret_t *out,
                        char *why, size_t why_size)
@@ -70,6 +85,12 @@ static int read_secret(int fd, const char *path, amldist__secret_t *out,
     if (len == 0) {
         snprintf(why, why_size, "secret file %s: empty (make one with "
                  "amlrun --make-secret)", path);
+        return -1;
+    }
+    char what[sizeof out->source + 16];
+    snprintf(what, sizeof what, "secret file %s", path);
+    if (long_enough(len, what, why, why_size) < 0) {
+        amldist__secret_clear(out);
         return -1;
     }
     out->len = len;
@@ -157,6 +178,8 @@ int amldist__secret_load(amldist__secret_t *out, char *why, size_t why_size)
                      AMLDIST__SECRET_MAX);
             return -1;
         }
+        if (long_enough(len, "AMLDIST_JOB_TOKEN", why, why_size) < 0)
+            return -1;
         memcpy(out->bytes, v, len);
         out->len = len;
         snprintf(out->source, sizeof out->source, "AMLDIST_JOB_TOKEN");

@@ -14,6 +14,10 @@
 #include <stddef.h>
 
 #define AMLDIST__SECRET_MAX 4096
+/* The fewest bytes a secret may have, MUNGE's minimum for its keys: one
+ * sniffed handshake lets anyone try every shorter value offline, where a
+ * guess costs nothing and no one sees it. */
+#define AMLDIST__SECRET_MIN 32
 
 typedef struct {
     unsigned char bytes[AMLDIST__SECRET_MAX];
@@ -22,7 +26,8 @@ typedef struct {
 } amldist__secret_t;
 
 /* 1 with the secret in *out, 0 when the job has none, -1 when a source is
- * given but refused (why says which file and why, one line). */
+ * given but refused (why says which file and why, one line): a file that
+ * breaks the rules above, or a secret under AMLDIST__SECRET_MIN bytes. */
 int amldist__secret_load(amldist__secret_t *out, char *why, size_t why_size);
 /* Overwrite the secret's bytes (explicit_bzero). */
 void amldist__secret_clear(amldist__secret_t *s);

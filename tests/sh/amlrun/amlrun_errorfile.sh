@@ -116,6 +116,50 @@ else
     skip "no @record: error_file as torchrun's" "torchrun did not run: $(tail -n 1 "$d/tre")"
 fi
 
+expect_eq "no @record, a Python worker: the hint to decorate its entry point" \
+    "$(sed -n 's/^amlrun:   message   : //p' "$d/e")" \
+    "<N/A> (for the exception and its traceback, decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record)"
+
+# --- torchrun's @record hint is for Python workers only (issue 38): a C
+# program or a shell script has no entry point to decorate; a Python
+# interpreter named as the command (--no-python python3 -c) is Python.
+# message_of CMD...: "STATUS:MESSAGE" of a job whose local rank 1 fails
+# with 3, MESSAGE the root cause's message line.
+message_of() {
+    local rc=0
+    timeout 60 "${A[@]}" "$@" >"$d/o" 2>"$d/e" || rc=$?
+    echo "$rc:$(sed -n 's/^amlrun:   message   : //p' "$d/e")"
+}
+hint="<N/A> (for the exception and its traceback, decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record)"
+expect_eq "a native worker (sh) failing: message <N/A>, no @record hint" \
+    "$(message_of --no-python sh -c '[ "$LOCAL_RANK" = 1 ] && exit 3; sleep 60')" "3:<N/A>"
+printf '#include <stdlib.h>\nint main(void) { const char *r = getenv("LOCAL_RANK"); return r && *r == 0x31 ? 3 : 0; }\n' >"$d/fail.c"
+if cc -o "$d/fail" "$d/fail.c" 2>/dev/null; then
+    expect_eq "a C program failing (no --no-python): message <N/A>, no @record hint" \
+        "$(message_of "$d/fail")" "3:<N/A>"
+else
+    skip "a C program failing: no @record hint" "no C compiler"
+fi
+# amldist-nccl-check fails at once where there is no GPU (its exit 3):
+# a native program too.  Where it passes there is no failure to see.
+NC=$BUILD/bin/amldist-nccl-check
+rc=0
+[ -x "$NC" ] && { timeout 120 "${A[@]}" "$NC" >"$d/o" 2>"$d/e" || rc=$?; }
+if [ -x "$NC" ] && [ "$rc" != 0 ] && grep -q '^amlrun: root cause' "$d/e"; then
+    expect_eq "amldist-nccl-check failing (exit $rc): message <N/A>, no @record hint" \
+        "$(sed -n 's/^amlrun:   message   : //p' "$d/e")" "<N/A>"
+else
+    skip "amldist-nccl-check failing: no @record hint" "it is not built, or it passed (status $rc)"
+fi
+py=$(command -v python3 || true)
+if [ -n "$py" ]; then
+    expect_eq "python3 -c as the command (--no-python): the @record hint" \
+        "$(message_of --no-python "$py" -c 'import os, sys, time; sys.exit(3) if os.environ["LOCAL_RANK"] == "1" else time.sleep(60)')" \
+        "3:$hint"
+else
+    skip "python3 -c as the command: the @record hint" "no python3"
+fi
+
 # --- hostile error files: the summary says so, amlrun neither crashes nor hangs
 bad() { # NAME SHELL-CODE-WRITING-$F PATTERN
     timeout 20 "${A[@]}" --no-python sh -c "F=\$TORCHELASTIC_ERROR_FILE; [ \"\$LOCAL_RANK\" = 1 ] && { $2; exit 3; }; sleep 60" \

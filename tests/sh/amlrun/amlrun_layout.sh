@@ -102,6 +102,36 @@ run $S -- --master-addr 10.9.9.9 --master-port 4242 --nproc-per-node 2 --dry-run
 check "--master-addr replaces MASTER_ADDR" \
     grep -q "^rank 2 (local 0, node 1): .*MASTER_ADDR=10.9.9.9 MASTER_PORT=4242 " "$d/out"
 
+# --- half of --nnodes/--node-rank with no launcher to give the other: the
+#     message names amlrun's options, not the library's (num_nodes,
+#     node_rank: issue 38), and says how to give the other half
+for dr in "" --dry-run; do
+    run -- --nnodes 2 --nproc-per-node 1 $dr --no-python true
+    expect_eq "--nnodes 2 alone${dr:+, $dr}: usage error" "$rc" 2
+    expect_eq "--nnodes 2 alone${dr:+, $dr}: one line in amlrun's words" "$(cat "$d/err")" \
+        "amlrun: --nnodes 2 without --node-rank, and no launcher variable gives this node's rank: give each node's amlrun its --node-rank (0 to 1) and the same --master-addr, or let c10d number the nodes (--rdzv-backend c10d --rdzv-endpoint HOST:PORT); no worker started"
+done
+run -- --node-rank 1 --nproc-per-node 1 --no-python true
+expect_eq "--node-rank 1 alone: usage error" "$rc" 2
+expect_eq "--node-rank 1 alone: one line in amlrun's words" "$(cat "$d/err")" \
+    "amlrun: --node-rank 1 without --nnodes, and no launcher variable gives the node count: give every node's amlrun the same --nnodes (more than 1); no worker started"
+# As the user gave it: torchrun's spelling, its PET_ variable.
+run -- --node_rank=1 --nproc-per-node 1 --no-python true
+check "--node_rank=1 alone: named as typed" grep -q "^amlrun: --node_rank 1 without --nnodes," "$d/err"
+run PET_NNODES=3 -- --nproc-per-node 1 --no-python true
+check "PET_NNODES=3 alone: named as given, the range 0 to 2" \
+    grep -q "^amlrun: PET_NNODES=3 without --node-rank, .*--node-rank (0 to 2)" "$d/err"
+run -- --nnodes 4 --no-python true
+check "--nnodes 4 alone, per-process: the range named, no num_nodes" \
+    sh -c 'grep -q -- "--node-rank (0 to 3)" "$0" && ! grep -q "num_nodes\|node_rank" "$0"' "$d/err"
+# Where a launcher gives the other half, the half given is enough; where the
+# launcher's own variables are at fault, that is what is said.
+run $S -- --nnodes 2 --nproc-per-node 2 --dry-run --no-python true
+expect_eq "--nnodes 2 on Slurm node 1 of 2, no --node-rank: accepted" "$rc" 0
+run RANK=0 -- --nnodes 2 --nproc-per-node 1 --dry-run --no-python true
+check "--nnodes 2 with RANK but no WORLD_SIZE: the variables named, not --node-rank" \
+    sh -c '[ "$1" = 2 ] && grep -q "RANK=0 is set but WORLD_SIZE is not" "$0" && ! grep -q -- "without --node-rank" "$0"' "$d/err" "$rc"
+
 # --- sizes: usage errors that name the option, not a library function
 run -- --nnodes 524288 --node-rank 0 --nproc-per-node 4096 --dry-run --no-python true
 expect_eq "--nnodes 524288 --nproc-per-node 4096: usage error" "$rc" 2

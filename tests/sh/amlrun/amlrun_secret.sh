@@ -7,7 +7,8 @@
 #    user's, a symbolic link to a good file, a directory, missing, empty;
 #    AMLDIST_JOB_TOKEN_FILE or the XDG file) stops the job before any
 #    worker starts: exit status 2 and one line naming the file and what is
-#    wrong;
+#    wrong; so does a secret under 32 bytes (issue 38), from the variable
+#    or a file, while 32 bytes (and a file's newline beside them) run;
 #  - another local user (useradd, runuser) can read neither the file nor a
 #    running job's secret in /proc (environ, cmdline);
 #  - a job of several nodes without a secret: one note per node that the
@@ -75,7 +76,7 @@ refused() {
     [ "$rc" = 2 ] && grep -q -- "$want" "$d/r.err" || sed 's/^/# stderr: /' "$d/r.err"
 }
 good=$d/good
-printf 'file-secret\n' >"$good"
+printf '%s\n' "$(job_secret file-secret)" >"$good"
 chmod 600 "$good"
 install -m 644 "$good" "$d/open"
 install -m 640 "$good" "$d/group"
@@ -109,6 +110,41 @@ rc=0
 AMLDIST_JOB_TOKEN_FILE=$good "${A[@]}" --nproc-per-node 1 --no-python true >/dev/null 2>"$d/ok.err" || rc=$?
 expect_eq "a good AMLDIST_JOB_TOKEN_FILE: the job runs, nothing said" "$rc:$(no_success_line <"$d/ok.err")" "0:"
 
+# ---- a secret under 32 bytes (issue 38): one sniffed handshake would let
+#      anyone try every shorter value offline; refused before anything
+#      starts, the line naming the source, its length and how to make one
+how="under the 32 a secret needs (a short one can be guessed offline from one sniffed handshake), refused; make one with amlrun --make-secret, or head -c 32 /dev/urandom | base64; no worker started"
+s32=0123456789abcdef0123456789abcdef
+refused "AMLDIST_JOB_TOKEN of 1 byte" "^amlrun: AMLDIST_JOB_TOKEN: 1 byte, $how$" AMLDIST_JOB_TOKEN=Q
+check "AMLDIST_JOB_TOKEN of 1 byte: the secret is not in the message" sh -c '! grep -q Q "$0"' "$d/r.err"
+refused "AMLDIST_JOB_TOKEN of 31 bytes" "^amlrun: AMLDIST_JOB_TOKEN: 31 bytes, $how$" AMLDIST_JOB_TOKEN="${s32%?}"
+printf '%s\n' "${s32%?}" >"$d/short"
+chmod 600 "$d/short"
+refused "AMLDIST_JOB_TOKEN_FILE of 31 bytes and a newline" "^amlrun: secret file $d/short: 31 bytes, $how$" \
+    AMLDIST_JOB_TOKEN_FILE="$d/short"
+# AMLDIST_REQUIRE_SECRET=0 does not let a short one through: it is a secret
+# given, not one missing.
+refused "AMLDIST_JOB_TOKEN of 31 bytes, AMLDIST_REQUIRE_SECRET=0" "AMLDIST_JOB_TOKEN: 31 bytes" \
+    AMLDIST_JOB_TOKEN="${s32%?}" AMLDIST_REQUIRE_SECRET=0
+mkdir -m 700 -p "$d/cfg-short/amldist"
+install -m 600 "$d/short" "$d/cfg-short/amldist/secret"
+refused "the XDG file of 31 bytes" "^amlrun: secret file $d/cfg-short/amldist/secret: 31 bytes, under the 32" \
+    XDG_CONFIG_HOME="$d/cfg-short"
+rc=0
+AMLDIST_JOB_TOKEN=$s32 "${A[@]}" --nproc-per-node 1 --no-python true >/dev/null 2>"$d/ok.err" || rc=$?
+expect_eq "AMLDIST_JOB_TOKEN of 32 bytes: the job runs, nothing said" "$rc:$(no_success_line <"$d/ok.err")" "0:"
+printf '%s\n' "$s32" >"$d/s32"
+chmod 600 "$d/s32"
+rc=0
+AMLDIST_JOB_TOKEN_FILE=$d/s32 "${A[@]}" --nproc-per-node 1 --no-python true >/dev/null 2>"$d/ok.err" || rc=$?
+expect_eq "a secret file of 32 bytes and its newline: the job runs, nothing said" \
+    "$rc:$(no_success_line <"$d/ok.err")" "0:"
+rc=0
+AMLDIST_JOB_TOKEN=$(head -c 32 /dev/urandom | base64) "${A[@]}" --nproc-per-node 1 --no-python true \
+    >/dev/null 2>"$d/ok.err" || rc=$?
+expect_eq "the message's head -c 32 /dev/urandom | base64: accepted" "$rc:$(no_success_line <"$d/ok.err")" "0:"
+check "--make-secret's file is long enough (64 bytes and a newline)" test "$(wc -c <"$f")" = 65
+
 # ---- another local user ------------------------------------------------------
 if [ "$have_stranger" = 1 ]; then
     check "another user cannot read the XDG secret" \
@@ -120,7 +156,7 @@ if [ "$have_stranger" = 1 ]; then
         sh -c '[ "$0" = 2 ] && grep -q "AMLDIST_JOB_TOKEN_FILE=$1: Permission denied" "$2"' "$rc" "$f" "$STRANGER_DIR/err"
     # A running job with a secret in its environment: amlrun and its
     # worker, root's processes, keep it from the other user.
-    sec=job-secret-$RANDOM$RANDOM
+    sec=$(job_secret job-secret)
     printf '%s' "$sec" >"$d/sec"
     AMLDIST_JOB_TOKEN=$sec AMLRUN_TEST_D=$d "${A[@]}" --nproc-per-node 1 --no-python \
         sh -c 'touch "$AMLRUN_TEST_D/running"; while [ ! -e "$AMLRUN_TEST_D/release" ]; do sleep 0.05; done' &

@@ -36,7 +36,7 @@ if have mpirun; then
     # prove rank 1's, which gives up at once; rank 0 times out naming rank 1.
     port=$(free_port)
     MASTER_PORT=$port AMLDIST_BOOTSTRAP_TIMEOUT=3 timeout 60 $MPIRUN -x MASTER_PORT -x AMLDIST_BOOTSTRAP_TIMEOUT -np 2 \
-        sh -c 'AMLDIST_JOB_TOKEN=job-$OMPI_COMM_WORLD_RANK "$0"; echo "rank $OMPI_COMM_WORLD_RANK exit $?"' "$HELLO" \
+        sh -c 'AMLDIST_JOB_TOKEN=job-$OMPI_COMM_WORLD_RANK-0123456789abcdef0123456789abcdef "$0"; echo "rank $OMPI_COMM_WORLD_RANK exit $?"' "$HELLO" \
         >"$TEST_TMP/tok.out" 2>"$TEST_TMP/tok.err"
     # (Each rank's status is printed, so that mpirun does not abort the job
     # at the first failure before rank 0 has timed out.)

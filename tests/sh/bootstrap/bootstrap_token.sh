@@ -14,7 +14,8 @@ expect_eq "one node: both ranks get the same token" "$(echo "$a" | awk '{ print 
 check "one node: 128 random bits in hex" sh -c 'echo "$0" | grep -Eq "^0 [0-9a-f]{32}$"' "$(echo "$a" | head -1)"
 check "one node: another launch, another token" test "$(echo "$a" | head -1)" != "$(echo "$b" | head -1)"
 expect_eq "a user's AMLDIST_JOB_TOKEN is kept" \
-    "$(AMLDIST_JOB_TOKEN=mine show --nproc-per-node 2 | awk '{ print $2 }' | sort -u)" mine
+    "$(AMLDIST_JOB_TOKEN=mine-0123456789abcdef0123456789abcdef show --nproc-per-node 2 | awk '{ print $2 }' | sort -u)" \
+    mine-0123456789abcdef0123456789abcdef
 expect_eq "several nodes' own amlruns: no token of their own" \
     "$(show --no-node-check --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --nproc-per-node 1)" "0 none"
 check "--dry-run makes none" sh -c '! "$0" --nproc-per-node 1 --dry-run true 2>&1 | grep -q AMLDIST_JOB_TOKEN' "$AMLRUN"

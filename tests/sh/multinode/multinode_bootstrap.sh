@@ -48,7 +48,7 @@ for n in 0 1; do
 done
 
 # The same with the job's secret (issue 21): every connection the channel's.
-SECRET=bs-secret-$RANDOM$RANDOM
+SECRET=$(job_secret bs-secret)
 AMLDIST_JOB_TOKEN=$SECRET on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
     --master-port $((PORT + 4)) --nproc-per-node 2 "$WRAP" >"$TEST_TMP/b0" 2>"$TEST_TMP/s0" &
 AMLDIST_JOB_TOKEN=$SECRET on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
@@ -64,6 +64,12 @@ bcast_ok "bootstrap bcast across nodes: mpirun --map-by node (no amlrun)" \
     0 0 PID 1 1 PID 0 2 PID 1 3 PID
 bcast_ok "bootstrap bcast across nodes: mpirun amlrun" \
     "$(on n0 $T $MPIRUN --host n0:2,n1:2 "$AMLRUN" "$WRAP" 2>"$TEST_TMP/e2")" "${by_slot[@]}"
+# In place (per-process mode) there is no control plane: each node's first
+# amlrun says once that the bootstrap is open, and names no plane.
+expect_eq "mpirun amlrun, no secret: one note per node, the bootstrap's only" \
+    "$(grep -c "^amlrun: note: no secret: this job's bootstrap is open to anyone who can reach its port; amlrun --make-secret closes it (see amldist_bootstrap(3), JOB TOKEN)$" "$TEST_TMP/e2")" 2
+check "mpirun amlrun, no secret: no word of a control plane" \
+    sh -c '! grep -q "control plane" "$0"' "$TEST_TMP/e2"
 bcast_ok "bootstrap bcast across nodes: head-node amlrun --hosts" \
     "$(on n0 $T "$AMLRUN" --hosts n0:2,n1:2 "$WRAP" 2>"$TEST_TMP/e3")" "${by_slot[@]}"
 
@@ -72,10 +78,10 @@ bcast_ok "bootstrap bcast across nodes: head-node amlrun --hosts" \
 PORT=$((PORT + 2))
 export AMLDIST_BOOTSTRAP_TIMEOUT=5
 rc0=0 rc1=0
-AMLDIST_JOB_TOKEN=job-a on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
+AMLDIST_JOB_TOKEN=$(job_secret job-a) on n0 $T "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
     --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t0" 2>&1 &
 pid0=$!
-AMLDIST_JOB_TOKEN=job-b on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
+AMLDIST_JOB_TOKEN=$(job_secret job-b) on n1 $T "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr n0 \
     --master-port "$PORT" --nproc-per-node 2 "$HELLO" >"$TEST_TMP/t1" 2>&1 || rc1=$?
 wait $pid0 || rc0=$?
 # Failed, and not ended by the test's deadline ($T, whose status is 124):

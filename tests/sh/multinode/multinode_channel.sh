@@ -20,7 +20,7 @@ multinode_setup 3
 EP=$(node_addr n0)
 PX=$(node_addr n2)
 PP=$((PORT + 100))
-SECRET=bs-secret-$PORT-$RANDOM$RANDOM
+SECRET=$(job_secret "bs-secret-$PORT")
 export AMLDIST_JOB_TOKEN=$SECRET AMLDIST_BOOTSTRAP_TIMEOUT=6
 REC=$TEST_TMP/rec
 mkdir -p "$REC"

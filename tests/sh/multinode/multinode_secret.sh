@@ -101,11 +101,11 @@ fi
 # --dry-run: head-node mode's lines name no secret (none is made), and a
 # secret the user gave shows in no output, -v included.
 for form in --dry-run --dry-run=json; do
-    out=$(AMLDIST_JOB_TOKEN=user-secret-$PORT on n0 $T "$AMLRUN" --hosts n0:1,n1:1 "$form" -v \
+    out=$(AMLDIST_JOB_TOKEN=user-secret-$PORT-of-32-bytes-or-more on n0 $T "$AMLRUN" --hosts n0:1,n1:1 "$form" -v \
         --no-python true 2>&1)
     check "head-node $form -v: the user's secret is not in it" \
         sh -c '! printf "%s" "$0" | grep -qF "user-secret-"' "$out"
-    out=$(AMLDIST_JOB_TOKEN=user-secret-$PORT "$AMLRUN" --nproc-per-node 2 "$form" -v \
+    out=$(AMLDIST_JOB_TOKEN=user-secret-$PORT-of-32-bytes-or-more "$AMLRUN" --nproc-per-node 2 "$form" -v \
         --no-python true 2>&1)
     check "one node $form -v: the user's secret is not in it, shown hidden" \
         sh -c 'printf "%s" "$0" | grep -q "AMLDIST_JOB_TOKEN.*(hidden)" && ! printf "%s" "$0" | grep -qF "user-secret-"' "$out"

@@ -16,7 +16,7 @@ rz_setup 3
 EP=$(node_addr n0)
 PX=$(node_addr n2)
 PROXY=$TOP/tests/amlrun/chanproxy.py
-SECRET=chan-secret-$PORT-$RANDOM$RANDOM
+SECRET=$(job_secret "chan-secret-$PORT")
 export AMLDIST_JOB_TOKEN=$SECRET
 PP=$((PORT + 100)) # the proxy's port
 REC=$TEST_TMP/rec  # the clean run's recording, for the replays

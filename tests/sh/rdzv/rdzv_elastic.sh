@@ -30,7 +30,8 @@ worlds() { rz_reports | field world | sort | uniq -c | awk '{ print $2 "x" $1 }'
 # it had; the last call is long, so that a loaded machine does not make n2
 # later than it; the round starts as soon as n2, the third and last,
 # joins).  With the job's secret (issue 21).
-export AMLDIST_JOB_TOKEN=elastic-secret-$RANDOM$RANDOM
+AMLDIST_JOB_TOKEN=$(job_secret elastic-secret)
+export AMLDIST_JOB_TOKEN
 rz_case lastcall
 node n0 "$PORT" 2:3 last_call_timeout=20
 node n1 "$PORT" 2:3 last_call_timeout=20

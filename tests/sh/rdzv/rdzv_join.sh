@@ -63,7 +63,7 @@ rz_check_layout "3 nodes x 1" 3 0
 no_leftovers "3 nodes x 1"
 
 # With the job's secret (issue 21): every connection the channel's.
-AMLDIST_JOB_TOKEN=join-secret-$RANDOM$RANDOM \
+AMLDIST_JOB_TOKEN=$(job_secret join-secret) \
     job "4 nodes x 2, with a secret" four $((PORT + 40)) 4 2 n0 n1 n2 n3
 rz_check_layout "4 nodes x 2, with a secret" 4 0
 no_leftovers "4 nodes x 2, with a secret"

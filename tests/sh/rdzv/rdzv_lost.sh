@@ -71,7 +71,8 @@ no_leftovers "n0 (the host's node) killed"
 # afterwards, its agent finds the job over: it stops its workers and
 # exits 125 too.  With the job's secret (issue 21): the channel's
 # connections are lost the same way.
-export AMLDIST_JOB_TOKEN=lost-secret-$RANDOM$RANDOM
+AMLDIST_JOB_TOKEN=$(job_secret lost-secret)
+export AMLDIST_JOB_TOKEN
 if start_all stop-n1 $((PORT + 20)); then
     t0=$(now_ms)
     # shellcheck disable=SC2046

@@ -11,7 +11,7 @@
 . "$TOP/tests/amlrun/rdzv.sh"
 rz_setup 3
 EP=$(node_addr n0)
-TOKEN=rz-token-$PORT
+TOKEN=$(job_secret "rz-token-$PORT")
 
 # agent NODE ARGS...: an agent of the job, ARGS changing or adding options.
 agent() {
@@ -47,7 +47,7 @@ refused() {
     has "$name: the message says why" "$err" "$ere"
     expect_eq "$name: no worker started on n2" "$(rz_count rep.n2.)" 0
 }
-refused "another AMLDIST_JOB_TOKEN" '[Tt]oken' another-token real 2
+refused "another AMLDIST_JOB_TOKEN" '[Tt]oken' "$(job_secret another-token)" real 2
 refused "another --rdzv-id" 'run.?id|rdzv.?id' "$TOKEN" other 2
 refused "another --nnodes" 'nnodes|nodes' "$TOKEN" real 3
 refused "another --max-restarts" 'restarts' "$TOKEN" real 2 --max-restarts 3

@@ -13,6 +13,9 @@ slurm_setup
 block() { want_slurm_layout n0 29500 4 n0:0:0:0:2 n0:0:1:1:2 n1:1:2:0:2 n1:1:3:1:2; }
 
 # srun per process: amlrun reads the step's layout and execs the command.
+# (No secret of the user's here: the note below is the one without.)
+unset AMLDIST_JOB_TOKEN AMLDIST_JOB_TOKEN_FILE
+export XDG_CONFIG_HOME=$TEST_TMP/no-secret
 for mpi in none pmi2 pmix; do
     if [ ! -e "$SLURM_PLUGINS/mpi_$mpi.so" ]; then
         skip "srun --mpi=$mpi amlrun: layout" "no mpi/$mpi plugin in $SLURM_PLUGINS"
@@ -22,6 +25,10 @@ for mpi in none pmi2 pmix; do
     expect_eq "srun --mpi=$mpi -N2 --ntasks-per-node 2 amlrun: layout" \
         "$(by_rank <<<"$out")" "$(block)"
     [ -s "$TEST_TMP/err" ] && diag "stderr: $(head -c 600 "$TEST_TMP/err")"
+    # In place there is no control plane: each node's note (no secret
+    # here) names the bootstrap only (issue 38).
+    expect_eq "srun --mpi=$mpi amlrun: one note per node, of the bootstrap, none of a control plane" \
+        "$(grep -c "^amlrun: note: no secret: this job's bootstrap is open" "$TEST_TMP/err"):$(grep -c "control plane" "$TEST_TMP/err")" 2:0
 done
 
 # What the MPI plugins add is the same step: PMI_JOBID and PMIX_NAMESPACE

@@ -120,7 +120,7 @@ static void test_bcast_env_port_and_token(void)
     char v[16];
     snprintf(v, sizeof v, "%d", port + 1);
     setenv("AMLDIST_BOOTSTRAP_PORT", v, 1);
-    setenv("AMLDIST_JOB_TOKEN", "job-42", 1);
+    setenv("AMLDIST_JOB_TOKEN", "job-42-0123456789abcdef0123456789ab", 1);
     /* MASTER_PORT points somewhere useless: the variable wins. */
     run_job(5, 9, NULL);
 }
@@ -195,6 +195,13 @@ static void test_bcast_errors(void)
     CHECK_INT_EQ(amldist_bootstrap_bcast(h, b, 8, &o), AMLDIST_EPARSE);
     CHECK_STR_HAS(amldist_last_error(), "AMLDIST_BOOTSTRAP_TIMEOUT=soon");
     unsetenv("AMLDIST_BOOTSTRAP_TIMEOUT");
+    /* A secret under 32 bytes (issue 38): EINVAL before the network,
+     * naming the variable, its length and how to make one. */
+    setenv("AMLDIST_JOB_TOKEN", "x", 1);
+    CHECK_INT_EQ(amldist_bootstrap_bcast(h, b, 8, &o), AMLDIST_EINVAL);
+    CHECK_STR_HAS(amldist_last_error(), "AMLDIST_JOB_TOKEN: 1 byte, under the 32");
+    CHECK_STR_HAS(amldist_last_error(), "amlrun --make-secret");
+    unsetenv("AMLDIST_JOB_TOKEN");
     amldist_free(h);
     /* A world of one needs no network at all. */
     h = layout(0, 1, 29500);

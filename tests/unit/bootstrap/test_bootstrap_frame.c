@@ -195,7 +195,7 @@ static void test_token(void)
 
     /* The job's secret is not the token (the channel proves it, and
      * amldist__bs_secure() makes the token 0: test_bootstrap_exchange). */
-    setenv("AMLDIST_JOB_TOKEN", "s3cret", 1);
+    setenv("AMLDIST_JOB_TOKEN", "s3cret-s3cret-s3cret-s3cret-s3cret", 1);
     CHECK(token(NULL, src) == token(NULL, src));
     CHECK_STR_HAS(src, "TORCHELASTIC_RUN_ID");
     uint64_t job = token("s3cret", src);

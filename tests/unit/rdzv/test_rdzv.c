@@ -1730,7 +1730,7 @@ static spec_t bad_agent(bad_agent_t what, int port)
         break;
     case BAD_TOKEN_ENV:
         /* no explicit token: AMLDIST_JOB_TOKEN of this agent differs */
-        setenv("AMLDIST_JOB_TOKEN", "from-the-environment", 1);
+        setenv("AMLDIST_JOB_TOKEN", "from-the-environment-of-this-agent", 1);
         b.o.token = NULL;
         break;
     case BAD_RUN_ID:
@@ -1935,6 +1935,13 @@ static void test_options_invalid(void)
     o = ok;
     o.endpoint = "192.0.2.1:0"; /* TEST-NET-1: no address of this machine */
     check_invalid(&o, "192.0.2.1:0", "not one of its addresses");
+    /* A secret under 32 bytes (issue 38): refused before the network, the
+     * message naming the variable, its length and how to make one. */
+    o = ok;
+    setenv("AMLDIST_JOB_TOKEN", "0123456789abcdef0123456789abcde", 1);
+    check_invalid(&o, "a secret of 31 bytes", "AMLDIST_JOB_TOKEN: 31 bytes");
+    CHECK_STR_HAS(amldist_last_error(), "amlrun --make-secret");
+    unsetenv("AMLDIST_JOB_TOKEN");
 }
 
 /* NULL handles: safe. */
@@ -3045,7 +3052,7 @@ static void test_fake_host_finish_first(void)
 /* ------------------------------------------------------------------ */
 /* With the job's secret (issue 21): the channel of lib/net/chan.c       */
 
-#define SECRET "rdzv-test-secret"
+#define SECRET "rdzv-test-secret-of-32-bytes-or-more"
 
 /* Cases above again, every agent with the job's secret. */
 static void with_secret(void (*fn)(void))

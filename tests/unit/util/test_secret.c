@@ -16,6 +16,11 @@
 
 static char dir[256];
 
+/* Secrets of 32 bytes and more: the shortest accepted (secret.h). */
+#define ENV_SECRET "from-env-0123456789abcdef0123456789"
+#define FILE_SECRET "from-file-0123456789abcdef0123456789"
+#define GOOD "0123456789abcdef0123456789abcdef"
+
 /* A fresh directory as XDG_CONFIG_HOME, no secret in the environment. */
 static void fresh(void)
 {
@@ -57,18 +62,18 @@ static void test_env_first(void)
     amldist__secret_t s;
     fresh();
     snprintf(path, sizeof path, "%s/f", dir);
-    put(path, "from-file\n", 0600);
+    put(path, FILE_SECRET "\n", 0600);
     setenv("AMLDIST_JOB_TOKEN_FILE", path, 1);
-    setenv("AMLDIST_JOB_TOKEN", "from-env", 1);
+    setenv("AMLDIST_JOB_TOKEN", ENV_SECRET, 1);
     CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), 1);
-    CHECK_INT_EQ(s.len, 8);
-    CHECK(memcmp(s.bytes, "from-env", 8) == 0);
+    CHECK_INT_EQ(s.len, strlen(ENV_SECRET));
+    CHECK(memcmp(s.bytes, ENV_SECRET, s.len) == 0);
     CHECK_STR_EQ(s.source, "AMLDIST_JOB_TOKEN");
     /* Empty is unset: the file comes next, less its newline. */
     setenv("AMLDIST_JOB_TOKEN", "", 1);
     CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), 1);
-    CHECK_INT_EQ(s.len, 9);
-    CHECK(memcmp(s.bytes, "from-file", 9) == 0);
+    CHECK_INT_EQ(s.len, strlen(FILE_SECRET));
+    CHECK(memcmp(s.bytes, FILE_SECRET, s.len) == 0);
     CHECK_STR_EQ(s.source, path);
     amldist__secret_clear(&s);
     CHECK_INT_EQ(s.len, 0);
@@ -100,16 +105,16 @@ static void test_file_rules(void)
     amldist__secret_t s;
     fresh();
     snprintf(path, sizeof path, "%s/open", dir);
-    put(path, "x\n", 0644);
+    put(path, GOOD "\n", 0644);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
     CHECK_STR_HAS(why, path);
     CHECK_STR_HAS(why, "mode 0644");
-    put(path, "x\n", 0640);
+    put(path, GOOD "\n", 0640);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
     CHECK_STR_HAS(why, "mode 0640");
-    put(path, "x\n", 0604);
+    put(path, GOOD "\n", 0604);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
-    put(path, "x\n", 0400);
+    put(path, GOOD "\n", 0400);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
     /* A symbolic link to a good file. */
     snprintf(link, sizeof link, "%s/link", dir);
@@ -147,7 +152,7 @@ static void test_file_owner(void)
     amldist__secret_t s;
     fresh();
     snprintf(path, sizeof path, "%s/theirs", dir);
-    put(path, "x\n", 0600);
+    put(path, GOOD "\n", 0600);
     uid_t other = geteuid() == 0 ? 65534 : 0;
     if (geteuid() != 0) {
         printf("# not root: the chown case is the shell test's\n");
@@ -188,12 +193,13 @@ static void test_file_sizes(void)
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
     CHECK_STR_HAS(why, "longer than 4096");
     /* Bytes as they are, NUL included; only trailing newlines go. */
+    static const char nul[] = "a\0" GOOD "\r\n\n";
     int fd = open(path, O_WRONLY | O_TRUNC);
-    CHECK(write(fd, "a\0b\r\n\n", 6) == 6);
+    CHECK(write(fd, nul, sizeof nul - 1) == (ssize_t)sizeof nul - 1);
     close(fd);
     CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
-    CHECK_INT_EQ(s.len, 3);
-    CHECK(memcmp(s.bytes, "a\0b", 3) == 0);
+    CHECK_INT_EQ(s.len, 2 + strlen(GOOD));
+    CHECK(memcmp(s.bytes, nul, s.len) == 0);
     cleanup();
 }
 
@@ -206,14 +212,68 @@ static void test_xdg_file(void)
     snprintf(path, sizeof path, "%s/amldist", dir);
     CHECK(mkdir(path, 0700) == 0);
     snprintf(path, sizeof path, "%s/amldist/secret", dir);
-    put(path, "xdg\n", 0600);
+    put(path, "xdg-" GOOD "\n", 0600);
     CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), 1);
-    CHECK_INT_EQ(s.len, 3);
+    CHECK_INT_EQ(s.len, 4 + strlen(GOOD));
     CHECK_STR_EQ(s.source, path);
     CHECK(chmod(path, 0660) == 0);
     CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), -1);
     CHECK_STR_HAS(why, path);
     CHECK_STR_HAS(why, "mode 0660");
+    cleanup();
+}
+
+/* A secret under 32 bytes, from any source, is refused (issue 38): one
+ * sniffed handshake would let anyone try every shorter value offline.
+ * The line names the source, the length, the minimum and how to make one,
+ * and nothing of the secret; 32 bytes, and 32 and a file's newline, are
+ * accepted. */
+static void test_min_length(void)
+{
+    char why[600], path[300], text[64];
+    amldist__secret_t s;
+    fresh();
+    setenv("AMLDIST_JOB_TOKEN", "Q", 1);
+    CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), -1);
+    CHECK_STR_HAS(why, "AMLDIST_JOB_TOKEN: 1 byte, under the 32 a secret needs");
+    CHECK_STR_HAS(why, "amlrun --make-secret");
+    CHECK_STR_HAS(why, "head -c 32 /dev/urandom | base64");
+    CHECK(strchr(why, 'Q') == NULL);
+    CHECK_INT_EQ(s.len, 0);
+    snprintf(text, sizeof text, "%.31s", GOOD);
+    setenv("AMLDIST_JOB_TOKEN", text, 1);
+    CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), -1);
+    CHECK_STR_HAS(why, "AMLDIST_JOB_TOKEN: 31 bytes");
+    CHECK(strstr(why, text) == NULL);
+    setenv("AMLDIST_JOB_TOKEN", GOOD, 1);
+    CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), 1);
+    CHECK_INT_EQ(s.len, 32);
+    unsetenv("AMLDIST_JOB_TOKEN");
+    /* A file: its newline is not counted, either way. */
+    snprintf(path, sizeof path, "%s/f", dir);
+    put(path, GOOD "\n", 0600);
+    CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
+    CHECK_INT_EQ(s.len, 32);
+    put(path, GOOD "\r\n", 0600);
+    CHECK_INT_EQ(load_from(path, &s, why, sizeof why), 1);
+    CHECK_INT_EQ(s.len, 32);
+    snprintf(text, sizeof text, "%.31s\n", GOOD);
+    put(path, text, 0600);
+    CHECK_INT_EQ(load_from(path, &s, why, sizeof why), -1);
+    CHECK_STR_HAS(why, path);
+    CHECK_STR_HAS(why, "31 bytes, under the 32");
+    CHECK_STR_HAS(why, "amlrun --make-secret");
+    CHECK_INT_EQ(s.len, 0);
+    CHECK_INT_EQ(s.bytes[0], 0);
+    unsetenv("AMLDIST_JOB_TOKEN_FILE");
+    /* The XDG file too. */
+    snprintf(path, sizeof path, "%s/amldist", dir);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(path, sizeof path, "%s/amldist/secret", dir);
+    put(path, "short\n", 0600);
+    CHECK_INT_EQ(amldist__secret_load(&s, why, sizeof why), -1);
+    CHECK_STR_HAS(why, path);
+    CHECK_STR_HAS(why, "5 bytes");
     cleanup();
 }
 
@@ -273,6 +333,7 @@ int main(void)
     RUN(test_file_owner);
     RUN(test_file_sizes);
     RUN(test_xdg_file);
+    RUN(test_min_length);
     RUN(test_make);
     return test_summary();
 }
