@@ -299,10 +299,13 @@ static void tick(amldist__rz_host_t *h)
             amldist__rz_member_lose(h, m, why);
         }
     }
+    /* A joining agent's dead time runs from its connect: while its JOIN
+     * waits unread behind a flood of others, it hears the host's beats
+     * too, else it would give the host up before it is admitted. */
     if (now - h->last_beat >= h->cfg.keepalive_ms) {
         h->last_beat = now;
         for (int i = 0; i < h->nm; i++)
-            if (h->m[i]->state == M_JOINED)
+            if (h->m[i]->state == M_JOINED || h->m[i]->state == M_PENDING)
                 amldist__rz_member_send(h->m[i], AMLDIST__RZ_BEAT, NULL, 0);
     }
     amldist__rz_host_step(h,
