@@ -14,8 +14,11 @@
 void amldist__rz_member_send(struct member *m, unsigned type, const void *p,
                              size_t len)
 {
-    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0)
+    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0) {
         m->c.last_rx = 0; /* silent since forever: lost at the next tick */
+        amldist__rz_host_soon(m->h);
+    }
+    amldist__rz_member_dirty(m);
 }
 
 /* A frame of a u32 and a text (REFUSE, STOP, FINISH), cut to its type's
@@ -41,6 +44,8 @@ void amldist__rz_member_refuse(struct member *m, uint32_t reason,
     shutdown(m->c.fd, SHUT_WR);
     m->state = M_CLOSING;
     m->since = amldist__now_ms();
+    if (m->h->scan_at > m->since + CLOSING_MS)
+        m->h->scan_at = m->since + CLOSING_MS;
 }
 
 /* QUERY, RESULT and MARKS: a head of u32s and the action's data; a
@@ -74,8 +79,11 @@ static void send_watch(struct member *m, const amldist__rz_action_t *a)
     if (type == AMLDIST__RZ_RESULT) {
         if (amldist__rz_outbox_push(&m->out, type, head, 4 * nv, a->data,
                                     a->len) < 0 ||
-            amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+            amldist__rz_outbox_pump(&m->out, &m->c) < 0) {
             m->c.last_rx = 0; /* stuck: lost at the next tick */
+            amldist__rz_host_soon(m->h);
+        }
+        amldist__rz_member_dirty(m);
         return;
     }
     unsigned char buf[8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX];
@@ -132,6 +140,8 @@ void amldist__rz_host_step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
     const amldist__rz_action_t *acts;
     ev->now = amldist__now_ms();
     ev->now_ns = amldist__rz_clock_ns();
+    if (ev->type != AMLDIST__RZ_EV_TICK)
+        h->stepped = 1;
     int n = amldist__rz_sm_step(h->sm, ev, &acts);
     apply(h, acts, n);
 }
@@ -141,6 +151,7 @@ void amldist__rz_member_lose(amldist__rz_host_t *h, struct member *m,
 {
     int was = m->state;
     m->state = M_GONE;
+    h->gone = 1;
     if (was == M_JOINED)
         amldist__rz_host_step(h, &(amldist__rz_event_t){
                                      .type = AMLDIST__RZ_EV_LOST, .who = m,

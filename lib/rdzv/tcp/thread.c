@@ -132,17 +132,6 @@ static void on_wake(void *arg, int fd, short revents)
     }
 }
 
-/* Whether the loop's last poll() failed (EINTR aside): the round it ends
- * is no round, and the timers wait for one that polled. */
-static __thread int poll_failed;
-
-static int noting_poll(struct pollfd *pfd, unsigned long n, int timeout_ms)
-{
-    int rc = poll(pfd, (nfds_t)n, timeout_ms);
-    poll_failed = rc < 0 && errno != EINTR;
-    return rc;
-}
-
 /* What one round of the loop does before it polls: 0, or -1 when the
  * handle closes and nothing is left to serve. */
 static int before_poll(amldist__rz_tcp_t *t)
@@ -174,7 +163,6 @@ static int before_poll(amldist__rz_tcp_t *t)
 void *amldist__rz_thread_main(void *arg)
 {
     amldist__rz_tcp_t *t = arg;
-    amldist__loop_set_poll(t->loop, noting_poll);
     if (amldist__loop_watch(t->loop, t->wake[0], POLLIN, on_wake, t) < 0) {
         amldist__rz_host_lost(t, "out of memory", 0);
         return NULL;
@@ -194,7 +182,7 @@ void *amldist__rz_thread_main(void *arg)
             amldist__rz_host_lost(t, why, 0);
             break;
         }
-        if (poll_failed)
+        if (amldist__loop_failed(t->loop))
             continue;
         client_timers(t);
         if (t->host)
