@@ -247,19 +247,6 @@ static void on_listener(void *arg, int fd, short revents)
         accept_all(arg, fd);
 }
 
-void amldist__rz_member_dirty(struct member *m)
-{
-    if (m->dirty)
-        return;
-    m->dirty = 1;
-    m->h->dirty[m->h->ndirty++] = m;
-}
-
-void amldist__rz_host_soon(amldist__rz_host_t *h)
-{
-    h->scan_at = 0;
-}
-
 /* Only the members that sent or drained since: their outbox pumped, their
  * events set (POLLOUT while their queue waits). */
 void amldist__rz_host_arm(amldist__rz_host_t *h)

@@ -59,9 +59,20 @@ struct amldist__rz_host {
 };
 
 /* Member m to arm before the next poll (it sent, or its socket drained);
- * the next walk of the members at once (one is stuck or gone). */
-void amldist__rz_member_dirty(struct member *m);
-void amldist__rz_host_soon(amldist__rz_host_t *h);
+ * the next walk of the members at once (one is stuck or gone).  Here, as
+ * both files mark them. */
+static inline void amldist__rz_member_dirty(struct member *m)
+{
+    if (m->dirty)
+        return;
+    m->dirty = 1;
+    m->h->dirty[m->h->ndirty++] = m;
+}
+
+static inline void amldist__rz_host_soon(amldist__rz_host_t *h)
+{
+    h->scan_at = 0;
+}
 
 /* host_frames.c: one frame from member m (after it: whether m is gone);
  * a frame to m (a peer whose queue is full is stuck: dropped like a lost
