@@ -262,7 +262,7 @@ void amldist__rz_host_arm(amldist__rz_host_t *h)
         }
         if (m->c.fd >= 0)
             amldist__loop_events(h->loop, m->c.fd, (short)(POLLIN |
-                                 (m->c.out_off < m->c.out_len ? POLLOUT : 0)));
+                                 (amldist__conn_pending(&m->c) ? POLLOUT : 0)));
     }
 }
 

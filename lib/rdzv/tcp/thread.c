@@ -154,7 +154,7 @@ static int before_poll(amldist__rz_tcp_t *t)
     send_queued(t);
     if (t->c.fd >= 0)
         amldist__loop_events(t->loop, t->c.fd, (short)(POLLIN |
-                             (t->c.out_off < t->c.out_len ? POLLOUT : 0)));
+                             (amldist__conn_pending(&t->c) ? POLLOUT : 0)));
     if (t->host)
         amldist__rz_host_arm(t->host);
     return 0;
