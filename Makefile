@@ -347,7 +347,7 @@ $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 # The drivers of bench/rdzv.sh (public API only) and bench/bootstrap.sh
 # (the bootstrap's internals, which the static library holds), linked like
 # the unit tests.
-BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/bootstrap_bench \
+BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/rdzv_host_bench $(BUILD)/bench/bootstrap_bench \
     $(BUILD)/bench/progress_bench \
     $(BUILD)/bench/launch_floor $(BUILD)/bench/chan_bench
 $(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)

@@ -34,13 +34,30 @@ void amldist__conn_close(amldist__conn_t *c)
     free(c->in);
     free(c->buf);
     free(c->held);
+    amldist__conn_shared_put(c->tail);
     memset(c, 0, sizeof *c);
     c->fd = -1;
 }
 
 int amldist__conn_pending(const amldist__conn_t *c)
 {
-    return c->out_off < c->out_len;
+    return c->out_off < c->out_len || c->tail;
+}
+
+amldist__conn_shared_t *amldist__conn_shared_new(size_t len)
+{
+    amldist__conn_shared_t *s = malloc(sizeof *s + len);
+    if (s) {
+        s->refs = 1;
+        s->len = len;
+    }
+    return s;
+}
+
+void amldist__conn_shared_put(amldist__conn_shared_t *s)
+{
+    if (s && --s->refs == 0)
+        free(s);
 }
 
 /* Grow a buffer of *cap bytes to hold `need`. */
@@ -63,7 +80,10 @@ static int grow(unsigned char **buf, size_t *cap, size_t need)
  * start on (a caller's frame still unsent is copied there). */
 static int reserve_out(amldist__conn_t *c, size_t more)
 {
-    size_t queued = c->out_len - c->out_off, need = queued + more;
+    /* A shared tail still unsent goes first: copied behind what is queued
+     * (the frames keep their order), the reference given up. */
+    size_t rest = c->tail ? c->tail->len - c->tail_off : 0;
+    size_t queued = c->out_len - c->out_off, need = queued + rest + more;
     if (need > AMLDIST__CONN_OUT_MAX)
         return -1;
     int in_buf = c->out == c->buf; /* not a caller's frame */
@@ -76,6 +96,12 @@ static int reserve_out(amldist__conn_t *c, size_t more)
     c->out = c->buf;
     c->out_off = 0;
     c->out_len = queued;
+    if (c->tail) {
+        memcpy(c->buf + c->out_len, c->tail->data + c->tail_off, rest);
+        c->out_len += rest;
+        amldist__conn_shared_put(c->tail);
+        c->tail = NULL;
+    }
     return 0;
 }
 
@@ -163,13 +189,14 @@ int amldist__conn_send_ref(amldist__conn_t *c, const void *frame,
     return amldist__conn_flush(c);
 }
 
-int amldist__conn_flush(amldist__conn_t *c)
+/* Send p[*off .. len): 1 when all of it went, 0 when the socket is full,
+ * -1 on an error. */
+static int send_from(int fd, const unsigned char *p, size_t *off, size_t len)
 {
-    while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (*off < len) {
+        ssize_t n = send(fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0)
-            c->out_off += (size_t)n;
+            *off += (size_t)n;
         else if (n < 0 && errno == EINTR)
             continue;
         else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -177,10 +204,54 @@ int amldist__conn_flush(amldist__conn_t *c)
         else
             return -1;
     }
+    return 1;
+}
+
+int amldist__conn_flush(amldist__conn_t *c)
+{
+    int rc = send_from(c->fd, c->out, &c->out_off, c->out_len);
+    if (rc <= 0)
+        return rc;
     /* All out: a caller's frame is no longer referred to. */
     c->out = c->buf;
     c->out_off = c->out_len = 0;
+    if (!c->tail)
+        return 0;
+    rc = send_from(c->fd, c->tail->data, &c->tail_off, c->tail->len);
+    if (rc <= 0)
+        return rc;
+    amldist__conn_shared_put(c->tail);
+    c->tail = NULL;
     return 0;
+}
+
+int amldist__conn_send_shared(amldist__conn_t *c, unsigned type,
+                              const void *head, size_t head_len,
+                              amldist__conn_shared_t *s, size_t off)
+{
+    size_t rest = s->len - off, h = AMLDIST__FRAME_HEADER_LEN;
+    if (!plain(c) || amldist__conn_pending(c) || head_len + rest > UINT32_MAX) {
+        /* In the way of a tail: the whole frame, copied. */
+        unsigned char *p = malloc(head_len + rest ? head_len + rest : 1);
+        if (!p)
+            return -1;
+        memcpy(p, head, head_len);
+        memcpy(p + head_len, s->data + off, rest);
+        int rc = amldist__conn_send(c, type, p, head_len + rest);
+        free(p);
+        return rc;
+    }
+    if (h + head_len + rest > AMLDIST__CONN_OUT_MAX ||
+        reserve_out(c, h + head_len) < 0)
+        return -1;
+    amldist__frame_put_header(c->buf + c->out_len, type,
+                              (uint32_t)(head_len + rest));
+    memcpy(c->buf + c->out_len + h, head, head_len);
+    c->out_len += h + head_len;
+    s->refs++;
+    c->tail = s;
+    c->tail_off = off;
+    return amldist__conn_flush(c);
 }
 
 int amldist__conn_secure(amldist__conn_t *c, const amldist__chan_keys_t *k,

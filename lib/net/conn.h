@@ -22,6 +22,13 @@
 #include "net/chan.h"
 #include "net/frames.h"
 
+/* Bytes many connections send, refcounted (amldist__conn_send_shared):
+ * freed when the last one has sent them, or closed. */
+typedef struct {
+    size_t refs, len;
+    unsigned char data[];
+} amldist__conn_shared_t;
+
 typedef struct {
     int fd;
     const amldist__frame_limit_t *limits; /* the frames the peer may send */
@@ -33,6 +40,9 @@ typedef struct {
     size_t out_off, out_len;
     unsigned char *buf;
     size_t buf_cap;
+    /* After out: a shared tail, tail->data[tail_off .. tail->len). */
+    amldist__conn_shared_t *tail;
+    size_t tail_off;
     long long last_rx;       /* ms of amldist__now_ms(): last frame in */
     /* The channel (NULL: plain frames), and the caller's whole frames,
      * unsealed, held back until it opens. */
@@ -82,6 +92,17 @@ int amldist__conn_send(amldist__conn_t *c, unsigned type, const void *p,
  * frames already queued it is copied. */
 int amldist__conn_send_ref(amldist__conn_t *c, const void *frame,
                            size_t len);
+/* A shared block of len bytes (one reference: the caller's), and a
+ * reference given up. */
+amldist__conn_shared_t *amldist__conn_shared_new(size_t len);
+void amldist__conn_shared_put(amldist__conn_shared_t *s);
+/* A frame of `type` whose payload is head (head_len bytes, copied) and
+ * then s->data[off ..] (referred to, not copied, on a plain connection
+ * with nothing else in its way): a frame mostly the same for every peer,
+ * the round's ASSIGN, held once for all.  As amldist__conn_send. */
+int amldist__conn_send_shared(amldist__conn_t *c, unsigned type,
+                              const void *head, size_t head_len,
+                              amldist__conn_shared_t *s, size_t off);
 /* Send what the socket takes now; -1 on a write error. */
 int amldist__conn_flush(amldist__conn_t *c);
 /* Whether bytes wait to be sent. */

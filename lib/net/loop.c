@@ -1,8 +1,11 @@
 /* The poll loop (see loop.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "net/loop.h"
 
@@ -11,6 +14,7 @@ struct watch {
     void *arg;
     unsigned gen;  /* changes when the fd is watched anew */
     short events;
+    short armed;   /* epoll: the events registered (0: not registered) */
     int slot;      /* index in fds[], or -1 when not watched */
 };
 
@@ -32,13 +36,27 @@ struct amldist__loop {
     unsigned gen;
     struct timer *t;
     int nt, tcap, next_id;
-    int fails;
+    int fails, failed;
     amldist__loop_poll_fn *poll;
+    int ep; /* epoll's descriptor, or -1: poll() */
+    struct epoll_event *ev;
+    int evcap;
 };
 
 amldist__loop_t *amldist__loop_new(void)
 {
-    return calloc(1, sizeof(amldist__loop_t));
+    amldist__loop_t *l = calloc(1, sizeof(amldist__loop_t));
+    if (l)
+        l->ep = -1;
+    return l;
+}
+
+amldist__loop_t *amldist__loop_new_epoll(void)
+{
+    amldist__loop_t *l = amldist__loop_new();
+    if (l)
+        l->ep = epoll_create1(EPOLL_CLOEXEC); /* -1: poll() after all */
+    return l;
 }
 
 void amldist__loop_free(amldist__loop_t *l)
@@ -50,6 +68,9 @@ void amldist__loop_free(amldist__loop_t *l)
     free(l->pfd);
     free(l->pgen);
     free(l->t);
+    free(l->ev);
+    if (l->ep >= 0)
+        close(l->ep);
     free(l);
 }
 
@@ -78,6 +99,33 @@ static struct watch *watched(const amldist__loop_t *l, int fd)
     return &l->w[fd];
 }
 
+/* epoll: fd's registration made what its watch says (events 0: none,
+ * as poll() is not asked about it).  A descriptor closed while watched
+ * left the set by itself, and one of the same number is added anew. */
+static int arm(amldist__loop_t *l, int fd, struct watch *w)
+{
+    if (l->ep < 0)
+        return 0;
+    struct epoll_event e = {.events = (uint32_t)w->events,
+                            .data.u64 = (uint64_t)w->gen << 32 |
+                                        (uint32_t)fd};
+    int rc = 0;
+    if (!w->events) {
+        if (w->armed)
+            epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
+    } else if (w->armed) {
+        rc = epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &e);
+        if (rc < 0 && errno == ENOENT)
+            rc = epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e);
+    } else {
+        rc = epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &e);
+        if (rc < 0 && errno == EEXIST)
+            rc = epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &e);
+    }
+    w->armed = rc == 0 ? w->events : 0;
+    return rc;
+}
+
 int amldist__loop_watch(amldist__loop_t *l, int fd, short events,
                         amldist__loop_io_fn *fn, void *arg)
 {
@@ -89,8 +137,10 @@ int amldist__loop_watch(amldist__loop_t *l, int fd, short events,
         int old = l->wcap;
         if (grow((void **)&l->w, &l->wcap, fd + 1, sizeof *l->w) < 0)
             return -1;
-        for (int i = old; i < l->wcap; i++)
+        for (int i = old; i < l->wcap; i++) {
             l->w[i].slot = -1;
+            l->w[i].armed = 0;
+        }
     }
     struct watch *w = &l->w[fd];
     if (w->slot < 0) {
@@ -103,6 +153,12 @@ int amldist__loop_watch(amldist__loop_t *l, int fd, short events,
     w->arg = arg;
     w->events = events;
     w->gen = ++l->gen;
+    if (arm(l, fd, w) < 0) {
+        int e = errno;
+        amldist__loop_unwatch(l, fd);
+        errno = e;
+        return -1;
+    }
     return 0;
 }
 
@@ -113,8 +169,10 @@ int amldist__loop_events(amldist__loop_t *l, int fd, short events)
         errno = EBADF;
         return -1;
     }
+    if (w->events == events)
+        return 0;
     w->events = events;
-    return 0;
+    return arm(l, fd, w);
 }
 
 void amldist__loop_unwatch(amldist__loop_t *l, int fd)
@@ -122,6 +180,9 @@ void amldist__loop_unwatch(amldist__loop_t *l, int fd)
     struct watch *w = watched(l, fd);
     if (!w)
         return;
+    if (l->ep >= 0 && w->armed)
+        epoll_ctl(l->ep, EPOLL_CTL_DEL, fd, NULL);
+    w->armed = 0;
     int last = l->fds[--l->nfds];
     l->fds[w->slot] = last;
     l->w[last].slot = w->slot;
@@ -210,8 +271,58 @@ void amldist__loop_set_poll(amldist__loop_t *l, amldist__loop_poll_fn *fn)
     l->poll = fn;
 }
 
+int amldist__loop_failed(const amldist__loop_t *l)
+{
+    return l->failed;
+}
+
+/* A failed wait (EINTR aside): -1 after AMLDIST__LOOP_MAX_FAILS in a row,
+ * else 0 after backing off. */
+static int wait_failed(amldist__loop_t *l)
+{
+    int e = errno;
+    l->failed = 1;
+    if (++l->fails >= AMLDIST__LOOP_MAX_FAILS) {
+        l->fails = 0;
+        errno = e;
+        return -1;
+    }
+    back_off(l->fails);
+    errno = e;
+    return 0;
+}
+
+/* One round on epoll: only the descriptors that are ready cost anything. */
+static int once_epoll(amldist__loop_t *l, int max_ms)
+{
+    int cap = l->nfds < 64 ? 64 : l->nfds;
+    if (grow((void **)&l->ev, &l->evcap, cap, sizeof *l->ev) < 0)
+        return -1;
+    int last_id = l->next_id;
+    int ready = epoll_wait(l->ep, l->ev, l->evcap,
+                           timeout_ms(l, max_ms, amldist__now_ms()));
+    l->failed = 0;
+    if (ready < 0)
+        return errno == EINTR ? 0 : wait_failed(l);
+    l->fails = 0;
+    int ran = run_timers(l, last_id);
+    for (int i = 0; i < ready; i++) {
+        int fd = (int)(uint32_t)l->ev[i].data.u64;
+        unsigned gen = (unsigned)(l->ev[i].data.u64 >> 32);
+        struct watch *w = watched(l, fd);
+        /* Unwatched, or watched anew by an earlier callback this round. */
+        if (!w || w->gen != gen || !w->events)
+            continue;
+        w->fn(w->arg, fd, (short)l->ev[i].events);
+        ran++;
+    }
+    return ran;
+}
+
 int amldist__loop_once(amldist__loop_t *l, int max_ms)
 {
+    if (l->ep >= 0 && !l->poll)
+        return once_epoll(l, max_ms);
     if (grow((void **)&l->pfd, &l->pcap, l->nfds, sizeof *l->pfd) < 0 ||
         grow((void **)&l->pgen, &l->gcap, l->nfds, sizeof *l->pgen) < 0)
         return -1;
@@ -226,19 +337,9 @@ int amldist__loop_once(amldist__loop_t *l, int max_ms)
     int last_id = l->next_id;
     int ready = (l->poll ? l->poll : real_poll)(
         l->pfd, (unsigned long)n, timeout_ms(l, max_ms, amldist__now_ms()));
-    if (ready < 0) {
-        if (errno == EINTR)
-            return 0;
-        int e = errno;
-        if (++l->fails >= AMLDIST__LOOP_MAX_FAILS) {
-            l->fails = 0;
-            errno = e;
-            return -1;
-        }
-        back_off(l->fails);
-        errno = e;
-        return 0;
-    }
+    l->failed = 0;
+    if (ready < 0)
+        return errno == EINTR ? 0 : wait_failed(l);
     l->fails = 0;
     int ran = run_timers(l, last_id);
     for (int i = 0; i < n && ready > 0; i++) {

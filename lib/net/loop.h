@@ -1,5 +1,5 @@
 /*
- * One small poll(2) loop, in the manner of redis' ae.c: descriptors watched
+ * One small poll(2) (or epoll(7)) loop, in the manner of redis' ae.c: descriptors watched
  * with a callback each, and one-shot timers on the monotonic clock.  Used by
  * the bootstrap's server, the control plane's thread and amlrun's supervisor
  * (which links this file into itself: the library hides its symbols).
@@ -27,6 +27,11 @@ typedef void amldist__loop_timer_fn(void *arg);
 #define AMLDIST__LOOP_MAX_FAILS 20
 
 amldist__loop_t *amldist__loop_new(void);
+/* The same loop on epoll(7): a round costs the descriptors that are ready,
+ * not every one watched (the rendezvous host's thousands of connections);
+ * poll() where epoll is not to be had, and while a poll function is set
+ * (amldist__loop_set_poll).  Not across fork(): the set is shared. */
+amldist__loop_t *amldist__loop_new_epoll(void);
 void amldist__loop_free(amldist__loop_t *l);
 
 /* Watch fd for `events` (POLLIN, POLLOUT or both; 0 keeps it registered
@@ -54,6 +59,10 @@ void amldist__loop_cancel(amldist__loop_t *l, int id);
  * (timers included), 0 on a timeout or EINTR, or -1 with poll()'s errno
  * after AMLDIST__LOOP_MAX_FAILS failures in a row. */
 int amldist__loop_once(amldist__loop_t *l, int max_ms);
+
+/* Whether the last round's wait failed (EINTR aside): the round was no
+ * round, and its caller's timers wait for one that waited. */
+int amldist__loop_failed(const amldist__loop_t *l);
 
 /* For tests: the poll(2) the loop calls (NULL: the real one). */
 typedef int amldist__loop_poll_fn(struct pollfd *pfd, unsigned long n,

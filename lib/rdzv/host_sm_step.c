@@ -256,9 +256,11 @@ static void sweep(amldist__rz_sm_t *sm)
 {
     int k = 0;
     for (int i = 0; i < sm->nm; i++) {
-        if (amldist__rz_in_job(&sm->m[i]))
-            sm->m[k++] = sm->m[i];
-        else
+        if (amldist__rz_in_job(&sm->m[i])) {
+            if (k != i) /* none copied onto itself */
+                sm->m[k] = sm->m[i];
+            k++;
+        } else
             free(sm->m[i].views);
     }
     sm->nm = k;

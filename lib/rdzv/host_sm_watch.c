@@ -242,6 +242,7 @@ void amldist__rz_sm_on_view(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     m->view_round = sm->round;
     m->view_timeout_ms = ev->timeout_ms;
     m->view_at_ns = sm->now_ns;
+    m->sum_ok = 0;
     sm->hang_next_ns = 0; /* decide again now */
     amldist__rz_sm_watch_tick(sm);
 }
@@ -260,6 +261,79 @@ static int late(const amldist__rz_sm_t *sm, const struct amldist__rz_member *m)
 {
     return m->nviews &&
            sm->now_ns - m->view_at_ns > AMLDIST__RZ_VIEW_LATE_NS(m->view_timeout_ms);
+}
+
+/* Member m's view summed up as lib/progress/hang.c's rule reads a rank
+ * (a live rank's start no earlier than hang_since_ns, as decide() gives
+ * it; no announced step: it came folded into the progress): redone only
+ * when its view or the clock's restart changed. */
+static void sum_up(const amldist__rz_sm_t *sm, struct amldist__rz_member *m)
+{
+    if (m->sum_ok && m->sum_since == sm->hang_since_ns)
+        return;
+    m->sum_ok = 1;
+    m->sum_since = sm->hang_since_ns;
+    m->sum_api = 0;
+    m->sum_live = 0;
+    m->sum_life = 0;
+    m->sum_oldest = AMLDIST__HANG_NEVER;
+    for (size_t j = 0; j < m->nviews; j++) {
+        const amldist__rz_view_t *v = &m->views[j];
+        int alive = (v->flags & AMLDIST_RDZV_VIEW_ALIVE) != 0;
+        int api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0;
+        int64_t start = v->start_ns;
+        if (alive && start < sm->hang_since_ns)
+            start = sm->hang_since_ns;
+        int64_t life = start;
+        if (v->line_ns > life)
+            life = v->line_ns;
+        if (!alive && v->end_ns > life)
+            life = v->end_ns;
+        int64_t last = v->progress_ns > start ? v->progress_ns : start;
+        if (api && last > life)
+            life = last;
+        if (life > m->sum_life)
+            m->sum_life = life;
+        m->sum_live += alive;
+        m->sum_api |= api;
+        if (alive && api && last < m->sum_oldest)
+            m->sum_oldest = last;
+    }
+}
+
+/* The rule's answer from the members' sums, where it is "not hung": the
+ * next time to decide (AMLDIST__HANG_NEVER: none), as amldist__hang_check
+ * gives it; -1 where it may be hung, which only the ranks themselves tell
+ * (then decide() asks the rule over every rank, once). */
+static int64_t not_hung_until(amldist__rz_sm_t *sm, int64_t now,
+                              int64_t timeout)
+{
+    size_t live = 0;
+    int64_t life = 0, oldest = AMLDIST__HANG_NEVER;
+    for (int i = 0; i < sm->nm; i++) {
+        struct amldist__rz_member *m = &sm->m[i];
+        if (!watching(sm, m))
+            continue;
+        sum_up(sm, m);
+        live += m->sum_live;
+        if (m->sum_life > life)
+            life = m->sum_life;
+        if (m->sum_oldest < oldest)
+            oldest = m->sum_oldest;
+    }
+    if (live == 0)
+        return AMLDIST__HANG_NEVER;
+    if ((oldest != AMLDIST__HANG_NEVER && now - oldest >= timeout) ||
+        now - life >= timeout)
+        return -1;
+    /* Every live API rank's progress is within the timeout: the first due
+     * is the oldest's. */
+    int64_t due_life = life > AMLDIST__HANG_NEVER - timeout
+                           ? AMLDIST__HANG_NEVER : life + timeout;
+    int64_t due_oldest = oldest == AMLDIST__HANG_NEVER ||
+                                 oldest > AMLDIST__HANG_NEVER - timeout
+                             ? AMLDIST__HANG_NEVER : oldest + timeout;
+    return due_oldest < due_life ? due_oldest : due_life;
 }
 
 /* The hang rule over every node's view of this round. */
@@ -287,6 +361,15 @@ static void decide(amldist__rz_sm_t *sm)
         sm->hang_next_ns = sm->now_ns + AMLDIST__RZ_VIEW_LATE_NS(timeout_ms);
         return;
     }
+    /* Decided as of the time every node's view has surely reached. */
+    int64_t slack = AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms);
+    int64_t until = not_hung_until(sm, sm->now_ns - slack,
+                                   (int64_t)timeout_ms * 1000000);
+    if (until >= 0) {
+        sm->hang_next_ns = until == AMLDIST__HANG_NEVER ? INT64_MAX
+                                                        : until + slack;
+        return;
+    }
     amldist__hang_rank_t *all = malloc(n * sizeof *all);
     int *stalled = malloc(n * sizeof *stalled);
     if (!all || !stalled) {
@@ -312,8 +395,6 @@ static void decide(amldist__rz_sm_t *sm)
                 all[k - 1].start_ns = sm->hang_since_ns;
         }
     }
-    /* Decided as of the time every node's view has surely reached. */
-    int64_t slack = AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms);
     amldist__hang_verdict_t verdict;
     if (amldist__hang_check(all, n, sm->now_ns - slack,
                             (int64_t)timeout_ms * 1000000, stalled,

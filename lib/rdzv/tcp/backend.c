@@ -62,7 +62,7 @@ static int tcp_prepare(amldist__rz_tcp_t *t)
                              t->endpoint, err);
     if (pipe2(t->wake, O_CLOEXEC | O_NONBLOCK) < 0)
         return amldist__fail(AMLDIST_ESYS, "rendezvous: %s", strerror(errno));
-    if (!(t->loop = amldist__loop_new()))
+    if (!(t->loop = amldist__loop_new_epoll()))
         return amldist__fail(AMLDIST_ENOMEM, "out of memory");
     return amldist__rz_maybe_host(t);
 }

@@ -32,13 +32,15 @@ amldist__rz_host_t *amldist__rz_host_new(const amldist__rz_cfg_t *cfg,
     if (!h)
         return NULL;
     h->m = calloc(MAX_CONNS, sizeof *h->m);
+    h->dirty = calloc(MAX_CONNS, sizeof *h->dirty);
     h->last_beat = amldist__now_ms();
     /* The state machine decides without the keys. */
     amldist__rz_cfg_t sm_cfg = *cfg;
     amldist__chan_keys_clear(&sm_cfg.keys);
     h->sm = amldist__rz_sm_new(&sm_cfg, h->last_beat);
-    if (!h->m || !h->sm) {
+    if (!h->m || !h->dirty || !h->sm) {
         free(h->m);
+        free(h->dirty);
         amldist__rz_sm_free(h->sm);
         free(h);
         return NULL;
@@ -84,6 +86,7 @@ void amldist__rz_host_free(amldist__rz_host_t *h)
         free(h->m[i]);
     }
     free(h->m);
+    free(h->dirty);
     amldist__rz_sm_free(h->sm);
     amldist__chan_keys_clear(&h->cfg.keys);
     free(h);
@@ -166,6 +169,7 @@ static int make_room(amldist__rz_host_t *h, int lfd)
     if (o) {
         close_member(h, o);
         o->state = M_GONE;
+        h->gone = 1;
         return 0;
     }
     if (h->spare < 0)
@@ -184,16 +188,21 @@ static void on_member(void *arg, int fd, short revents);
  * room for it. */
 static int open_member(amldist__rz_host_t *h, struct member *m, int fd)
 {
-    *m = (struct member){.h = h, .state = M_PENDING,
+    int dirty = m->dirty; /* a slot reused may be in the list to arm */
+    *m = (struct member){.h = h, .state = M_PENDING, .dirty = dirty,
                          .since = amldist__now_ms()};
+    if (h->scan_at > m->since + h->cfg.dead_ms)
+        h->scan_at = m->since + h->cfg.dead_ms;
     if (amldist__rz_conn_open(&m->c, fd, &h->cfg, 1) < 0) {
         m->state = M_GONE;
+        h->gone = 1;
         return -1;
     }
     peer_addr(h, m);
     if (amldist__loop_watch(h->loop, fd, POLLIN, on_member, m) < 0) {
         amldist__conn_close(&m->c);
         m->state = M_GONE;
+        h->gone = 1;
         return -1;
     }
     return 0;
@@ -221,7 +230,7 @@ static void accept_all(amldist__rz_host_t *h, int lfd)
             open_member(h, o, fd);
             continue;
         }
-        struct member *m = malloc(sizeof *m);
+        struct member *m = calloc(1, sizeof *m);
         if (!m) {
             close(fd);
             return;
@@ -238,15 +247,22 @@ static void on_listener(void *arg, int fd, short revents)
         accept_all(arg, fd);
 }
 
+/* Only the members that sent or drained since: their outbox pumped, their
+ * events set (POLLOUT while their queue waits). */
 void amldist__rz_host_arm(amldist__rz_host_t *h)
 {
-    for (int i = 0; i < h->nm; i++) {
-        struct member *m = h->m[i];
-        if (m->c.fd >= 0 && amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+    int n = h->ndirty;
+    h->ndirty = 0;
+    for (int i = 0; i < n; i++) {
+        struct member *m = h->dirty[i];
+        m->dirty = 0;
+        if (m->c.fd >= 0 && amldist__rz_outbox_pump(&m->out, &m->c) < 0) {
             m->c.last_rx = 0; /* stuck: lost at the next tick */
+            h->scan_at = 0;
+        }
         if (m->c.fd >= 0)
             amldist__loop_events(h->loop, m->c.fd, (short)(POLLIN |
-                                 (m->c.out_off < m->c.out_len ? POLLOUT : 0)));
+                                 (amldist__conn_pending(&m->c) ? POLLOUT : 0)));
     }
 }
 
@@ -280,38 +296,88 @@ static void read_member(amldist__rz_host_t *h, struct member *m)
         amldist__rz_member_lose(h, m, why);
 }
 
-static void tick(amldist__rz_host_t *h)
+/* The members' deadlines, walked only when the first of them or the next
+ * heartbeat is due: a connection that never said who it is, a refused one
+ * whose REFUSE had its time, a member silent for the dead time. */
+static void scan(amldist__rz_host_t *h, long long now)
 {
-    long long now = amldist__now_ms();
+    int beat = now - h->last_beat >= h->cfg.keepalive_ms;
+    if (beat)
+        h->last_beat = now;
+    long long next = h->last_beat + h->cfg.keepalive_ms;
     for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
         if (m->state == M_GONE)
             continue;
-        if (m->state == M_CLOSING && now - m->since > CLOSING_MS)
+        if (m->state == M_CLOSING && now - m->since > CLOSING_MS) {
             m->state = M_GONE;
-        else if (m->state == M_PENDING && now - m->since > h->cfg.dead_ms)
+            h->gone = 1;
+            continue;
+        }
+        if (m->state == M_PENDING && now - m->since > h->cfg.dead_ms) {
             m->state = M_GONE; /* a peer that never said who it is */
-        else if (m->state == M_JOINED && now - m->c.last_rx > h->cfg.dead_ms) {
+            h->gone = 1;
+            continue;
+        }
+        if (m->state == M_JOINED && now - m->c.last_rx > h->cfg.dead_ms) {
             char why[96];
             snprintf(why, sizeof why, "%s for %.1f s", m->c.last_rx
                      ? "no heartbeat" : "it stopped reading",
                      h->cfg.dead_ms / 1000.0);
             amldist__rz_member_lose(h, m, why);
+            continue;
         }
+        long long at = m->state == M_CLOSING  ? m->since + CLOSING_MS + 1
+                       : m->state == M_PENDING ? m->since + h->cfg.dead_ms + 1
+                                               : m->c.last_rx + h->cfg.dead_ms + 1;
+        if (at < next)
+            next = at;
+        /* A joining agent's dead time runs from its connect: while its
+         * JOIN waits unread behind a flood of others, it hears the host's
+         * beats too, else it would give the host up before it is
+         * admitted. */
+        if (beat && (m->state == M_JOINED || m->state == M_PENDING))
+            amldist__rz_member_send(m, AMLDIST__RZ_BEAT, NULL, 0);
     }
-    if (now - h->last_beat >= h->cfg.keepalive_ms) {
-        h->last_beat = now;
-        for (int i = 0; i < h->nm; i++)
-            if (h->m[i]->state == M_JOINED)
-                amldist__rz_member_send(h->m[i], AMLDIST__RZ_BEAT, NULL, 0);
-    }
-    amldist__rz_host_step(h,
-                          &(amldist__rz_event_t){.type = AMLDIST__RZ_EV_TICK});
+    /* A send in the walk that found a member stuck asks for another. */
+    if (h->scan_at != 0)
+        h->scan_at = next;
 }
 
+static void tick(amldist__rz_host_t *h)
+{
+    long long now = amldist__now_ms();
+    int walked = 0;
+    if (now >= h->scan_at || now - h->last_beat >= h->cfg.keepalive_ms) {
+        h->scan_at = 1; /* a stuck member's send in the walk sets it 0 */
+        scan(h, now);
+        walked = 1;
+    }
+    /* The decider's TICK: after an event (a JOIN may complete the round),
+     * at its own deadline, and with each walk. */
+    long long d = amldist__rz_sm_next_deadline(h->sm);
+    if (h->stepped || walked || (d >= 0 && now >= d)) {
+        h->stepped = 0;
+        amldist__rz_host_step(h, &(amldist__rz_event_t){
+                                     .type = AMLDIST__RZ_EV_TICK});
+    }
+}
+
+/* The members gone are freed (none left in the list to arm). */
 static void sweep(amldist__rz_host_t *h)
 {
+    if (!h->gone)
+        return;
+    h->gone = 0;
     int k = 0;
+    for (int i = 0; i < h->ndirty; i++) {
+        if (h->dirty[i]->state == M_GONE)
+            h->dirty[i]->dirty = 0;
+        else
+            h->dirty[k++] = h->dirty[i];
+    }
+    h->ndirty = k;
+    k = 0;
     for (int i = 0; i < h->nm; i++) {
         if (h->m[i]->state == M_GONE) {
             close_member(h, h->m[i]);
@@ -333,6 +399,8 @@ static void on_member(void *arg, int fd, short revents)
         amldist__rz_member_lose(m->h, m, "the connection failed");
         return;
     }
+    if (revents & POLLOUT) /* drained: its events and outbox again */
+        amldist__rz_member_dirty(m);
     if (revents & (POLLIN | POLLHUP | POLLERR))
         read_member(m->h, m);
 }
@@ -347,6 +415,8 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h)
 {
     long long t = h->last_beat + h->cfg.keepalive_ms;
     long long d = amldist__rz_sm_next_deadline(h->sm);
+    if (h->scan_at < t)
+        t = h->scan_at;
     return d >= 0 && d < t ? d : t;
 }
 

@@ -14,8 +14,11 @@
 void amldist__rz_member_send(struct member *m, unsigned type, const void *p,
                              size_t len)
 {
-    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0)
+    if (m->c.fd >= 0 && amldist__conn_send(&m->c, type, p, len) < 0) {
         m->c.last_rx = 0; /* silent since forever: lost at the next tick */
+        amldist__rz_host_soon(m->h);
+    }
+    amldist__rz_member_dirty(m);
 }
 
 /* A frame of a u32 and a text (REFUSE, STOP, FINISH), cut to its type's
@@ -41,6 +44,8 @@ void amldist__rz_member_refuse(struct member *m, uint32_t reason,
     shutdown(m->c.fd, SHUT_WR);
     m->state = M_CLOSING;
     m->since = amldist__now_ms();
+    if (m->h->scan_at > m->since + CLOSING_MS)
+        m->h->scan_at = m->since + CLOSING_MS;
 }
 
 /* QUERY, RESULT and MARKS: a head of u32s and the action's data; a
@@ -74,8 +79,11 @@ static void send_watch(struct member *m, const amldist__rz_action_t *a)
     if (type == AMLDIST__RZ_RESULT) {
         if (amldist__rz_outbox_push(&m->out, type, head, 4 * nv, a->data,
                                     a->len) < 0 ||
-            amldist__rz_outbox_pump(&m->out, &m->c) < 0)
+            amldist__rz_outbox_pump(&m->out, &m->c) < 0) {
             m->c.last_rx = 0; /* stuck: lost at the next tick */
+            amldist__rz_host_soon(m->h);
+        }
+        amldist__rz_member_dirty(m);
         return;
     }
     unsigned char buf[8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX];
@@ -86,11 +94,28 @@ static void send_watch(struct member *m, const amldist__rz_action_t *a)
     amldist__rz_member_send(m, type, buf, 4 * nv + len);
 }
 
+/* The round's ASSIGN to m: its first 12 bytes its own (its node rank at
+ * 8), the rest the frame every node shares (12 bytes a node: one copy, not
+ * one per connection). */
+static void send_assign(struct member *m, amldist__conn_shared_t *s,
+                        uint32_t node)
+{
+    unsigned char head[12];
+    memcpy(head, s->data, sizeof head);
+    amldist__net_put_u32(head + 8, node);
+    if (m->c.fd >= 0 && amldist__conn_send_shared(&m->c, AMLDIST__RZ_ASSIGN,
+                                                  head, sizeof head, s,
+                                                  sizeof head) < 0) {
+        m->c.last_rx = 0; /* silent since forever: lost at the next tick */
+        amldist__rz_host_soon(m->h);
+    }
+    amldist__rz_member_dirty(m);
+}
+
 /* Carry out the state machine's answer to one event. */
 static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
 {
-    unsigned char assign[AMLDIST__RZ_ASSIGN_MAX];
-    size_t assign_len = 0;
+    amldist__conn_shared_t *assign = NULL;
     for (int i = 0; i < n; i++) {
         struct member *m = a[i].who;
         switch (a[i].type) {
@@ -102,11 +127,13 @@ static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
             break;
         case AMLDIST__RZ_A_ASSIGN:
             /* One round per step: encoded once, each node its rank. */
-            if (!assign_len)
-                assign_len = amldist__rz_put_assign(amldist__rz_sm_round(h->sm),
-                                                    assign);
-            amldist__net_put_u32(assign + 8, a[i].value);
-            amldist__rz_member_send(m, AMLDIST__RZ_ASSIGN, assign, assign_len);
+            if (!assign) {
+                if (!(assign = amldist__conn_shared_new(AMLDIST__RZ_ASSIGN_MAX)))
+                    break; /* no ASSIGN: the node is lost for want of it */
+                assign->len = amldist__rz_put_assign(
+                    amldist__rz_sm_round(h->sm), assign->data);
+            }
+            send_assign(m, assign, a[i].value);
             break;
         case AMLDIST__RZ_A_WAIT:
             amldist__rz_member_send(m, AMLDIST__RZ_WAIT, a[i].text,
@@ -125,6 +152,7 @@ static void apply(amldist__rz_host_t *h, const amldist__rz_action_t *a, int n)
             break;
         }
     }
+    amldist__conn_shared_put(assign); /* the connections hold their own */
 }
 
 void amldist__rz_host_step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
@@ -132,6 +160,8 @@ void amldist__rz_host_step(amldist__rz_host_t *h, amldist__rz_event_t *ev)
     const amldist__rz_action_t *acts;
     ev->now = amldist__now_ms();
     ev->now_ns = amldist__rz_clock_ns();
+    if (ev->type != AMLDIST__RZ_EV_TICK)
+        h->stepped = 1;
     int n = amldist__rz_sm_step(h->sm, ev, &acts);
     apply(h, acts, n);
 }
@@ -141,6 +171,7 @@ void amldist__rz_member_lose(amldist__rz_host_t *h, struct member *m,
 {
     int was = m->state;
     m->state = M_GONE;
+    h->gone = 1;
     if (was == M_JOINED)
         amldist__rz_host_step(h, &(amldist__rz_event_t){
                                      .type = AMLDIST__RZ_EV_LOST, .who = m,

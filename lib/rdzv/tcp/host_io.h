@@ -33,6 +33,7 @@ struct member {
     char local[INET6_ADDRSTRLEN]; /* the host's end of it (getsockname) */
     long long since;
     amldist__rz_outbox_t out; /* RESULTs behind the connection's queue */
+    int dirty; /* in the host's list of members to arm */
 };
 
 struct amldist__rz_host {
@@ -46,7 +47,32 @@ struct amldist__rz_host {
     socklen_t own_len;
     long long last_beat;
     int spare; /* a descriptor held back for make_room() */
+    /* What a loop pass costs the members it touched, not all of them:
+     * those that sent (their events and outbox, host_arm), the next
+     * member's deadline (scan_at: no walk before it, 0: at once), whether
+     * one is gone (the sweep), and whether the decider heard an event
+     * since its last TICK. */
+    struct member **dirty;
+    int ndirty;
+    long long scan_at;
+    int gone, stepped;
 };
+
+/* Member m to arm before the next poll (it sent, or its socket drained);
+ * the next walk of the members at once (one is stuck or gone).  Here, as
+ * both files mark them. */
+static inline void amldist__rz_member_dirty(struct member *m)
+{
+    if (m->dirty)
+        return;
+    m->dirty = 1;
+    m->h->dirty[m->h->ndirty++] = m;
+}
+
+static inline void amldist__rz_host_soon(amldist__rz_host_t *h)
+{
+    h->scan_at = 0;
+}
 
 /* host_frames.c: one frame from member m (after it: whether m is gone);
  * a frame to m (a peer whose queue is full is stuck: dropped like a lost

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +37,42 @@ int amldist__rz_endpoint_parse(const char *ep, char *host, size_t size,
     return amldist__parse_hostport(ep, host, size, port);
 }
 
+/* Descriptors the host holds beyond one per node: its listeners, the
+ * spare of make_room() (host.c), connections that have not joined yet or
+ * were refused, and what the agent's process holds besides (amlrun's
+ * worker pipes, the sink's). */
+#define HOST_FD_MARGIN 128
+
+/* The host holds a connection per node: the soft RLIMIT_NOFILE (1024 on
+ * most systems) is raised to the hard one, as servers do at their start;
+ * where the hard one cannot hold the job, hosting is refused now, naming
+ * both numbers, rather than the job failing to form at its join timeout
+ * with the nodes beyond the limit never accepted. */
+static int host_fds(const amldist__rz_tcp_t *t)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t)t->cfg->max + HOST_FD_MARGIN;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= need)
+        return 0;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: hosting "
+                             "a job of up to %d nodes needs %llu open files "
+                             "(a connection a node and %d more), and this "
+                             "process's hard limit (RLIMIT_NOFILE, ulimit "
+                             "-Hn) is %llu: raise it, or host the endpoint "
+                             "where it is higher", t->endpoint, t->cfg->max,
+                             (unsigned long long)need, HOST_FD_MARGIN,
+                             (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return amldist__fail(AMLDIST_ESYS, "rendezvous endpoint %s: cannot "
+                             "raise the open files limit to %llu for %d "
+                             "nodes: %s", t->endpoint,
+                             (unsigned long long)rl.rlim_max, t->cfg->max,
+                             strerror(errno));
+    return 0;
+}
+
 /* Port 0 (torchrun 2.x's localhost:0, one node only: backend.c): the kernel
  * picks a free port on the endpoint's first local address, and this agent
  * connects to that address alone, so that nothing else listening on
@@ -49,6 +86,10 @@ static int host_any_port(amldist__rz_tcp_t *t)
     char num[NI_MAXHOST], why[200];
     struct addrinfo *ai = NULL;
     int rc = amldist__net_listen_local(t->ep_host, 0, &fd, 1, &nfds, &err);
+    if (rc == 0 && nfds > 0 && host_fds(t) < 0) {
+        close(fd);
+        return -1;
+    }
     if (nfds == 0 && (err == 0 || err == EADDRNOTAVAIL))
         return amldist__fail(AMLDIST_EINVAL, "rendezvous endpoint %s: port 0 "
                              "means a free port of this machine, and %s is "
@@ -115,6 +156,11 @@ int amldist__rz_maybe_host(amldist__rz_tcp_t *t)
                       amldist__net_listen(t->ep_host, t->ep_port, fds, 8,
                                           &nfds, NULL, 0) < 0))
         return 0; /* not ours: join as a client */
+    if (host_fds(t) < 0) {
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+        return -1;
+    }
     t->host = amldist__rz_host_new(t->cfg, t->loop, fds, nfds);
     if (!t->host) {
         for (int i = 0; i < nfds; i++)

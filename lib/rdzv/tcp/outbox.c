@@ -42,7 +42,9 @@ int amldist__rz_outbox_push(amldist__rz_outbox_t *o, unsigned type,
 int amldist__rz_outbox_pump(amldist__rz_outbox_t *o, amldist__conn_t *c)
 {
     while (o->head && c->fd >= 0 &&
-           c->out_len - c->out_off < AMLDIST__RZ_OUTBOX_LOW) {
+           c->out_len - c->out_off +
+                   (c->tail ? c->tail->len - c->tail_off : 0) <
+               AMLDIST__RZ_OUTBOX_LOW) {
         struct amldist__rz_out *f = o->head;
         if (amldist__conn_send(c, f->type, f->p, f->len) < 0)
             return -1;

@@ -143,17 +143,6 @@ static void on_wake(void *arg, int fd, short revents)
     }
 }
 
-/* Whether the loop's last poll() failed (EINTR aside): the round it ends
- * is no round, and the timers wait for one that polled. */
-static __thread int poll_failed;
-
-static int noting_poll(struct pollfd *pfd, unsigned long n, int timeout_ms)
-{
-    int rc = poll(pfd, (nfds_t)n, timeout_ms);
-    poll_failed = rc < 0 && errno != EINTR;
-    return rc;
-}
-
 /* What one round of the loop does before it polls: 0, or -1 when the
  * handle closes and nothing is left to serve. */
 static int before_poll(amldist__rz_tcp_t *t)
@@ -176,7 +165,7 @@ static int before_poll(amldist__rz_tcp_t *t)
     send_queued(t);
     if (t->c.fd >= 0)
         amldist__loop_events(t->loop, t->c.fd, (short)(POLLIN |
-                             (t->c.out_off < t->c.out_len ? POLLOUT : 0)));
+                             (amldist__conn_pending(&t->c) ? POLLOUT : 0)));
     if (t->host)
         amldist__rz_host_arm(t->host);
     return 0;
@@ -185,7 +174,6 @@ static int before_poll(amldist__rz_tcp_t *t)
 void *amldist__rz_thread_main(void *arg)
 {
     amldist__rz_tcp_t *t = arg;
-    amldist__loop_set_poll(t->loop, noting_poll);
     if (amldist__loop_watch(t->loop, t->wake[0], POLLIN, on_wake, t) < 0) {
         amldist__rz_host_lost(t, "out of memory", 0);
         return NULL;
@@ -205,7 +193,7 @@ void *amldist__rz_thread_main(void *arg)
             amldist__rz_host_lost(t, why, 0);
             break;
         }
-        if (poll_failed)
+        if (amldist__loop_failed(t->loop))
             continue;
         client_timers(t);
         if (t->host)

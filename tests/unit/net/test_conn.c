@@ -358,6 +358,65 @@ static void test_send_ref(void)
     amldist__conn_close(&c);
 }
 
+/* A frame of its own head and a shared tail: the tail referred to (one
+ * reference more) until sent; a frame queued behind takes its unsent rest
+ * along (the reference given up), in order; a connection closed gives up
+ * its reference. */
+static void test_send_shared(void)
+{
+    amldist__conn_t c, d;
+    int peer, peer2;
+    small_pair(&c, &peer);
+    amldist__conn_shared_t *sh = amldist__conn_shared_new(96);
+    CHECK(sh != NULL);
+    memset(sh->data, 's', 96);
+    int sent = 0;
+    while (!(amldist__conn_pending(&c) && c.tail == sh) && sent < 1000) {
+        CHECK_INT_EQ(amldist__conn_send_shared(&c, T_TEXT, "AAAA", 4, sh, 0), 0);
+        sent++;
+    }
+    CHECK(c.tail == sh);
+    CHECK_INT_EQ((long long)sh->refs, 2);
+    /* Another shared frame now is in the way of the tail: copied whole. */
+    CHECK_INT_EQ(amldist__conn_send_shared(&c, T_TEXT, "AAAA", 4, sh, 0), 0);
+    sent++;
+    CHECK(c.tail == NULL);
+    CHECK_INT_EQ((long long)sh->refs, 1);
+    CHECK_INT_EQ(amldist__conn_send(&c, T_EMPTY, NULL, 0), 0);
+    memset(sh->data, 'z', 96); /* no connection refers to it any more */
+    amldist__conn_t r;
+    amldist__conn_init(&r, peer, limits);
+    struct got g;
+    int texts = 0, empties = 0;
+    for (int round = 0; round < 100000 && !empties; round++) {
+        CHECK_INT_EQ(amldist__conn_flush(&c), 0);
+        while (get(&r, &g) == 1) {
+            if (g.type == T_EMPTY) {
+                empties++;
+                continue;
+            }
+            CHECK_INT_EQ(g.len, 100);
+            CHECK(!memcmp(g.p, "AAAA", 4));
+            CHECK(g.p[4] == 's' && !memcmp(g.p + 4, g.p + 5, 95));
+            texts++;
+        }
+    }
+    CHECK_INT_EQ(empties, 1);
+    CHECK_INT_EQ(texts, sent);
+    amldist__conn_close(&r);
+    amldist__conn_close(&c);
+    /* Closed with a tail unsent: its reference given up. */
+    memset(sh->data, 's', 96);
+    small_pair(&d, &peer2);
+    while (d.tail != sh)
+        CHECK_INT_EQ(amldist__conn_send_shared(&d, T_TEXT, "BBBB", 4, sh, 0), 0);
+    CHECK_INT_EQ((long long)sh->refs, 2);
+    amldist__conn_close(&d);
+    CHECK_INT_EQ((long long)sh->refs, 1);
+    close(peer2);
+    amldist__conn_shared_put(sh);
+}
+
 struct seen {
     amldist__conn_t *c;
     int frames, stop_at, close_at;
@@ -449,6 +508,7 @@ int main(void)
     RUN(test_stuck_peer);
     RUN(test_write_error);
     RUN(test_send_ref);
+    RUN(test_send_shared);
     RUN(test_read_loop);
     return test_summary();
 }

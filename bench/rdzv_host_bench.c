@@ -1,0 +1,283 @@
+/*
+ * Driver for bench/rdzv_host.sh: what the rendezvous host itself costs with
+ * N agents (issue 40).  The host is agent 0, a process of its own (forked
+ * first, it binds the endpoint before any other agent starts), so that its
+ * CPU (getrusage, its two threads: the caller's, idle, and the backend's,
+ * which runs the host) and its memory are its own; the N-1 other agents are
+ * threads of processes of at most 1,000 agents each (an agent holds a few
+ * descriptors) at nice 19 (in a job they are on other machines: here they
+ * must not starve the host of its CPU), all released at once.  Prints one line:
+ *
+ *     form_ms form_cpu_ms steady_cpu_ms_per_s views_cpu_ms_per_s rss_mib
+ *
+ *     form       the threads' release to the last agent's join returning
+ *     form_cpu   the host process's CPU from its start to its own join
+ *                returning (listening, accepting, forming)
+ *     steady     its CPU per second over SECS seconds of an idle job (the
+ *                heartbeats only)
+ *     views      its CPU per second over SECS more seconds in which every
+ *                agent watches (amldist_rdzv_watch, 60 s) and sets a view
+ *                of RANKS ranks that made progress every 250 ms ("-" when
+ *                RANKS is 0)
+ *     rss        the host's peak resident set (VmHWM), MiB
+ *
+ * Then one agent fails and every agent waits for the STOP, as a job does.
+ *
+ *     rdzv_host_bench N SECS [RANKS]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <amldist.h>
+
+typedef struct {
+    int nfailed, njoined, phase; /* phase: 1 steady, 2 views, 3 fail */
+    long long joined_max;
+    double form_cpu, steady_cpu, views_cpu, rss_mib;
+    char why[256];
+} shared_t;
+
+static shared_t *sh;
+static int n, secs, ranks;
+static char ep[64];
+static int gate[2]; /* closed by main(): every agent starts */
+
+static long long now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+static double cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec * 1e3 + ru.ru_utime.tv_usec / 1e3 +
+           ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3;
+}
+
+static double hwm_mib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kib = atof(line + 6);
+    if (f)
+        fclose(f);
+    return kib / 1024;
+}
+
+static int bound(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int free_ = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return !free_;
+}
+
+static void fail_with(const char *what)
+{
+    if (__atomic_fetch_add(&sh->nfailed, 1, __ATOMIC_SEQ_CST) == 0)
+        snprintf(sh->why, sizeof sh->why, "%s: %s", what,
+                 amldist_last_error());
+}
+
+static int wait_phase(int p)
+{
+    while (__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST) < p) {
+        if (sh->nfailed)
+            return -1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* One agent: join, then views while the host asks for them, then the
+ * failure of the last one and the STOP everywhere. */
+static void agent(int i)
+{
+    amldist_rdzv_options_t o = AMLDIST_RDZV_OPTIONS_INIT;
+    o.endpoint = ep;
+    o.run_id = "bench";
+    o.token = "bench";
+    o.min_nodes = o.max_nodes = n;
+    o.nproc = ranks > 0 ? ranks : 1;
+    o.join_timeout_ms = 120000;
+    amldist_rdzv_t *r = NULL;
+    if (amldist_rdzv_join(&o, &r) != 0) {
+        fail_with("join");
+        return;
+    }
+    long long t = now_us();
+    long long prev = __atomic_load_n(&sh->joined_max, __ATOMIC_SEQ_CST);
+    while (t > prev && !__atomic_compare_exchange_n(
+                           &sh->joined_max, &prev, t, 0, __ATOMIC_SEQ_CST,
+                           __ATOMIC_SEQ_CST)) {
+    }
+    __atomic_add_fetch(&sh->njoined, 1, __ATOMIC_SEQ_CST);
+    if (i == 0) { /* the host: its own figures */
+        sh->form_cpu = cpu_ms();
+        if (wait_phase(1) < 0)
+            return;
+        double c0 = cpu_ms();
+        sleep((unsigned)secs);
+        sh->steady_cpu = (cpu_ms() - c0) / secs;
+        __atomic_store_n(&sh->phase, 2, __ATOMIC_SEQ_CST);
+        if (ranks > 0) {
+            sleep(1); /* the views start */
+            c0 = cpu_ms();
+            sleep((unsigned)secs);
+            sh->views_cpu = (cpu_ms() - c0) / secs;
+        }
+        sh->rss_mib = hwm_mib();
+        __atomic_store_n(&sh->phase, 3, __ATOMIC_SEQ_CST);
+    } else if (wait_phase(2) == 0 && ranks > 0) {
+        amldist_rdzv_view_t v[64];
+        int first = amldist_rdzv_node_rank(r) * ranks;
+        amldist_rdzv_watch(r, 60000);
+        while (__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST) < 3 &&
+               !sh->nfailed) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            long long ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+            for (int k = 0; k < ranks && k < 64; k++)
+                v[k] = (amldist_rdzv_view_t){
+                    .rank = first + k,
+                    .flags = AMLDIST_RDZV_VIEW_ALIVE | AMLDIST_RDZV_VIEW_API,
+                    .start_ns = ns - 1000000000LL, .progress_ns = ns};
+            amldist_rdzv_set_view(r, v, ranks < 64 ? ranks : 64);
+            usleep(250000);
+        }
+        amldist_rdzv_watch(r, 0);
+    }
+    if (wait_phase(3) < 0) {
+        amldist_rdzv_close(r);
+        return;
+    }
+    int status = 143;
+    if (i == n - 1) {
+        amldist_rdzv_fail(r, 0, i, 1, "bench: a worker failed");
+        status = 1;
+    }
+    struct pollfd p = {amldist_rdzv_fd(r), POLLIN, 0};
+    long long end = now_us() + 60000000;
+    while (now_us() < end && amldist_rdzv_state(r) != AMLDIST_RDZV_STOP)
+        poll(&p, 1, 100);
+    if (amldist_rdzv_state(r) != AMLDIST_RDZV_STOP)
+        fail_with("no STOP");
+    amldist_rdzv_next(r, status);
+    amldist_rdzv_close(r);
+}
+
+static void *agent_thread(void *p)
+{
+    char b;
+    while (read(gate[0], &b, 1) < 0 && errno == EINTR)
+        ;
+    agent((int)(long)p);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4)
+        return fprintf(stderr, "usage: rdzv_host_bench N SECS [RANKS]\n"), 2;
+    n = atoi(argv[1]);
+    secs = atoi(argv[2]);
+    ranks = argc == 4 ? atoi(argv[3]) : 0;
+    if (n < 2 || n > 8192 || secs < 1 || ranks < 0 || ranks > 64)
+        return fprintf(stderr, "rdzv_host_bench: bad arguments\n"), 2;
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return perror("mmap"), 2;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)now_us();
+    int port = -1;
+    for (int tries = 0; tries < 1000 && port < 0; tries++) {
+        int p = 20000 + (int)(rand_r(&seed) % 12000);
+        if (!bound(p))
+            port = p;
+    }
+    snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
+    pid_t host = fork();
+    if (host == 0) {
+        agent(0);
+        _exit(sh->nfailed ? 1 : 0);
+    }
+    while (!bound(port)) { /* the host listens first */
+        if (waitpid(host, NULL, WNOHANG) == host)
+            return fprintf(stderr, "rdzv_host_bench: the host died\n"), 1;
+        usleep(2000);
+    }
+    if (pipe(gate) < 0)
+        return perror("pipe"), 2;
+    enum { PER = 1000 };
+    int nproc = (n - 1 + PER - 1) / PER;
+    pid_t *kids = calloc((size_t)nproc, sizeof *kids);
+    for (int k = 0; k < nproc; k++) {
+        if ((kids[k] = fork()) != 0)
+            continue;
+        close(gate[1]);
+        /* In a job the other agents run on other machines: here at the
+         * lowest priority, so that 4,095 of them on these few CPUs do not
+         * starve the host of the CPU it has there. */
+        setpriority(PRIO_PROCESS, 0, 19);
+        int lo = 1 + k * PER, hi = lo + PER < n ? lo + PER : n;
+        pthread_t *tid = calloc((size_t)(hi - lo), sizeof *tid);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 256 << 10);
+        for (int i = lo; i < hi; i++)
+            if (pthread_create(&tid[i - lo], &attr, agent_thread,
+                               (void *)(long)i)) {
+                fail_with("pthread_create");
+                _exit(2);
+            }
+        for (int i = lo; i < hi; i++)
+            pthread_join(tid[i - lo], NULL);
+        _exit(0);
+    }
+    close(gate[0]);
+    usleep(200000 + 100 * n); /* every thread waits on the gate */
+    long long t0 = now_us();
+    close(gate[1]);
+    /* Formed when every agent's join returned, the host's own too. */
+    while (!sh->nfailed && __atomic_load_n(&sh->njoined, __ATOMIC_SEQ_CST) < n &&
+           waitpid(host, NULL, WNOHANG) == 0)
+        usleep(5000);
+    __atomic_store_n(&sh->phase, 1, __ATOMIC_SEQ_CST);
+    double form_ms = (sh->joined_max - t0) / 1000.0;
+    for (int k = 0; k < nproc; k++)
+        waitpid(kids[k], NULL, 0);
+    int st = 0;
+    waitpid(host, &st, 0);
+    if (sh->nfailed || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return fprintf(stderr, "rdzv_host_bench: %d failed (%s)\n",
+                       sh->nfailed, sh->why), 1;
+    if (ranks > 0)
+        printf("%.1f %.1f %.1f %.1f %.1f\n", form_ms, sh->form_cpu,
+               sh->steady_cpu, sh->views_cpu, sh->rss_mib);
+    else
+        printf("%.1f %.1f %.1f - %.1f\n", form_ms, sh->form_cpu,
+               sh->steady_cpu, sh->rss_mib);
+    return 0;
+}
