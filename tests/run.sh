@@ -115,10 +115,13 @@ if [ "$QUICK" != 1 ]; then
     # Valgrind follows the programs' children (a test run again by
     # posix_spawn, forks) but not the system's programs the tests start
     # (sh and rm from system(), python3, cat, ls): they are none of ours,
-    # and each costs seconds on valgrind's machine.
+    # and each costs seconds on valgrind's machine.  --read-inline-info=no:
+    # the same errors found, their stacks without the frames of inlined
+    # functions (a quarter of a small test's time under valgrind went to
+    # reading them, at every start of a program).
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
-        add_unit valgrind: 900 30 "" "$t" valgrind -q --error-exitcode=99 \
+        add_unit valgrind: 900 30 "" "$t" valgrind -q --error-exitcode=99 --read-inline-info=no \
             --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
             --trace-children-skip='/bin/*,/usr/bin/*,/sbin/*,/usr/sbin/*' \
             --child-silent-after-fork=no
