@@ -119,7 +119,9 @@ static int add_descendants(struct stk_capture *k)
 }
 
 /* Python frames of the descendants that took the hook and hold their
- * rank's channel: round after round, one process of a channel each. */
+ * rank's channel: round after round, one process of a channel each, each
+ * process once (asked[]: else the first of a channel is asked again every
+ * round, until the deadline, its dump appended each time). */
 static int kids_python(struct stk_capture *k)
 {
     size_t m = k->n - k->nmain, *next = calloc(k->nmain, sizeof *next);
@@ -127,14 +129,17 @@ static int kids_python(struct stk_capture *k)
     struct stk_rank *r = calloc(m ? m : 1, sizeof *r);
     struct cap_native *c = calloc(m ? m : 1, sizeof *c);
     size_t *at = calloc(m ? m : 1, sizeof *at);
-    int rc = next && t && r && c && at ? 0 : -1;
+    unsigned char *asked = calloc(m ? m : 1, 1);
+    int rc = next && t && r && c && at && asked ? 0 : -1;
     for (size_t round = 0; rc == 0 && cap_now_ms() < k->end; round++) {
         size_t nr = 0;
         for (size_t i = k->nmain; i < k->n; i++) {
             int fd = k->t[k->parent[i]].python_fd;
-            if (next[k->parent[i]] != round || fd < 0 || k->c[i].exited ||
+            if (asked[i - k->nmain] || next[k->parent[i]] != round ||
+                fd < 0 || k->c[i].exited ||
                 !cap_python_hooked(k->t[i].pid, fd))
                 continue;
+            asked[i - k->nmain] = 1;
             next[k->parent[i]]++; /* its next one, in the next round */
             t[nr] = k->t[i];
             t[nr].python_fd = fd;
@@ -148,6 +153,7 @@ static int kids_python(struct stk_capture *k)
         for (size_t j = 0; j < nr; j++)
             k->r[at[j]] = r[j];
     }
+    free(asked);
     free(next);
     free(t);
     free(r);

@@ -3,13 +3,18 @@ while the others wait for it in all_reduce: for --hang-timeout across
 nodes.  Each rank prints "step N rank R" per step; rank $STUCK_RANK stops
 printing at step $STUCK_STEP and spins in stuck_in_python() (its line is
 the test's to find in the report).  With $PROGRESS set, every rank also
-calls amldist.progress(step)."""
+calls amldist.progress(step).  With $RING_DIR set, the same steps without
+PyTorch: tests/amlrun/ring.py's all_reduce (Unix sockets in that
+directory) in place of gloo's."""
 import os
+import sys
 import time
 
-print("importing torch", flush=True)  # a sign of life before a slow import
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
+RING_DIR = os.environ.get("RING_DIR")
+if not RING_DIR:
+    print("importing torch", flush=True)  # a sign of life before a slow import
+    import torch  # noqa: E402
+    import torch.distributed as dist  # noqa: E402
 
 STUCK_RANK = int(os.environ.get("STUCK_RANK", "-1"))
 STUCK_STEP = int(os.environ.get("STUCK_STEP", "3"))
@@ -20,19 +25,30 @@ def stuck_in_python():
         time.sleep(0.05)
 
 
-dist.init_process_group("gloo", init_method="env://")
-rank = dist.get_rank()
+if RING_DIR:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ring  # noqa: E402
+    r = ring.Ring(RING_DIR)
+    rank = r.rank
+
+    def all_reduce():
+        r.all_reduce(1)
+else:
+    dist.init_process_group("gloo", init_method="env://")
+    rank = dist.get_rank()
+    model = torch.nn.Linear(8, 1)
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+
+    def all_reduce():
+        dist.all_reduce(torch.ones(4))
 progress = None
 if os.environ.get("PROGRESS"):
     import amldist
     progress = amldist.progress
-model = torch.nn.Linear(8, 1)
-ddp = torch.nn.parallel.DistributedDataParallel(model)
 for step in range(1000000):
     if rank == STUCK_RANK and step == STUCK_STEP:
         stuck_in_python()
-    t = torch.ones(4)
-    dist.all_reduce(t)
+    all_reduce()
     if progress:
         progress(step)
     print(f"step {step} rank {rank}", flush=True)

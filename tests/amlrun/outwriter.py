@@ -20,13 +20,18 @@ rank = int(os.environ["RANK"])
 killmid = len(sys.argv) > 2 and sys.argv[2] == "killmid" and rank == 1
 rng = random.Random(rank * 7919 + 17)
 alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .:/"
+# Payloads are slices of one random text at random places: a line's bytes
+# drawn one by one cost this test 8 s of CPU in the writers (the test is
+# about amlrun's relay, not about Python's random).
+POOL = 1 << 18
+pool = rng.randbytes(POOL).translate(bytes(alphabet[i % len(alphabet)] for i in range(256)))
 
 
 def line(stream, seq):
     r = rng.random()
     n = rng.randrange(0, 200) if r < 0.997 else rng.randrange(200, 100000)
-    payload = bytes(rng.choice(alphabet) for _ in range(min(n, 64))) * (n // 64 + 1)
-    body = b"R%d S%d N%d %s" % (rank, stream, seq, payload[:n])
+    at = rng.randrange(0, POOL - n)
+    body = b"R%d S%d N%d %s" % (rank, stream, seq, pool[at:at + n])
     return body + b" C%08x" % zlib.crc32(body)
 
 

@@ -12,6 +12,8 @@ mkdir -p "$out/corpus-$name"
 make -s -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)" "$out/$name" >&2
 seed=tests/fuzz/corpus/$name
 dirs=("$out/corpus-$name")
+# What longer runs found (tests/fuzz/corpus.py): the run starts there.
+[ -f "$seed.hex" ] && python3 tests/fuzz/corpus.py unpack "$seed.hex" "$out/corpus-$name"
 [ -d "$seed" ] && dirs+=("$seed")
 if "$out/$name" -artifact_prefix="$out/" -max_total_time="$secs" -max_len=512 -timeout=10 "${dirs[@]}" >"$out/$name.log" 2>&1; then
     echo "ok - $name ran $secs s: $(grep -Eo '#[0-9]+[[:space:]]+DONE.*' "$out/$name.log" | tail -n 1)"

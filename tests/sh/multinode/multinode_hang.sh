@@ -9,7 +9,10 @@
 # (AMLDIST_TEST_CLOCK_SHIFT_MS): the same report; node 1's lines taken at
 # its clock's word would look an hour fresh and no hang would ever be found
 # (the per-rank direction, a clock behind, is test_rdzv's
-# test_plane_hang_across_nodes).  The two jobs run side by side.
+# test_plane_hang_across_nodes).  The two jobs run side by side; the
+# second takes the same steps without PyTorch (RING_DIR: tests/amlrun/
+# ring.py's all_reduce over Unix sockets in place of gloo's), since what it
+# varies is the clock, not the collective.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -29,14 +32,15 @@ export STUCK_RANK=3 STUCK_STEP=3 OMP_NUM_THREADS=1
 # $TEST_TMP/TAG.{0,1}; finish TAG waits for both.  The two jobs below run
 # side by side, on ports of their own: each waits out its $SEC s alone.
 declare -A pid0 pid1
+RING=()  # RING_DIR=... for a job without PyTorch
 start() {
     local tag=$1
     shift
-    on n0 $T env STUCK_RANK=3 "$AMLRUN" --hang-timeout $SEC --hang-report "$TEST_TMP/$tag.json" \
+    on n0 $T env STUCK_RANK=3 "${RING[@]}" "$AMLRUN" --hang-timeout $SEC --hang-report "$TEST_TMP/$tag.json" \
         --nnodes 2 --node-rank 0 --master-addr n0 --master-port "$PORT" \
         --nproc-per-node 2 --python "$TORCH_PY" "$HANG" >"$TEST_TMP/$tag.out0" 2>"$TEST_TMP/$tag.0" &
     pid0[$tag]=$!
-    on n1 $T env STUCK_RANK=3 "$@" "$AMLRUN" --hang-timeout $SEC --nnodes 2 --node-rank 1 \
+    on n1 $T env STUCK_RANK=3 "${RING[@]}" "$@" "$AMLRUN" --hang-timeout $SEC --nnodes 2 --node-rank 1 \
         --master-addr n0 --master-port "$PORT" --nproc-per-node 2 \
         --python "$TORCH_PY" "$HANG" >"$TEST_TMP/$tag.out1" 2>"$TEST_TMP/$tag.1" &
     pid1[$tag]=$!
@@ -72,7 +76,10 @@ sys.exit(0 if r['outliers']==[3] and r['reason']=='hang' and len(r['ranks'])==4 
 
 begin=$(date +%s.%N)
 start plain
+mkdir -p "$TEST_TMP/ring"
+RING=(RING_DIR="$TEST_TMP/ring")
 start shifted AMLDIST_TEST_CLOCK_SHIFT_MS=3600000
+RING=()
 finish plain
 check_report plain "DDP hang across nodes"
 

@@ -7,7 +7,9 @@
 # Again with node 1's clock an hour behind (AMLDIST_TEST_CLOCK_SHIFT_MS):
 # taken at its word, node 1's ranks would arrive an hour early and a rank
 # of node 0 would be named; node 1's estimate of its offset (-v) is the
-# hour, within its error bound.
+# hour, within its error bound.  The second job takes the same steps
+# without PyTorch (RING_DIR: tests/amlrun/ring.py's all_reduce over Unix
+# sockets in place of gloo's): what it varies is the clock.
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -21,15 +23,16 @@ multinode_setup 2
 JOB=$TOP/tests/amlrun/ddp_straggler.py
 export SLOW_RANK=3 SLOW_MS=40 STEPS=60 OMP_NUM_THREADS=1 PYTHONPATH=$TOP/python
 
-# run TAG [ENV-FOR-NODE-1...]
+# run TAG [ENV-FOR-NODE-1...]; RING=(RING_DIR=...): a job without PyTorch
+RING=()
 run() {
     local tag=$1
     shift
-    on n0 $T env PYTHONPATH="$PYTHONPATH" "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
+    on n0 $T env PYTHONPATH="$PYTHONPATH" "${RING[@]}" "$AMLRUN" --nnodes 2 --node-rank 0 --master-addr n0 \
         --master-port "$PORT" --nproc-per-node 2 --python "$TORCH_PY" "$JOB" \
         >"$TEST_TMP/$tag.out0" 2>"$TEST_TMP/$tag.0" &
     local p0=$!
-    on n1 $T env PYTHONPATH="$PYTHONPATH" "$@" "$AMLRUN" -v --nnodes 2 --node-rank 1 --master-addr n0 \
+    on n1 $T env PYTHONPATH="$PYTHONPATH" "${RING[@]}" "$@" "$AMLRUN" -v --nnodes 2 --node-rank 1 --master-addr n0 \
         --master-port "$PORT" --nproc-per-node 2 --python "$TORCH_PY" "$JOB" \
         >"$TEST_TMP/$tag.out1" 2>"$TEST_TMP/$tag.1"
     echo $? >"$TEST_TMP/$tag.rc1"
@@ -57,7 +60,10 @@ check_slowest() {
 
 run plain
 check_slowest plain "a straggler on node 1"
+mkdir -p "$TEST_TMP/ring"
+RING=(RING_DIR="$TEST_TMP/ring")
 run shifted AMLDIST_TEST_CLOCK_SHIFT_MS=-3600000
+RING=()
 check_slowest shifted "node 1's clock an hour behind"
 # Node 1's estimate of its offset (-v): the injected hour, within its bound.
 read -r off err < <(sed -n 's/^amlrun: rendezvous: the host.s clock reads this node.s \([-+0-9.]*\) ms, within \([0-9.]*\) ms$/\1 \2/p' \

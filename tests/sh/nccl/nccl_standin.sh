@@ -216,7 +216,7 @@ fi
 
 # --- the stand-ins under valgrind and ASan+UBSan ----------------------------
 if have valgrind; then
-    VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite"
+    VG="valgrind -q --error-exitcode=99 --read-inline-info=no --leak-check=full --errors-for-leak-kinds=definite"
     o=$TEST_TMP/vg
     FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSIDS=0000:00:06.0,0000:1A:00.0 \
         FAKE_CUDA_MEM_FREE=1M timeout 300 $VG "$DRV" units >"$o" 2>&1
