@@ -183,13 +183,13 @@ void *amldist__rz_thread_main(void *arg)
         int connecting = t->s->state == C_CONNECTING;
         pthread_mutex_unlock(&t->s->mu);
         if (amldist__loop_once(t->loop, poll_timeout(t, connecting)) < 0) {
-            /* The loop backed off between its tries: a poll() that keeps
-             * failing ends this agent's part, said as such, rather than
-             * spinning with no heartbeat. */
+            /* The loop backed off between its tries: a wait (epoll_wait)
+             * that keeps failing ends this agent's part, said as such,
+             * rather than spinning with no heartbeat. */
             char why[200];
-            snprintf(why, sizeof why, "this agent's thread stopped: poll() "
-                     "failed %d times in a row: %s", AMLDIST__LOOP_MAX_FAILS,
-                     strerror(errno));
+            snprintf(why, sizeof why, "this agent's thread stopped: its wait "
+                     "for events (epoll_wait) failed %d times in a row: %s",
+                     AMLDIST__LOOP_MAX_FAILS, strerror(errno));
             amldist__rz_host_lost(t, why, 0);
             break;
         }

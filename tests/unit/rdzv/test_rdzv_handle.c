@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -40,8 +41,21 @@ int clock_gettime(clockid_t id, struct timespec *ts)
     return rc;
 }
 
-/* Set: poll() fails with ENOMEM (read by the handle's thread). */
+/* Set: poll() and epoll_wait() fail with ENOMEM (read by the handle's
+ * thread, whose loop is on epoll). */
 static int poll_fails;
+
+int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout_ms)
+{
+    static int (*real)(int, struct epoll_event *, int, int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "epoll_wait");
+    if (__atomic_load_n(&poll_fails, __ATOMIC_RELAXED)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return real(ep, ev, max, timeout_ms);
+}
 
 int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
@@ -187,7 +201,7 @@ static void test_poll_failing_fails_the_handle(void)
     __atomic_store_n(&poll_fails, 0, __ATOMIC_RELAXED);
     CHECK_INT_EQ(amldist_rdzv_state(r), AMLDIST_RDZV_STOP);
     CHECK_INT_EQ(amldist_rdzv_exit_status(r), AMLDIST_RDZV_STATUS_LOST);
-    CHECK_STR_HAS(amldist_rdzv_failure(r), "poll() failed");
+    CHECK_STR_HAS(amldist_rdzv_failure(r), "(epoll_wait) failed");
     CHECK_STR_HAS(amldist_rdzv_failure(r), strerror(ENOMEM));
     amldist_rdzv_close(r);
 }
