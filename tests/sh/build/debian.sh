@@ -63,10 +63,11 @@ for p in libamldist-dev amlrun; do
     if lst "$p" | grep -q '/libamldist\.so\.1$'; then fail "$p: no copy of the shared library"
     else ok "$p: no copy of the shared library"; fi
 done
-# amlrun calls the control plane's calls of AMLDIST_1.2 (its gathers,
-# views and marks across nodes).
-check "amlrun needs libamldist1 (>= 1.2.0, for AMLDIST_1.2)" \
-    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.2\\.0)'"
+# amlrun calls the newest of the control plane's calls, AMLDIST_1.4's
+# amldist_rdzv_join_failed (a node that cannot start tells the others):
+# dpkg-shlibdeps takes the version from the symbols file.
+check "amlrun needs libamldist1 (>= 1.4.0, for AMLDIST_1.4)" \
+    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.4\\.0)'"
 
 # lintian: no errors (warnings are printed for the record).
 lintian --allow-root "$out"/*.changes >"$TEST_TMP/lintian" 2>&1
