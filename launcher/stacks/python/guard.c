@@ -42,8 +42,9 @@ typedef void (*handler_t)(int);
 static int guard_sig;
 static int guard_fd = -1;
 
-/* 0: no install seen yet; 1: faulthandler's seen (in armed); 2: let go
- * (or an install that raced the first: taken as the program's). */
+/* What the installs seen so far made of the channel: NONE yet; ARMING,
+ * the first being recorded; ARMED, faulthandler's (in armed); LET_GO. */
+enum { NONE, ARMING, ARMED, LET_GO };
 static int state;
 static handler_t armed;
 
@@ -73,7 +74,7 @@ __attribute__((constructor)) static void guard_init(void)
  * atomics only, no lock. */
 static void let_go(void)
 {
-    if (__atomic_exchange_n(&state, 2, __ATOMIC_ACQ_REL) == 2)
+    if (__atomic_exchange_n(&state, LET_GO, __ATOMIC_ACQ_REL) == LET_GO)
         return;
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     /* Without /dev/null (no descriptor left, a bare chroot), a copy of a
@@ -93,16 +94,17 @@ static void note(int sig, int install, handler_t h)
 {
     if (!install || sig != guard_sig || guard_fd < 0)
         return;
-    int none = 0;
-    if (__atomic_compare_exchange_n(&state, &none, 2, 0, __ATOMIC_ACQ_REL,
+    int none = NONE, arming = ARMING;
+    if (__atomic_compare_exchange_n(&state, &none, ARMING, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
-        /* The first: faulthandler's.  Claimed as 2 while armed is set, so
-         * that a racing install counts as a change. */
+        /* The first: faulthandler's.  An install racing this one finds
+         * ARMING, and lets go: then the state stays LET_GO. */
         armed = h;
-        __atomic_store_n(&state, 1, __ATOMIC_RELEASE);
+        (void)__atomic_compare_exchange_n(&state, &arming, ARMED, 0,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
         return;
     }
-    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == 1 && h == armed)
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ARMED && h == armed)
         return; /* the same handler again */
     let_go();
 }
