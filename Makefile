@@ -189,6 +189,7 @@ CMAKEFILES := $(CMAKEDIR)/amldistConfig.cmake $(CMAKEDIR)/amldistConfigVersion.c
 # amlrun's bash and zsh completions, written from its option table.
 COMPLETIONS := $(BUILD)/completion/amlrun.bash $(BUILD)/completion/_amlrun
 STK_PYTHON := $(BUILD)/share/amldist/python/sitecustomize.py
+STK_GUARD  := $(BUILD)/lib/amldist/stack-guard.so
 
 # Programs find the library next to them, both in $(BUILD) and installed,
 # and where LIBDIR is not BINDIR/../lib (Debian's lib/<multiarch>) by the
@@ -198,7 +199,7 @@ RPATH := -Wl,-rpath,'$$ORIGIN/../lib' \
     $(if $(filter-out ../lib,$(LIB_FROM_BIN)),-Wl$(comma)-rpath$(comma)'$$ORIGIN/$(LIB_FROM_BIN)')
 
 .PHONY: all lib tests check bench install uninstall clean FORCE
-all: lib $(AMLRUN) $(STK_PYTHON) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
+all: lib $(AMLRUN) $(STK_PYTHON) $(STK_GUARD) $(TOOLS) $(EXAMPLES) $(COMPLETIONS)
 lib: $(SHLIB) $(SHLINK) $(STLIB) $(PCFILE) $(CMAKEFILES) $(MAN3LINKS)
 tests: lib $(TESTS)
 
@@ -298,6 +299,18 @@ $(STK_PYTHON): launcher/stacks/python/sitecustomize.py
 	@mkdir -p $(@D)
 	cp $< $@
 
+# The guard preloaded into those workers (launcher/stacks/python/guard.c),
+# where amlrun looks for it: BINDIR/../lib/amldist (PREFIX/lib/amldist, an
+# object of its own, not a library to link).  Never sanitized: it is loaded
+# into a Python that has no sanitizer runtime.  Only its interposers are
+# exported.
+$(STK_GUARD): launcher/stacks/python/guard.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) -O2 -g $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong \
+	    -fPIC -fvisibility=hidden -shared -Wl,-z,relro,-z,now $(CPPFLAGS) \
+	    $(filter-out -fsanitize%,$(CFLAGS)) $(filter-out -fsanitize%,$(LDFLAGS)) \
+	    -o $@ $< -ldl
+
 # The option table as amlrun prints it (--complete-spec), made into the
 # completions by one script: they list what --help lists.
 $(BUILD)/completion/amlrun.bash: $(AMLRUN) scripts/completion.sh
@@ -371,7 +384,7 @@ $(LAUNCHER_TESTS): TEST_CFLAGS = -Ilauncher
 $(LAUNCHER_TESTS): TEST_LINK = $(RUN_PARTS) -ldl -lpthread
 # The stacks' tests start Python workers through the installed hook's place
 # in the build tree, and unwind a program built with -g.
-$(BUILD)/tests/test_stacks_capture: $(STK_PYTHON)
+$(BUILD)/tests/test_stacks_capture: $(STK_PYTHON) $(STK_GUARD)
 
 # test_topo_cache restricts a topology itself (hwloc_topology_restrict):
 # after the library, whose own calls still go through lib/topo/dl.c.
@@ -488,6 +501,7 @@ install: all
 	install -m 644 include/amldist/*.h $(DESTDIR)$(INCDIR)/amldist/
 	install -m 755 $(AMLRUN) $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -D -m 644 $(STK_PYTHON) $(DESTDIR)$(PREFIX)/share/amldist/python/sitecustomize.py
+	install -D -m 644 $(STK_GUARD) $(DESTDIR)$(PREFIX)/lib/amldist/stack-guard.so
 	for m in $(MANPAGES); do \
 	    s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	    install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
@@ -517,6 +531,7 @@ uninstall:
 	$(if $(PYTHONDIR),rm -rf $(DESTDIR)$(PYTHONDIR)/amldist)
 	rm -rf $(DESTDIR)$(PREFIX)/share/amldist/python
 	rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/amldist 2>/dev/null || true
+	rm -rf $(DESTDIR)$(PREFIX)/lib/amldist
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz

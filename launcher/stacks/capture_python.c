@@ -283,13 +283,14 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
         return cap_error(r, "no Python frames: its Python did not take "
                             "amlrun's faulthandler hook (site disabled: "
                             "python -S, -I or -E?)");
-    /* The hook lets go of the channel when the program takes amlrun's
-     * signal for a handler of its own (sitecustomize.py): then the signal
-     * would reach the program's handler, not faulthandler's. */
+    /* The hook (signal.signal) and its guard (a handler set from C:
+     * python/guard.c) let go of the channel when the program takes
+     * amlrun's signal for a handler of its own: then the signal would
+     * reach the program's handler, not faulthandler's. */
     if (cap_holds_fd(pid, t->python_fd) == 0)
-        return cap_error(r, "no Python frames: it closed amlrun's stack "
-                            "channel (a handler of its own on signal %d?)",
-                         sig);
+        return cap_error(r, "no Python frames: the program handles signal "
+                            "%d (amlrun's) itself, or closed amlrun's "
+                            "stack channel", sig);
     discard(t->python_fd); /* what an earlier capture left */
     x->fd = t->python_fd;
     x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);

@@ -44,35 +44,58 @@ int stk_signal(void)
     return SIGRTMAX - 6;
 }
 
+/* The real path of the directory BINDIR/../SUB, then /NAME, into buf
+ * (PATH_MAX): "" when NAME is not a regular file there. */
+static void beside_amlrun(const char *sub, const char *name, char *buf)
+{
+    buf[0] = '\0';
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0'; /* BINDIR */
+    char path[PATH_MAX], dir[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/../%s", exe, sub) >= (int)sizeof path ||
+        !realpath(path, dir) ||
+        snprintf(buf, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX ||
+        stat(buf, &st) < 0 || !S_ISREG(st.st_mode))
+        buf[0] = '\0';
+}
+
 const char *stk_python_dir(void)
 {
     static int looked;
     static char dir[PATH_MAX];
-    if (looked)
-        return dir[0] ? dir : NULL;
-    looked = 1;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0'; /* BINDIR */
-    char path[PATH_MAX];
-    struct stat st;
-    if (snprintf(path, sizeof path, "%s/../%s/sitecustomize.py", exe,
-                 STK_PYTHON_SUBDIR) >= (int)sizeof path ||
-        stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-        return NULL;
-    /* The hook strips exactly this entry from PYTHONPATH again: give it the
-     * path it computes (os.path.abspath of its own directory). */
-    char *slash2 = strrchr(path, '/');
-    *slash2 = '\0';
-    if (!realpath(path, dir))
-        dir[0] = '\0';
+    if (!looked) {
+        looked = 1;
+        /* The hook strips exactly this entry from PYTHONPATH again: give it
+         * the path it computes (os.path.abspath of its own directory; the
+         * directory made real, the file's link, if any, not followed). */
+        beside_amlrun(STK_PYTHON_SUBDIR, "sitecustomize.py", dir);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+    }
     return dir[0] ? dir : NULL;
+}
+
+const char *stk_guard_path(void)
+{
+    static int looked;
+    static char path[PATH_MAX];
+    if (!looked) {
+        looked = 1;
+        beside_amlrun(STK_GUARD_SUBDIR, STK_GUARD_NAME, path);
+        /* LD_PRELOAD's separators: a path holding one cannot be named. */
+        if (strpbrk(path, " :\t"))
+            path[0] = '\0';
+    }
+    return path[0] ? path : NULL;
 }
 
 /* python, python3, python3.11, python3.11d, python3-dbg: an interpreter. */
@@ -131,6 +154,27 @@ int stk_channel_wanted_argv(const char *path, char *const *argv,
            !stk_python_skips_hook(argv);
 }
 
+/* LD_PRELOAD with the guard last: the user's objects keep their order
+ * (a sanitizer's runtime must come first), and the hook strips exactly
+ * ":guard" (or the whole value, when it was the only one) again, the path
+ * named in STK_ENV_GUARD. */
+static int add_guard(char ***env)
+{
+    const char *guard = stk_guard_path();
+    const char *old = amldist_envp_get(*env, "LD_PRELOAD");
+    char *v;
+    if (!guard)
+        return 0; /* not installed: the channel without it, as before */
+    if (old && *old ? asprintf(&v, "%s:%s", old, guard) < 0
+                    : !(v = strdup(guard)))
+        return -1;
+    int rc = amldist_envp_set(env, "LD_PRELOAD", v) < 0 ||
+                     amldist_envp_set(env, STK_ENV_GUARD, guard) < 0
+                 ? -1 : 0;
+    free(v);
+    return rc < 0 ? -1 : 0;
+}
+
 int stk_channel_env(char ***env, int write_fd)
 {
     const char *dir = stk_python_dir();
@@ -145,7 +189,8 @@ int stk_channel_env(char ***env, int write_fd)
         return -1;
     int rc = amldist_envp_set(env, "PYTHONPATH", pp) < 0 ||
                      amldist_envp_set(env, STK_ENV_FD, fd) < 0 ||
-                     amldist_envp_set(env, STK_ENV_SIGNAL, sig) < 0
+                     amldist_envp_set(env, STK_ENV_SIGNAL, sig) < 0 ||
+                     add_guard(env) < 0
                  ? -1 : 0;
     free(pp);
     return rc;

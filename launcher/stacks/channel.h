@@ -12,7 +12,13 @@
 /* The descriptor's variable, the signal's, and where the hook is. */
 #define STK_ENV_FD "AMLDIST_STACK_FD"
 #define STK_ENV_SIGNAL "AMLDIST_STACK_SIGNAL"
+#define STK_ENV_GUARD "AMLDIST_STACK_GUARD"
 #define STK_PYTHON_SUBDIR "share/amldist/python"
+/* The guard preloaded into a worker with a channel (python/guard.c): it
+ * lets go of the channel when the program installs a handler of its own
+ * for the signal from C. */
+#define STK_GUARD_SUBDIR "lib/amldist"
+#define STK_GUARD_NAME "stack-guard.so"
 
 /* The real-time signal a Python worker's faulthandler answers
  * (SIGRTMAX - 6: programs that take real-time signals count up from
@@ -23,6 +29,11 @@ int stk_signal(void);
  * beside amlrun (then workers get no channel, and no Python frames).
  * Looked up once. */
 const char *stk_python_dir(void);
+
+/* The guard's real path (BINDIR/../lib/amldist/stack-guard.so), or NULL
+ * when it is not there or its path cannot go into LD_PRELOAD (a space or a
+ * colon).  Looked up once. */
+const char *stk_guard_path(void);
 
 /* Whether a worker of this command is Python: it runs under Python
  * (runs_python: amlrun wraps it, command.h) or is a Python interpreter
@@ -43,7 +54,8 @@ int stk_python_skips_hook(char *const *argv);
 
 /* Put the channel into a worker's environment: stk_python_dir() before the
  * rest of PYTHONPATH, STK_ENV_FD = write_fd (the worker inherits that
- * number: spawn_req.keep_fd), STK_ENV_SIGNAL.  0, or -1 when out of
+ * number: spawn_req.keep_fd), STK_ENV_SIGNAL, and stk_guard_path() after
+ * the rest of LD_PRELOAD and in STK_ENV_GUARD (when it is there).  0, or -1 when out of
  * memory. */
 int stk_channel_env(char ***env, int write_fd);
 

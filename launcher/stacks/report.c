@@ -14,7 +14,12 @@
  * paths).  Each line fits in WIDTH columns; names come from other
  * processes and nodes, so control characters (a terminal's escapes) and
  * bytes that are not UTF-8 are shown as '?'.  Each line is written whole.
+ * Under a group's line, the ranks of it whose stack was read in part say
+ * why, one line for each kind of reason (digits aside):
+ *
+ *   amlrun:     ranks 1-3: no Python frames: the program handles signal 58 ...
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +38,7 @@
 #define USER_FRAMES 3   /* user frames on a group's line */
 #define SHOWN_GROUPS 16 /* group lines; the JSON has them all */
 #define FRAMES_ROOM 40  /* columns kept for the frames of a culprits' line */
+#define NOTE_KINDS 3    /* reason lines under a group; the JSON has them all */
 
 struct line {
     char b[4 * WIDTH + 64]; /* a column is at most 4 bytes of UTF-8 */
@@ -223,6 +229,70 @@ static void ranks_text(struct line *l, const int *ranks, size_t n, size_t width)
     add(l, b);
 }
 
+/* Two errors of one kind: the same text but for the numbers in it (a
+ * pid, a tid, a signal). */
+static int same_kind(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (isdigit((unsigned char)*a))
+                a++;
+            while (isdigit((unsigned char)*b))
+                b++;
+        } else if (*a++ != *b++) {
+            return 0;
+        }
+    }
+    return *a == *b;
+}
+
+/* The reasons of g's ranks that have frames and an error (a thread that
+ * did not stop, no Python frames), each kind on a line of its own. */
+static void notes(FILE *f, const struct stk_set *s, const struct stk_group *g)
+{
+    const char *kind[NOTE_KINDS];
+    size_t nkinds = 0, more = 0;
+    int *ranks = malloc(g->n * sizeof *ranks);
+    if (!ranks)
+        return; /* the JSON has them */
+    for (size_t i = 0; i < s->n; i++) {
+        const struct stk_rank *k = &s->ranks[i];
+        if (!k->nthreads || !k->error || !has_rank(g->ranks, g->n, k->rank))
+            continue;
+        size_t j = 0;
+        while (j < nkinds && !same_kind(kind[j], k->error))
+            j++;
+        if (j == nkinds && nkinds < NOTE_KINDS)
+            kind[nkinds++] = k->error;
+        else if (j == nkinds)
+            more++;
+    }
+    for (size_t j = 0; j < nkinds; j++) {
+        size_t n = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            const struct stk_rank *k = &s->ranks[i];
+            if (k->nthreads && k->error && has_rank(g->ranks, g->n, k->rank) &&
+                same_kind(kind[j], k->error))
+                ranks[n++] = k->rank;
+        }
+        qsort(ranks, n, sizeof *ranks, stk_int_cmp);
+        struct line l = {.len = 0};
+        add(&l, "amlrun:     ");
+        ranks_text(&l, ranks, n, 36);
+        add(&l, ": ");
+        add_safe(&l, kind[j], WIDTH > l.cols + 8 ? WIDTH - l.cols : 8);
+        emit(f, &l);
+    }
+    if (more) {
+        char b[96];
+        snprintf(b, sizeof b, "amlrun:     and %zu more ranks with other reasons", more);
+        struct line l = {.len = 0};
+        add(&l, b);
+        emit(f, &l);
+    }
+    free(ranks);
+}
+
 static void head_text(struct line *l, const struct stk_set *s, const struct stk_report *r)
 {
     char b[96], t[32];
@@ -274,6 +344,7 @@ void stk_print(FILE *f, const struct stk_set *s, const struct stk_report *r)
         if (g->example < s->n)
             frames_text(&l, &s->ranks[g->example]);
         emit(f, &l);
+        notes(f, s, g);
     }
     if (r->ngroups > SHOWN_GROUPS) {
         char b[96];

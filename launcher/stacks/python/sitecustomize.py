@@ -1,12 +1,15 @@
 # amlrun's hook for reading a Python worker's stacks (launcher/stacks/).
 #
 # amlrun puts this directory first in the worker's PYTHONPATH and names a
-# pipe (AMLDIST_STACK_FD) and a signal (AMLDIST_STACK_SIGNAL).  Here
+# pipe (AMLDIST_STACK_FD) and a signal (AMLDIST_STACK_SIGNAL), and preloads
+# its guard (guard.c, last in LD_PRELOAD), which lets go of the pipe when
+# the program installs a handler of its own for the signal from C.  Here
 # faulthandler is registered to write every thread's Python stack into that
 # pipe when the signal comes; nothing else runs until then, and the
 # training program is not changed.  Then the worker is made to look as if
-# amlrun had not been there: the variables and this directory leave
-# os.environ and sys.path (a Python the program starts gets none of it), and
+# amlrun had not been there: the variables, the guard's LD_PRELOAD entry and
+# this directory leave os.environ and sys.path (a program the worker starts
+# gets none of it; the user's own LD_PRELOAD entries stay), and
 # the next sitecustomize on the path (Debian ships one) runs as it would
 # have.  Python with -S or -I never reads this file: amlrun then says that
 # it has no Python frames for the worker.
@@ -58,6 +61,19 @@ def _amldist_guard(sig, fd, faulthandler):
     _signal.signal = signal
 
 
+def _amldist_unpreload():
+    # amlrun put the guard last ("user's:guard", or the guard alone); a
+    # guard entry anywhere else is not amlrun's.
+    guard = os.environ.pop("AMLDIST_STACK_GUARD", None)
+    preload = os.environ.get("LD_PRELOAD")
+    if not guard or preload is None:
+        return
+    if preload == guard:
+        del os.environ["LD_PRELOAD"]
+    elif preload.endswith(":" + guard):
+        os.environ["LD_PRELOAD"] = preload[:-len(guard) - 1]
+
+
 def _amldist_unhook():
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.environ.get("PYTHONPATH")
@@ -85,7 +101,8 @@ def _amldist_unhook():
 
 
 _amldist_register()
-del _amldist_register, _amldist_guard
+_amldist_unpreload()
+del _amldist_register, _amldist_guard, _amldist_unpreload
 if not _amldist_unhook():
     # No sitecustomize behind this one (a Python built from source, a
     # venv): leave as none had been found.  site.py passes over an

@@ -131,20 +131,24 @@ check "per rank: the stalled rank is the outlier" \
     "$TORCH_PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["outliers"] == [1] else 1)' "$d/r.json"
 
 # --- a rank that exits while its stack is read: a handler of the real-time
-# signals (amlrun asks for Python frames with one) set from C, which the
-# hook cannot see (one set with signal.signal lets go of the channel, and
-# amlrun then never signals it): libc's _exit itself, so the rank exits at
-# once with the signal's number as its status
+# signals (amlrun asks for Python frames with one) installed by the raw
+# system call, which nothing in the process sees (signal.signal makes the
+# hook let go of the channel, a C library call its guard, and amlrun then
+# never signals it): libc's _exit itself, so the rank exits at once with
+# the signal's number as its status
 d=$(fresh exits)
 cat >"$d/w.py" <<'PY'
 import ctypes, os, signal, sys, time
 if os.environ["RANK"] == "1":
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
-    libc.signal.restype = ctypes.c_void_p
-    exit_now = ctypes.cast(libc._exit, ctypes.c_void_p)
+    exit_now = ctypes.cast(libc._exit, ctypes.c_void_p).value
+    class KSigaction(ctypes.Structure):  # the kernel's, x86-64
+        _fields_ = [("handler", ctypes.c_void_p), ("flags", ctypes.c_ulong),
+                    ("restorer", ctypes.c_void_p), ("mask", ctypes.c_ulong)]
+    SA_RESTORER, SYS_rt_sigaction = 0x04000000, 13
+    act = KSigaction(exit_now, SA_RESTORER, exit_now, 0)  # never returns
     for s in range(signal.SIGRTMIN, signal.SIGRTMAX + 1):
-        libc.signal(s, exit_now)
+        assert libc.syscall(SYS_rt_sigaction, s, ctypes.byref(act), None, 8) == 0
 open(sys.argv[1] + "/ready." + os.environ["RANK"], "w").close()
 while True:
     time.sleep(1)
@@ -160,3 +164,69 @@ check "... the JSON says why its Python frames are missing" \
 r = json.load(open(sys.argv[1]))
 x = [x for x in r["ranks"] if x["rank"] == 1][0]
 sys.exit(0 if x.get("error") else 1)' "$d/r.json"
+
+# --- handlers of the program's own on amlrun's signal (SIGRTMAX - 6), set
+# from C through ctypes (signal and sigaction, found in the process's
+# scope as a C extension's calls are) and with signal.signal: amlrun's
+# guard and hook let go of the channel, the report says why each rank has
+# no Python frames and gives its native ones, no rank waits for a dump
+# that cannot come, and no handler ever runs (each would write its file);
+# rank 0, a plain worker, gives its Python frames
+d=$(fresh handlers)
+cat >"$d/w.py" <<'PY'
+import ctypes, os, signal, sys, time
+rank, out = int(os.environ["RANK"]), sys.argv[1]
+SIG = signal.SIGRTMAX - 6
+libc = ctypes.CDLL(None)
+HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
+@HANDLER
+def in_c(sig):
+    os.close(os.open(out + "/called." + str(rank), os.O_CREAT | os.O_WRONLY))
+def in_python(sig, frame):
+    in_c(sig)
+class SA(ctypes.Structure):  # glibc's struct sigaction, x86-64
+    _fields_ = [("handler", HANDLER), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+if rank == 1:
+    libc.signal.argtypes = [ctypes.c_int, HANDLER]
+    libc.signal(SIG, in_c)
+elif rank == 2:
+    sa = SA(in_c)
+    assert libc.sigaction(SIG, ctypes.byref(sa), None) == 0
+elif rank == 3:
+    signal.signal(SIG, in_python)
+def stuck_here():
+    while True:
+        time.sleep(0.05)
+stuck_here()
+PY
+"$AMLRUN" --hang-timeout 3 --hang-report "$d/r.json" --nproc-per-node 4 "$d/w.py" "$d" \
+    >"$d/out" 2>"$d/err"
+expect_eq "own handlers: the job ends as a hang (124)" "$?" 124
+check "own handlers: no handler of the program ran" \
+    sh -c "! ls '$d'/called.* >/dev/null 2>&1"
+check "own handlers: no rank waited for a dump in vain" \
+    sh -c "! grep -q 'no answer from its faulthandler' '$d/err' '$d/r.json'"
+got=$("$TORCH_PY" - "$d/r.json" <<'PY' 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+rank = {x["rank"]: x for x in r["ranks"]}
+def main(x):
+    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
+p0 = main(rank[0])["python"]
+if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
+    bad.append("rank 0's Python frames")
+for k in (1, 2, 3):
+    e = rank[k].get("error") or ""
+    if "the program handles signal" not in e:
+        bad.append(f"rank {k}'s error: {e!r}")
+    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
+        bad.append(f"rank {k}: native frames only")
+print("ok" if not bad else "bad: " + ", ".join(bad))
+PY
+)
+expect_eq "own handlers: rank 0's Python frames, the others' native ones and why" "$got" ok
+check "own handlers: the report's lines name the reason, under the ranks' group" \
+    grep -q "^amlrun:     ranks 1-3: no Python frames: the program handles signal [0-9]* (amlrun's) itself" "$d/err"
+grep -q "^amlrun:     ranks 1-3" "$d/err" || sed 's/^/# stderr: /' "$d/err"

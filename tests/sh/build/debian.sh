@@ -48,9 +48,11 @@ for f in /usr/include/amldist.h /usr/include/amldist/topo.h /usr/include/amldist
          /usr/lib/$ma/cmake/amldist/amldistConfigVersion.cmake /usr/share/man/man3/libamldist.3.gz; do
     check "libamldist-dev: $f" has libamldist-dev "$f"
 done
-# amlrun: the launcher, the tools, their pages, the completion once the tree
-# generates it.
-for f in /usr/bin/amlrun /usr/share/man/man1/amlrun.1.gz /usr/share/man/man7/amldist-env.7.gz; do
+# amlrun: the launcher, the tools, their pages, the Python workers' stack
+# hook and guard (where amlrun looks for them: BINDIR/../share/amldist/python
+# and BINDIR/../lib/amldist), the completion once the tree generates it.
+for f in /usr/bin/amlrun /usr/share/man/man1/amlrun.1.gz /usr/share/man/man7/amldist-env.7.gz \
+         /usr/share/amldist/python/sitecustomize.py /usr/lib/amldist/stack-guard.so; do
     check "amlrun: $f" has amlrun "$f"
 done
 if grep -q 'completion' "$TOP/Makefile"; then

@@ -21,6 +21,9 @@ got=$(cd "$TEST_TMP" && env -u AMLDIST_LIBRARY PYTHONPATH=$pydir "${PYTHON:-pyth
     'import amldist; print(amldist.__file__.startswith("'"$pydir"'"), amldist.progress(1))' 2>&1)
 expect_eq "the installed module imports and amldist.progress works, no library needed" "$got" "True 0"
 check "the Python stack hook where amlrun looks for it" test -f "$d/opt/amldist/share/amldist/python/sitecustomize.py"
+check "the Python workers' stack guard where amlrun looks for it" test -f "$d/opt/amldist/lib/amldist/stack-guard.so"
+check "the guard exports its interposers and nothing else" sh -c \
+    "nm -D --defined-only '$d/opt/amldist/lib/amldist/stack-guard.so' | awk '{print \$3}' | sort | tr '\n' ' ' | grep -qx '__sigaction __sysv_signal bsd_signal sigaction signal sigset ssignal sysv_signal '"
 check "the bash and zsh completions" test -f "$d/opt/amldist/share/bash-completion/completions/amlrun" -a -f "$d/opt/amldist/share/zsh/site-functions/_amlrun"
 # Build against the installed tree the way a user would.
 sed "s|^prefix=.*|prefix=$d/opt/amldist|; s|^libdir=.*|libdir=$d/opt/amldist/lib|; s|^includedir=.*|includedir=$d/opt/amldist/include|" \

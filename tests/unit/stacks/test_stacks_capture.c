@@ -857,12 +857,55 @@ static void test_python_own_handler(void)
     struct py p;
     py_start(&p, write_script("own_handler.py", text), NULL);
     const struct stk_rank *r = py_capture(&p);
-    CHECK_STR_HAS(r->error, "closed amlrun's stack channel");
+    CHECK_STR_HAS(r->error, "handles signal");
     CHECK(main_of(r) && main_of(r)->nnative > 0);
     char buf[64];
     CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
     CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
     py_end(&p, 1);
+}
+
+/* The same handler set from C, which the hook cannot see (ctypes: signal
+ * found in the process's scope, sigaction with a struct of its own; a
+ * strict ISO C program's __sysv_signal): the guard amlrun preloads lets go
+ * of the channel, and the signal never reaches the program. */
+static void test_python_c_handler(void)
+{
+    static const char *const how[] = {
+        "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
+        "libc.signal(SIG, mine)\n",
+        "class SA(ctypes.Structure):\n"
+        "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
+        "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
+        "sa = SA(mine)\n"
+        "assert libc.sigaction(SIG, ctypes.byref(sa), None) == 0\n",
+        "libc.__sysv_signal.argtypes = [ctypes.c_int, HANDLER]\n"
+        "libc.__sysv_signal(SIG, mine)\n",
+    };
+    for (size_t k = 0; k < sizeof how / sizeof *how; k++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "import ctypes, os\n"
+                 "SIG = %d\n"
+                 "libc = ctypes.CDLL(None)\n"
+                 "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
+                 "@HANDLER\n"
+                 "def mine(sig):\n"
+                 "    os.write(1, b'unexpected signal\\n')\n"
+                 "%s"
+                 "os.write(1, b'ready\\n')\n"
+                 "while True:\n"
+                 "    pass\n", stk_signal(), how[k]);
+        struct py p;
+        py_start(&p, write_script("c_handler.py", text), NULL);
+        const struct stk_rank *r = py_capture(&p);
+        CHECK_STR_HAS(r->error, "handles signal");
+        CHECK(main_of(r) && main_of(r)->nnative > 0);
+        char buf[64];
+        CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
+        CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
+        py_end(&p, 1);
+    }
 }
 
 /* Python's own options that skip the hook (-I, -E, -S) get no channel:
@@ -1052,6 +1095,19 @@ static void test_channel(void)
     const char *pp = amldist_envp_get(env, "PYTHONPATH");
     CHECK(pp && !strncmp(pp, stk_python_dir(), strlen(stk_python_dir())));
     CHECK(pp && strstr(pp, ":/x:/y"));
+    /* The guard, found beside the build's programs, after the user's
+     * preloads, and named for the hook that takes it out again. */
+    const char *guard = stk_guard_path();
+    CHECK(guard && strstr(guard, "/lib/amldist/stack-guard.so"));
+    CHECK_STR_EQ(amldist_envp_get(env, "LD_PRELOAD"), guard);
+    CHECK_STR_EQ(amldist_envp_get(env, STK_ENV_GUARD), guard);
+    amldist_envp_free(env);
+    env = NULL;
+    amldist_envp_set(&env, "LD_PRELOAD", "/u/a.so /u/b.so");
+    CHECK_INT_EQ(stk_channel_env(&env, fds[1]), 0);
+    char both[4200];
+    snprintf(both, sizeof both, "/u/a.so /u/b.so:%s", guard ? guard : "");
+    CHECK_STR_EQ(amldist_envp_get(env, "LD_PRELOAD"), both);
     amldist_envp_free(env);
     /* Which commands get one. */
     CHECK(stk_channel_wanted("/usr/bin/python3", 0));
@@ -1081,7 +1137,7 @@ int main(void)
         "test_not_dumpable", "test_python_one", "test_python_two_threads",
         "test_python_no_site", "test_python_stopped",
         "test_python_many_threads", "test_python_not_dumpable",
-        "test_python_own_handler",
+        "test_python_own_handler", "test_python_c_handler",
         "test_64_workers",
         "test_64_python_workers"};
     if (test_under_valgrind()) {
@@ -1102,6 +1158,7 @@ int main(void)
         RUN(test_python_many_threads);
         RUN(test_python_not_dumpable);
         RUN(test_python_own_handler);
+        RUN(test_python_c_handler);
         RUN(test_64_workers);
         RUN(test_64_python_workers);
     }

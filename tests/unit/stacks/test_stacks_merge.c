@@ -293,9 +293,12 @@ static void test_errors(void)
     size_t n;
     char *t = print(&s, &r, &n);
     printf("%s", t);
-    CHECK_STR_EQ(line(t, 2), "amlrun:   ranks 2-3 (2): no stack: ptrace: pid 1234: Operation not "
+    /* Rank 5 has frames and a reason for what it lacks: a line of its own
+     * under its group's. */
+    CHECK_STR_EQ(line(t, 2), "amlrun:     rank 5: no Python stack: the worker did not answer");
+    CHECK_STR_EQ(line(t, 3), "amlrun:   ranks 2-3 (2): no stack: ptrace: pid 1234: Operation not "
                              "permitted");
-    CHECK_STR_EQ(line(t, 3), "amlrun:   rank 4: no stack: exited while its stack was read");
+    CHECK_STR_EQ(line(t, 4), "amlrun:   rank 4: no stack: exited while its stack was read");
     free(t);
     stk_report_free(&r);
     /* All of them without a stack. */
@@ -308,6 +311,40 @@ static void test_errors(void)
     CHECK_INT_EQ(r.noutliers, 0);
     t = print(&s, &r, &n);
     CHECK_STR_HAS(t, "rank 1: no frames\n");
+    free(t);
+    stk_report_free(&r);
+    stk_set_free(&s);
+}
+
+/* The reasons under a group: one line a kind, digits aside, the ranks of
+ * each; past 3 kinds, a count. */
+static void test_notes(void)
+{
+    struct stk_set s = {0};
+    char e[128];
+    for (int i = 0; i < 10; i++) {
+        fx_native_wait(&s, i);
+        if (i >= 1 && i <= 3) {
+            snprintf(e, sizeof e, "thread %d (python3) did not stop in time", 4000 + i);
+            fx_error(&s, e);
+        } else if (i == 5 || i == 6) {
+            fx_error(&s, "no Python frames: the program handles signal 58 (amlrun's) itself");
+        } else if (i >= 7) {
+            snprintf(e, sizeof e, "reason %c", 'a' + i);
+            fx_error(&s, e);
+        }
+    }
+    struct stk_report r = merge(&s, NULL, 0);
+    CHECK_INT_EQ(r.ngroups, 1);
+    size_t n;
+    char *t = print(&s, &r, &n);
+    printf("%s", t);
+    CHECK_INT_EQ(n, 6);
+    CHECK_STR_EQ(line(t, 2), "amlrun:     ranks 1-3: thread 4001 (python3) did not stop in time");
+    CHECK_STR_EQ(line(t, 3), "amlrun:     ranks 5-6: no Python frames: the program handles "
+                             "signal 58 (amlrun's) itself");
+    CHECK_STR_EQ(line(t, 4), "amlrun:     rank 7: reason h");
+    CHECK_STR_EQ(line(t, 5), "amlrun:     and 2 more ranks with other reasons");
     free(t);
     stk_report_free(&r);
     stk_set_free(&s);
@@ -566,6 +603,7 @@ int main(void)
     RUN(test_all_identical);
     RUN(test_ties);
     RUN(test_errors);
+    RUN(test_notes);
     RUN(test_many);
     RUN(test_control_characters);
     RUN(test_long_names);
