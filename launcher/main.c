@@ -30,6 +30,7 @@
 #include "run/plugins.h"
 #include "run/inplace.h"
 #include "worker/jobtoken.h"
+#include "worker/spawn.h"
 #include "run/result.h"
 #include "run/supervise.h"
 #include "worker/workerenv.h"
@@ -280,6 +281,7 @@ int main(int argc, char **argv)
 {
     ensure_std_fds();
     default_sigchld();
+    spawn_note_signals();
     (void)msg_stdout_waits();
     if (amldist_version() >> 16 != AMLDIST_VERSION_MAJOR) {
         msg("built for libamldist %d.x but runs with %s",

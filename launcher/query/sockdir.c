@@ -108,7 +108,10 @@ void qdir_candidates(uid_t uid, const char *xdg, struct qdirs *out)
             !S_ISDIR(st.st_mode) || st.st_uid != uid ||
             strlen(e->d_name) + 6 > sizeof out->dir[0] - 24)
             continue;
-        snprintf(out->dir[out->n++], sizeof out->dir[0], "/tmp/%s", e->d_name);
+        /* (its length was checked above) */
+        if (snprintf(out->dir[out->n], sizeof out->dir[0], "/tmp/%s",
+                     e->d_name) > 0)
+            out->n++;
     }
     if (d)
         closedir(d);

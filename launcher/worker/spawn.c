@@ -73,6 +73,31 @@ CHILD_CODE static long child_signal(int sig, int ignore)
 #endif
 }
 
+/* glibc's own two signals (the kernel's 32 and 33: thread cancellation,
+ * set*id across threads) as amlrun was started with them, bit k for
+ * signal 32 + k: one ignored then is ignored again in the worker.  glibc
+ * puts its handler on 33 at amlrun's first thread (the --status thread,
+ * the rendezvous's), and an exec turns a handler into the default, so a
+ * worker would not inherit what amlrun's parent ignored, as it does under
+ * any other launcher (spawn_note_signals). */
+#define LIBC_SIG_FIRST 32
+#define LIBC_SIGS 2
+static unsigned libc_ignored;
+
+void spawn_note_signals(void)
+{
+    struct {
+        void (*handler)(int);
+        unsigned long flags;
+        void (*restorer)(void);
+        uint64_t mask;
+    } old;
+    for (int k = 0; k < LIBC_SIGS; k++)
+        if (syscall(SYS_rt_sigaction, LIBC_SIG_FIRST + k, NULL, &old,
+                    sizeof old.mask) == 0 && old.handler == SIG_IGN)
+            libc_ignored |= 1u << k;
+}
+
 /* A failed call in the child ends it with a report on FD: the system
  * calls say -errno themselves (clonevm_sys), so that errno, which a child
  * sharing amlrun's memory shares with amlrun, is never read or written
@@ -122,6 +147,9 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
     child_signal(SIGPIPE, r->pipe_was_ignored);
     if (r->ignore_sighup)
         child_signal(SIGHUP, 1);
+    for (int k = 0; k < LIBC_SIGS; k++)
+        if (libc_ignored & (1u << k))
+            child_signal(LIBC_SIG_FIRST + k, 1);
     /* Only a child of its own, or one amlrun waits for (spawn.h). */
     if (a->binds) {
         int err = bind_apply_child(r->binding, r->local_rank);

@@ -178,12 +178,15 @@ static void say_still_waiting(amldist__rz_sm_t *sm)
     if (k)
         amldist__strlcpy(which + strlen(which), ")",
                          sizeof which - strlen(which));
-    snprintf(sm->waiting, sizeof sm->waiting,
-             "waiting for %d of %d node%s%s at %s, %lld s of %.0f s "
-             "(join timeout)", missing, sm->cfg.min,
-             sm->cfg.min == 1 ? "" : "s", which, sm->cfg.endpoint,
-             (sm->now - sm->started) / 1000,
-             sm->cfg.join_timeout_ms / 1000.0);
+    /* (a long endpoint cuts the line: it is a note, still whole enough) */
+    int w = snprintf(sm->waiting, sizeof sm->waiting,
+                     "waiting for %d of %d node%s%s at %s, %lld s of %.0f s "
+                     "(join timeout)", missing, sm->cfg.min,
+                     sm->cfg.min == 1 ? "" : "s", which, sm->cfg.endpoint,
+                     (sm->now - sm->started) / 1000,
+                     sm->cfg.join_timeout_ms / 1000.0);
+    if (w < 0)
+        sm->waiting[0] = '\0';
     for (int i = 0; i < sm->nm; i++)
         if (sm->m[i].state == AMLDIST__RZ_M_JOINED && !sm->m[i].failing)
             amldist__rz_sm_emit(sm, AMLDIST__RZ_A_WAIT, sm->m[i].who, 0,
