@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -84,8 +85,16 @@ CHILD_CODE static long child_signal(int sig, int ignore)
 #define LIBC_SIGS 2
 static unsigned libc_ignored;
 
+/* The soft limit of open files amlrun was started with: the rendezvous
+ * host raises amlrun's own to the hard one for a job of many nodes
+ * (lib/rdzv/tcp/hosting.c), and the workers get the one they would have
+ * had without amlrun (a select() loop breaks past 1024). */
+static struct rlimit start_nofile;
+static int have_nofile;
+
 void spawn_note_signals(void)
 {
+    have_nofile = getrlimit(RLIMIT_NOFILE, &start_nofile) == 0;
     struct {
         void (*handler)(int);
         unsigned long flags;
@@ -150,6 +159,9 @@ CHILD_CODE static _Noreturn void child(const struct child_args *a)
     for (int k = 0; k < LIBC_SIGS; k++)
         if (libc_ignored & (1u << k))
             child_signal(LIBC_SIG_FIRST + k, 1);
+    if (have_nofile)
+        (void)clonevm_sys(SYS_prlimit64, 0, RLIMIT_NOFILE, (long)&start_nofile,
+                          0);
     /* Only a child of its own, or one amlrun waits for (spawn.h). */
     if (a->binds) {
         int err = bind_apply_child(r->binding, r->local_rank);

@@ -69,7 +69,8 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
                 enum spawn_stage *stage, int *err);
 
 /* Before amlrun's first thread: which of glibc's own signals (32, 33) its
- * parent left ignored, for the workers to inherit them so. */
+ * parent left ignored, and its soft limit of open files, for the workers
+ * to inherit them so. */
 void spawn_note_signals(void);
 /* 0: the worker runs; -1: it failed before running the command, with
  * *stage and *err saying where and why (it is reaped and out of the

@@ -3,7 +3,8 @@
 # usual soft RLIMIT_NOFILE (1024) is below what a large job needs.  The
 # host raises its soft limit to the hard one at its start: under `ulimit
 # -Sn 64`, a host forms a job of 100 agents (each its own amlrun), more
-# than its soft limit allowed.  Where the hard limit is too low, the host
+# than its soft limit allowed, its worker keeping the soft limit amlrun was
+# started with.  Where the hard limit is too low, the host
 # refuses at once, naming the limit and the number needed, and starts no
 # worker (exit 125), also for an elastic job's MAX.  In a network
 # namespace of this test's own (fixed ports).
@@ -32,7 +33,7 @@ listening() {
 [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge $((N + 200)) ] ||
     { skip "a host under ulimit -Sn 64" "hard limit $(ulimit -Hn)"; exit 0; }
 job="--cpu-bind none --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29800 --nnodes $N --nproc-per-node 1"
-(ulimit -Sn 64; exec $T "$AMLRUN" $job --no-python sh -c 'touch "$0"' "$d/ran.0" \
+(ulimit -Sn 64; exec $T "$AMLRUN" $job --no-python sh -c 'ulimit -Sn >"$1"; touch "$0"' "$d/ran.0" "$d/nofile.host" \
     >"$d/out.host" 2>"$d/err.host") &
 host=$!
 for _ in $(seq 200); do listening 29800 && break; nap 0.05; done
@@ -51,6 +52,9 @@ expect_eq "soft limit 64, $N agents: every other agent exits 0" "$bad" 0
 nfiles "$d" 'ran\.'
 expect_eq "soft limit 64, $N agents: every worker ran once" "$NFILES" $N
 [ "$rc" = 0 ] || sed 's/^/# host: /' "$d/err.host"
+# the limit raised is the host's own: its worker has the one amlrun had
+expect_eq "soft limit 64: the host's worker starts with it, not the raised one" \
+    "$(cat "$d/nofile.host" 2>/dev/null)" 64
 
 # refused NAME NNODES NEED: under a hard limit of 200, a job of NNODES is
 # refused at once with the words, and no worker starts.
