@@ -255,29 +255,11 @@ static void request(struct qclient *c)
 
 static void client_read(struct qclient *c)
 {
-    for (;;) {
-        ssize_t n = recv(c->fd, c->req + c->reqlen, QP_REQ_MAX - c->reqlen, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n <= 0) {
-            client_close(c);
-            return;
-        }
-        c->reqlen += (size_t)n;
-        c->req[c->reqlen] = '\0';
-        char *nl = memchr(c->req, '\n', c->reqlen);
-        if (nl) {
-            *nl = '\0';
-            request(c);
-            return;
-        }
-        if (c->reqlen == QP_REQ_MAX) {
-            client_close(c); /* no request is that long */
-            return;
-        }
-    }
+    int got = qsock_read_request(c->fd, c->req, &c->reqlen);
+    if (got > 0)
+        request(c);
+    else if (got < 0)
+        client_close(c);
 }
 
 static void on_client(void *arg, int fd, short revents)
@@ -288,17 +270,6 @@ static void on_client(void *arg, int fd, short revents)
         client_write(c);
     else if (!c->busy && !c->out && (revents & (POLLIN | POLLERR | POLLHUP)))
         client_read(c);
-}
-
-/* Same user, or root. */
-static int peer_allowed(int fd)
-{
-    struct ucred cr;
-    socklen_t len = sizeof cr;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
-        len != sizeof cr)
-        return 0;
-    return cr.uid == geteuid() || cr.uid == 0;
 }
 
 /* The slot of a new client: a free one, else the oldest idle one's (no
@@ -325,7 +296,7 @@ static int slot_for_new(struct jobquery *q)
 static void take(struct jobquery *q, int fd)
 {
     struct job *j = q->j;
-    if (!peer_allowed(fd)) {
+    if (!qsock_peer_allowed(fd)) {
         close(fd);
         return;
     }

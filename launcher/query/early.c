@@ -100,38 +100,18 @@ static void answer(struct qe_client *c)
 
 static void readable(struct qe_client *c)
 {
-    ssize_t n = recv(c->fd, c->req + c->len, QP_REQ_MAX - c->len,
-                     MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
-        return;
-    if (n <= 0) {
-        drop(c);
-        return;
-    }
-    c->len += (size_t)n;
-    c->req[c->len] = '\0';
-    char *nl = memchr(c->req, '\n', c->len);
-    if (nl) {
-        *nl = '\0';
+    int got = qsock_read_request(c->fd, c->req, &c->len);
+    if (got > 0)
         answer(c);
-    } else if (c->len == QP_REQ_MAX) {
-        drop(c); /* no request is that long */
-    }
-}
-
-static int peer_allowed(int fd)
-{
-    struct ucred cr;
-    socklen_t len = sizeof cr;
-    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
-           len == sizeof cr && (cr.uid == geteuid() || cr.uid == 0);
+    else if (got < 0)
+        drop(c);
 }
 
 /* A new connection: a free slot, else the oldest one's (every one here
  * waits for its request: nobody is being answered). */
 static void take(int fd)
 {
-    if (!peer_allowed(fd)) {
+    if (!qsock_peer_allowed(fd)) {
         close(fd);
         return;
     }

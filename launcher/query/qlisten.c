@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "query/proto.h"
 #include "query/qlisten.h"
 #include "query/sockdir.h"
 
@@ -45,4 +46,34 @@ int qsock_listen(const char *run_id, char *path, size_t size, char *note,
     }
     memcpy(path, p, strlen(p) + 1);
     return fd;
+}
+
+int qsock_peer_allowed(int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 &&
+           len == sizeof cr && (cr.uid == geteuid() || cr.uid == 0);
+}
+
+int qsock_read_request(int fd, char *req, size_t *len)
+{
+    for (;;) {
+        ssize_t n = recv(fd, req + *len, QP_REQ_MAX - *len, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0)
+            return -1;
+        *len += (size_t)n;
+        req[*len] = '\0';
+        char *nl = memchr(req, '\n', *len);
+        if (nl) {
+            *nl = '\0';
+            return 1;
+        }
+        if (*len == QP_REQ_MAX)
+            return -1; /* no request is that long */
+    }
 }

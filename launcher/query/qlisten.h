@@ -17,4 +17,14 @@
 int qsock_listen(const char *run_id, char *path, size_t size, char *note,
                  size_t notesize, char *why, size_t whysize);
 
+/* Whether the peer of a connection to the socket may ask: the same user,
+ * or root (SO_PEERCRED). */
+int qsock_peer_allowed(int fd);
+
+/* What a client sent of its request line, read into req (*len bytes so
+ * far, room for QP_REQ_MAX and a NUL): 1 when the line is whole (its
+ * newline now the NUL that ends it), 0 to wait for more, -1 to drop the
+ * client (closed, an error, or longer than any request). */
+int qsock_read_request(int fd, char *req, size_t *len);
+
 #endif /* AMLRUN_QLISTEN_H */
