@@ -6,7 +6,8 @@
 # progress API beside ranks that only print or say nothing, a "\r" bar, the
 # whole job stopped and continued, amlrun alone stopped, the workers alone
 # stopped, a console that stops reading, a long step announced through the
-# API, every core busy, a restart, Ctrl-Z typed in a terminal.  Then the real hangs of the same shapes,
+# API, every core busy, a restart, Ctrl-Z typed in a terminal, a bar in
+# a terminal.  Then the real hangs of the same shapes,
 # still caught (124) and named right.  What happened is checked, never
 # how long it took.
 . "$(dirname "$0")/../../lib.sh"
@@ -137,6 +138,15 @@ else
     fail "(m) Ctrl-Z in a terminal for 4 s, then fg: the job went on to exit 0"
     diag "$out"; diag "$(cat "$d/err")"
 fi
+
+# --- (n) in a terminal (workers on ptys, partial lines live): a "\r" bar
+# on rank 0, rank 1 silent and never calling the API, for longer than the
+# timeout: the bar's updates reach the terminal before its newline
+d=$(fresh n)
+out=$(python3 "$TOP/tests/amlrun/ptyrun.py" "$d/tty" 'expect:\r5/20' \
+      -- "$AMLRUN" --hang-timeout 2 --nproc-per-node 2 "$W" "$d" 4 bar silent)
+healthy "(n) a '\\r' bar and a silent rank in a terminal" \
+    "$(sed -n 's/^status //p' <<<"$out")" "$d/tty"
 
 # --- the real hangs of these shapes are still caught
 # A rank that called the API stops calling while another progresses.
