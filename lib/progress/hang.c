@@ -24,17 +24,14 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* The time at which `last` is timeout old, without overflow. */
-static int64_t due(int64_t last, int64_t timeout_ns)
+int64_t amldist__hang_due(int64_t last, int64_t timeout_ns)
 {
     return last > AMLDIST__HANG_NEVER - timeout_ns ? AMLDIST__HANG_NEVER
                                                    : last + timeout_ns;
 }
 
-/* The last progress of a rank judged by the API: its last call (its start
- * before any), moved on by a long step it announced since, as if it had
- * called at the step's end less the timeout. */
-static int64_t api_last(const amldist__hang_rank_t *r, int64_t timeout_ns)
+int64_t amldist__hang_api_last(const amldist__hang_rank_t *r,
+                               int64_t timeout_ns)
 {
     int64_t last = max64(r->progress_ns, r->start_ns);
     if (r->until_ns > timeout_ns)
@@ -42,12 +39,11 @@ static int64_t api_last(const amldist__hang_rank_t *r, int64_t timeout_ns)
     return last;
 }
 
-/* The last sign of life of a rank: its start, output, end, and for a rank
- * judged by the API its last progress. */
-static int64_t last_life(const amldist__hang_rank_t *r, int64_t timeout_ns)
+int64_t amldist__hang_last_life(const amldist__hang_rank_t *r,
+                                int64_t timeout_ns)
 {
     int64_t t = max64(r->start_ns, max64(r->line_ns, r->alive ? 0 : r->end_ns));
-    return r->uses_api ? max64(t, api_last(r, timeout_ns)) : t;
+    return r->uses_api ? max64(t, amldist__hang_api_last(r, timeout_ns)) : t;
 }
 
 /* The ranks judged by the API: the oldest live one's progress in *oldest,
@@ -63,14 +59,15 @@ static size_t scan(const amldist__hang_rank_t *r, size_t n, int64_t now_ns,
         if (!r[i].alive)
             continue;
         if (!r[i].uses_api) {
-            showing += now_ns - last_life(&r[i], timeout_ns) < timeout_ns;
+            showing += now_ns - amldist__hang_last_life(&r[i], timeout_ns) <
+                       timeout_ns;
             continue;
         }
         showing++;
-        int64_t last = api_last(&r[i], timeout_ns);
+        int64_t last = amldist__hang_api_last(&r[i], timeout_ns);
         *oldest = min64(*oldest, last);
         if (now_ns - last < timeout_ns)
-            *next = min64(*next, due(last, timeout_ns));
+            *next = min64(*next, amldist__hang_due(last, timeout_ns));
     }
     return showing;
 }
@@ -84,7 +81,8 @@ static void take_stalled(const amldist__hang_rank_t *r, size_t n,
     int64_t margin = min64(timeout_ns / MARGIN_DIV, MARGIN_MAX_NS);
     int64_t upto = max64(oldest + margin, now_ns - timeout_ns);
     for (size_t i = 0; i < n; i++) {
-        if (!r[i].alive || !r[i].uses_api || api_last(&r[i], timeout_ns) > upto)
+        if (!r[i].alive || !r[i].uses_api ||
+            amldist__hang_api_last(&r[i], timeout_ns) > upto)
             continue;
         stalled[v->nstalled++] = r[i].rank;
         v->idle_ns = max64(v->idle_ns,
@@ -105,7 +103,7 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
     for (size_t i = 0; i < n; i++) {
         live += r[i].alive != 0;
         v->per_rank |= r[i].uses_api != 0;
-        life = max64(life, last_life(&r[i], timeout_ns));
+        life = max64(life, amldist__hang_last_life(&r[i], timeout_ns));
     }
     if (live == 0 || timeout_ns <= 0)
         return 0;
@@ -128,6 +126,6 @@ int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
         v->idle_ns = now_ns - life;
         return 1;
     }
-    v->next_ns = min64(next, due(life, timeout_ns));
+    v->next_ns = min64(next, amldist__hang_due(life, timeout_ns));
     return 0;
 }

@@ -69,6 +69,21 @@ typedef struct {
 /* Decide over n ranks at `now_ns` with timeout `timeout_ns` (> 0).  Per
  * rank, the stalled ranks' numbers go to stalled[] (room for n), in the
  * view's order (none for a job-wide hang).  Returns v->hung. */
+/* The rule's reading of one rank, for a caller that sums ranks up (the
+ * control plane's host, per node):
+ *   the time at which `last` is timeout_ns old (AMLDIST__HANG_NEVER past
+ *   the clock's end);
+ *   a rank judged by the API: its last call (its start before any), moved
+ *   on by a long step it announced since, as if it had called at the
+ *   step's end less the timeout;
+ *   any rank: its last sign of life (its start, output, end, and for a rank
+ *   judged by the API its last progress). */
+int64_t amldist__hang_due(int64_t last, int64_t timeout_ns);
+int64_t amldist__hang_api_last(const amldist__hang_rank_t *r,
+                               int64_t timeout_ns);
+int64_t amldist__hang_last_life(const amldist__hang_rank_t *r,
+                                int64_t timeout_ns);
+
 int amldist__hang_check(const amldist__hang_rank_t *r, size_t n,
                         int64_t now_ns, int64_t timeout_ns, int *stalled,
                         amldist__hang_verdict_t *v);

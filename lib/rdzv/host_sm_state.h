@@ -45,9 +45,9 @@ struct amldist__rz_member {
     int failing;
     /* Its view summed up for the hang rule (host_sm_watch.c's sum_up), as
      * of hang_since_ns sum_since (sum_ok 0: to do again): its live ranks,
-     * whether one uses the API, its latest sign of life, its oldest API
-     * progress of a live rank (AMLDIST__HANG_NEVER: none). */
-    int sum_ok, sum_api;
+     * its latest sign of life, its oldest API progress of a live rank
+     * (AMLDIST__HANG_NEVER: none). */
+    int sum_ok;
     size_t sum_live;
     int64_t sum_since, sum_life, sum_oldest;
 };

@@ -263,40 +263,43 @@ static int late(const amldist__rz_sm_t *sm, const struct amldist__rz_member *m)
            sm->now_ns - m->view_at_ns > AMLDIST__RZ_VIEW_LATE_NS(m->view_timeout_ms);
 }
 
-/* Member m's view summed up as lib/progress/hang.c's rule reads a rank
- * (a live rank's start no earlier than hang_since_ns, as decide() gives
- * it; no announced step: it came folded into the progress): redone only
- * when its view or the clock's restart changed. */
+/* One rank of a node's view as the rule reads it, a live rank's start no
+ * earlier than the clock's restart (hang_since_ns); no announced step: it
+ * came folded into the progress. */
+static amldist__hang_rank_t to_rank(const amldist__rz_sm_t *sm,
+                                    const amldist__rz_view_t *v)
+{
+    amldist__hang_rank_t r = {
+        .rank = (int)(v->rank & 0x7fffffff),
+        .alive = (v->flags & AMLDIST_RDZV_VIEW_ALIVE) != 0,
+        .uses_api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0,
+        .start_ns = v->start_ns, .progress_ns = v->progress_ns,
+        .line_ns = v->line_ns, .end_ns = v->end_ns};
+    if (r.alive && r.start_ns < sm->hang_since_ns)
+        r.start_ns = sm->hang_since_ns;
+    return r;
+}
+
+/* Member m's view summed up by the rule's own reading of each rank
+ * (progress/hang.h): redone only when its view or the clock's restart
+ * changed. */
 static void sum_up(const amldist__rz_sm_t *sm, struct amldist__rz_member *m)
 {
     if (m->sum_ok && m->sum_since == sm->hang_since_ns)
         return;
     m->sum_ok = 1;
     m->sum_since = sm->hang_since_ns;
-    m->sum_api = 0;
     m->sum_live = 0;
     m->sum_life = 0;
     m->sum_oldest = AMLDIST__HANG_NEVER;
     for (size_t j = 0; j < m->nviews; j++) {
-        const amldist__rz_view_t *v = &m->views[j];
-        int alive = (v->flags & AMLDIST_RDZV_VIEW_ALIVE) != 0;
-        int api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0;
-        int64_t start = v->start_ns;
-        if (alive && start < sm->hang_since_ns)
-            start = sm->hang_since_ns;
-        int64_t life = start;
-        if (v->line_ns > life)
-            life = v->line_ns;
-        if (!alive && v->end_ns > life)
-            life = v->end_ns;
-        int64_t last = v->progress_ns > start ? v->progress_ns : start;
-        if (api && last > life)
-            life = last;
+        amldist__hang_rank_t r = to_rank(sm, &m->views[j]);
+        int64_t life = amldist__hang_last_life(&r, 0);
         if (life > m->sum_life)
             m->sum_life = life;
-        m->sum_live += alive;
-        m->sum_api |= api;
-        if (alive && api && last < m->sum_oldest)
+        m->sum_live += r.alive != 0;
+        int64_t last = amldist__hang_api_last(&r, 0);
+        if (r.alive && r.uses_api && last < m->sum_oldest)
             m->sum_oldest = last;
     }
 }
@@ -328,11 +331,8 @@ static int64_t not_hung_until(amldist__rz_sm_t *sm, int64_t now,
         return -1;
     /* Every live API rank's progress is within the timeout: the first due
      * is the oldest's. */
-    int64_t due_life = life > AMLDIST__HANG_NEVER - timeout
-                           ? AMLDIST__HANG_NEVER : life + timeout;
-    int64_t due_oldest = oldest == AMLDIST__HANG_NEVER ||
-                                 oldest > AMLDIST__HANG_NEVER - timeout
-                             ? AMLDIST__HANG_NEVER : oldest + timeout;
+    int64_t due_life = amldist__hang_due(life, timeout);
+    int64_t due_oldest = amldist__hang_due(oldest, timeout);
     return due_oldest < due_life ? due_oldest : due_life;
 }
 
@@ -383,17 +383,8 @@ static void decide(amldist__rz_sm_t *sm)
         struct amldist__rz_member *m = &sm->m[i];
         if (!watching(sm, m))
             continue;
-        for (size_t j = 0; j < m->nviews; j++) {
-            const amldist__rz_view_t *v = &m->views[j];
-            all[k++] = (amldist__hang_rank_t){
-                .rank = (int)(v->rank & 0x7fffffff),
-                .alive = (v->flags & AMLDIST_RDZV_VIEW_ALIVE) != 0,
-                .uses_api = (v->flags & AMLDIST_RDZV_VIEW_API) != 0,
-                .start_ns = v->start_ns, .progress_ns = v->progress_ns,
-                .line_ns = v->line_ns, .end_ns = v->end_ns};
-            if (all[k - 1].alive && all[k - 1].start_ns < sm->hang_since_ns)
-                all[k - 1].start_ns = sm->hang_since_ns;
-        }
+        for (size_t j = 0; j < m->nviews; j++)
+            all[k++] = to_rank(sm, &m->views[j]);
     }
     amldist__hang_verdict_t verdict;
     if (amldist__hang_check(all, n, sm->now_ns - slack,
