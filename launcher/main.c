@@ -281,7 +281,7 @@ int main(int argc, char **argv)
 {
     ensure_std_fds();
     default_sigchld();
-    spawn_note_signals();
+    spawn_note_inherited();
     (void)msg_stdout_waits();
     if (amldist_version() >> 16 != AMLDIST_VERSION_MAJOR) {
         msg("built for libamldist %d.x but runs with %s",

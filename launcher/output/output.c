@@ -136,28 +136,6 @@ static void own_line(struct out_stream *s)
     msg_line_set(s, s->console);
 }
 
-/* A live stream about to write to its terminal: another stream's open
- * line is erased first; this stream's own, if another erased it, is shown
- * again whole (its prefix and what it showed), at once.  Whether this
- * stream's line is open there now (its prefix and start shown). */
-static void live_add_seen(struct batch *b, const struct out_stream *s);
-static int live_begin(struct out_stream *s)
-{
-    if (msg_line_owner() == s)
-        return 1;
-    msg_line_end();
-    if (!s->erased)
-        return 0;
-    s->erased = 0;
-    struct batch b;
-    b.fd = s->console;
-    b.n = 0;
-    live_add_seen(&b, s);
-    batch_flush(&b);
-    own_line(s);
-    return 1;
-}
-
 /* Keep what s shows of its open line (seen); too much: kept no more
  * (seen_len SEEN_MAX, ended with a newline if erased). */
 static void seen_add(struct out_stream *s, const char *p, size_t n)
@@ -217,6 +195,27 @@ static void live_add_seen(struct batch *b, const struct out_stream *s)
         live_add(b, s, s->seen, s->seen_len, 0);
     else
         batch_add(b, s->seen, s->seen_len);
+}
+
+/* A live stream about to write to its terminal: another stream's open
+ * line is erased first; this stream's own, if another erased it, is shown
+ * again whole (its prefix and what it showed), at once.  Whether this
+ * stream's line is open there now (its prefix and start shown). */
+static int live_begin(struct out_stream *s)
+{
+    if (msg_line_owner() == s)
+        return 1;
+    msg_line_end();
+    if (!s->erased)
+        return 0;
+    s->erased = 0;
+    struct batch b;
+    b.fd = s->console;
+    b.n = 0;
+    live_add_seen(&b, s);
+    batch_flush(&b);
+    own_line(s);
+    return 1;
 }
 
 /* Whether a live stream's lines need live_add: a prefix, and a "\r" in

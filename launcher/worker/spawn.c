@@ -80,7 +80,7 @@ CHILD_CODE static long child_signal(int sig, int ignore)
  * puts its handler on 33 at amlrun's first thread (the --status thread,
  * the rendezvous's), and an exec turns a handler into the default, so a
  * worker would not inherit what amlrun's parent ignored, as it does under
- * any other launcher (spawn_note_signals). */
+ * any other launcher (spawn_note_inherited). */
 #define LIBC_SIG_FIRST 32
 #define LIBC_SIGS 2
 static unsigned libc_ignored;
@@ -92,7 +92,7 @@ static unsigned libc_ignored;
 static struct rlimit start_nofile;
 static int have_nofile;
 
-void spawn_note_signals(void)
+void spawn_note_inherited(void)
 {
     have_nofile = getrlimit(RLIMIT_NOFILE, &start_nofile) == 0;
     struct {

@@ -71,7 +71,7 @@ int spawn_begin(const struct spawn_req *r, struct spawn *sp,
 /* Before amlrun's first thread: which of glibc's own signals (32, 33) its
  * parent left ignored, and its soft limit of open files, for the workers
  * to inherit them so. */
-void spawn_note_signals(void);
+void spawn_note_inherited(void);
 /* 0: the worker runs; -1: it failed before running the command, with
  * *stage and *err saying where and why (it is reaped and out of the
  * guard's list).  *sp is SPAWN_NONE after. */
