@@ -19,6 +19,7 @@ iproute2 procps util-linux
 slurmctld slurmd slurm-client slurm-wlm-basic-plugins libpmix2
 hyperfine time
 cmake
+etcd-server etcd-client libcurl4-openssl-dev
 debhelper dpkg-dev fakeroot lintian
 dh-python python3-all pybuild-plugin-pyproject python3-setuptools
 "
