@@ -40,7 +40,7 @@ fi
 out=$(slurm_on n0 $T salloc -N2 "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>&1)
 expect_eq "salloc -N2 amlrun: one line says it runs on this node only, and how on every node" \
     "$(grep -c 'note: Slurm job [0-9]* has 2 nodes (SLURM_JOB_NUM_NODES) but this amlrun runs in no step of it, so on this node only; to run on every node: srun --ntasks-per-node 1 amlrun' <<<"$out")" 1
-expect_eq "salloc -N2 amlrun: its 2 workers run on n0" "$(grep -oE '^n[0-9] RANK=[0-9]' <<<"$out" | tr '\n' ' ')" "n0 RANK=0 n0 RANK=1 "
+expect_eq "salloc -N2 amlrun: its 2 workers run on n0" "$(grep -oE '^n[0-9] RANK=[0-9]' <<<"$out" | sort | tr '\n' ' ')" "n0 RANK=0 n0 RANK=1 "
 out=$(slurm_on n0 $T salloc -N2 "$AMLRUN" -q --nproc-per-node 2 "$REPORT" 2>&1)
 expect_eq "salloc -N2 amlrun -q: no note" "$(grep -c 'runs in no step' <<<"$out")" 0
 out=$(slurm_on n0 $T salloc -N1 "$AMLRUN" --nproc-per-node 2 "$REPORT" 2>&1)
