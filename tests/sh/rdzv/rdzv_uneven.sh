@@ -72,7 +72,6 @@ expect_eq "c10d, 1, 2 and 3 workers: ranks 0 | 1 2 | 3 4 5 of 6" "$(rz_layout)" 
     "$(rz_want 0 n0:1 n1:2 n2:3)"
 rz_check_layout "c10d, 1, 2 and 3 workers" 3 0
 no_leftovers "c10d, 1, 2 and 3 workers"
-torchrun_side "c10d, 1, 2 and 3 workers" $((PORT + 1)) n0:1 n1:2 n2:3
 
 rz_case c10d-321
 in_order $((PORT + 10)) 3 n0:3 n1:1 n2:2
@@ -143,21 +142,17 @@ for first in n0 n1; do
     no_leftovers "$name"
 done
 
-# A real DDP job, 1 worker on n0 and 2 on n1, the same line but the count.
+# A real DDP job, 1 worker on n0 and 2 on n1, the same line but the count
+# (c10d: the static numbering is the same function, checked above).
 if [ $HAVE_TORCH = 1 ]; then
     DDP=$TOP/tests/amlrun/ddp_replicas.py
-    # ddp NAME PORT c10d|static
+    # ddp NAME PORT
     ddp() {
-        local name=$1 port=$2 mode=$3 node args
-        rz_case "ddp-$mode"
+        local name=$1 port=$2 node
+        rz_case ddp-c10d
         for node in n0 n1; do
-            if [ "$mode" = c10d ]; then
-                args=(--rdzv-backend c10d --rdzv-endpoint "$EP:$port")
-            else
-                args=(--master-addr n0 --master-port "$port" --node-rank "${node#n}")
-            fi
-            rz_start "$node" --nnodes 2 "${args[@]}" --nproc-per-node $((${node#n} + 1)) \
-                --python "$TORCH_PY" "$DDP"
+            rz_start "$node" --nnodes 2 --rdzv-backend c10d --rdzv-endpoint "$EP:$port" \
+                --nproc-per-node $((${node#n} + 1)) --python "$TORCH_PY" "$DDP"
         done
         rz_wait
         rz_expect "$name: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
@@ -166,8 +161,7 @@ if [ $HAVE_TORCH = 1 ]; then
             "$(printf 'n0 rank=0/3 node=0 agree=True trained=True\nn1 rank=1/3 node=1 agree=True trained=True\nn1 rank=2/3 node=1 agree=True trained=True')"
         no_leftovers "$name"
     }
-    ddp "DDP, c10d, 1 and 2 workers" $((PORT + 30)) c10d
-    ddp "DDP, static, 1 and 2 workers" $((PORT + 40)) static
+    ddp "DDP, c10d, 1 and 2 workers" $((PORT + 30))
 else
     skip "DDP with 1 and 2 workers" "$TORCH_PY cannot import torch"
 fi
