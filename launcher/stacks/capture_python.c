@@ -42,7 +42,8 @@ static unsigned long long sigmask_of(pid_t pid, pid_t tid, const char *name)
 
 /* Thread tid of pid waits for the signal (bit) in sigwait,
  * sigwaitinfo or sigtimedwait (which unblock it meanwhile: SigBlk does
- * not show it), or cannot be read. */
+ * not show it).  Where its call cannot be read (a worker not dumpable:
+ * not known) it is taken not to, as before that was looked at. */
 static int waits_for(pid_t pid, pid_t tid, unsigned long long bit)
 {
     char path[64], buf[256];
@@ -50,7 +51,7 @@ static int waits_for(pid_t pid, pid_t tid, unsigned long long bit)
              (int)tid);
     unsigned long nr, set;
     if (read_small(path, buf, sizeof buf) < 0)
-        return 1;
+        return 0;
     if (sscanf(buf, "%lu %lx", &nr, &set) != 2 || nr != SYS_rt_sigtimedwait)
         return 0; /* running, or in another call */
     unsigned long long mask = 0;
