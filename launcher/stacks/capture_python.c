@@ -330,6 +330,9 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
     if (c->stopped)
         return cap_error(r, "no Python frames: the worker is stopped "
                             "(SIGSTOP), and amlrun leaves it so");
+    if (sigmask_of(pid, 0, "SigIgn") & bit)
+        return cap_error(r, "no Python frames: the program ignores signal "
+                            "%d (amlrun's)", sig);
     if (!(sigmask_of(pid, 0, "SigCgt") & bit))
         return cap_error(r, "no Python frames: its Python did not take "
                             "amlrun's faulthandler hook (site disabled: "
@@ -363,7 +366,8 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
     /* One sent before and still pending (a thread that did not take it
      * then: an uninterruptible sleep) answers this capture: a second
      * would queue a second dump behind it. */
-    if ((sigmask_of(pid, pid, "SigPnd") | sigmask_of(pid, 0, "ShdPnd")) & bit)
+    if ((sigmask_of(pid, pid, "SigPnd") | sigmask_of(pid, tid, "SigPnd") |
+         sigmask_of(pid, 0, "ShdPnd")) & bit)
         return 1;
     x->tid = tid;
     int sent = (int)syscall(SYS_tgkill, pid, tid, sig);
