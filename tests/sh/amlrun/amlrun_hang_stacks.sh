@@ -176,6 +176,31 @@ r = json.load(open(sys.argv[1]))
 x = [x for x in r["ranks"] if x["rank"] == 1][0]
 sys.exit(0 if x.get("error") else 1)' "$d/r.json"
 
+# own_handler_json REPORT K=WHY...: rank 0 gives its Python frames (in
+# stuck_here), each rank K only native ones, its error holding WHY.
+own_handler_json() {
+    "$TORCH_PY" - "$@" <<'PY' 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+rank = {x["rank"]: x for x in r["ranks"]}
+def main(x):
+    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
+p0 = main(rank[0])["python"]
+if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
+    bad.append("rank 0's Python frames")
+for arg in sys.argv[2:]:
+    k, why = arg.split("=", 1)
+    k = int(k)
+    e = rank[k].get("error") or ""
+    if why not in e:
+        bad.append(f"rank {k}'s error: {e!r}")
+    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
+        bad.append(f"rank {k}: native frames only")
+print("ok" if not bad else "bad: " + ", ".join(bad))
+PY
+}
+
 # --- handlers of the program's own on amlrun's signal (SIGRTMAX - 6), set
 # from C through ctypes (signal and sigaction, found in the process's
 # scope as a C extension's calls are) and with signal.signal: amlrun's
@@ -218,25 +243,8 @@ check "own handlers: no handler of the program ran" \
     sh -c "! ls '$d'/called.* >/dev/null 2>&1"
 check "own handlers: no rank waited for a dump in vain" \
     sh -c "! grep -q 'no answer from its faulthandler' '$d/err' '$d/r.json'"
-got=$("$TORCH_PY" - "$d/r.json" <<'PY' 2>&1
-import json, sys
-r = json.load(open(sys.argv[1]))
-bad = []
-rank = {x["rank"]: x for x in r["ranks"]}
-def main(x):
-    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
-p0 = main(rank[0])["python"]
-if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
-    bad.append("rank 0's Python frames")
-for k in (1, 2, 3):
-    e = rank[k].get("error") or ""
-    if "the program handles signal" not in e:
-        bad.append(f"rank {k}'s error: {e!r}")
-    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
-        bad.append(f"rank {k}: native frames only")
-print("ok" if not bad else "bad: " + ", ".join(bad))
-PY
-)
+got=$(own_handler_json "$d/r.json" "1=the program handles signal" \
+    "2=the program handles signal" "3=the program handles signal")
 expect_eq "own handlers: rank 0's Python frames, the others' native ones and why" "$got" ok
 check "own handlers: the report's lines name the reason, under the ranks' group" \
     grep -q "^amlrun:     ranks 1-3: no Python frames: the program handles signal [0-9]* (amlrun's) itself" "$d/err"
@@ -309,28 +317,6 @@ def stuck_here():
             time.sleep(0.05)
 stuck_here()
 PY
-past_guard_json() {
-    "$TORCH_PY" - "$1" <<'PY' 2>&1
-import json, sys
-r = json.load(open(sys.argv[1]))
-bad = []
-rank = {x["rank"]: x for x in r["ranks"]}
-def main(x):
-    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
-p0 = main(rank[0])["python"]
-if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
-    bad.append("rank 0's Python frames")
-for k, why in [(1, "past amlrun's guard"), (2, "past amlrun's guard"),
-               (3, "past amlrun's guard"), (4, "past amlrun's guard"),
-               (5, "blocks signal"), (6, "blocks signal")]:
-    e = rank[k].get("error") or ""
-    if why not in e:
-        bad.append(f"rank {k}'s error: {e!r}")
-    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
-        bad.append(f"rank {k}: native frames only")
-print("ok" if not bad else "bad: " + ", ".join(bad))
-PY
-}
 "$AMLRUN" --hang-timeout 3 --hang-report "$d/r.json" --nproc-per-node 7 "$d/w.py" "$d" \
     >"$d/out" 2>"$d/err"
 expect_eq "past the guard: the job ends as a hang (124)" "$?" 124
@@ -339,7 +325,8 @@ check "past the guard: no handler of the program ran" \
 check "past the guard: no rank died of the signal (none exited before the stop)" \
     sh -c "! grep -q 'exited with\\|killed by' '$d/err'"
 expect_eq "past the guard: rank 0's Python frames, the others' native ones and why" \
-    "$(past_guard_json "$d/r.json")" ok
+    "$(own_handler_json "$d/r.json" "1=past amlrun's guard" "2=past amlrun's guard" \
+        "3=past amlrun's guard" "4=past amlrun's guard" "5=blocks signal" "6=blocks signal")" ok
 check "past the guard: the report's line for ranks 1-4" \
     grep -q "^amlrun:     ranks 1-4: no Python frames: the program handles signal [0-9]* (amlrun's) itself, set pas" "$d/err"
 for k in 5 6; do

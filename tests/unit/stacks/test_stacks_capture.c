@@ -865,6 +865,49 @@ static void test_python_own_handler(void)
     py_end(&p, 1);
 }
 
+/* A worker whose program (libc opened as lib, then how) takes amlrun's
+ * signal for a handler of its own, mine: amlrun says why (why, and also
+ * why2 when not NULL), gives its native frames, and never signals it
+ * (mine would write a line). */
+static void own_handler_case(const char *lib, const char *how,
+                             const char *why, const char *why2)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "import ctypes, os\n"
+             "SIG = %d\n"
+             "libc = ctypes.CDLL(%s)\n"
+             "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
+             "@HANDLER\n"
+             "def mine(sig):\n"
+             "    os.write(1, b'unexpected signal\\n')\n"
+             "%s"
+             "os.write(1, b'ready\\n')\n"
+             "while True:\n"
+             "    pass\n", stk_signal(), lib, how);
+    struct py p;
+    py_start(&p, write_script("own_handler_c.py", text), NULL);
+    const struct stk_rank *r = py_capture(&p);
+    CHECK_STR_HAS(r->error, why);
+    if (why2)
+        CHECK_STR_HAS(r->error, why2);
+    CHECK(main_of(r) && main_of(r)->nnative > 0);
+    char buf[64];
+    CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
+    CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
+    py_end(&p, 1);
+}
+
+/* mine installed with libc's signal(), and with its sigaction(). */
+static const char how_signal[] =
+    "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
+    "libc.signal(SIG, mine)\n";
+static const char how_sigaction[] =
+    "class SA(ctypes.Structure):\n"
+    "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
+    "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
+    "assert libc.sigaction(SIG, ctypes.byref(SA(mine)), None) == 0\n";
+
 /* The same handler set from C, which the hook cannot see (ctypes: signal
  * found in the process's scope, sigaction with a struct of its own; a
  * strict ISO C program's __sysv_signal): the guard amlrun preloads lets go
@@ -872,40 +915,12 @@ static void test_python_own_handler(void)
 static void test_python_c_handler(void)
 {
     static const char *const how[] = {
-        "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
-        "libc.signal(SIG, mine)\n",
-        "class SA(ctypes.Structure):\n"
-        "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
-        "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
-        "sa = SA(mine)\n"
-        "assert libc.sigaction(SIG, ctypes.byref(sa), None) == 0\n",
+        how_signal, how_sigaction,
         "libc.__sysv_signal.argtypes = [ctypes.c_int, HANDLER]\n"
         "libc.__sysv_signal(SIG, mine)\n",
     };
-    for (size_t k = 0; k < sizeof how / sizeof *how; k++) {
-        char text[2048];
-        snprintf(text, sizeof text,
-                 "import ctypes, os\n"
-                 "SIG = %d\n"
-                 "libc = ctypes.CDLL(None)\n"
-                 "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
-                 "@HANDLER\n"
-                 "def mine(sig):\n"
-                 "    os.write(1, b'unexpected signal\\n')\n"
-                 "%s"
-                 "os.write(1, b'ready\\n')\n"
-                 "while True:\n"
-                 "    pass\n", stk_signal(), how[k]);
-        struct py p;
-        py_start(&p, write_script("c_handler.py", text), NULL);
-        const struct stk_rank *r = py_capture(&p);
-        CHECK_STR_HAS(r->error, "handles signal");
-        CHECK(main_of(r) && main_of(r)->nnative > 0);
-        char buf[64];
-        CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
-        CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
-        py_end(&p, 1);
-    }
+    for (size_t k = 0; k < sizeof how / sizeof *how; k++)
+        own_handler_case("None", how[k], "handles signal", NULL);
 }
 
 /* The same handler set where the guard does not see it: through libc's
@@ -917,12 +932,7 @@ static void test_python_c_handler(void)
 static void test_python_past_guard(void)
 {
     static const char *const how[] = {
-        "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
-        "libc.signal(SIG, mine)\n",
-        "class SA(ctypes.Structure):\n"
-        "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
-        "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
-        "assert libc.sigaction(SIG, ctypes.byref(SA(mine)), None) == 0\n",
+        how_signal, how_sigaction,
         "class KSA(ctypes.Structure):\n"
         "    _fields_ = [('h', HANDLER), ('flags', ctypes.c_ulong),\n"
         "                ('r', ctypes.c_void_p), ('mask', ctypes.c_ulong)]\n"
@@ -934,32 +944,9 @@ static void test_python_past_guard(void)
     };
     static const char *const why[] = {
         "handles signal", "handles signal", "handles signal", "ignores signal"};
-    for (size_t k = 0; k < sizeof how / sizeof *how; k++) {
-        char text[2048];
-        snprintf(text, sizeof text,
-                 "import ctypes, os\n"
-                 "SIG = %d\n"
-                 "libc = ctypes.CDLL('libc.so.6')\n"
-                 "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
-                 "@HANDLER\n"
-                 "def mine(sig):\n"
-                 "    os.write(1, b'unexpected signal\\n')\n"
-                 "%s"
-                 "os.write(1, b'ready\\n')\n"
-                 "while True:\n"
-                 "    pass\n", stk_signal(), how[k]);
-        struct py p;
-        py_start(&p, write_script("past_guard.py", text), NULL);
-        const struct stk_rank *r = py_capture(&p);
-        CHECK_STR_HAS(r->error, why[k]);
-        if (k < 3)
-            CHECK_STR_HAS(r->error, "past amlrun's guard");
-        CHECK(main_of(r) && main_of(r)->nnative > 0);
-        char buf[64];
-        CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
-        CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
-        py_end(&p, 1);
-    }
+    for (size_t k = 0; k < sizeof how / sizeof *how; k++)
+        own_handler_case("'libc.so.6'", how[k], why[k],
+                         k < 3 ? "past amlrun's guard" : NULL);
 }
 
 /* Reading the kernel's handler (done for any worker that catches the
