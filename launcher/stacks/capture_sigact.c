@@ -189,6 +189,37 @@ static long run_call(pid_t pid, struct cap_task *k, unsigned long insn,
     return -EAGAIN;
 }
 
+/* A field of /proc/PID/status (pid 0: amlrun's) as a number, or -1. */
+static long status_num(pid_t pid, const char *name)
+{
+    char line[256];
+    const char *v = cap_status_field(pid, 0, name, line, sizeof line);
+    return v ? strtol(v, NULL, 10) : -1;
+}
+
+/* pid's seccomp filters let the query through.  None, or only those it
+ * inherited from amlrun (a container's, Docker's): its count of filters
+ * is amlrun's (a process's filters are inherited and never taken off, and
+ * amlrun adds none), and amlrun's own query of the signal went through
+ * them.  A filter the worker added itself could refuse it, trap it
+ * (SIGSYS, which the program would see) or kill the worker: not asked. */
+static int filters_allow(pid_t pid, int sig)
+{
+    long mode = status_num(pid, "Seccomp");
+    if (mode == 0)
+        return 1;
+    static int own = -1; /* amlrun's query through its filters: 1 passed */
+    if (__atomic_load_n(&own, __ATOMIC_RELAXED) < 0) {
+        struct sigaction sa;
+        __atomic_store_n(&own, sigaction(sig, NULL, &sa) == 0,
+                         __ATOMIC_RELAXED);
+    }
+    long mine = status_num(0, "Seccomp_filters");
+    return mode == 2 && __atomic_load_n(&own, __ATOMIC_RELAXED) == 1 &&
+           mine > 0 &&
+           status_num(pid, "Seccomp_filters") == mine;
+}
+
 void cap_sigact_read(pid_t pid, struct cap_task *k, size_t n,
                      struct cap_native *c)
 {
@@ -197,8 +228,7 @@ void cap_sigact_read(pid_t pid, struct cap_task *k, size_t n,
     const char *v = cap_status_field(pid, 0, "SigCgt", line, sizeof line);
     if (c->stopped || !v || !((strtoull(v, NULL, 16) >> (sig - 1)) & 1))
         return;
-    v = cap_status_field(pid, 0, "Seccomp", line, sizeof line);
-    if (!v || strtol(v, NULL, 10) != 0)
+    if (!filters_allow(pid, sig))
         return; /* a filter might refuse the call, or kill the worker */
     /* The leader where it can, else any thread stopped on its own. */
     struct cap_task *t = NULL;

@@ -19,8 +19,9 @@
  * and putting the thread back as it was; k's stops are kept up to date (a
  * signal that came meanwhile is handed back at the detach).  Nothing is
  * read (act_known 0) where it cannot be done safely: not x86-64, a
- * seccomp filter in the worker (it might kill it for the call), a worker
- * in a group-stop, no thread stopped. */
+ * seccomp filter the worker added itself (it might kill it for the call;
+ * those inherited from amlrun, a container's, let amlrun's own query
+ * through), a worker in a group-stop, no thread stopped. */
 void cap_sigact_read(pid_t pid, struct cap_task *k, size_t n,
                      struct cap_native *c);
 

@@ -132,26 +132,39 @@ check "per rank: the stalled rank is the outlier" \
 
 # --- a rank that exits while its stack is read: a handler of the real-time
 # signals (amlrun asks for Python frames with one) installed by the raw
-# system call in a worker under a seccomp filter (an allow-all one), where
-# amlrun does not read the kernel's handler (a filter could kill the worker
-# for that call) and trusts its hook and guard, which do not see it:
+# system call in a worker under a seccomp filter of its own (an allow-all
+# one), where amlrun does not read the kernel's handler (a filter the
+# worker added could kill it for that call) and trusts its hook and guard,
+# which do not see it:
 # libc's _exit itself, so the rank exits at once with the signal's number
 # as its status
-d=$(fresh exits)
-cat >"$d/w.py" <<'PY'
-import ctypes, os, signal, sys, time
-if os.environ["RANK"] == "1":
-    libc = ctypes.CDLL(None, use_errno=True)
-    class Filter(ctypes.Structure):  # struct sock_filter: return ALLOW
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
-                    ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+# An allow-all seccomp filter, put on the process (allow_all()) or on a
+# command it then runs (the module run as a program): as in a container.
+cat >"$TEST_TMP/seccomp_allow.py" <<'PY'
+import ctypes, os, sys
+class Filter(ctypes.Structure):  # struct sock_filter: return ALLOW
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
+                ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+def allow_all():
+    libc = ctypes.CDLL(None)
     allow = Filter(0x06, 0, 0, 0x7fff0000)
     PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
     assert libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
     assert libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
                       ctypes.byref(Prog(1, ctypes.pointer(allow))), 0, 0) == 0
+if __name__ == "__main__":
+    allow_all()
+    os.execv(sys.argv[1], sys.argv[1:])
+PY
+d=$(fresh exits)
+cat >"$d/w.py" <<'PY'
+import ctypes, os, signal, sys, time
+if os.environ["RANK"] == "1":
+    import seccomp_allow
+    seccomp_allow.allow_all()
+    libc = ctypes.CDLL(None, use_errno=True)
     exit_now = ctypes.cast(libc._exit, ctypes.c_void_p).value
     class KSigaction(ctypes.Structure):  # the kernel's, x86-64
         _fields_ = [("handler", ctypes.c_void_p), ("flags", ctypes.c_ulong),
@@ -164,7 +177,7 @@ open(sys.argv[1] + "/ready." + os.environ["RANK"], "w").close()
 while True:
     time.sleep(1)
 PY
-"$AMLRUN" -v --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 "$d/w.py" "$d" \
+PYTHONPATH=$TEST_TMP "$AMLRUN" -v --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 "$d/w.py" "$d" \
     >"$d/out" 2>"$d/err"
 expect_eq "a rank exits while the stacks are read: the job still ends (124)" "$?" 124
 check "... the report is printed" grep -q "^amlrun: hang: no progress for 5 s; stacks of 3 ranks" "$d/err"
@@ -335,10 +348,13 @@ for k in 5 6; do
 done
 grep -q "^amlrun:     rank 6" "$d/err" || sed 's/^/# stderr: /' "$d/err"
 
-# The same asked with --stacks of the running job, twice: it stops
+# The same asked with --stacks of the running job, twice, amlrun and the
+# job under a seccomp filter of amlrun's (as in a container: the workers
+# inherit it, and amlrun reads their handlers through it): it stops
 # nothing, and no handler runs.
 rm -f "$d"/ready.*
-"$AMLRUN" --nproc-per-node 7 "$d/w.py" "$d" >"$d/out2" 2>"$d/err2" &
+"$TORCH_PY" "$TEST_TMP/seccomp_allow.py" "$AMLRUN" --nproc-per-node 7 "$d/w.py" "$d" \
+    >"$d/out2" 2>"$d/err2" &
 job=$!
 if wait_for 7 60 "$d" 'ready\.'; then
     "$AMLRUN" --stacks "$job" >"$d/k1.out" 2>&1
