@@ -111,8 +111,8 @@ static int is_handler(handler_t h)
 }
 
 /* An install (or a query: h unused) of sig's disposition: 1 when it is
- * the first, faulthandler's, a handler to be installed as guard_handler
- * (*first set); else 0. */
+ * faulthandler's (the first, or the same handler again), a handler to be
+ * installed as guard_handler; else 0. */
 static int note(int sig, int install, handler_t h)
 {
     if (!install || sig != guard_sig || guard_fd < 0)
