@@ -19,6 +19,8 @@ struct cap_native {
     int stopped;              /* it was in a group-stop (SIGSTOP, ...) */
     unsigned long *tp;        /* per thread of the rank: its thread
                                  pointer (x86-64: pthread_self()), 0 none */
+    int act_known;            /* the kernel's handler of the stack signal */
+    unsigned long act_handler; /* was read (capture_sigact.c): this one */
 };
 
 /* Read every thread's native frames of the n targets t into r[i]

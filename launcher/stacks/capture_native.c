@@ -2,7 +2,8 @@
  * Native frames of one worker (see capture.h): every thread is seized and
  * interrupted with ptrace (PTRACE_SEIZE, PTRACE_INTERRUPT: no signal is
  * sent, so the program sees nothing), unwound while it stands
- * (capture_unwind.c: libdwfl), and let go.
+ * (capture_unwind.c: libdwfl), its handler of the stack signal read
+ * (capture_sigact.c), and let go.
  *
  * The workers are amlrun's children: waiting for their ptrace stops must
  * never take an exit that the supervisor's reaping is owed.  So the waits
@@ -27,6 +28,7 @@
 
 #include "stacks/capture.h"
 #include "output/msg.h"
+#include "stacks/capture_sigact.h"
 #include "stacks/capture_unwind.h"
 
 #define MAX_THREADS 4096
@@ -354,6 +356,9 @@ static int finish(struct stk_rank *r, struct cap_native *c, struct seized *z,
                   struct cap_srccache *cache)
 {
     int rc = unwind_target(r, c, z, cache);
+    /* Whose handler the stack signal has, while the threads stand. */
+    if (z->n && !c->exited)
+        cap_sigact_read(z->pid, z->k, z->n, c);
     detach(z->pid, z->k, z->n);
     z->state = 2;
     return rc;

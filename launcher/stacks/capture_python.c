@@ -2,12 +2,15 @@
  * Python frames (see capture.h): the worker's sitecustomize.py (amlrun's,
  * launcher/stacks/python/) registered faulthandler on stk_signal() to
  * write every thread's Python stack into the channel's pipe.  The signal
- * goes to the main thread when it takes it, and its dump is complete when
- * that thread has left the handler (the signal neither pending nor blocked
- * there any more: faulthandler's handler runs with it blocked) and the pipe
- * holds whole lines; a worker whose main thread blocks the signal gets it
- * process-wide, and its dump is taken as complete after a quiet spell.
+ * goes to one thread that takes it (the main thread where it can; never
+ * one that blocks it or waits for it in sigwait), and its dump is complete
+ * when that thread has left the handler (the signal neither pending nor
+ * blocked there any more: faulthandler's handler runs with it blocked) and
+ * the pipe holds whole lines; a signal sent by an earlier capture and still
+ * pending is not sent again, and its dump is taken as complete after a
+ * quiet spell.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,9 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "output/msg.h"
 #include "stacks/capture.h"
+#include "stacks/capture_sigact.h"
 #include "stacks/channel.h"
 
 #define DUMP_MAX (4u << 20)
@@ -34,6 +40,50 @@ static unsigned long long sigmask_of(pid_t pid, pid_t tid, const char *name)
     return v ? strtoull(v, NULL, 16) : 0;
 }
 
+/* Thread tid of pid waits for the signal (bit) in sigwait,
+ * sigwaitinfo or sigtimedwait (which unblock it meanwhile: SigBlk does
+ * not show it).  Where its call cannot be read (a worker not dumpable:
+ * not known) it is taken not to, as before that was looked at. */
+static int waits_for(pid_t pid, pid_t tid, unsigned long long bit)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)pid,
+             (int)tid);
+    unsigned long nr, set;
+    if (read_small(path, buf, sizeof buf) < 0)
+        return 0;
+    if (sscanf(buf, "%lu %lx", &nr, &set) != 2 || nr != SYS_rt_sigtimedwait)
+        return 0; /* running, or in another call */
+    unsigned long long mask = 0;
+    struct iovec local = {&mask, sizeof mask}, remote = {(void *)set, 8};
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) != 8 ||
+           (mask & bit);
+}
+
+/* A thread of pid that the signal (bit) sent to it would reach
+ * faulthandler in: the main thread where it can, else the first that
+ * neither blocks it nor waits for it (a signalfd, sigwait); 0 when none. */
+static pid_t taker(pid_t pid, unsigned long long bit)
+{
+    if (!(sigmask_of(pid, pid, "SigBlk") & bit) && !waits_for(pid, pid, bit))
+        return pid;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    pid_t found = 0;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid > 0 && tid != pid &&
+            !(sigmask_of(pid, tid, "SigBlk") & bit) &&
+            !waits_for(pid, tid, bit))
+            found = tid;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 int cap_python_hooked(pid_t pid, int fd)
 {
     unsigned long long bit = 1ull << (stk_signal() - 1);
@@ -43,7 +93,8 @@ int cap_python_hooked(pid_t pid, int fd)
 struct dump {
     size_t i;          /* the target */
     int fd;
-    int to_main;       /* sent to the main thread (tgkill) */
+    pid_t tid;         /* the thread it was sent to (tgkill), 0: one
+                          sent before, still pending */
     int done;
     char *buf;
     size_t len, cap;
@@ -100,10 +151,10 @@ static int finished(const struct stk_target *t, const struct dump *d,
     if (!whole_lines(d))
         return 0;
     unsigned long long bit = 1ull << (sig - 1);
-    if (!d->to_main)
+    if (!d->tid)
         return now - d->last >= QUIET_MS;
-    return !(sigmask_of(t->pid, t->pid, "SigPnd") & bit) &&
-           !(sigmask_of(t->pid, t->pid, "SigBlk") & bit);
+    return !(sigmask_of(t->pid, d->tid, "SigPnd") & bit) &&
+           !(sigmask_of(t->pid, d->tid, "SigBlk") & bit);
 }
 
 /* ---- the dump's text ---------------------------------------------------- */
@@ -279,6 +330,9 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
     if (c->stopped)
         return cap_error(r, "no Python frames: the worker is stopped "
                             "(SIGSTOP), and amlrun leaves it so");
+    if (sigmask_of(pid, 0, "SigIgn") & bit)
+        return cap_error(r, "no Python frames: the program ignores signal "
+                            "%d (amlrun's)", sig);
     if (!(sigmask_of(pid, 0, "SigCgt") & bit))
         return cap_error(r, "no Python frames: its Python did not take "
                             "amlrun's faulthandler hook (site disabled: "
@@ -291,12 +345,32 @@ static int ask(const struct stk_target *t, struct stk_rank *r,
         return cap_error(r, "no Python frames: the program handles signal "
                             "%d (amlrun's) itself, or closed amlrun's "
                             "stack channel", sig);
+    /* One installed where neither sees it (the system call, libc's own
+     * handle, RTLD_DEEPBIND): the kernel's handler, read in the native
+     * pass, is not the guard's. */
+    if (c->act_known && cap_sigact_ours(pid, c->act_handler) == 0)
+        return cap_error(r, "no Python frames: the program handles signal "
+                            "%d (amlrun's) itself, set past amlrun's guard "
+                            "(by the system call, libc's own handle)", sig);
+    /* Blocked, or waited for, in every thread, it would wait there for
+     * the program (a signalfd, sigwait) and never reach faulthandler. */
+    pid_t tid = taker(pid, bit);
+    if (!tid)
+        return cap_error(r, "no Python frames: every thread of the program "
+                            "blocks signal %d (amlrun's) or waits for it: "
+                            "the program would take it (a signalfd, "
+                            "sigwait), not faulthandler", sig);
     discard(t->python_fd); /* what an earlier capture left */
     x->fd = t->python_fd;
-    x->to_main = !(sigmask_of(pid, pid, "SigBlk") & bit);
     x->last = cap_now_ms();
-    int sent = x->to_main ? (int)syscall(SYS_tgkill, pid, pid, sig)
-                          : kill(pid, sig);
+    /* One sent before and still pending (a thread that did not take it
+     * then: an uninterruptible sleep) answers this capture: a second
+     * would queue a second dump behind it. */
+    if ((sigmask_of(pid, pid, "SigPnd") | sigmask_of(pid, tid, "SigPnd") |
+         sigmask_of(pid, 0, "ShdPnd")) & bit)
+        return 1;
+    x->tid = tid;
+    int sent = (int)syscall(SYS_tgkill, pid, tid, sig);
     if (sent < 0)
         return cap_error(r, "it exited before its Python stack could be "
                             "read");

@@ -21,10 +21,17 @@
  * goes through unchanged.
  *
  * glibc's signal() and its kin call its internal sigaction, not the one
- * found by symbol: each entry point is watched.  Not seen: the system call
- * made directly, and a symbol looked up in libc's own handle
+ * found by symbol: each entry point is watched.  Not seen here: the system
+ * call made directly, a symbol looked up in libc's own handle
  * (dlsym(dlopen("libc.so.6"), ...), Python's ctypes.CDLL("libc.so.6")),
- * which searches libc and not the preloaded objects.
+ * which searches libc and not the preloaded objects, and a library loaded
+ * with RTLD_DEEPBIND.  For those amlrun reads the kernel's handler itself
+ * (capture_sigact.c, while ptrace holds the worker for its native frames):
+ * so faulthandler's handler is installed as this object's trampoline
+ * (guard_handler), and a handler outside this object's code is not
+ * amlrun's.  A query of the disposition (the old action of any call) gets
+ * faulthandler's own handler back: the program sees what it would see
+ * without the guard.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -89,24 +96,48 @@ static void let_go(void)
         close(null);
 }
 
-/* An install (or a query: h unused) of sig's disposition. */
-static void note(int sig, int install, handler_t h)
+/* faulthandler's handler, as the kernel has it: amlrun recognises it by
+ * its address, within this object's code. */
+static void guard_handler(int sig)
+{
+    handler_t h = __atomic_load_n(&armed, __ATOMIC_ACQUIRE);
+    if (h)
+        h(sig);
+}
+
+static int is_handler(handler_t h)
+{
+    return h != SIG_DFL && h != SIG_IGN && h != SIG_HOLD && h != SIG_ERR;
+}
+
+/* An install (or a query: h unused) of sig's disposition: 1 when it is
+ * faulthandler's (the first, or the same handler again), a handler to be
+ * installed as guard_handler; else 0. */
+static int note(int sig, int install, handler_t h)
 {
     if (!install || sig != guard_sig || guard_fd < 0)
-        return;
+        return 0;
     int none = NONE, arming = ARMING;
     if (__atomic_compare_exchange_n(&state, &none, ARMING, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         /* The first: faulthandler's.  An install racing this one finds
          * ARMING, and lets go: then the state stays LET_GO. */
-        armed = h;
+        __atomic_store_n(&armed, h, __ATOMIC_RELEASE);
         (void)__atomic_compare_exchange_n(&state, &arming, ARMED, 0,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-        return;
+        return is_handler(h);
     }
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == ARMED && h == armed)
-        return; /* the same handler again */
+        return is_handler(h); /* the same handler again */
     let_go();
+    return 0;
+}
+
+/* What the program is told of an old disposition: faulthandler's own
+ * handler where the kernel holds the trampoline. */
+static handler_t shown(handler_t h)
+{
+    return h == guard_handler ? __atomic_load_n(&armed, __ATOMIC_ACQUIRE) : h;
 }
 
 /* The next definition of name (libc's), looked up at the first call: a
@@ -124,15 +155,32 @@ static void *next_fn(void **cache, const char *name)
 typedef int (*sigaction_t)(int, const struct sigaction *, struct sigaction *);
 typedef handler_t (*signal_t)(int, handler_t);
 
+/* faulthandler's handler (sa_handler, never SA_SIGINFO's) goes in as
+ * the trampoline. */
+static int do_sigaction(sigaction_t real, int sig, const struct sigaction *act,
+                        struct sigaction *old)
+{
+    struct sigaction mine;
+    if (note(sig, act != NULL, act ? act->sa_handler : NULL) &&
+        !(act->sa_flags & SA_SIGINFO)) {
+        mine = *act;
+        mine.sa_handler = guard_handler;
+        act = &mine;
+    }
+    int rc = real(sig, act, old);
+    if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO))
+        old->sa_handler = shown(old->sa_handler);
+    return rc;
+}
+
 #define SIGACTION_FN(fn, name)                                               \
     EXPORT int fn(int sig, const struct sigaction *act,                     \
                   struct sigaction *old);                                    \
     int fn(int sig, const struct sigaction *act, struct sigaction *old)      \
     {                                                                        \
         static void *cache;                                                  \
-        sigaction_t real = (sigaction_t)next_fn(&cache, name);               \
-        note(sig, act != NULL, act ? act->sa_handler : NULL);                \
-        return real(sig, act, old);                                          \
+        return do_sigaction((sigaction_t)next_fn(&cache, name), sig, act,    \
+                            old);                                            \
     }
 SIGACTION_FN(sigaction, "sigaction")
 SIGACTION_FN(__sigaction, "__sigaction")
@@ -146,8 +194,8 @@ SIGACTION_FN(__sigaction, "__sigaction")
     {                                                                        \
         static void *cache;                                                  \
         signal_t real = (signal_t)next_fn(&cache, name);                     \
-        note(sig, h != SIG_HOLD, h);                                         \
-        return real(sig, h);                                                 \
+        (void)note(sig, h != SIG_HOLD, h);                                   \
+        return shown(real(sig, h));                                          \
     }
 SIGNAL_FN(signal, "signal")
 SIGNAL_FN(bsd_signal, "bsd_signal")

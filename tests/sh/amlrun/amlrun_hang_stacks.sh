@@ -132,14 +132,38 @@ check "per rank: the stalled rank is the outlier" \
 
 # --- a rank that exits while its stack is read: a handler of the real-time
 # signals (amlrun asks for Python frames with one) installed by the raw
-# system call, which nothing in the process sees (signal.signal makes the
-# hook let go of the channel, a C library call its guard, and amlrun then
-# never signals it): libc's _exit itself, so the rank exits at once with
-# the signal's number as its status
+# system call in a worker under a seccomp filter of its own (an allow-all
+# one), where amlrun does not read the kernel's handler (a filter the
+# worker added could kill it for that call) and trusts its hook and guard,
+# which do not see it:
+# libc's _exit itself, so the rank exits at once with the signal's number
+# as its status
+# An allow-all seccomp filter, put on the process (allow_all()) or on a
+# command it then runs (the module run as a program): as in a container.
+cat >"$TEST_TMP/seccomp_allow.py" <<'PY'
+import ctypes, os, sys
+class Filter(ctypes.Structure):  # struct sock_filter: return ALLOW
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte),
+                ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+def allow_all():
+    libc = ctypes.CDLL(None)
+    allow = Filter(0x06, 0, 0, 0x7fff0000)
+    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+    assert libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+    assert libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
+                      ctypes.byref(Prog(1, ctypes.pointer(allow))), 0, 0) == 0
+if __name__ == "__main__":
+    allow_all()
+    os.execv(sys.argv[1], sys.argv[1:])
+PY
 d=$(fresh exits)
 cat >"$d/w.py" <<'PY'
 import ctypes, os, signal, sys, time
 if os.environ["RANK"] == "1":
+    import seccomp_allow
+    seccomp_allow.allow_all()
     libc = ctypes.CDLL(None, use_errno=True)
     exit_now = ctypes.cast(libc._exit, ctypes.c_void_p).value
     class KSigaction(ctypes.Structure):  # the kernel's, x86-64
@@ -153,7 +177,7 @@ open(sys.argv[1] + "/ready." + os.environ["RANK"], "w").close()
 while True:
     time.sleep(1)
 PY
-"$AMLRUN" -v --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 "$d/w.py" "$d" \
+PYTHONPATH=$TEST_TMP "$AMLRUN" -v --hang-timeout 5 --hang-report "$d/r.json" --nproc-per-node 3 "$d/w.py" "$d" \
     >"$d/out" 2>"$d/err"
 expect_eq "a rank exits while the stacks are read: the job still ends (124)" "$?" 124
 check "... the report is printed" grep -q "^amlrun: hang: no progress for 5 s; stacks of 3 ranks" "$d/err"
@@ -164,6 +188,31 @@ check "... the JSON says why its Python frames are missing" \
 r = json.load(open(sys.argv[1]))
 x = [x for x in r["ranks"] if x["rank"] == 1][0]
 sys.exit(0 if x.get("error") else 1)' "$d/r.json"
+
+# own_handler_json REPORT K=WHY...: rank 0 gives its Python frames (in
+# stuck_here), each rank K only native ones, its error holding WHY.
+own_handler_json() {
+    "$TORCH_PY" - "$@" <<'PY' 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = []
+rank = {x["rank"]: x for x in r["ranks"]}
+def main(x):
+    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
+p0 = main(rank[0])["python"]
+if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
+    bad.append("rank 0's Python frames")
+for arg in sys.argv[2:]:
+    k, why = arg.split("=", 1)
+    k = int(k)
+    e = rank[k].get("error") or ""
+    if why not in e:
+        bad.append(f"rank {k}'s error: {e!r}")
+    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
+        bad.append(f"rank {k}: native frames only")
+print("ok" if not bad else "bad: " + ", ".join(bad))
+PY
+}
 
 # --- handlers of the program's own on amlrun's signal (SIGRTMAX - 6), set
 # from C through ctypes (signal and sigaction, found in the process's
@@ -207,26 +256,125 @@ check "own handlers: no handler of the program ran" \
     sh -c "! ls '$d'/called.* >/dev/null 2>&1"
 check "own handlers: no rank waited for a dump in vain" \
     sh -c "! grep -q 'no answer from its faulthandler' '$d/err' '$d/r.json'"
-got=$("$TORCH_PY" - "$d/r.json" <<'PY' 2>&1
-import json, sys
-r = json.load(open(sys.argv[1]))
-bad = []
-rank = {x["rank"]: x for x in r["ranks"]}
-def main(x):
-    return x["threads"][0] if x["threads"] else {"python": [], "native": []}
-p0 = main(rank[0])["python"]
-if not (p0 and p0[0]["function"] == "stuck_here") or rank[0].get("error"):
-    bad.append("rank 0's Python frames")
-for k in (1, 2, 3):
-    e = rank[k].get("error") or ""
-    if "the program handles signal" not in e:
-        bad.append(f"rank {k}'s error: {e!r}")
-    if main(rank[k])["python"] or not any(f["function"] for f in main(rank[k])["native"]):
-        bad.append(f"rank {k}: native frames only")
-print("ok" if not bad else "bad: " + ", ".join(bad))
-PY
-)
+got=$(own_handler_json "$d/r.json" "1=the program handles signal" \
+    "2=the program handles signal" "3=the program handles signal")
 expect_eq "own handlers: rank 0's Python frames, the others' native ones and why" "$got" ok
 check "own handlers: the report's lines name the reason, under the ranks' group" \
     grep -q "^amlrun:     ranks 1-3: no Python frames: the program handles signal [0-9]* (amlrun's) itself" "$d/err"
 grep -q "^amlrun:     ranks 1-3" "$d/err" || sed 's/^/# stderr: /' "$d/err"
+
+# --- handlers set past the guard, which no interposed symbol sees: libc's
+# own handle (ctypes.CDLL("libc.so.6"): signal, sigaction), the raw system
+# call, a library loaded with RTLD_DEEPBIND (its sigaction binds to libc's
+# first); and the signal blocked in every thread, taken by sigwait or a
+# signalfd.  amlrun reads each worker's handler while it holds it for its
+# native frames and the threads' masks and waits: no handler of the
+# program runs (each would write its file), no rank dies of the signal, the
+# report and --stacks give native frames and say why; rank 0, a plain
+# worker, gives its Python frames
+d=$(fresh past_guard)
+cat >"$d/deep.c" <<'C'
+#include <signal.h>
+#include <string.h>
+int install(int sig, void (*h)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h;
+    return sigaction(sig, &sa, NULL);
+}
+C
+cc -shared -fPIC -o "$d/deep.so" "$d/deep.c" || fail "past the guard: a DEEPBIND library builds"
+cat >"$d/w.py" <<'PY'
+import ctypes, os, signal, sys, time
+rank, out = int(os.environ["RANK"]), sys.argv[1]
+SIG = signal.SIGRTMAX - 6
+HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
+@HANDLER
+def in_c(sig):
+    os.close(os.open(out + "/called." + str(rank), os.O_CREAT | os.O_WRONLY))
+class SA(ctypes.Structure):  # glibc's struct sigaction, x86-64
+    _fields_ = [("handler", HANDLER), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+class KSA(ctypes.Structure):  # the kernel's, x86-64
+    _fields_ = [("handler", HANDLER), ("flags", ctypes.c_ulong),
+                ("restorer", ctypes.c_void_p), ("mask", ctypes.c_ulong)]
+own = ctypes.CDLL("libc.so.6")  # libc's own handle, not the process's scope
+if rank == 1:
+    own.signal.argtypes = [ctypes.c_int, HANDLER]
+    own.signal(SIG, in_c)
+elif rank == 2:
+    assert own.sigaction(SIG, ctypes.byref(SA(in_c)), None) == 0
+elif rank == 3:
+    SYS_rt_sigaction = 13
+    assert own.syscall(SYS_rt_sigaction, SIG, ctypes.byref(KSA(in_c)), None, 8) == 0
+elif rank == 4:
+    lib = ctypes.CDLL(out + "/deep.so", mode=os.RTLD_DEEPBIND | os.RTLD_NOW)
+    lib.install.argtypes = [ctypes.c_int, HANDLER]
+    assert lib.install(SIG, in_c) == 0
+elif rank >= 5:
+    signal.pthread_sigmask(signal.SIG_BLOCK, [SIG])
+    if rank == 6:
+        sfd = own.signalfd(-1, (ctypes.c_ulong * 16)(1 << (SIG - 1)), 0)
+        assert sfd >= 0
+open(out + "/ready." + str(rank), "w").close()
+def stuck_here():
+    while True:
+        if rank == 5:
+            signal.sigwait([SIG])
+            in_c(SIG)
+        elif rank == 6:
+            os.read(sfd, 128)
+            in_c(SIG)
+        else:
+            time.sleep(0.05)
+stuck_here()
+PY
+"$AMLRUN" --hang-timeout 3 --hang-report "$d/r.json" --nproc-per-node 7 "$d/w.py" "$d" \
+    >"$d/out" 2>"$d/err"
+expect_eq "past the guard: the job ends as a hang (124)" "$?" 124
+check "past the guard: no handler of the program ran" \
+    sh -c "! ls '$d'/called.* >/dev/null 2>&1"
+check "past the guard: no rank died of the signal (none exited before the stop)" \
+    sh -c "! grep -q 'exited with\\|killed by' '$d/err'"
+expect_eq "past the guard: rank 0's Python frames, the others' native ones and why" \
+    "$(own_handler_json "$d/r.json" "1=past amlrun's guard" "2=past amlrun's guard" \
+        "3=past amlrun's guard" "4=past amlrun's guard" "5=blocks signal" "6=blocks signal")" ok
+check "past the guard: the report's line for ranks 1-4" \
+    grep -q "^amlrun:     ranks 1-4: no Python frames: the program handles signal [0-9]* (amlrun's) itself, set pas" "$d/err"
+for k in 5 6; do
+    check "past the guard: the report's line for rank $k (a group of its own)" \
+        grep -q "^amlrun:     rank $k: no Python frames: every thread of the program blocks signal [0-9]*" "$d/err"
+done
+grep -q "^amlrun:     rank 6" "$d/err" || sed 's/^/# stderr: /' "$d/err"
+
+# The same asked with --stacks of the running job, twice, amlrun and the
+# job under a seccomp filter of amlrun's (as in a container: the workers
+# inherit it, and amlrun reads their handlers through it): it stops
+# nothing, and no handler runs.
+rm -f "$d"/ready.*
+"$TORCH_PY" "$TEST_TMP/seccomp_allow.py" "$AMLRUN" --nproc-per-node 7 "$d/w.py" "$d" \
+    >"$d/out2" 2>"$d/err2" &
+job=$!
+if wait_for 7 60 "$d" 'ready\.'; then
+    "$AMLRUN" --stacks "$job" >"$d/k1.out" 2>&1
+    expect_eq "past the guard, --stacks: exit 0" "$?" 0
+    "$AMLRUN" --stacks "$job" >"$d/k2.out" 2>&1
+    check "past the guard, --stacks: ranks 1-4 said" \
+        grep -q "^amlrun:     ranks 1-4: no Python frames: the program handles signal [0-9]* (amlrun's) itself, set pas" "$d/k2.out"
+    for k in 5 6; do
+        check "past the guard, --stacks: rank $k said" \
+            grep -q "^amlrun:     rank $k: no Python frames: every thread of the program blocks signal [0-9]*" "$d/k2.out"
+    done
+    check "past the guard, --stacks: rank 0's Python frames" grep -q "w.py:[0-9]* stuck_here" "$d/k2.out"
+    grep -q "^amlrun:     rank 6" "$d/k2.out" || sed 's/^/# --stacks: /' "$d/k2.out"
+    check "past the guard, --stacks: no handler of the program ran" \
+        sh -c "! ls '$d'/called.* >/dev/null 2>&1"
+    check "past the guard, --stacks: the job still runs" kill -0 "$job"
+else
+    fail "past the guard: the job of 7 ranks started"
+fi
+kill "$job" 2>/dev/null
+wait "$job" 2>/dev/null
+check "past the guard, --stacks: no rank died of the signal" \
+    sh -c "! grep -q 'exited with status [0-9]* after\\|killed by signal 58' '$d/err2'"

@@ -5,7 +5,8 @@
 # installed tree, and otherwise sees what it would without amlrun (its
 # PYTHONPATH, its sitecustomize, its LD_PRELOAD, no amlrun variable, and so
 # do the Pythons it starts) while amlrun's guard is preloaded into it; a
-# native worker gets nothing; python3 -S runs as usual, -I without guard.
+# native worker gets nothing; python3 -S runs as usual, -I without guard;
+# the program asking libc for the signal's handler is told faulthandler's.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
 d=$TEST_TMP/chan
@@ -51,6 +52,22 @@ for pre in "" "$d/mine.so"; do
     out=$(env ${pre:+LD_PRELOAD=$pre} "$AMLRUN" "$TORCH_PY" -c "$guarded")
     expect_eq "a Python worker runs with amlrun's guard (LD_PRELOAD ${pre:-unset})" "$out" guarded
 done
+# The guard installs faulthandler's handler as a trampoline of its own
+# (amlrun knows it by that in the kernel); the program, asking libc, is
+# told faulthandler's, outside the guard, as without amlrun.
+asked='import ctypes, signal
+SIG = signal.SIGRTMAX - 6
+class SA(ctypes.Structure):
+    _fields_ = [("h", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("r", ctypes.c_void_p)]
+old = SA()
+assert ctypes.CDLL(None).sigaction(SIG, None, ctypes.byref(old)) == 0
+for line in open("/proc/self/maps"):
+    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+    if lo <= (old.h or 0) < hi:
+        print("in the guard" if "stack-guard" in line else "outside the guard")'
+out=$("$AMLRUN" "$TORCH_PY" -c "$asked")
+expect_eq "the program is told faulthandler's own handler, not the guard's" "$out" "outside the guard"
 out=$("$AMLRUN" "$TORCH_PY" -I -c "$guarded")
 expect_eq "python3 -I: no channel, no guard" "$out" bare
 out=$("$AMLRUN" sh -c 'echo "${LD_PRELOAD:-none}"')

@@ -865,6 +865,49 @@ static void test_python_own_handler(void)
     py_end(&p, 1);
 }
 
+/* A worker whose program (libc opened as lib, then how) takes amlrun's
+ * signal for a handler of its own, mine: amlrun says why (why, and also
+ * why2 when not NULL), gives its native frames, and never signals it
+ * (mine would write a line). */
+static void own_handler_case(const char *lib, const char *how,
+                             const char *why, const char *why2)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "import ctypes, os\n"
+             "SIG = %d\n"
+             "libc = ctypes.CDLL(%s)\n"
+             "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
+             "@HANDLER\n"
+             "def mine(sig):\n"
+             "    os.write(1, b'unexpected signal\\n')\n"
+             "%s"
+             "os.write(1, b'ready\\n')\n"
+             "while True:\n"
+             "    pass\n", stk_signal(), lib, how);
+    struct py p;
+    py_start(&p, write_script("own_handler_c.py", text), NULL);
+    const struct stk_rank *r = py_capture(&p);
+    CHECK_STR_HAS(r->error, why);
+    if (why2)
+        CHECK_STR_HAS(r->error, why2);
+    CHECK(main_of(r) && main_of(r)->nnative > 0);
+    char buf[64];
+    CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
+    CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
+    py_end(&p, 1);
+}
+
+/* mine installed with libc's signal(), and with its sigaction(). */
+static const char how_signal[] =
+    "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
+    "libc.signal(SIG, mine)\n";
+static const char how_sigaction[] =
+    "class SA(ctypes.Structure):\n"
+    "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
+    "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
+    "assert libc.sigaction(SIG, ctypes.byref(SA(mine)), None) == 0\n";
+
 /* The same handler set from C, which the hook cannot see (ctypes: signal
  * found in the process's scope, sigaction with a struct of its own; a
  * strict ISO C program's __sysv_signal): the guard amlrun preloads lets go
@@ -872,40 +915,92 @@ static void test_python_own_handler(void)
 static void test_python_c_handler(void)
 {
     static const char *const how[] = {
-        "libc.signal.argtypes = [ctypes.c_int, HANDLER]\n"
-        "libc.signal(SIG, mine)\n",
-        "class SA(ctypes.Structure):\n"
-        "    _fields_ = [('h', HANDLER), ('mask', ctypes.c_ulong * 16),\n"
-        "                ('flags', ctypes.c_int), ('r', ctypes.c_void_p)]\n"
-        "sa = SA(mine)\n"
-        "assert libc.sigaction(SIG, ctypes.byref(sa), None) == 0\n",
+        how_signal, how_sigaction,
         "libc.__sysv_signal.argtypes = [ctypes.c_int, HANDLER]\n"
         "libc.__sysv_signal(SIG, mine)\n",
     };
-    for (size_t k = 0; k < sizeof how / sizeof *how; k++) {
-        char text[2048];
+    for (size_t k = 0; k < sizeof how / sizeof *how; k++)
+        own_handler_case("None", how[k], "handles signal", NULL);
+}
+
+/* The same handler set where the guard does not see it: through libc's
+ * own handle (ctypes.CDLL("libc.so.6"): dlsym searches libc, not the
+ * preloaded guard), by the system call itself.  amlrun reads the kernel's
+ * handler while the native pass holds the worker (capture_sigact.c), finds
+ * it outside the guard's code, and never signals it; nor one that ignores
+ * the signal (SIG_IGN by the system call: said as such). */
+static void test_python_past_guard(void)
+{
+    static const char *const how[] = {
+        how_signal, how_sigaction,
+        "class KSA(ctypes.Structure):\n"
+        "    _fields_ = [('h', HANDLER), ('flags', ctypes.c_ulong),\n"
+        "                ('r', ctypes.c_void_p), ('mask', ctypes.c_ulong)]\n"
+        "assert libc.syscall(13, SIG, ctypes.byref(KSA(mine)), None, 8) == 0\n",
+        "class KSI(ctypes.Structure):\n"
+        "    _fields_ = [('h', ctypes.c_void_p), ('flags', ctypes.c_ulong),\n"
+        "                ('r', ctypes.c_void_p), ('mask', ctypes.c_ulong)]\n"
+        "assert libc.syscall(13, SIG, ctypes.byref(KSI(1)), None, 8) == 0\n",
+    };
+    static const char *const why[] = {
+        "handles signal", "handles signal", "handles signal", "ignores signal"};
+    for (size_t k = 0; k < sizeof how / sizeof *how; k++)
+        own_handler_case("'libc.so.6'", how[k], why[k],
+                         k < 3 ? "past amlrun's guard" : NULL);
+}
+
+/* Reading the kernel's handler (done for any worker that catches the
+ * stack signal) puts the thread back as it was: a system call it was in
+ * goes on (read(2) restarted, nanosleep's rest slept), called through
+ * ctypes, which does not retry on EINTR as Python does.  Native frames
+ * only: faulthandler's signal itself ends a nanosleep (EINTR, as any
+ * handled signal does). */
+static void test_python_calls_go_on(void)
+{
+    char fifo[256];
+    snprintf(fifo, sizeof fifo, "%.200s/fifo", script_dir);
+    (void)unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    static const char *const call[] = {
+        "    n = libc.read(fd, ctypes.create_string_buffer(8), 5)\n",
+        "    ts = (ctypes.c_long * 2)(2, 0)\n"
+        "    n = libc.nanosleep(ts, None)\n",
+    };
+    static const char *const want[] = {"done 5 0\n", "done 0 0\n"};
+    for (size_t k = 0; k < sizeof call / sizeof *call; k++) {
+        char text[4096];
         snprintf(text, sizeof text,
                  "import ctypes, os\n"
-                 "SIG = %d\n"
-                 "libc = ctypes.CDLL(None)\n"
-                 "HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)\n"
-                 "@HANDLER\n"
-                 "def mine(sig):\n"
-                 "    os.write(1, b'unexpected signal\\n')\n"
+                 "libc = ctypes.CDLL(None, use_errno=True)\n"
+                 "fd = os.open('%s', os.O_RDWR)\n"
+                 "def stuck_here():\n"
+                 "    os.write(1, b'ready\\n')\n"
                  "%s"
-                 "os.write(1, b'ready\\n')\n"
-                 "while True:\n"
-                 "    pass\n", stk_signal(), how[k]);
+                 "    os.write(1, b'done %%d %%d\\n' %% (n, ctypes.get_errno()))\n"
+                 "stuck_here()\n"
+                 "os.read(fd, 1)\n", fifo, call[k]);
         struct py p;
-        py_start(&p, write_script("c_handler.py", text), NULL);
-        const struct stk_rank *r = py_capture(&p);
-        CHECK_STR_HAS(r->error, "handles signal");
-        CHECK(main_of(r) && main_of(r)->nnative > 0);
-        char buf[64];
-        CHECK(fcntl(p.out, F_SETFL, O_NONBLOCK) == 0);
-        CHECK(read(p.out, buf, sizeof buf) < 0 && errno == EAGAIN);
-        py_end(&p, 1);
+        py_start(&p, write_script("calls_go_on.py", text), NULL);
+        struct stk_target t = target(p.pid, 0, -1);
+        CHECK_INT_EQ(stk_capture(&t, 1, NULL, TIMEOUT_MS, &p.s), 0);
+        CHECK(p.s.n == 1 && p.s.ranks[0].error == NULL);
+        CHECK(p.s.n == 1 && main_of(&p.s.ranks[0]) &&
+              main_of(&p.s.ranks[0])->nnative > 0);
+        int w = open(fifo, O_WRONLY | O_NONBLOCK);
+        CHECK(w >= 0 && write(w, "hello", 5) == 5);
+        char buf[64] = {0};
+        struct pollfd pf = {.fd = p.out, .events = POLLIN};
+        CHECK(poll(&pf, 1, 60000) == 1);
+        ssize_t got = read(p.out, buf, sizeof buf - 1);
+        CHECK(got > 0);
+        CHECK_STR_EQ(buf, want[k]);
+        if (w >= 0) {
+            CHECK(write(w, "x", 1) == 1);
+            close(w);
+        }
+        py_end(&p, 0);
     }
+    (void)unlink(fifo);
 }
 
 /* Python's own options that skip the hook (-I, -E, -S) get no channel:
@@ -1138,6 +1233,7 @@ int main(void)
         "test_python_no_site", "test_python_stopped",
         "test_python_many_threads", "test_python_not_dumpable",
         "test_python_own_handler", "test_python_c_handler",
+        "test_python_past_guard", "test_python_calls_go_on",
         "test_64_workers",
         "test_64_python_workers"};
     if (test_under_valgrind()) {
@@ -1159,6 +1255,8 @@ int main(void)
         RUN(test_python_not_dumpable);
         RUN(test_python_own_handler);
         RUN(test_python_c_handler);
+        RUN(test_python_past_guard);
+        RUN(test_python_calls_go_on);
         RUN(test_64_workers);
         RUN(test_64_python_workers);
     }
