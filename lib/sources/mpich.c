@@ -31,41 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sources/sources.h"
 
-/* Wrappers between the proxy and us, at most. */
-#define HYDRA_ANCESTORS 8
 #define HYDRA_CMDLINE_MAX 8192
-
-/* /proc/<pid>/<what> into buf, NUL-terminated: its length, or -1. */
-static long read_proc(long pid, const char *what, char *buf, size_t size)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/%s", pid, what);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, size - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return (long)n;
-}
-
-/* The parent of `pid` from /proc/<pid>/stat, or -1. */
-static long parent_of(long pid)
-{
-    char buf[512];
-    if (read_proc(pid, "stat", buf, sizeof buf) < 0)
-        return -1;
-    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
-    const char *p = strrchr(buf, ')');
-    long ppid;
-    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-        return -1;
-    return ppid;
-}
 
 int amldist__hydra_proxy_args(const char *argv, size_t len,
                               amldist__hydra_proxy_t *p)
@@ -98,23 +67,18 @@ int amldist__hydra_proxy_args(const char *argv, size_t len,
     return have_id;
 }
 
+static int proxy_match(const char *argv, size_t len, void *p)
+{
+    return amldist__hydra_proxy_args(argv, len, p);
+}
+
 /* This process's Hydra proxy: 1 with *p and its pid, or 0. */
 static int find_proxy(amldist__hydra_proxy_t *p, long *proxy_pid)
 {
     char buf[HYDRA_CMDLINE_MAX];
-    long pid = (long)getpid();
-    for (int i = 0; i < HYDRA_ANCESTORS; i++) {
-        if ((pid = parent_of(pid)) <= 1)
-            return 0;
-        long n = read_proc(pid, "cmdline", buf, sizeof buf);
-        if (n < 0)
-            return 0;
-        if (amldist__hydra_proxy_args(buf, (size_t)n, p)) {
-            *proxy_pid = pid;
-            return 1;
-        }
-    }
-    return 0;
+    size_t len;
+    *proxy_pid = amldist__ancestor(proxy_match, p, buf, sizeof buf, &len);
+    return *proxy_pid > 0;
 }
 
 /* A variable of env as a number in [min, max], or -1 (absent, malformed). */
@@ -186,13 +150,6 @@ void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
                      r->why[AMLDIST_FIELD_WORLD_SIZE]);
 }
 
-/* The array's value of `name` is this process's own. */
-static int own(const amldist__env_t *env, const char *name)
-{
-    const char *a = amldist__env_get(env, name), *b = getenv(name);
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
 int amldist__src_mpich(const amldist__env_t *env, struct amldist *r)
 {
     amldist__reading_init(r, "mpich");
@@ -209,7 +166,8 @@ int amldist__src_mpich(const amldist__env_t *env, struct amldist *r)
     if (!amldist__known(r, AMLDIST_FIELD_LOCAL_WORLD_SIZE) ||
         r->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] ==
             r->val[AMLDIST_FIELD_WORLD_SIZE] ||
-        !own(env, "PMI_RANK") || !own(env, "MPI_LOCALNRANKS"))
+        !amldist__env_own(env, "PMI_RANK") ||
+        !amldist__env_own(env, "MPI_LOCALNRANKS"))
         return rc;
     amldist__hydra_proxy_t proxy;
     long pid;
