@@ -14,7 +14,8 @@
  * is also the node index of PMI_process_mapping.  The proxy is looked for
  * among this process's nearest ancestors (a wrapper such as `env` or a
  * shell may stand between), and only when the variables read are this
- * process's own.  Node count and the host of rank 0 stay unknown.
+ * process's own.  Node count and the host of rank 0 stay unknown (under
+ * Slurm they are known: below).
  *
  * Under Slurm (mpiexec.hydra in an allocation) Hydra starts its proxies
  * with one srun step, `srun -N k -n k hydra_pmi_proxy --launcher slurm
@@ -25,7 +26,8 @@
  * SLURM_STEP_NUM_TASKS alike) the node count.  They are the proxy's step's
  * only when SLURM_TASK_PID is the proxy found among the ancestors (srun's
  * task is the proxy itself); a Slurm step around mpiexec.hydra (srun
- * mpiexec.hydra -launcher ssh) would put its own there.
+ * mpiexec.hydra -launcher ssh) would put its own there.  Proxy 0, on the
+ * step's first node, runs rank 0: the master (hydra_slurm_master()).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -99,6 +101,30 @@ static const char *shown(const amldist__env_t *env, const char *name,
     return buf;
 }
 
+/*
+ * The host of rank 0 under Hydra's srun step of one proxy a node: Hydra
+ * gives its ranks to the proxies in the order of their ids, the lowest to
+ * proxy 0, and each proxy's id is its SLURM_NODEID, its node's place in
+ * the step's node list (sorted by name; Hydra's step is not heterogeneous):
+ * rank 0 runs on the first host of SLURM_STEP_NODELIST, on every rank
+ * alike (`-hosts n1:3,n0:1` too: n0 is proxy 0 and runs ranks 0-2).
+ */
+static void hydra_slurm_master(const amldist__env_t *env, struct amldist *r)
+{
+    const char *list = amldist__env_get(env, "SLURM_STEP_NODELIST");
+    if (list == NULL || amldist__env_get(env, "SLURM_HET_SIZE") != NULL ||
+        amldist__hostlist_nth(list, 0, r->addr, sizeof r->addr) != 0 ||
+        amldist__valid_host(r->addr) != 0) {
+        r->addr[0] = '\0';
+        return;
+    }
+    amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                 "first host of SLURM_STEP_NODELIST=%.64s, the Hydra "
+                 "proxies' srun step: SLURM_NODEID=0 there is proxy 0, which "
+                 "runs rank 0",
+                 list);
+}
+
 void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
                                struct amldist *r)
 {
@@ -135,12 +161,13 @@ void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
                  node, proxy_pid);
     /* Hydra runs one proxy a node: a step of more tasks than nodes is not
      * its proxies' alone. */
-    if (nodes > 0 && tasks == nodes && nodes <= world)
+    if (nodes > 0 && tasks == nodes && nodes <= world) {
         amldist__set(r, AMLDIST_FIELD_NUM_NODES, nodes,
                      "SLURM_STEP_NUM_NODES=%ld of the Hydra proxies' srun "
                      "step (one proxy a node: SLURM_STEP_NUM_TASKS=%ld)",
                      nodes, tasks);
-    else
+        hydra_slurm_master(env, r);
+    } else
         amldist__why(r, AMLDIST_FIELD_NUM_NODES,
                      "unknown: the Hydra proxies' srun step has "
                      "SLURM_STEP_NUM_NODES%s and SLURM_STEP_NUM_TASKS%s, "
