@@ -212,13 +212,14 @@ static int join_options(const struct amlrun_opts *o, const struct plan *p,
     } else {
         const char *host = amldist_master_addr(l);
         int port = amldist_master_port(l);
+        char words[LIBWORDS_MAX];
         if (!host || port <= 0) {
             msg("the job's %d amlruns cannot meet: %s (%s); give "
                 "--master-addr and --master-port, or --no-node-check; no "
                 "worker started", agents,
                 host ? "MASTER_PORT is not known" : "MASTER_ADDR is not known",
-                amldist_explain(l, host ? AMLDIST_FIELD_MASTER_PORT
-                                        : AMLDIST_FIELD_MASTER_ADDR));
+                plan_explain(p, host ? AMLDIST_FIELD_MASTER_PORT
+                                     : AMLDIST_FIELD_MASTER_ADDR, words));
             return AMLRUN_EXIT_USAGE;
         }
         endpoint(c->endpoint, sizeof c->endpoint, NULL, host,
