@@ -266,8 +266,14 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
          * fault; else amlrun could not do its job. */
         int usage = err == AMLDIST_EDENIED || err == AMLDIST_EPROTO ||
                     err == AMLDIST_ECONFLICT || err == AMLDIST_EINVAL;
+        /* A job that another node's failure ended before this node got a
+         * round ends with that failure's status (127: its command was
+         * not found), as the first failure's under torchrun and mpirun. */
+        int ended = err == AMLDIST_EDENIED ? amldist_rdzv_join_status() : -1;
         msg("cannot join the job's rendezvous: %s; no worker started",
             amldist_last_error());
+        if (ended > 0)
+            return ended;
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
     }
     if (control_round(c, b) < 0)
