@@ -133,9 +133,7 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
                               j->nproc, j->order);
     } else if (sm->phase == AMLDIST__RZ_P_OVER && sm->failed_early &&
                j->round != AMLDIST__RZ_ROUND_FAILING) {
-        /* Told as the members were: the FINISH before a round is the
-         * agent's join error, with the failing node's status, which its
-         * launcher exits with (amldist_rdzv_join_status()). */
+        /* Told as the members were, with the status: a FINISH. */
         sm->told++;
         amldist__rz_sm_emit(sm, AMLDIST__RZ_A_FINISH, who,
                             (uint32_t)sm->status, sm->failure);
