@@ -10,8 +10,7 @@
 
 #include "sources/sources.h"
 
-/* /proc/<pid>/<what> into buf, NUL-terminated: its length, or -1. */
-static long read_proc(long pid, const char *what, char *buf, size_t size)
+long amldist__proc_read(long pid, const char *what, char *buf, size_t size)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/%s", pid, what);
@@ -28,7 +27,7 @@ static long read_proc(long pid, const char *what, char *buf, size_t size)
 static long parent_of(long pid)
 {
     char buf[512];
-    if (read_proc(pid, "stat", buf, sizeof buf) < 0)
+    if (amldist__proc_read(pid, "stat", buf, sizeof buf) < 0)
         return -1;
     /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
     const char *p = strrchr(buf, ')');
@@ -45,7 +44,7 @@ long amldist__ancestor(amldist__argv_match_t match, void *arg, char *buf,
     for (int i = 0; i < AMLDIST__ANCESTORS; i++) {
         if ((pid = parent_of(pid)) <= 1)
             return -1;
-        long n = read_proc(pid, "cmdline", buf, size);
+        long n = amldist__proc_read(pid, "cmdline", buf, size);
         if (n < 0)
             return -1;
         if (match(buf, (size_t)n, arg)) {

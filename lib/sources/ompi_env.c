@@ -8,9 +8,12 @@
  * they would take it while the others take the launcher's master, and the
  * job hangs.  Only the ranks on mpirun's node can tell (their daemon is
  * mpirun; the remote ones never see the variable), and only from mpirun's
- * command line: Open MPI 4.1 exports no list of what -x forwarded.  Where
- * mpirun's command line cannot be read, or names a file of options
- * (--tune, --am), nothing is decided.
+ * command line: Open MPI 4.1 exports no list of what -x forwarded.  The
+ * variable must also be in mpirun's own environment with our value: one
+ * set after mpirun (a wrapper script, an inner launcher such as
+ * launch.py) is set on every node alike.  Where mpirun's command line or
+ * environment cannot be read, or it names a file of options (--tune,
+ * --am), nothing is decided.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,7 @@
 #define HNP_URI "OMPI_MCA_orte_hnp_uri"
 #define ENV_LIST "mca_base_env_list"
 #define MPIRUN_CMDLINE_MAX 32768
+#define MPIRUN_ENVIRON_MAX (1 << 20)
 
 static const struct {
     unsigned bit;
@@ -94,6 +98,30 @@ static unsigned mpirun_forwards(const char *argv, size_t len, unsigned bits)
     return bits;
 }
 
+/* `bits` less the variables whose value in mpirun's environment (`pid`)
+ * is not ours: those were set after mpirun, on every node. */
+static unsigned from_mpirun(const amldist__env_t *env, long pid,
+                            unsigned bits)
+{
+    char *buf = malloc(MPIRUN_ENVIRON_MAX);
+    long n = buf ? amldist__proc_read(pid, "environ", buf, MPIRUN_ENVIRON_MAX)
+                 : -1;
+    unsigned kept = 0;
+    for (size_t i = 0; n >= 0 && n < MPIRUN_ENVIRON_MAX - 1 &&
+                       i < sizeof master_vars / sizeof *master_vars;
+         i++) {
+        const char *name = master_vars[i].name;
+        const char *ours = amldist__env_get(env, name);
+        size_t len = strlen(name);
+        for (const char *e = buf; ours && e < buf + n; e += strlen(e) + 1)
+            if (strncmp(e, name, len) == 0 && e[len] == '=' &&
+                strcmp(e + len + 1, ours) == 0)
+                kept |= master_vars[i].bit;
+    }
+    free(buf);
+    return bits & kept;
+}
+
 unsigned amldist__ompi_node_only(const amldist__env_t *env)
 {
     const char *uri = amldist__env_get(env, DAEMON_URI);
@@ -115,10 +143,9 @@ unsigned amldist__ompi_node_only(const amldist__env_t *env)
     size_t len;
     if (buf == NULL)
         return 0;
-    if (amldist__ancestor(is_mpirun, NULL, buf, MPIRUN_CMDLINE_MAX, &len) < 0)
-        bits = 0;
-    else
-        bits = mpirun_forwards(buf, len, bits);
+    long pid = amldist__ancestor(is_mpirun, NULL, buf, MPIRUN_CMDLINE_MAX,
+                                 &len);
+    bits = pid < 0 ? 0 : mpirun_forwards(buf, len, bits);
     free(buf);
-    return bits;
+    return bits ? from_mpirun(env, pid, bits) : 0;
 }

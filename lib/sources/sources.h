@@ -57,6 +57,9 @@ typedef int (*amldist__argv_match_t)(const char *argv, size_t len,
                                      void *arg);
 long amldist__ancestor(amldist__argv_match_t match, void *arg, char *buf,
                        size_t size, size_t *len);
+/* /proc/<pid>/<what> (cmdline, environ, stat) into buf, NUL-terminated:
+ * its length (size - 1: perhaps cut), or -1. */
+long amldist__proc_read(long pid, const char *what, char *buf, size_t size);
 
 /* ompi_env.c: on mpirun's node of a job of several nodes, which of
  * MASTER_ADDR and MASTER_PORT (AMLDIST__MASTER_ADDR_BIT, _PORT_BIT) this

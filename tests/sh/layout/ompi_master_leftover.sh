@@ -6,6 +6,7 @@
 # mpirun's command line (lib/sources/ompi_env.c) and refuse, naming the
 # variables and the fixes; -x (or mca_base_env_list) forwards them, and
 # AMLDIST_PREFER=launcher sets them aside: then every rank has one master.
+# A value set after mpirun (a wrapper, on every node) is not a leftover.
 # amldist_init in the rank, amlrun per process and per node.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -36,6 +37,14 @@ expect_eq "MASTER_ADDR forwarded by mca_base_env_list, MASTER_PORT not: n0's ran
 out=$(on n0 env "${LEFT[@]}" AMLDIST_PREFER=launcher $T $MPIRUN --host n0:2,n1:2 -np 4 "$HELLO" 2>&1)
 expect_eq "AMLDIST_PREFER=launcher: set aside, every rank takes mpirun's node and the default port" \
     "$(tally <<<"$out")" "4 MASTER_ADDR=10.231.0.10 4 MASTER_PORT=29500 4 WORLD_SIZE=4 "
+
+# Set after mpirun, on every node alike (a wrapper script; launch.py):
+# not mpirun's environment, so not a leftover, even beside one.
+# shellcheck disable=SC2016
+out=$(on n0 env MASTER_ADDR=10.231.0.12 $T $MPIRUN --host n0:2,n1:2 -np 4 sh -c \
+      'export MASTER_ADDR=10.231.0.11 MASTER_PORT=$1; exec "$0"' "$HELLO" "$PORT" 2>&1)
+expect_eq "set by a wrapper on every node (beside a leftover of another value): accepted, one master" \
+    "$(tally <<<"$out")" "4 MASTER_ADDR=10.231.0.11 4 MASTER_PORT=$PORT 4 WORLD_SIZE=4 "
 
 # One node: every rank has mpirun's environment, nothing to split.
 out=$(on n0 env "${LEFT[@]}" $T $MPIRUN --host n0:2 -np 2 "$HELLO" 2>&1)
