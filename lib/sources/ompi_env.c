@@ -1,7 +1,8 @@
 /*
  * Open MPI gives mpirun's whole environment to the ranks of its own node,
- * and to the other nodes only what it forwards: `-x NAME[=VALUE]` (a
- * trailing `*` forwards a family) and the MCA parameter
+ * and to the other nodes only what it forwards: `-x NAME[=VALUE]` (Open
+ * MPI 4.1 forwards no family: `-x 'MASTER_*'` warns that it finds no such
+ * variable, tried for real) and the MCA parameter
  * mca_base_env_list ("NAME;NAME=VALUE", on the command line or as
  * OMPI_MCA_mca_base_env_list in mpirun's environment).  A MASTER_ADDR or
  * MASTER_PORT left in mpirun's shell therefore reaches one node's ranks:
@@ -35,21 +36,17 @@ static const struct {
 };
 
 /* `bits` less the master variables that one entry of a list (NAME,
- * NAME=VALUE, PREFIX*) forwards; entries end at `seps` or the end. */
+ * NAME=VALUE) forwards; entries end at `seps` or the end. */
 static unsigned forwarded(const char *list, const char *seps, unsigned bits)
 {
     for (const char *e = list; *e != '\0';) {
         size_t n = strcspn(e, seps), name = strcspn(e, "=");
         if (name > n)
             name = n;
-        for (size_t i = 0; i < sizeof master_vars / sizeof *master_vars; i++) {
-            const char *v = master_vars[i].name;
-            int all = name > 0 && e[name - 1] == '*';
-            size_t len = all ? name - 1 : name;
-            if (all ? strncmp(v, e, len) == 0
-                    : len == strlen(v) && strncmp(v, e, len) == 0)
+        for (size_t i = 0; i < sizeof master_vars / sizeof *master_vars; i++)
+            if (name == strlen(master_vars[i].name) &&
+                strncmp(master_vars[i].name, e, name) == 0)
                 bits &= ~master_vars[i].bit;
-        }
         e += n;
         e += *e != '\0';
     }

@@ -28,6 +28,12 @@ out=$(on n0 env "${LEFT[@]}" $T $MPIRUN --host n0:2,n1:2 -np 4 -x MASTER_ADDR -x
 expect_eq "forwarded with -x: every rank has the one master" "$(tally <<<"$out")" \
     "4 MASTER_ADDR=10.231.0.11 4 MASTER_PORT=$PORT 4 WORLD_SIZE=4 "
 
+# Open MPI 4.1 forwards no family: -x 'MASTER_*' is no -x MASTER_ADDR.
+out=$(on n0 env "${LEFT[@]}" $T $MPIRUN --mca orte_abort_on_non_zero_status 0 \
+      --host n0:2,n1:2 -np 4 -x 'MASTER_*' "$HELLO" 2>&1)
+expect_eq "-x 'MASTER_*' (Open MPI forwards no family): n0's two ranks still refuse" \
+    "$(grep -c 'MASTER_ADDR MASTER_PORT are set on mpirun.s node only' <<<"$out")" 2
+
 # mca_base_env_list forwards MASTER_ADDR; MASTER_PORT alone is refused.
 out=$(on n0 env "${LEFT[@]}" $T $MPIRUN --mca orte_abort_on_non_zero_status 0 \
       --host n0:2,n1:2 -np 4 --mca mca_base_env_list 'MASTER_ADDR;FOO=1' "$HELLO" 2>&1)
