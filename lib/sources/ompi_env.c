@@ -1,8 +1,9 @@
 /*
  * Open MPI gives mpirun's whole environment to the ranks of its own node,
  * and to the other nodes only what it forwards: `-x NAME[=VALUE]` (Open
- * MPI 4.1 forwards no family: `-x 'MASTER_*'` warns that it finds no such
- * variable, tried for real) and the MCA parameter
+ * MPI 4.1 forwards no family and no list: `-x 'MASTER_*'` and `-x
+ * MASTER_ADDR,MASTER_PORT` warn that no such variable exists, tried for
+ * real) and the MCA parameter
  * mca_base_env_list ("NAME;NAME=VALUE", on the command line or as
  * OMPI_MCA_mca_base_env_list in mpirun's environment).  A MASTER_ADDR or
  * MASTER_PORT left in mpirun's shell therefore reaches one node's ranks:
@@ -86,8 +87,8 @@ static unsigned mpirun_forwards(const char *argv, size_t len, unsigned bits)
             return 0;
         if (next >= end)
             break;
-        if (strcmp(opt, "x") == 0)
-            bits = forwarded(next, ",", bits);
+        if (strcmp(opt, "x") == 0) /* one name a -x: no list, no family */
+            bits = forwarded(next, "", bits);
         else if ((strcmp(opt, "mca") == 0 || strcmp(opt, "gmca") == 0) &&
                  strcmp(next, ENV_LIST) == 0 && next + strlen(next) + 1 < end)
             bits = forwarded(next + strlen(next) + 1, ";", bits);
