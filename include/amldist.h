@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 #define AMLDIST_VERSION_MAJOR 1
-#define AMLDIST_VERSION_MINOR 4
+#define AMLDIST_VERSION_MINOR 5
 #define AMLDIST_VERSION_PATCH 0
 /* (major << 16) | (minor << 8) | patch, comparable with amldist_version(). */
 #define AMLDIST_VERSION_HEX                                                    \

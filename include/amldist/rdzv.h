@@ -142,6 +142,16 @@ AMLDIST_API int amldist_rdzv_join(const amldist_rdzv_options_t *opts,
 AMLDIST_API int amldist_rdzv_join_failed(const amldist_rdzv_options_t *opts,
                                          int status, const char *summary);
 
+/*
+ * Since AMLDIST_1.5: after amldist_rdzv_join() failed with AMLDIST_EDENIED
+ * because the job ended before this node got a round (another node's
+ * amldist_rdzv_join_failed(), or a job that ended without it), the job's
+ * exit status (0..255), so that a launcher exits with the first failure's
+ * status; -1 after any other return of this thread's last
+ * amldist_rdzv_join().  Per thread, as amldist_last_error().
+ */
+AMLDIST_API int amldist_rdzv_join_status(void);
+
 /* The current round: its number (0, 1, ...), the restarts after failures
  * so far (TORCHELASTIC_RESTART_COUNT), this node's rank, the node count,
  * node `node`'s worker count, and whether this agent hosts the endpoint. */

@@ -69,6 +69,7 @@ static int count_nproc(const struct amlrun_opts *o, struct plan *p)
 static int need_known(const struct plan *p)
 {
     const amldist_t *l = p->layout;
+    char words[LIBWORDS_MAX];
     const struct { int v; amldist_field_t f; const char *name; } need[] = {
         {amldist_rank(l), AMLDIST_FIELD_RANK, "RANK"},
         {amldist_world_size(l), AMLDIST_FIELD_WORLD_SIZE, "WORLD_SIZE"},
@@ -93,7 +94,7 @@ static int need_known(const struct plan *p)
             p->mode == MODE_NODE ? "workers' " : "command's ", need[i].name,
             amldist_source(l),
             p->mode == MODE_NODE ? "this amlrun's " : "its ", need[i].name,
-            amldist_explain(l, need[i].f),
+            plan_explain(p, need[i].f, words),
             p->mode == MODE_NODE ? " (LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 when "
                                    "one amlrun runs on each node)" : "");
         return AMLRUN_EXIT_USAGE;
@@ -115,8 +116,9 @@ static int check_size(const struct amlrun_opts *o, const struct plan *p)
     else
         snprintf(what, sizeof what, "--nproc-per-node %s (%d)",
                  o->nproc_kind == NPROC_GPU ? "gpu" : "auto", p->nproc);
+    char words[LIBWORDS_MAX];
     msg("%s with world size %d (%s): %lld ranks, more than %d", what, world,
-        amldist_explain(p->layout, AMLDIST_FIELD_WORLD_SIZE), ranks, INT_MAX);
+        plan_explain(p, AMLDIST_FIELD_WORLD_SIZE, words), ranks, INT_MAX);
     return AMLRUN_EXIT_USAGE;
 }
 
@@ -133,6 +135,7 @@ static int check_size(const struct amlrun_opts *o, const struct plan *p)
 static int check_master_port(const struct amlrun_opts *o,
                              amldist_options_t *ao, struct plan *p)
 {
+    char words[LIBWORDS_MAX];
     if (amldist_world_size(p->layout) != 1) {
         /* Several amlruns (a launcher's, or --nnodes): each would pick a
          * port of its own and none would meet. */
@@ -141,7 +144,7 @@ static int check_master_port(const struct amlrun_opts *o,
                 "for one node, and this job has %d amlruns (%s): give the "
                 "port they meet at", o->owned_addr,
                 amldist_world_size(p->layout),
-                amldist_explain(p->layout, AMLDIST_FIELD_WORLD_SIZE));
+                plan_explain(p, AMLDIST_FIELD_WORLD_SIZE, words));
             return AMLRUN_EXIT_USAGE;
         }
         return -1;
@@ -153,6 +156,7 @@ static int check_master_port(const struct amlrun_opts *o,
         return -1; /* free, or not to be told: rank 0 will say */
     const char *why = amldist_explain(p->layout, AMLDIST_FIELD_MASTER_PORT);
     if (strncmp(why, "default", 7) != 0) {
+        why = plan_words(p, why, words);
         msg("MASTER_PORT %d (%s) is in use on this machine: rank 0 could not "
             "open its store there; no worker started (give a free port with "
             "--master-port, or leave it out: amlrun then picks one)", port,
@@ -163,10 +167,12 @@ static int check_master_port(const struct amlrun_opts *o,
     if (picked < 0)
         return -1;
     ao->master_port = picked;
+    libwords_set(&p->words, o, ao, PORT_PICKED_TAKEN);
     amldist_free(p->layout);
     p->layout = NULL;
     if (amldist_init_opts(&p->layout, ao) < 0) {
-        msg("cannot work out this job's layout: %s", amldist_last_error());
+        msg("cannot work out this job's layout: %s",
+            plan_words(p, amldist_last_error(), words));
         return AMLRUN_EXIT_SYSTEM;
     }
     if (!o->quiet)
@@ -244,6 +250,16 @@ static int half_pair(const struct amlrun_opts *o, const amldist_options_t *ao)
     return 1;
 }
 
+/* Where the master port amlrun passes comes from, before it is checked. */
+static enum libwords_port port_origin(const struct amlrun_opts *o)
+{
+    if (o->standalone && o->master_port <= 0)
+        return PORT_PICKED_STANDALONE;
+    if (o->endpoint_any_port && !options_c10d(o) && !o->standalone)
+        return PORT_PICKED_ENDPOINT;
+    return PORT_GIVEN;
+}
+
 int plan_make(const struct amlrun_opts *o, struct plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -282,12 +298,15 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         msg("--rdzv-endpoint %s:0: cannot find a free port", o->owned_addr);
         return AMLRUN_EXIT_SYSTEM;
     }
+    libwords_set(&p->words, o, &ao, port_origin(o));
     int rc = amldist_init_opts(&p->layout, &ao);
     if (rc == AMLDIST_EMISSING && half_pair(o, &ao))
         return AMLRUN_EXIT_USAGE;
+    char words[LIBWORDS_MAX];
     if (rc < 0) {
         int ours = o->nnodes > 0 || o->node_rank >= 0 || o->standalone;
-        msg("cannot work out this job's layout: %s%s", amldist_last_error(),
+        msg("cannot work out this job's layout: %s%s",
+            plan_words(p, amldist_last_error(), words),
             rc == AMLDIST_ECONFLICT && ours
                 ? " (--nnodes, --node-rank and --standalone may fill in what "
                   "the launcher does not say, or repeat it, not change it)"
@@ -329,14 +348,24 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         msg("warning: the node rank is not known, the %s no NODE_RANK or "
             "GROUP_RANK (%s)", p->mode == MODE_NODE ? "workers get"
                                                     : "command gets",
-            amldist_explain(p->layout, AMLDIST_FIELD_NODE_RANK));
+            plan_explain(p, AMLDIST_FIELD_NODE_RANK, words));
     /* Workers would fail later, inside init_process_group, with less to go
      * on: say now why there is no master and how to give one. */
     if (amldist_master_addr(p->layout) == NULL)
         msg("warning: MASTER_ADDR is not known, workers will not get it (%s); "
             "give --master-addr or MASTER_ADDR",
-            amldist_explain(p->layout, AMLDIST_FIELD_MASTER_ADDR));
+            plan_explain(p, AMLDIST_FIELD_MASTER_ADDR, words));
     return -1;
+}
+
+const char *plan_words(const struct plan *p, const char *text, char *buf)
+{
+    return libwords(&p->words, text, buf, LIBWORDS_MAX);
+}
+
+const char *plan_explain(const struct plan *p, amldist_field_t f, char *buf)
+{
+    return plan_words(p, amldist_explain(p->layout, f), buf);
 }
 
 void plan_free(struct plan *p)

@@ -12,6 +12,7 @@
 #define AMLRUN_MODE_H
 
 #include "amldist.h"
+#include "cli/libwords.h"
 #include "cli/options.h"
 
 struct plan {
@@ -22,10 +23,17 @@ struct plan {
      * binding; NULL otherwise. */
     amldist_topo_t *topo;
     char why[200];       /* the reason, for --verbose and --dry-run */
+    /* amlrun's words for the options it gave the library */
+    struct libwords words;
 };
 
 /* Returns -1 on success, else an exit status after a message. */
 int plan_make(const struct amlrun_opts *o, struct plan *p);
 void plan_free(struct plan *p);
+/* A text of the library (its last error, an explanation of p's layout),
+ * the options amlrun gave it named as the user gave them (libwords.h): buf
+ * (LIBWORDS_MAX bytes) or the text. */
+const char *plan_words(const struct plan *p, const char *text, char *buf);
+const char *plan_explain(const struct plan *p, amldist_field_t f, char *buf);
 
 #endif /* AMLRUN_MODE_H */

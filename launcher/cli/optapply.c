@@ -105,15 +105,6 @@ static int on_int(struct amlrun_opts *o, const struct handler *h,
     return -1;
 }
 
-/* --node-rank, and where it came from: c10d ignores it, as torchrun does,
- * and says so in the words the user typed (optparse.c). */
-static int on_node_rank(struct amlrun_opts *o, const struct handler *h,
-                        const char *name, const char *val)
-{
-    snprintf(o->node_rank_by, sizeof o->node_rank_by, "%s", name);
-    return on_int(o, h, name, val);
-}
-
 static int on_rankset(struct amlrun_opts *o, const struct handler *h,
                       const char *name, const char *val)
 {
@@ -200,7 +191,6 @@ static int on_nnodes(struct amlrun_opts *o, const struct handler *h,
     }
     o->nnodes_min = lo;
     o->nnodes = hi;
-    snprintf(o->nnodes_by, sizeof o->nnodes_by, "%s", name);
     return -1;
 }
 
@@ -500,7 +490,7 @@ static int on_version(struct amlrun_opts *o, const struct handler *h,
 static const struct handler handlers[O_COUNT] = {
     [O_NPROC] = {on_nproc, 0, NULL, 0, 0},
     [O_NNODES] = {on_nnodes, 0, NULL, 0, 0},
-    [O_NODE_RANK] = {on_node_rank, AT(node_rank), "want a number >= 0", 0, 1 << 20},
+    [O_NODE_RANK] = {on_int, AT(node_rank), "want a number >= 0", 0, 1 << 20},
     [O_MASTER_ADDR] = {on_name, AT(master_addr), "want a host name or address",
                        0, 0},
     [O_MASTER_PORT] = {on_int, AT(master_port), "want a port 1..65535", 1,
@@ -566,10 +556,29 @@ static const struct handler handlers[O_COUNT] = {
     [O_MAKE_SECRET] = {on_flag, AT(make_secret), NULL, 0, 0},
 };
 
+/*
+ * Where the options that reach the library came from, as typed ("--nnodes
+ * ", "--node_rank ", "PET_MASTER_ADDR="): c10d's note on --node-rank says
+ * it so (optparse.c), and so do the library's messages (libwords.h).
+ */
+static void note_typed(struct amlrun_opts *o, enum opt_id id,
+                       const char *label)
+{
+    char *by = id == O_NNODES          ? o->nnodes_by
+               : id == O_NODE_RANK     ? o->node_rank_by
+               : id == O_MASTER_ADDR   ? o->master_addr_by
+               : id == O_MASTER_PORT   ? o->master_port_by
+               : id == O_RDZV_ENDPOINT ? o->endpoint_by
+                                       : NULL;
+    if (by)
+        snprintf(by, OPT_TYPED_MAX, "%s", label);
+}
+
 int options_apply(struct amlrun_opts *o, const char *label, enum opt_id id,
                   const char *val)
 {
     if ((unsigned)id >= O_COUNT || !handlers[id].fn)
         return -1;
+    note_typed(o, id, label);
     return handlers[id].fn(o, &handlers[id], label, val);
 }

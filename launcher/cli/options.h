@@ -36,6 +36,10 @@ struct headnode_opts {
                            * JSON), run nothing */
 };
 
+/* An option's name as typed, with what joins its value ("--nnodes ",
+ * "PET_NNODES="). */
+#define OPT_TYPED_MAX 72
+
 /* --dry-run=json, --topo=json */
 #define OPT_JSON 2
 
@@ -62,12 +66,15 @@ struct amlrun_opts {
     int nproc;               /* with NPROC_NUM */
     int nnodes;              /* > 0 given (the MAX of MIN:MAX) */
     int nnodes_min;          /* MIN of MIN:MAX (= nnodes for N) */
-    char nnodes_by[72];      /* where it came from, as typed ("--nnodes ",
-                                "PET_NNODES="), for a message (mode.c) */
+    /* where it came from, as typed ("--nnodes ", "PET_NNODES="), for
+     * messages (mode.c) and the library's words (libwords.h) */
+    char nnodes_by[OPT_TYPED_MAX];
     int node_rank;           /* >= 0 given */
-    char node_rank_by[72];   /* where it came from, as typed ("--node_rank ",
-                                "PET_NODE_RANK="), for c10d's note */
+    char node_rank_by[OPT_TYPED_MAX]; /* the same: "--node_rank " */
     const char *master_addr; /* NULL: from the library */
+    /* the same for --master-addr, --master-port and --rdzv-endpoint */
+    char master_addr_by[OPT_TYPED_MAX], master_port_by[OPT_TYPED_MAX];
+    char endpoint_by[OPT_TYPED_MAX];
     const char *local_addr;  /* --local-addr: this node's address in the
                                 rendezvous (node 0's: MASTER_ADDR) */
     int master_port;         /* > 0 given */

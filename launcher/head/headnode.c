@@ -28,11 +28,13 @@ extern char **environ;
 
 /* Variables the per-node amlrun and its workers need from the head node's
  * environment: mpirun starts remote daemons with a login environment, not
- * ours.  srun passes everything already. */
+ * ours, and gives the rest to its own node's ranks alone (a MASTER_ADDR
+ * there and not elsewhere would split the job: lib/sources/ompi_env.c).
+ * srun passes everything already. */
 static const char *const export_names[] = {
     "PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
     "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS", "MASTER_PORT",
+    "OPENBLAS_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT",
 };
 static const char *const export_prefixes[] = {
     "AMLRUN_", "AMLDIST_", "NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "GLOO_",

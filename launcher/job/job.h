@@ -68,6 +68,7 @@ struct job_stdin {
     int tty;           /* amlrun's stdin is a terminal */
     int watched, eof;
     int recheck;       /* the timer that looks again for the foreground */
+    int told;          /* --stdin RANK's rank not here: said once */
     size_t len;        /* the chunk being written to the workers */
     char buf[4096];
 };

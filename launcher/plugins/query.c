@@ -354,7 +354,7 @@ static int attach(struct job *j, void **self)
             msg_errno(errno, "no --status socket (amlrun --status and "
                       "--stacks cannot reach this job)");
         close(q->fd);
-        unlink(q->path);
+        qsock_remove(q->path);
         q->fd = -1;
     }
     return 0;
@@ -374,7 +374,7 @@ static void close_socket(struct jobquery *q)
     if (q->fd >= 0) {
         amldist__loop_unwatch(j->loop, q->fd);
         close(q->fd);
-        unlink(q->path);
+        qsock_remove(q->path);
     }
     q->fd = -1;
 }

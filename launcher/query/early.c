@@ -267,7 +267,7 @@ void qearly_close(void)
     qearly_pause();
     if (qe.fd >= 0) {
         close(qe.fd);
-        unlink(qe.path);
+        qsock_remove(qe.path);
     }
     qe.fd = -1;
     free(qe.run_id);

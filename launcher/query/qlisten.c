@@ -12,11 +12,31 @@
 #include "query/qlisten.h"
 #include "query/sockdir.h"
 
-int qsock_listen(const char *run_id, char *path, size_t size, char *note,
-                 size_t notesize, char *why, size_t whysize)
+void qsock_remove(const char *path)
+{
+    if (!path[0])
+        return;
+    unlink(path);
+    char dir[QDIR_PATH_MAX + 1];
+    const char *slash = strrchr(path, '/');
+    if (!slash || (size_t)(slash - path) >= sizeof dir)
+        return;
+    memcpy(dir, path, (size_t)(slash - path));
+    dir[slash - path] = '\0';
+    if (qdir_is_fallback(geteuid(), dir))
+        rmdir(dir); /* ENOTEMPTY: another job's socket is there */
+}
+
+/* One try of qsock_listen(): 1 when the socket's directory went away
+ * between its choice and the bind (a job that ended removed its empty
+ * fallback, qsock_remove()), for the caller to choose again. */
+static int listen_once(const char *run_id, char *path, size_t size,
+                       char *note, size_t notesize, char *why,
+                       size_t whysize, int *fd_out)
 {
     char dir[QDIR_PATH_MAX + 1];
     path[0] = '\0';
+    *fd_out = -1;
     if (qdir_choose(geteuid(), getenv("XDG_RUNTIME_DIR"), dir, sizeof dir,
                     note, notesize, why, whysize) < 0)
         return -1;
@@ -39,12 +59,25 @@ int qsock_listen(const char *run_id, char *path, size_t size, char *note,
     unlink(p);
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
         chmod(p, 0600) < 0 || listen(fd, QLISTEN_BACKLOG) < 0) {
+        int gone = errno == ENOENT && qdir_is_fallback(geteuid(), dir);
         snprintf(why, whysize, "%s: %s", p, strerror(errno));
         close(fd);
         unlink(p);
-        return -1;
+        return gone ? 1 : -1;
     }
     memcpy(path, p, strlen(p) + 1);
+    *fd_out = fd;
+    return 0;
+}
+
+int qsock_listen(const char *run_id, char *path, size_t size, char *note,
+                 size_t notesize, char *why, size_t whysize)
+{
+    int fd = -1;
+    for (int i = 0; i < 3; i++)
+        if (listen_once(run_id, path, size, note, notesize, why, whysize,
+                        &fd) != 1)
+            break;
     return fd;
 }
 

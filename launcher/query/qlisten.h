@@ -17,6 +17,11 @@
 int qsock_listen(const char *run_id, char *path, size_t size, char *note,
                  size_t notesize, char *why, size_t whysize);
 
+/* The socket's file gone (the job is over), and its directory with it
+ * when that is a fallback of sockdir.h's 3 and no other job's socket is
+ * left there (rmdir of a directory that is not empty fails). */
+void qsock_remove(const char *path);
+
 /* Whether the peer of a connection to the socket may ask: the same user,
  * or root (SO_PEERCRED). */
 int qsock_peer_allowed(int fd);

@@ -150,6 +150,15 @@ int qdir_choose(uid_t uid, const char *xdg, char *dir, size_t size,
     return 0;
 }
 
+int qdir_is_fallback(uid_t uid, const char *dir)
+{
+    char prefix[40];
+    int n = snprintf(prefix, sizeof prefix, "/tmp/amlrun-%lu.",
+                     (unsigned long)uid);
+    return n > 0 && strncmp(dir, prefix, (size_t)n) == 0 &&
+           dir[n] != '\0' && strchr(dir + n, '/') == NULL;
+}
+
 static int safe_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -8,7 +8,8 @@
  *   2. /tmp/amlrun-<uid>/
  *   3. /tmp/amlrun-<uid>.XXXXXX/ (mkdtemp) when 1 and 2 are refused: the
  *                                first such directory that passes the
- *                                checks, else a new one
+ *                                checks, else a new one; removed by the
+ *                                job that ends last in it (qsock_remove)
  *
  * The supervisor takes the first that passes the checks (made 0700 when
  * missing): a directory, not a symbolic link, owned by the user, with no
@@ -64,6 +65,10 @@ void qdir_candidates(uid_t uid, const char *xdg, struct qdirs *out);
  * (its path and why, "" when none), for the user to be told once. */
 int qdir_choose(uid_t uid, const char *xdg, char *dir, size_t size,
                 char *note, size_t notesize, char *why, size_t whysize);
+
+/* Whether dir is one of 3 (/tmp/amlrun-<uid>.XXXXXX), which a job that
+ * ends removes when no socket of another job is left in it. */
+int qdir_is_fallback(uid_t uid, const char *dir);
 
 /* The socket's path for run id `run_id` and pid `pid` in dir; 0, or -1
  * when even the pid does not fit. */

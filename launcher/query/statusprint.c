@@ -341,8 +341,11 @@ int status_print(char *text, size_t len, int json)
     }
     if (!have_job)
         goto out;
-    qsort(nodes.r, nodes.n, sizeof *nodes.r, by_node);
-    qsort(ranks.r, ranks.n, sizeof *ranks.r, by_rank);
+    /* (none in a rendezvous: qsort's array may not be NULL even then) */
+    if (nodes.n > 0)
+        qsort(nodes.r, nodes.n, sizeof *nodes.r, by_node);
+    if (ranks.n > 0)
+        qsort(ranks.r, ranks.n, sizeof *ranks.r, by_rank);
     const char *phase = qrec_get(&job, "phase");
     if (json)
         print_json(&job, &nodes, &ranks);

@@ -44,8 +44,8 @@ static void warn_ignored(const struct amlrun_opts *o)
 static int plan_size_unknown(const struct amlrun_opts *o, const struct plan *p,
                              int local, amldist_topo_t **topo, int *nlocal)
 {
-    const char *why = amldist_explain(p->layout,
-                                      AMLDIST_FIELD_LOCAL_WORLD_SIZE);
+    char words[LIBWORDS_MAX];
+    const char *why = plan_explain(p, AMLDIST_FIELD_LOCAL_WORLD_SIZE, words);
     int gpus = 0;
     if (amldist_topo_load(topo, o->bind.topology, 0) == 0)
         gpus = amldist_topo_num_gpus(*topo);

@@ -240,6 +240,10 @@ int start_worker(struct job *j, int index, int *status)
     char **env = worker_env(s->env, index, restarts, &w->id);
     if (!env)
         return -1;
+    if (index == 0 && stdin_check(j, &w->id, status) < 0) {
+        amldist_envp_free(env);
+        return -1;
+    }
     if (job_page_worker_env(j, index, &env) < 0 ||
         job_hooks_worker_env(j, index, &env) < 0) {
         msg("out of memory starting local worker %d", index);

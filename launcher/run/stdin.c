@@ -187,6 +187,48 @@ static void on_stdin(void *arg, int fd, short revents)
     wake(j);
 }
 
+int stdin_check(struct job *j, const struct worker_id *id, int *status)
+{
+    const struct amlrun_opts *o = j->s->o;
+    struct job_stdin *in = &j->in;
+    if (o->stdin_mode != STDIN_RANK || id->world <= 0 ||
+        o->stdin_rank < id->world)
+        return 0;
+    if (j->p.restarts > 0) {
+        if (!in->told && !o->quiet)
+            msg("note: --stdin %d: this round's job has %d ranks (0 to "
+                "%d): stdin goes to no worker", o->stdin_rank, id->world,
+                id->world - 1);
+        in->told = 1;
+        return 0;
+    }
+    msg("--stdin %d: no such rank: this job has %d ranks (0 to %d); no "
+        "worker started", o->stdin_rank, id->world, id->world - 1);
+    *status = AMLRUN_EXIT_USAGE;
+    return -1;
+}
+
+void stdin_note(struct job *j)
+{
+    const struct amlrun_opts *o = j->s->o;
+    struct job_stdin *in = &j->in;
+    if (o->stdin_mode != STDIN_RANK || in->told || o->quiet || j->n == 0 ||
+        o->stdin_rank >= j->w[0].id.world)
+        return;
+    int lo = j->w[0].id.rank, hi = lo;
+    for (int i = 0; i < j->n; i++) {
+        if (j->w[i].id.rank == o->stdin_rank)
+            return;
+        lo = j->w[i].id.rank < lo ? j->w[i].id.rank : lo;
+        hi = j->w[i].id.rank > hi ? j->w[i].id.rank : hi;
+    }
+    msg("note: --stdin %d: rank %d runs on another node (this node runs "
+        "ranks %d to %d), whose amlrun gives it that node's stdin; this "
+        "node's stdin goes to no worker", o->stdin_rank, o->stdin_rank, lo,
+        hi);
+    in->told = 1;
+}
+
 int stdin_for(struct job *j, struct worker *w, int index, int *owned)
 {
     struct job_stdin *in = &j->in;

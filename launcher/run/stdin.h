@@ -24,6 +24,14 @@ void stdin_plan(struct job *j);
  * its stdin; *owned is set to it when it is a pipe's read end that the
  * caller closes once the worker is spawned (else -1).  -1 with errno. */
 int stdin_for(struct job *j, struct worker *w, int index, int *owned);
+/* Before an attempt's first worker starts (`id`: its rank and the job's
+ * world): --stdin RANK that is no rank of the job is refused in the first
+ * attempt (-1 after a message, *status the exit status 2), said once in a
+ * later one (an elastic job shrunk).  0 otherwise. */
+int stdin_check(struct job *j, const struct worker_id *id, int *status);
+/* Once the attempt's workers have their ranks: --stdin RANK on another
+ * node is said, once: that node's amlrun gives it its own stdin. */
+void stdin_note(struct job *j);
 /* The worker ended (or never started): its pipe closed. */
 void stdin_worker_end(struct job *j, struct worker *w);
 

@@ -415,8 +415,10 @@ static void start_attempt(struct job *j)
         stream_watch(j, &j->w[i], &j->w[i].out);
         stream_watch(j, &j->w[i], &j->w[i].err);
     }
-    if (!failed)
+    if (!failed) {
         report_started(j);
+        stdin_note(j);
+    }
     job_hooks_attempt_start(j, !failed);
 }
 

@@ -212,13 +212,14 @@ static int join_options(const struct amlrun_opts *o, const struct plan *p,
     } else {
         const char *host = amldist_master_addr(l);
         int port = amldist_master_port(l);
+        char words[LIBWORDS_MAX];
         if (!host || port <= 0) {
             msg("the job's %d amlruns cannot meet: %s (%s); give "
                 "--master-addr and --master-port, or --no-node-check; no "
                 "worker started", agents,
                 host ? "MASTER_PORT is not known" : "MASTER_ADDR is not known",
-                amldist_explain(l, host ? AMLDIST_FIELD_MASTER_PORT
-                                        : AMLDIST_FIELD_MASTER_ADDR));
+                plan_explain(p, host ? AMLDIST_FIELD_MASTER_PORT
+                                     : AMLDIST_FIELD_MASTER_ADDR, words));
             return AMLRUN_EXIT_USAGE;
         }
         endpoint(c->endpoint, sizeof c->endpoint, NULL, host,
@@ -265,8 +266,14 @@ int control_join(const struct amlrun_opts *o, const struct plan *p,
          * fault; else amlrun could not do its job. */
         int usage = err == AMLDIST_EDENIED || err == AMLDIST_EPROTO ||
                     err == AMLDIST_ECONFLICT || err == AMLDIST_EINVAL;
+        /* A job that another node's failure ended before this node got a
+         * round ends with that failure's status (127: its command was
+         * not found), as the first failure's under torchrun and mpirun. */
+        int ended = err == AMLDIST_EDENIED ? amldist_rdzv_join_status() : -1;
         msg("cannot join the job's rendezvous: %s; no worker started",
             amldist_last_error());
+        if (ended > 0)
+            return ended;
         return usage ? AMLRUN_EXIT_USAGE : AMLRUN_EXIT_SYSTEM;
     }
     if (control_round(c, b) < 0)

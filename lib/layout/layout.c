@@ -161,7 +161,8 @@ static int needs_pmix(const amldist__env_t *env, const amldist_options_t *o,
             return 1;
     return !amldist__known(master, AMLDIST_FIELD_MASTER_ADDR) &&
            o->master_addr == NULL &&
-           amldist__env_get(env, "MASTER_ADDR") == NULL &&
+           (amldist__env_get(env, "MASTER_ADDR") == NULL ||
+            (h->node_only & AMLDIST__MASTER_ADDR_BIT)) &&
            amldist__env_get(env, "AZ_BATCH_MASTER_NODE") == NULL &&
            amldist__env_get(env, "AZ_BATCHAI_MPI_MASTER_NODE") == NULL;
 }
@@ -236,6 +237,53 @@ static int canon_unreadable(const amldist__env_t *env, int err,
                          first, outer->why[AMLDIST_FIELD_WORLD_SIZE], names);
 }
 
+/*
+ * MASTER_ADDR / MASTER_PORT that the launcher gives this node's ranks only
+ * (Open MPI: mpirun's shell, not forwarded with -x): the other nodes take
+ * the launcher's master, so the job would split.  An option that names the
+ * value makes the variable moot; AMLDIST_PREFER=launcher sets it aside (its
+ * bit stays, for master.c); otherwise refused, naming the fixes, as the
+ * canonical leftovers are.
+ */
+static int node_only_master(struct amldist *h, int prefer)
+{
+    static const struct {
+        unsigned bit;
+        amldist_field_t f;
+        const char *name;
+    } vars[] = {
+        {AMLDIST__MASTER_ADDR_BIT, AMLDIST_FIELD_MASTER_ADDR, "MASTER_ADDR"},
+        {AMLDIST__MASTER_PORT_BIT, AMLDIST_FIELD_MASTER_PORT, "MASTER_PORT"},
+    };
+    char names[32] = "", xs[48] = "";
+    int n = 0;
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        if (!(h->node_only & vars[i].bit))
+            continue;
+        if (amldist__known(h, vars[i].f)) {
+            h->node_only &= ~vars[i].bit;
+            continue;
+        }
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 n ? " " : "", vars[i].name);
+        snprintf(xs + strlen(xs), sizeof xs - strlen(xs), "%s-x %s",
+                 n ? " " : "", vars[i].name);
+        n++;
+    }
+    if (n == 0 || prefer == AMLDIST__PREFER_LAUNCHER)
+        return 0;
+    return amldist__fail(
+        AMLDIST_ECONFLICT,
+        "%s %s set on mpirun's node only: mpirun gives its own environment "
+        "to the ranks of its node and to the other nodes only what it "
+        "forwards, and its command line does not forward %s, so the nodes "
+        "would disagree on the master; a leftover of another job in the "
+        "shell that started mpirun? unset %s there, forward %s (mpirun %s), "
+        "or set AMLDIST_PREFER=launcher",
+        names, n > 1 ? "are" : "is", n > 1 ? "them" : "it", names,
+        n > 1 ? "them" : "it", xs);
+}
+
 static int build(const amldist__env_t *env, const amldist_options_t *o,
                  struct amldist *h)
 {
@@ -304,6 +352,8 @@ static int build(const amldist__env_t *env, const amldist_options_t *o,
     h->why[AMLDIST_FIELD_MASTER_ADDR][0] = '\0';
 
     if ((rc = amldist__apply_options(h, o, from_env)) < 0)
+        return rc;
+    if (h->node_only && (rc = node_only_master(h, prefer)) < 0)
         return rc;
     /* Only now, and only for the reading in use: a PMIx query is a
      * connection to the launcher, with consequences (sources/pmix_client.c). */

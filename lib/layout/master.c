@@ -10,7 +10,9 @@
 
 static int read_master_env(const amldist__env_t *env, struct amldist *h)
 {
-    if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT)) {
+    /* A variable of mpirun's node alone, set aside (layout.c). */
+    if (!amldist__known(h, AMLDIST_FIELD_MASTER_PORT) &&
+        !(h->node_only & AMLDIST__MASTER_PORT_BIT)) {
         long port;
         int rc = amldist__env_long(env, "MASTER_PORT", 1, 65535, &port);
         if (rc < 0)
@@ -20,7 +22,8 @@ static int read_master_env(const amldist__env_t *env, struct amldist *h)
                          port);
     }
     const char *addr = amldist__env_get(env, "MASTER_ADDR");
-    if (amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) || addr == NULL)
+    if (amldist__known(h, AMLDIST_FIELD_MASTER_ADDR) || addr == NULL ||
+        (h->node_only & AMLDIST__MASTER_ADDR_BIT))
         return 0;
     int port = -1;
     if (amldist__parse_hostport(addr, h->addr, sizeof h->addr, &port) != 0 ||

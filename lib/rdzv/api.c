@@ -244,6 +244,10 @@ static int handle_open(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
 }
 
 /* The first round, or why there is none (the handle closed). */
+/* The status of the job that ended before this thread's last join got a
+ * round (amldist_rdzv_join_status()), -1 when it did not end so. */
+static _Thread_local int join_status = -1;
+
 static int join_wait(amldist_rdzv_t *r, amldist_rdzv_t **out)
 {
     int rc = wait_round(r, -1, -1);
@@ -253,6 +257,8 @@ static int join_wait(amldist_rdzv_t *r, amldist_rdzv_t **out)
     }
     pthread_mutex_lock(&r->sk.mu);
     int code = r->sk.err ? r->sk.err : AMLDIST_ESYS;
+    if (r->sk.finished && code == AMLDIST_EDENIED)
+        join_status = r->sk.status;
     char msg[sizeof r->sk.errmsg];
     amldist__strlcpy(msg, r->sk.err ? r->sk.errmsg : r->sk.failure
                                                          ? r->sk.failure : "",
@@ -262,9 +268,15 @@ static int join_wait(amldist_rdzv_t *r, amldist_rdzv_t **out)
     return amldist__fail(rc < 0 ? rc : code, "%s", msg);
 }
 
+int amldist_rdzv_join_status(void)
+{
+    return join_status;
+}
+
 int amldist_rdzv_join(const amldist_rdzv_options_t *opts, amldist_rdzv_t **out)
 {
     amldist__clear_error();
+    join_status = -1;
     if (!out)
         return amldist__fail(AMLDIST_EINVAL, "amldist_rdzv_join: out is NULL");
     *out = NULL;

@@ -131,9 +131,13 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
         amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_PROTO,
                               "worker count %u or order %u out of range",
                               j->nproc, j->order);
+    } else if (sm->phase == AMLDIST__RZ_P_OVER && sm->failed_early &&
+               j->round != AMLDIST__RZ_ROUND_FAILING) {
+        /* Told as the members were, with the status: a FINISH. */
+        sm->told++;
+        amldist__rz_sm_emit(sm, AMLDIST__RZ_A_FINISH, who,
+                            (uint32_t)sm->status, sm->failure);
     } else if (sm->phase == AMLDIST__RZ_P_OVER) {
-        if (sm->failed_early && j->round != AMLDIST__RZ_ROUND_FAILING)
-            sm->told++;
         amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_OVER,
                               "the job is over%s%s",
                               sm->failed_early ? ": " : "",

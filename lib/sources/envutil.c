@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sources/reading.h"
@@ -10,6 +11,12 @@
 const char *amldist__env_get(const amldist__env_t *env, const char *name)
 {
     return amldist_envp_get(env->envp, name);
+}
+
+int amldist__env_own(const amldist__env_t *env, const char *name)
+{
+    const char *a = amldist__env_get(env, name), *b = getenv(name);
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
 int amldist__env_long(const amldist__env_t *env, const char *name, long min,

@@ -14,7 +14,8 @@
  * is also the node index of PMI_process_mapping.  The proxy is looked for
  * among this process's nearest ancestors (a wrapper such as `env` or a
  * shell may stand between), and only when the variables read are this
- * process's own.  Node count and the host of rank 0 stay unknown.
+ * process's own.  Node count and the host of rank 0 stay unknown (under
+ * Slurm they are known: below).
  *
  * Under Slurm (mpiexec.hydra in an allocation) Hydra starts its proxies
  * with one srun step, `srun -N k -n k hydra_pmi_proxy --launcher slurm
@@ -25,47 +26,17 @@
  * SLURM_STEP_NUM_TASKS alike) the node count.  They are the proxy's step's
  * only when SLURM_TASK_PID is the proxy found among the ancestors (srun's
  * task is the proxy itself); a Slurm step around mpiexec.hydra (srun
- * mpiexec.hydra -launcher ssh) would put its own there.
+ * mpiexec.hydra -launcher ssh) would put its own there.  Proxy 0, on the
+ * step's first node, runs rank 0: the master (hydra_slurm_master()).
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sources/sources.h"
 
-/* Wrappers between the proxy and us, at most. */
-#define HYDRA_ANCESTORS 8
 #define HYDRA_CMDLINE_MAX 8192
-
-/* /proc/<pid>/<what> into buf, NUL-terminated: its length, or -1. */
-static long read_proc(long pid, const char *what, char *buf, size_t size)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/%s", pid, what);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, size - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return (long)n;
-}
-
-/* The parent of `pid` from /proc/<pid>/stat, or -1. */
-static long parent_of(long pid)
-{
-    char buf[512];
-    if (read_proc(pid, "stat", buf, sizeof buf) < 0)
-        return -1;
-    /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
-    const char *p = strrchr(buf, ')');
-    long ppid;
-    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
-        return -1;
-    return ppid;
-}
 
 int amldist__hydra_proxy_args(const char *argv, size_t len,
                               amldist__hydra_proxy_t *p)
@@ -98,23 +69,18 @@ int amldist__hydra_proxy_args(const char *argv, size_t len,
     return have_id;
 }
 
+static int proxy_match(const char *argv, size_t len, void *p)
+{
+    return amldist__hydra_proxy_args(argv, len, p);
+}
+
 /* This process's Hydra proxy: 1 with *p and its pid, or 0. */
 static int find_proxy(amldist__hydra_proxy_t *p, long *proxy_pid)
 {
     char buf[HYDRA_CMDLINE_MAX];
-    long pid = (long)getpid();
-    for (int i = 0; i < HYDRA_ANCESTORS; i++) {
-        if ((pid = parent_of(pid)) <= 1)
-            return 0;
-        long n = read_proc(pid, "cmdline", buf, sizeof buf);
-        if (n < 0)
-            return 0;
-        if (amldist__hydra_proxy_args(buf, (size_t)n, p)) {
-            *proxy_pid = pid;
-            return 1;
-        }
-    }
-    return 0;
+    size_t len;
+    *proxy_pid = amldist__ancestor(proxy_match, p, buf, sizeof buf, &len);
+    return *proxy_pid > 0;
 }
 
 /* A variable of env as a number in [min, max], or -1 (absent, malformed). */
@@ -133,6 +99,30 @@ static const char *shown(const amldist__env_t *env, const char *name,
     const char *s = amldist__env_get(env, name);
     snprintf(buf, size, s != NULL ? "=%.64s" : " unset", s != NULL ? s : "");
     return buf;
+}
+
+/*
+ * The host of rank 0 under Hydra's srun step of one proxy a node: Hydra
+ * gives its ranks to the proxies in the order of their ids, the lowest to
+ * proxy 0, and each proxy's id is its SLURM_NODEID, its node's place in
+ * the step's node list (sorted by name; Hydra's step is not heterogeneous):
+ * rank 0 runs on the first host of SLURM_STEP_NODELIST, on every rank
+ * alike (`-hosts n1:3,n0:1` too: n0 is proxy 0 and runs ranks 0-2).
+ */
+static void hydra_slurm_master(const amldist__env_t *env, struct amldist *r)
+{
+    const char *list = amldist__env_get(env, "SLURM_STEP_NODELIST");
+    if (list == NULL || amldist__env_get(env, "SLURM_HET_SIZE") != NULL ||
+        amldist__hostlist_nth(list, 0, r->addr, sizeof r->addr) != 0 ||
+        amldist__valid_host(r->addr) != 0) {
+        r->addr[0] = '\0';
+        return;
+    }
+    amldist__why(r, AMLDIST_FIELD_MASTER_ADDR,
+                 "first host of SLURM_STEP_NODELIST=%.64s, the Hydra "
+                 "proxies' srun step: SLURM_NODEID=0 there is proxy 0, which "
+                 "runs rank 0",
+                 list);
 }
 
 void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
@@ -171,12 +161,13 @@ void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
                  node, proxy_pid);
     /* Hydra runs one proxy a node: a step of more tasks than nodes is not
      * its proxies' alone. */
-    if (nodes > 0 && tasks == nodes && nodes <= world)
+    if (nodes > 0 && tasks == nodes && nodes <= world) {
         amldist__set(r, AMLDIST_FIELD_NUM_NODES, nodes,
                      "SLURM_STEP_NUM_NODES=%ld of the Hydra proxies' srun "
                      "step (one proxy a node: SLURM_STEP_NUM_TASKS=%ld)",
                      nodes, tasks);
-    else
+        hydra_slurm_master(env, r);
+    } else
         amldist__why(r, AMLDIST_FIELD_NUM_NODES,
                      "unknown: the Hydra proxies' srun step has "
                      "SLURM_STEP_NUM_NODES%s and SLURM_STEP_NUM_TASKS%s, "
@@ -184,13 +175,6 @@ void amldist__hydra_slurm_node(const amldist__env_t *env, long proxy_pid,
                      shown(env, "SLURM_STEP_NUM_NODES", c, sizeof c),
                      shown(env, "SLURM_STEP_NUM_TASKS", t, sizeof t),
                      r->why[AMLDIST_FIELD_WORLD_SIZE]);
-}
-
-/* The array's value of `name` is this process's own. */
-static int own(const amldist__env_t *env, const char *name)
-{
-    const char *a = amldist__env_get(env, name), *b = getenv(name);
-    return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
 int amldist__src_mpich(const amldist__env_t *env, struct amldist *r)
@@ -209,7 +193,8 @@ int amldist__src_mpich(const amldist__env_t *env, struct amldist *r)
     if (!amldist__known(r, AMLDIST_FIELD_LOCAL_WORLD_SIZE) ||
         r->val[AMLDIST_FIELD_LOCAL_WORLD_SIZE] ==
             r->val[AMLDIST_FIELD_WORLD_SIZE] ||
-        !own(env, "PMI_RANK") || !own(env, "MPI_LOCALNRANKS"))
+        !amldist__env_own(env, "PMI_RANK") ||
+        !amldist__env_own(env, "MPI_LOCALNRANKS"))
         return rc;
     amldist__hydra_proxy_t proxy;
     long pid;

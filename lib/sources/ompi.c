@@ -288,6 +288,7 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
                       r->val[AMLDIST_FIELD_WORLD_SIZE]) {
         if (!from_rankfile(var, rankfile, r))
             r->want_pmix = 1;
+        r->node_only = amldist__ompi_node_only(env);
         return 1;
     }
     if (!ranked && (rc = num_nodes(env, r)) < 0)
@@ -310,6 +311,9 @@ int amldist__src_ompi(const amldist__env_t *env, struct amldist *r)
                      "derived: OMPI_MCA_orte_num_nodes=1");
     } else {
         char why[112];
+        /* Several nodes: a master variable of mpirun's shell would reach
+         * this node alone (ompi_env.c). */
+        r->node_only = amldist__ompi_node_only(env);
         if (!node_from_daemon(env, r))
             r->want_pmix = 1;
         /* Where the layout decides, not mpirun's node, every rank asks the

@@ -29,7 +29,14 @@ struct amldist {
      * server's node numbers and master replace theirs on every rank, or,
      * without a server, the variables' node numbers stay. */
     int pmix_first;
+    /* MASTER_ADDR / MASTER_PORT that this node's ranks alone have (Open
+     * MPI: mpirun's shell, not forwarded with -x): a leftover that would
+     * split the job's master (layout.c refuses it or sets it aside). */
+    unsigned node_only;
 };
+
+#define AMLDIST__MASTER_ADDR_BIT 1u
+#define AMLDIST__MASTER_PORT_BIT 2u
 
 /* What a reader sees: the environment array and the caller's flags. */
 typedef struct {
@@ -39,6 +46,9 @@ typedef struct {
 
 /* envutil.c */
 const char *amldist__env_get(const amldist__env_t *env, const char *name);
+/* `name` is set in env as in this process's own environment: what /proc
+ * shows of our ancestors is about env. */
+int amldist__env_own(const amldist__env_t *env, const char *name);
 /* 1: found, *out set; 0: absent; < 0: malformed (message names the
  * variable and its value). */
 int amldist__env_long(const amldist__env_t *env, const char *name, long min,

@@ -48,6 +48,26 @@ int amldist__src_azureml(const amldist__env_t *env,
  * PyTorchJob pod's one process per PET_NNODES: 1 when r was completed. */
 int amldist__kubeflow_pod(const amldist__env_t *env, struct amldist *r);
 
+/* ancestors.c: the nearest of this process's ancestors (at most
+ * AMLDIST__ANCESTORS up: the wrappers between a launcher and us) whose
+ * command line (argv NUL-separated, `len` bytes, the last a NUL) `match`
+ * accepts: its pid, with its command line in buf (*len bytes), or -1. */
+#define AMLDIST__ANCESTORS 8
+typedef int (*amldist__argv_match_t)(const char *argv, size_t len,
+                                     void *arg);
+long amldist__ancestor(amldist__argv_match_t match, void *arg, char *buf,
+                       size_t size, size_t *len);
+/* /proc/<pid>/<what> (cmdline, environ, stat) into buf, NUL-terminated:
+ * its length (size - 1: perhaps cut), or -1. */
+long amldist__proc_read(long pid, const char *what, char *buf, size_t size);
+
+/* ompi_env.c: on mpirun's node of a job of several nodes, which of
+ * MASTER_ADDR and MASTER_PORT (AMLDIST__MASTER_ADDR_BIT, _PORT_BIT) this
+ * rank has from mpirun's own environment and mpirun does not forward to
+ * the other nodes (-x, mca_base_env_list): the bits, 0 when none or when
+ * it cannot tell. */
+unsigned amldist__ompi_node_only(const amldist__env_t *env);
+
 /* mpich.c: a hydra_pmi_proxy command line (argv NUL-separated, `len`
  * bytes, the last a NUL): 1 with *p filled when it is one with a
  * --proxy-id, else 0. */

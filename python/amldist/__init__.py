@@ -24,7 +24,7 @@ from .progress import progress, progress_expect
 for _cls in (Error, LayoutError, MachineError, OutOfMemory, Layout, Binding):
     _cls.__module__ = __name__
 
-__version__ = "1.4.0"
+__version__ = "1.5.0"
 __all__ = ["layout", "export", "binding", "Layout", "Binding", "Error",
            "LayoutError", "MachineError", "OutOfMemory", "library_version",
            "progress", "progress_expect"]

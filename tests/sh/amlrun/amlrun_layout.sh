@@ -83,16 +83,38 @@ check "in place, no LOCAL_WORLD_SIZE: no -993" no_code
 # --- explicit options against the launcher (Slurm: this is node 1 of 2)
 S="SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=0
    SLURM_NODEID=1 SLURM_NNODES=2 SLURM_STEP_TASKS_PER_NODE=1(x2) MASTER_ADDR=127.0.0.1"
+# The library's messages name each option as the user gave it (issue 38),
+# never the library's num_nodes= / node_rank= / master_addr=.
 for opt in "--node-rank 0" "--nnodes 1" "--nnodes 3" "--standalone"; do
     run $S -- $opt --nproc-per-node 2 --dry-run --no-python true
     expect_eq "Slurm node 1 of 2, $opt: usage error" "$rc" 2
     check "Slurm node 1 of 2, $opt: one message" test "$(grep -c '^amlrun: ' "$d/err")" = 1
+    check "Slurm node 1 of 2, $opt: in amlrun's words" sh -c '! grep -q "option [a-z_]*=" "$0"' "$d/err"
 done
 run $S -- --node-rank 0 --nproc-per-node 2 --dry-run --no-python true
-check "--node-rank 0 on SLURM_NODEID=1: names both" \
-    grep -q "option node_rank=0 conflicts with SLURM_NODEID=1" "$d/err"
+check "--node-rank 0 on SLURM_NODEID=1: names both, the option as typed" \
+    grep -q "cannot work out this job's layout: --node-rank 0 conflicts with SLURM_NODEID=1" "$d/err"
+run $S -- --nnodes=3 --nproc-per-node 2 --dry-run --no-python true
+check "--nnodes=3 on 2 Slurm nodes: named as typed" grep -q -- "--nnodes 3 conflicts with SLURM_NNODES=2" "$d/err"
+run $S PET_NODE_RANK=0 -- --nproc-per-node 2 --dry-run --no-python true
+check "PET_NODE_RANK=0 on SLURM_NODEID=1: named as given" grep -q "PET_NODE_RANK=0 conflicts with SLURM_NODEID=1" "$d/err"
 run $S -- --standalone --nproc-per-node 2 --dry-run --no-python true
-check "--standalone on 2 Slurm nodes: names the node count" grep -q "SLURM_NNODES=2" "$d/err"
+check "--standalone on 2 Slurm nodes: names --standalone and the node count" \
+    grep -q -- "--standalone (one node) conflicts with SLURM_NNODES=2" "$d/err"
+run -- --master_addr='a b' --nnodes 2 --node-rank 0 --no-python true
+check "--master_addr='a b': refused, named as typed" \
+    grep -q -- "--master_addr \"a b\": not a host name or IP address" "$d/err"
+# Under real mpirun (one node): the rank's amlrun in place.
+if have mpirun; then
+    out=$($MPIRUN -np 2 "$AMLRUN" --node_rank=1 --no-python true 2>&1)
+    expect_eq "mpirun -np 2 amlrun --node_rank=1: both ranks name --node_rank, not node_rank=" \
+        "$(grep -c '^amlrun: cannot work out this job.s layout: --node_rank 1 conflicts with derived: OMPI_COMM_WORLD_LOCAL_SIZE' <<<"$out")" 2
+    out=$(PET_NNODES=3 $MPIRUN -np 1 -x PET_NNODES "$AMLRUN" --no-python true 2>&1)
+    check "mpirun -x PET_NNODES=3 amlrun: PET_NNODES named" \
+        grep -q "^amlrun: .*: PET_NNODES=3 conflicts with OMPI_MCA_orte_num_nodes=1" <<<"$out"
+else
+    skip "amlrun under mpirun: the options as typed" "no mpirun"
+fi
 run $S -- --node-rank 1 --nnodes 2 --nproc-per-node 2 --dry-run --no-python true
 expect_eq "options that repeat Slurm's values: accepted" "$rc" 0
 check "options that repeat Slurm's values: ranks 2,3 on node 1" \
@@ -136,7 +158,7 @@ check "--nnodes 2 with RANK but no WORLD_SIZE: the variables named, not --node-r
 run -- --nnodes 524288 --node-rank 0 --nproc-per-node 4096 --dry-run --no-python true
 expect_eq "--nnodes 524288 --nproc-per-node 4096: usage error" "$rc" 2
 check "--nnodes 524288 --nproc-per-node 4096: one message naming the option" \
-    test "$(cat "$d/err")" = "amlrun: --nproc-per-node 4096 with world size 524288 (option num_nodes=524288 (one process per node)): 2147483648 ranks, more than 2147483647"
+    test "$(cat "$d/err")" = "amlrun: --nproc-per-node 4096 with world size 524288 (--nnodes 524288 (one process per node)): 2147483648 ranks, more than 2147483647"
 run -- --nproc-per-node 5000 --dry-run --no-python true
 expect_eq "--nproc-per-node 5000: usage error" "$rc" 2
 expect_eq "--nproc-per-node 5000: names the option and the range" "$(cat "$d/err")" \

@@ -5,7 +5,8 @@
 # answers, the stopped one is named); 20 idle connections held open to a
 # job's socket; a symbolic link another user planted in their socket
 # directory for root's --status PID; /tmp/amlrun-<uid> squatted by another
-# user before the victim's job starts.  No timed assertion: each --status
+# user before the victim's job starts (its fallback directory removed by
+# the job that ends last in it).  No timed assertion: each --status
 # runs under a generous outer timeout and must name what it must.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
@@ -140,8 +141,28 @@ if id "$quser" >/dev/null 2>&1 && have runuser; then
     out=$(cd / && timeout 30 runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --status 2>&1)
     expect_eq "the victim's --status still finds its job (0)" "$?" 0
     check "naming it" grep -q "^job sw-v: amlrun pid" <<<"$out"
+    # A second job of the victim's takes the same fallback; the
+    # directory goes with the job that ends last in it (issue 38), not
+    # before: the first to end leaves the other's socket there.
+    (cd / && exec runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --nproc-per-node 1 \
+        --run-id sw-w sh -c 'exec sleep 120') >/dev/null 2>&1 &
+    wjob=$!
+    deadline=$((SECONDS + 60)); wpid=
+    until [ -n "$wpid" ] || [ "$SECONDS" -ge "$deadline" ]; do
+        wpid=$(ls "$vok" 2>/dev/null | sed -n 's/^sw-w\.\([0-9]*\)\.sock$/\1/p')
+        sleep 0.1
+    done
+    check "a second job of the victim's takes the same fallback directory" test -n "$wpid"
     kill -TERM $(ls "$vok" | sed -n 's/^sw-v\.\([0-9]*\)\.sock$/\1/p') 2>/dev/null
     wait "$vjob" 2>/dev/null
+    check "the first job's end leaves the fallback, which holds the second's socket" \
+        test -S "$vok/sw-w.$wpid.sock"
+    out=$(cd / && timeout 30 runuser -u "$quser" -- env -u XDG_RUNTIME_DIR "$AMLRUN" --status 2>&1)
+    check "the second job still answers --status" grep -q "^job sw-w: amlrun pid $wpid" <<<"$out"
+    kill -TERM "$wpid" 2>/dev/null
+    wait "$wjob" 2>/dev/null
+    expect_eq "the last job's end removes the fallback directory (mkdtemp'd, now empty)" \
+        "$(ls -d "/tmp/amlrun-$victim".* 2>/dev/null)" ""
     rm -rf "$squat" "/tmp/amlrun-$victim".* "$udir"
     [ -n "$made_user" ] && userdel "$quser" 2>/dev/null
 else

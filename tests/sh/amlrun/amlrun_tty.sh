@@ -203,6 +203,11 @@ for mode in all 1 none default; do
     esac
     expect_eq "--stdin $mode from a pipe" "$got" "$want"
 done
+d=$(fresh stdin-beyond)
+printf 'a\n' | "${A[@]}" --nproc-per-node 2 --stdin 2 --no-python sh -c 'cat >"$0/in.$RANK"' "$d" 2>"$TEST_TMP/beyond"
+expect_eq "--stdin 2 of 2 ranks: a usage error" "$?" 2
+check "--stdin 2 of 2 ranks: says why, no worker started" \
+    sh -c 'grep -q "^amlrun: --stdin 2: no such rank: this job has 2 ranks (0 to 1); no worker started" "$0" && ! ls "$1"/in.* 2>/dev/null' "$TEST_TMP/beyond" "$d"
 "${A[@]}" --stdin 2x true 2>"$TEST_TMP/bad"
 expect_eq "--stdin 2x: a usage error" "$?" 2
 check "--stdin 2x: says what it wants" grep -q "^amlrun: --stdin 2x: want a rank, all or none" "$TEST_TMP/bad"

@@ -65,11 +65,12 @@ for p in libamldist-dev amlrun; do
     if lst "$p" | grep -q '/libamldist\.so\.1$'; then fail "$p: no copy of the shared library"
     else ok "$p: no copy of the shared library"; fi
 done
-# amlrun calls the newest of the control plane's calls, AMLDIST_1.4's
-# amldist_rdzv_join_failed (a node that cannot start tells the others):
+# amlrun calls the newest of the control plane's calls, AMLDIST_1.5's
+# amldist_rdzv_join_status (the status of a job another node's failure
+# ended before this node's round):
 # dpkg-shlibdeps takes the version from the symbols file.
-check "amlrun needs libamldist1 (>= 1.4.0, for AMLDIST_1.4)" \
-    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.4\\.0)'"
+check "amlrun needs libamldist1 (>= 1.5.0, for AMLDIST_1.5)" \
+    sh -c "dpkg-deb -f '$(deb amlrun)' Depends | grep -q 'libamldist1 (>= 1\\.5\\.0)'"
 
 # lintian: no errors (warnings are printed for the record).
 lintian --allow-root "$out"/*.changes >"$TEST_TMP/lintian" 2>&1

@@ -19,10 +19,10 @@ done
 syms=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 != "A" {print $3}')
 bad=$(echo "$syms" | grep -v '^amldist_' || true)
 expect_eq "shared library exports only amldist_*" "$bad" ""
-unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[01234]$' || true)
-expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1, 1.2, 1.3 or 1.4" "$unversioned" ""
+unversioned=$(echo "$syms" | grep -v '@@AMLDIST_1\.[012345]$' || true)
+expect_eq "every exported symbol is versioned AMLDIST_1.0, 1.1, 1.2, 1.3, 1.4 or 1.5" "$unversioned" ""
 nodes=$(nm -D --defined-only "$BUILD"/lib/libamldist.so.* | awk '$2 == "A" {print $3}' | tr '\n' ' ')
-expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 AMLDIST_1.3 AMLDIST_1.4 "
+expect_eq "the version nodes" "$nodes" "AMLDIST_1.0 AMLDIST_1.1 AMLDIST_1.2 AMLDIST_1.3 AMLDIST_1.4 AMLDIST_1.5 "
 # 1.1 added amldist_build_info (amlrun --version -v),
 # amldist_plan_export_xml (amlrun --output), amldist_plan_rank_omp_threads,
 # amldist_rdzv_gpu_share, amldist_rdzv_warnings and amldist_topo_locality
@@ -46,6 +46,11 @@ expect_eq "AMLDIST_1.3 holds what 1.3 added" \
 expect_eq "AMLDIST_1.4 holds what 1.4 added" \
     "$(echo "$syms" | grep '@@AMLDIST_1\.4$' | tr '\n' ' ')" \
     "amldist_rdzv_join_failed@@AMLDIST_1.4 "
+# 1.5 added amldist_rdzv_join_status (the status of a job another node's
+# failure ended before this node got a round), and only that.
+expect_eq "AMLDIST_1.5 holds what 1.5 added" \
+    "$(echo "$syms" | grep '@@AMLDIST_1\.5$' | tr '\n' ' ')" \
+    "amldist_rdzv_join_status@@AMLDIST_1.5 "
 check "a program linked against it needs AMLDIST_1.0" \
     sh -c "objdump -p '$BUILD/bin/amlrun' | grep -q 'AMLDIST_1.0'"
 soname=$(objdump -p "$BUILD"/lib/libamldist.so | awk '/SONAME/ {print $2}')

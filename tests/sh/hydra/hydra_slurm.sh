@@ -84,6 +84,26 @@ got=$(cat "$VIEW"/x.* 2>/dev/null | grep -E '^EXPLAIN_(NODE_RANK|NUM_NODES)=' |
 expect_eq "salloc -N2 mpiexec.hydra -n 4: node index and count explained by the proxies' srun step" "$got" \
     "2 EXPLAIN_NODE_RANK=SLURM_NODEID=0 of the Hydra proxy's srun step (the proxy, pid P = SLURM_TASK_PID, hydra_pmi_proxy --launcher slurm --proxy-id -1, takes its node index from it);2 EXPLAIN_NODE_RANK=SLURM_NODEID=1 of the Hydra proxy's srun step (the proxy, pid P = SLURM_TASK_PID, hydra_pmi_proxy --launcher slurm --proxy-id -1, takes its node index from it);4 EXPLAIN_NUM_NODES=SLURM_STEP_NUM_NODES=2 of the Hydra proxies' srun step (one proxy a node: SLURM_STEP_NUM_TASKS=2);"
 
+# The master without -genv MASTER_ADDR: the proxies' step's first host,
+# where proxy 0 runs rank 0, on every rank alike (-hosts n1:3,n0:1 lists n1
+# first, yet n0 runs ranks 0-2), read by amldist_init and exported by
+# amlrun per process and per node.
+for hosts in "-n 4" "-hosts n1:3,n0:1 -n 4"; do
+    rm -f "$VIEW"/*
+    # shellcheck disable=SC2016,SC2086
+    hy $hosts -- sh -c '"$1" --explain >"$0.$PMI_RANK"' "$VIEW/m" "$HELLO" >/dev/null
+    got=$(cat "$VIEW"/m.* 2>/dev/null | grep -E '^(MASTER_ADDR|EXPLAIN_MASTER_ADDR)=' | sort | uniq -c | awk '{$1 = $1; print}' | tr '\n' ';')
+    expect_eq "salloc -N2 mpiexec.hydra $hosts, no MASTER_ADDR: amldist_init names rank 0's host on every rank" "$got" \
+        "4 EXPLAIN_MASTER_ADDR=first host of SLURM_STEP_NODELIST=n[0-1], the Hydra proxies' srun step: SLURM_NODEID=0 there is proxy 0, which runs rank 0;4 MASTER_ADDR=n0;"
+done
+# shellcheck disable=SC2086
+got=$(hy -hosts n1:3,n0:1 -n 4 -genv MASTER_PORT $PORT -- "$AMLRUN" "$REPORT" | by_rank | cut -d' ' -f1,2,7 | tr '\n' ';')
+expect_eq "salloc -N2 mpiexec.hydra -hosts n1:3,n0:1 -n 4 amlrun, no MASTER_ADDR: every rank exports n0" "$got" \
+    "n0 RANK=0 MASTER_ADDR=n0;n0 RANK=1 MASTER_ADDR=n0;n0 RANK=2 MASTER_ADDR=n0;n1 RANK=3 MASTER_ADDR=n0;"
+out=$(hy -n 2 -ppn 1 -genv MASTER_PORT $PORT -- "$AMLRUN" --nproc-per-node 2 "$REPORT")
+expect_eq "salloc -N2 mpiexec.hydra -n 2 -ppn 1 amlrun --nproc-per-node 2, no MASTER_ADDR: every worker's master is n0" \
+    "$(grep -E '^n[0-9] RANK=' <<<"$out" | cut -d' ' -f7 | sort | uniq -c | awk '{$1 = $1; print}')" "4 MASTER_ADDR=n0"
+
 # Per node: one amlrun a node, and amlruns split 3+1 (one numbering, one
 # node count on every worker: GROUP_WORLD_SIZE).
 # shellcheck disable=SC2016
@@ -106,9 +126,10 @@ per_node "salloc -N2 mpiexec.hydra -hosts n0:3,n1:1 -n 4 amlrun --nproc-per-node
 if have_torch torch.distributed; then
     dir=$TEST_TMP/ddp
     mkdir -p "$dir"
-    hy -n 4 $M -genv DDP_OUT "$dir/pp" -- "$AMLRUN" --python "$TORCH_PY" "$TOP/tests/amlrun/ddp_replicas.py" >/dev/null
+    # No MASTER_ADDR given: the proxies' step names rank 0's host.
+    hy -n 4 -genv MASTER_PORT $PORT -genv DDP_OUT "$dir/pp" -- "$AMLRUN" --python "$TORCH_PY" "$TOP/tests/amlrun/ddp_replicas.py" >/dev/null
     got=$(cat "$dir"/pp.* 2>/dev/null | sort -t= -k2,2n | tr '\n' ';')
-    expect_eq "salloc -N2 mpiexec.hydra -n 4 amlrun: DDP (gloo) trains, node from the proxies' step" "$got" \
+    expect_eq "salloc -N2 mpiexec.hydra -n 4 amlrun: DDP (gloo) trains, node and master from the proxies' step" "$got" \
         "n0 rank=0/4 node=0 agree=True trained=True;n1 rank=1/4 node=1 agree=True trained=True;n0 rank=2/4 node=0 agree=True trained=True;n1 rank=3/4 node=1 agree=True trained=True;"
     [ -n "$got" ] || diag "stderr: $(tail -c 1500 "$TEST_TMP/err")"
     hy -hosts n0:3,n1:1 -n 4 $M -genv DDP_OUT "$dir/pn" -- "$AMLRUN" --nproc-per-node 2 \

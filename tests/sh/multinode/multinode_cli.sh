@@ -13,9 +13,9 @@ expect_eq "--hosts a,b: mpirun command, options after the command left alone" "$
     "mpirun -np 2 --host a:1,b:1 --npernode 1 --bind-to none -x PATH $AMLRUN --nnodes 2 ./train.py --hosts x --lr 0.1"
 
 got=$(dry NCCL_IB_DISABLE=1 AMLRUN_X=1 AMLDIST_JOB_TOKEN=t-0123456789abcdef0123456789abcdef CUDA_VISIBLE_DEVICES=0,1 OMP_NUM_THREADS=4 \
-      PYTHONPATH=/p MASTER_PORT=1234 SECRET=s OMPI_MCA_btl=tcp "$AMLRUN" --hosts a:4,b:4 --dry-run t)
-expect_eq "-x forwards PATH, PYTHONPATH, OMP_*, MASTER_PORT, AMLRUN_*, AMLDIST_*, NCCL_*, CUDA_*; not others" "$got" \
-    "mpirun -np 2 --host a:1,b:1 --npernode 1 --bind-to none -x AMLDIST_JOB_TOKEN -x AMLRUN_X -x CUDA_VISIBLE_DEVICES -x MASTER_PORT -x NCCL_IB_DISABLE -x OMP_NUM_THREADS -x PATH -x PYTHONPATH $AMLRUN --nnodes 2 --nproc-per-node 4 t"
+      PYTHONPATH=/p MASTER_ADDR=a MASTER_PORT=1234 SECRET=s OMPI_MCA_btl=tcp "$AMLRUN" --hosts a:4,b:4 --dry-run t)
+expect_eq "-x forwards PATH, PYTHONPATH, OMP_*, MASTER_ADDR, MASTER_PORT, AMLRUN_*, AMLDIST_*, NCCL_*, CUDA_*; not others" "$got" \
+    "mpirun -np 2 --host a:1,b:1 --npernode 1 --bind-to none -x AMLDIST_JOB_TOKEN -x AMLRUN_X -x CUDA_VISIBLE_DEVICES -x MASTER_ADDR -x MASTER_PORT -x NCCL_IB_DISABLE -x OMP_NUM_THREADS -x PATH -x PYTHONPATH $AMLRUN --nnodes 2 --nproc-per-node 4 t"
 
 got=$(dry "$AMLRUN" --nproc_per_node=8 --hosts=a,b,c --master_addr a --master-port 4000 --launcher mpirun \
       --log-dir 'my logs' --tee 3 -m --dry-run -- pkg.mod "it's" '')

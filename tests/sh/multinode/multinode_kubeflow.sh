@@ -145,7 +145,7 @@ mapfile -t pod0 < <(operator old 0 "$port")
 on_login n0 env "${pod0[@]}" $T "$AMLRUN" --node-rank 1 --no-python "$W" \
     >"$TEST_TMP/nr.0" 2>&1 || rc=$?
 expect_eq "--node-rank 1 in pod 0 (RANK=0): refused (2)" "$rc" 2
-check "--node-rank 1 in pod 0: the message names RANK=0" grep -q 'node_rank=1 conflicts with derived: RANK=0' "$TEST_TMP/nr.0"
+check "--node-rank 1 in pod 0: the message names RANK=0" grep -q -- '--node-rank 1 conflicts with derived: RANK=0' "$TEST_TMP/nr.0"
 port=$((port + 1))
 
 # A real gloo DDP job, the pod's variables alone.

@@ -5,7 +5,8 @@
 #    nothing (an agent that finds no host yet says so too: on one machine
 #    every agent can host, so that one is not here);
 #  - a node whose command is missing (exit 127 at once) tells the others,
-#    which end with its reason long before their join timeout (static and
+#    which end with its reason and its status (127, the first failure's)
+#    long before their join timeout (static and
 #    c10d, 3 nodes with the third never started; the failing node hosting);
 #  - a c10d port held by another program is named as such (silent, another
 #    protocol), not "no heartbeat".
@@ -54,7 +55,7 @@ timeout 120 "$AMLRUN" --nnodes 3 --node-rank 1 --master-addr 127.0.0.1 \
 expect_eq "static: the failing node exits 127" "$?" 127
 wait "$n0"
 rc=$?
-check "static: node 0 ends (not killed by the outer timeout)" [ "$rc" != 124 ]
+expect_eq "static: node 0 exits with the first failure's status, node 1's 127 (not 2, not the outer timeout)" "$rc" 127
 check "static: node 0 names node 1 and its reason" \
     grep -q "node 1 (127.0.0.1) could not start, exit status 127: ./no-such-script: No such file or directory" f0.e
 check "static: the failing node says it tells the others" grep -q "telling the job's other nodes" f1.e
@@ -69,7 +70,7 @@ wait_grep 30 "telling the job's other nodes" h0.e
 timeout 120 "$AMLRUN" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 \
     --master-port "$p" "${J[@]}" true 2>h1.e
 rc=$?
-check "failing host: node 1 ends with an error (not the outer timeout)" [ "$rc" != 124 ] && [ "$rc" != 0 ]
+expect_eq "failing host: node 1 exits with node 0's status, 127 (not the outer timeout)" "$rc" 127
 check "failing host: node 1 names node 0's reason" \
     grep -q "node 0 (127.0.0.1) could not start, exit status 127: ./no-such-script" h1.e
 wait "$h0"
@@ -86,7 +87,7 @@ timeout 120 "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$p" --nnode
 expect_eq "c10d: the failing node exits 127" "$?" 127
 wait "$c0"
 rc=$?
-check "c10d: the other node ends (not the outer timeout)" [ "$rc" != 124 ]
+expect_eq "c10d: the other node exits with the failing node's 127 (not 2, not the outer timeout)" "$rc" 127
 check "c10d: it names the failing node's reason" \
     grep -q "a node (127.0.0.1) could not start, exit status 127: ./no-such-script: No such file or directory" c0.e
 

@@ -250,6 +250,13 @@ static void test_forming_says_and_ends_on_early_failure(void)
     const amldist__rz_action_t *f = action(AMLDIST__RZ_A_FINISH, 0);
     CHECK(f && f->value == 127 && f->text &&
           strstr(f->text, "could not start, exit status 127: ./typo"));
+    /* a node that joins later is told alike: the status and the reason,
+     * not a refusal without the status */
+    join(3, -1, 1);
+    CHECK(action(AMLDIST__RZ_A_REFUSE, 3) == NULL);
+    f = action(AMLDIST__RZ_A_FINISH, 3);
+    CHECK(f && f->value == 127 && f->text &&
+          strstr(f->text, "could not start, exit status 127: ./typo"));
     amldist__rz_sm_free(sm);
 }
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -324,6 +325,51 @@ static void test_waiting_for_a_host_does_not_spin(void)
     close(fd);
 }
 
+struct joiner {
+    amldist_rdzv_options_t o;
+    int rc, status;
+    char error[512];
+};
+
+static void *join_thread(void *arg)
+{
+    struct joiner *j = arg;
+    amldist_rdzv_t *r = NULL;
+    j->rc = amldist_rdzv_join(&j->o, &r);
+    j->status = amldist_rdzv_join_status(); /* this thread's */
+    snprintf(j->error, sizeof j->error, "%s", amldist_last_error());
+    if (r)
+        amldist_rdzv_close(r);
+    return NULL;
+}
+
+/* A node that cannot start (amldist_rdzv_join_failed) ends the forming
+ * job: the node that joined is refused with its reason, and
+ * amldist_rdzv_join_status() gives its status, so that its launcher exits
+ * with the first failure's; a join that worked leaves -1.  Whichever
+ * agent hosts (the joiner, or the failing node if it binds first and
+ * tells the joiner when it comes), the joiner hears the same. */
+static void test_join_status_after_another_node_failed(void)
+{
+    amldist_rdzv_t *alone = join_alone(0);
+    CHECK_INT_EQ(amldist_rdzv_join_status(), -1);
+    amldist_rdzv_close(alone);
+    endpoint[0] = '\0';
+    struct joiner j = {.o = options(2, 0), .rc = 1};
+    pthread_t t;
+    CHECK_INT_EQ(pthread_create(&t, NULL, join_thread, &j), 0);
+    struct timespec pause = {0, 300 * 1000000L};
+    nanosleep(&pause, NULL); /* (either order: see above) */
+    amldist_rdzv_options_t o = options(2, 0);
+    CHECK_INT_EQ(amldist_rdzv_join_failed(&o, 127,
+                                          "amlrun:   ./typo: not found\n"),
+                 0);
+    pthread_join(t, NULL);
+    CHECK_INT_EQ(j.rc, AMLDIST_EDENIED);
+    CHECK_STR_HAS(j.error, "could not start, exit status 127");
+    CHECK_INT_EQ(j.status, 127);
+}
+
 int main(void)
 {
     RUN(test_wait_clock_set_back);
@@ -332,5 +378,6 @@ int main(void)
     RUN(test_poll_failing_fails_the_handle);
     RUN(test_host_serves_while_its_agent_connects);
     RUN(test_waiting_for_a_host_does_not_spin);
+    RUN(test_join_status_after_another_node_failed);
     return test_summary();
 }
