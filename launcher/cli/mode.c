@@ -250,6 +250,31 @@ static int half_pair(const struct amlrun_opts *o, const amldist_options_t *ao)
     return 1;
 }
 
+/*
+ * --standalone is a job of this amlrun alone: 127.0.0.1 and a port it
+ * picks for itself.  Under a launcher that started other amlruns beside it
+ * (mpirun -np 2 amlrun --standalone), each would pick its own port and
+ * wait for the others at it, or give its ranks a master the others never
+ * hear of: refused, naming what says there are more.  1 when refused.
+ */
+static int standalone_shared(const struct amlrun_opts *o, const struct plan *p)
+{
+    if (!o->standalone || !is_launcher_source(amldist_source(p->layout)))
+        return 0;
+    /* amlrun's own layout is the launcher's: one rank an amlrun (in
+     * per-node mode too, AMLDIST_ONE_PER_NODE). */
+    int amlruns = amldist_world_size(p->layout);
+    if (amlruns <= 1)
+        return 0;
+    char words[LIBWORDS_MAX];
+    msg("--standalone makes a job of this amlrun alone (127.0.0.1 and a "
+        "port of its own), but its launcher started %d amlruns (%s); leave out "
+        "--standalone, and they meet as one job at one master; no worker "
+        "started", amlruns,
+        plan_explain(p, AMLDIST_FIELD_WORLD_SIZE, words));
+    return 1;
+}
+
 /* Where the master port amlrun passes comes from, before it is checked. */
 static enum libwords_port port_origin(const struct amlrun_opts *o)
 {
@@ -336,6 +361,8 @@ int plan_make(const struct amlrun_opts *o, struct plan *p)
         (rc = check_master_port(o, &ao, p)) < 0 &&
         (rc = count_nproc(o, p)) < 0)
         rc = check_size(o, p);
+    if (rc < 0 && standalone_shared(o, p))
+        rc = AMLRUN_EXIT_USAGE;
     if (rc >= 0) {
         plan_free(p);
         return rc;

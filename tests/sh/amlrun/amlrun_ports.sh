@@ -4,7 +4,8 @@
 # nodes or a host that is not this machine), and MASTER_PORT 29500 held by
 # another program: the default gives way to a free port (PyTorch DDP then
 # runs), a port the user named is refused before any worker starts;
-# --standalone picks its own; --dry-run and in-place mode are left alone.
+# --standalone picks its own (refused beside other amlruns of a launcher);
+# --dry-run and in-place mode are left alone.
 # It runs in a network namespace of its own, so that the port it holds is
 # nobody else's and nobody else's 29500 is seen.
 if [ -z "${AMLRUN_PORTS_NETNS:-}" ] && unshare -n true 2>/dev/null; then
@@ -120,6 +121,22 @@ if have mpirun; then
         "$AMLRUN" sh -c 'echo "port $MASTER_PORT"' >"$d/o" 2>"$d/e"
     expect_eq "in place under mpirun: exit 0" "$?" 0
     check "in place under mpirun: MASTER_PORT as given (29500)" grep -qx 'port 29500' "$d/o"
+    # --standalone beside other amlruns of the launcher: each would pick a
+    # port of its own (the ranks' masters disagree; per node, every amlrun
+    # waited for the others at its own port): refused on every rank alike.
+    for how in "" "--nproc-per-node 2"; do
+        # shellcheck disable=SC2086
+        timeout 60 $MPIRUN -np 2 --bind-to none "$AMLRUN" --standalone $how \
+            sh -c 'echo started' >"$d/o" 2>"$d/e"
+        expect_eq "mpirun -np 2 amlrun --standalone $how: refused, no worker started" \
+            "$(cat "$d/o")" ""
+        expect_eq "mpirun -np 2 amlrun --standalone $how: both say why, naming the launcher's count" \
+            "$(grep -c 'standalone makes a job of this amlrun alone.*its launcher started 2 amlruns (OMPI_COMM_WORLD_SIZE=2); leave out --standalone' "$d/e")" 2
+    done
+    timeout 60 $MPIRUN -np 1 "$AMLRUN" -q --standalone --nproc-per-node 2 \
+        sh -c 'echo "port $MASTER_PORT"' >"$d/o" 2>"$d/e"
+    expect_eq "mpirun -np 1 amlrun --standalone: one port for both workers" \
+        "$(sort -u "$d/o" | wc -l)" 1
 else
     skip "in place under mpirun" "no mpirun"
 fi
