@@ -85,8 +85,11 @@ struct amldist__rz_gather {
     unsigned char arg[AMLDIST__RZ_ARG_MAX], end_arg[AMLDIST__RZ_ARG_MAX];
     size_t arg_len;
     struct amldist__rz_gentry *e;
-    int n;
+    int n, nover; /* entries, those over */
     size_t total;
+    /* Each entry by its agent's connection: an answer's chunk costs its
+     * own bytes, not a walk of every entry (issue 40). */
+    amldist__u64map_t by_who;
 };
 
 struct amldist__rz_sm {

@@ -54,8 +54,10 @@ void amldist__rz_sm_free(amldist__rz_sm_t *sm)
         return;
     for (int i = 0; i < sm->nm; i++)
         free(sm->m[i].views);
-    for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++)
+    for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++) {
         free(sm->gathers[i].e);
+        amldist__u64map_free(&sm->gathers[i].by_who);
+    }
     for (int i = 0; i < sm->nspent; i++)
         free(sm->spent[i]);
     free(sm->m);

@@ -77,16 +77,25 @@ static void finish(amldist__rz_sm_t *sm, struct amldist__rz_gather *g,
         free(g->e); /* not reached: one end per gather and step */
     g->e = NULL;
     g->used = 0;
-    g->n = 0;
+    g->n = g->nover = 0;
     g->total = 0;
+    amldist__u64map_free(&g->by_who);
+}
+
+/* Entry e of gather g is over: answered whole, too big, or missing. */
+static void set_over(struct amldist__rz_gather *g,
+                     struct amldist__rz_gentry *e)
+{
+    if (!e->over) {
+        e->over = 1;
+        g->nover++;
+    }
 }
 
 static void finish_if_over(amldist__rz_sm_t *sm, struct amldist__rz_gather *g)
 {
-    for (int i = 0; i < g->n; i++)
-        if (!g->e[i].over)
-            return;
-    finish(sm, g, 0);
+    if (g->nover == g->n)
+        finish(sm, g, 0);
 }
 
 /* Ask every agent of the job; NULL when too many gathers are open. */
@@ -102,6 +111,11 @@ start_gather(amldist__rz_sm_t *sm, void *asker, uint32_t tag, uint32_t topic,
     if (!g || arg_len > AMLDIST__RZ_ARG_MAX ||
         !(g->e = calloc((size_t)(n ? n : 1), sizeof *g->e)))
         return NULL;
+    if (amldist__u64map_init(&g->by_who, (size_t)n) < 0) {
+        free(g->e);
+        g->e = NULL;
+        return NULL;
+    }
     g->used = 1;
     g->id = ++sm->next_gather;
     g->tag = tag;
@@ -118,6 +132,7 @@ start_gather(amldist__rz_sm_t *sm, void *asker, uint32_t tag, uint32_t topic,
         struct amldist__rz_member *m = &sm->m[i];
         if (!amldist__rz_in_job(m))
             continue;
+        amldist__u64map_put(&g->by_who, (uintptr_t)m->who, g->n);
         struct amldist__rz_gentry *e = &g->e[g->n++];
         e->who = m->who;
         e->node = node_of(m);
@@ -163,10 +178,7 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
     for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX && !g; i++)
         if (sm->gathers[i].used && sm->gathers[i].id == ev->id)
             g = &sm->gathers[i];
-    int k = -1;
-    for (int i = 0; g && i < g->n && k < 0; i++)
-        if (g->e[i].who == m->who)
-            k = i;
+    int k = g ? amldist__u64map_get(&g->by_who, (uintptr_t)m->who) : -1;
     /* A request never made, one this agent was not asked, or an answer
      * already whole (late or twice): nothing to relay. */
     if (k < 0 || g->e[k].over)
@@ -174,13 +186,14 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
     struct amldist__rz_gentry *e = &g->e[k];
     if (e->got + ev->text_len > AMLDIST__RZ_BLOB_MAX ||
         g->total + ev->text_len > AMLDIST__RZ_GATHER_MAX) {
-        e->over = 1;
+        set_over(g, e);
         result(sm, g, (uint32_t)k, e->node,
                AMLDIST__RZ_G_TOOBIG | AMLDIST__RZ_G_LAST, NULL, 0);
     } else {
         e->got += ev->text_len;
         g->total += ev->text_len;
-        e->over = (ev->flags & AMLDIST__RZ_G_LAST) != 0;
+        if (ev->flags & AMLDIST__RZ_G_LAST)
+            set_over(g, e);
         result(sm, g, (uint32_t)k, e->node, ev->flags & AMLDIST__RZ_G_LAST,
                ev->text, ev->text_len);
     }
@@ -190,7 +203,7 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
 static void missing(amldist__rz_sm_t *sm, struct amldist__rz_gather *g, int k)
 {
     struct amldist__rz_gentry *e = &g->e[k];
-    e->over = 1;
+    set_over(g, e);
     result(sm, g, (uint32_t)k, e->node,
            AMLDIST__RZ_G_MISSING | AMLDIST__RZ_G_LAST,
            (const unsigned char *)e->addr, strlen(e->addr));
@@ -204,12 +217,13 @@ void amldist__rz_sm_watch_lost(amldist__rz_sm_t *sm, void *who)
             continue;
         if (g->asker == who)
             g->asker = NULL; /* the others' answers go nowhere now */
-        for (int k = 0; k < g->n; k++)
-            if (g->e[k].who == who) {
-                if (!g->e[k].over)
-                    missing(sm, g, k);
-                g->e[k].who = NULL; /* its pointer may be reused */
-            }
+        int k = amldist__u64map_get(&g->by_who, (uintptr_t)who);
+        if (k >= 0) {
+            if (!g->e[k].over)
+                missing(sm, g, k);
+            g->e[k].who = NULL; /* its pointer may be reused */
+            amldist__u64map_del(&g->by_who, (uintptr_t)who);
+        }
         finish_if_over(sm, g);
     }
 }
