@@ -20,10 +20,17 @@
  *                of RANKS ranks that made progress every 250 ms ("-" when
  *                RANKS is 0)
  *     rss        the host's peak resident set (VmHWM), MiB
+ *     gather     the host's own agent gathers an answer of GATHER_KB KiB
+ *                from every agent (amldist_rdzv_gather, as --stacks and
+ *                --status do): the wall time from the ask to the complete
+ *                gather, the host process's CPU for it (the host relays
+ *                every answer to its own agent, in the same process), and
+ *                the answers that did not come whole ("-" when GATHER_KB
+ *                is 0)
  *
  * Then one agent fails and every agent waits for the STOP, as a job does.
  *
- *     rdzv_host_bench N SECS [RANKS]
+ *     rdzv_host_bench N SECS [RANKS [GATHER_KB]]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +42,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,14 +52,16 @@
 #include <amldist.h>
 
 typedef struct {
-    int nfailed, njoined, phase; /* phase: 1 steady, 2 views, 3 fail */
+    /* phase: 1 steady, 2 views, 3 gather, 4 fail */
+    int nfailed, njoined, phase;
     long long joined_max;
-    double form_cpu, steady_cpu, views_cpu, rss_mib;
+    double form_cpu, steady_cpu, views_cpu, rss_mib, gather_ms, gather_cpu;
+    int gather_cut;
     char why[256];
 } shared_t;
 
 static shared_t *sh;
-static int n, secs, ranks;
+static int n, secs, ranks, gather_kb;
 static char ep[64];
 static int gate[2]; /* closed by main(): every agent starts */
 
@@ -94,21 +105,92 @@ static int bound(int port)
     return !free_;
 }
 
+/* The phase (and a failure) told to every agent of every process at once:
+ * a futex on the shared page, not 4,095 threads polling it 50 times a
+ * second, which would cost the machine more than the host measured. */
+static void set_phase(int p)
+{
+    __atomic_store_n(&sh->phase, p, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &sh->phase, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 static void fail_with(const char *what)
 {
     if (__atomic_fetch_add(&sh->nfailed, 1, __ATOMIC_SEQ_CST) == 0)
         snprintf(sh->why, sizeof sh->why, "%s: %s", what,
                  amldist_last_error());
+    set_phase(__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST));
 }
 
 static int wait_phase(int p)
 {
-    while (__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST) < p) {
+    int now;
+    while ((now = __atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST)) < p) {
         if (sh->nfailed)
             return -1;
-        usleep(20000);
+        struct timespec ts = {1, 0};
+        syscall(SYS_futex, &sh->phase, FUTEX_WAIT, now, &ts, NULL, 0);
     }
     return 0;
+}
+
+/* Request `q` answered with gather_kb KiB. */
+static int answer_request(amldist_rdzv_t *r, const amldist_rdzv_request_t *q)
+{
+    static const unsigned char blob[1 << 20];
+    size_t len = (size_t)gather_kb << 10;
+    return amldist_rdzv_answer(r, q->id, blob,
+                               len < sizeof blob ? len : sizeof blob);
+}
+
+/* An agent's part of the gather: its request answered. */
+static int answer_one(amldist_rdzv_t *r)
+{
+    struct pollfd p = {amldist_rdzv_events_fd(r), POLLIN, 0};
+    long long end = now_us() + 60000000;
+    while (now_us() < end && !sh->nfailed) {
+        amldist_rdzv_request_t *q;
+        if (amldist_rdzv_next_request(r, &q) == 1) {
+            int rc = answer_request(r, q);
+            amldist_rdzv_request_free(q);
+            return rc == 0 ? 0 : -1;
+        }
+        poll(&p, 1, 100);
+    }
+    return -1;
+}
+
+/* The host's own agent asks every agent (and answers itself). */
+static int host_gather(amldist_rdzv_t *r)
+{
+    unsigned tag;
+    double c0 = cpu_ms();
+    long long t0 = now_us();
+    if (amldist_rdzv_gather(r, AMLDIST_RDZV_TOPIC_USER, "bench", 5, 60000,
+                            &tag) != 0)
+        return -1;
+    struct pollfd p = {amldist_rdzv_events_fd(r), POLLIN, 0};
+    long long end = t0 + 65000000;
+    while (now_us() < end) {
+        amldist_rdzv_request_t *q;
+        amldist_rdzv_gather_t *g;
+        if (amldist_rdzv_next_request(r, &q) == 1) {
+            answer_request(r, q);
+            amldist_rdzv_request_free(q);
+        }
+        if (amldist_rdzv_next_gather(r, &g) == 1) {
+            sh->gather_ms = (now_us() - t0) / 1000.0;
+            sh->gather_cpu = cpu_ms() - c0;
+            sh->gather_cut = g->refused ? n : n - g->n;
+            for (int k = 0; k < g->n; k++)
+                sh->gather_cut += g->answers[k].status != 0 ||
+                                  g->answers[k].len != (size_t)gather_kb << 10;
+            amldist_rdzv_gather_free(g);
+            return 0;
+        }
+        poll(&p, 1, 100);
+    }
+    return -1;
 }
 
 /* One agent: join, then views while the host asks for them, then the
@@ -141,15 +223,18 @@ static void agent(int i)
         double c0 = cpu_ms();
         sleep((unsigned)secs);
         sh->steady_cpu = (cpu_ms() - c0) / secs;
-        __atomic_store_n(&sh->phase, 2, __ATOMIC_SEQ_CST);
+        set_phase(2);
         if (ranks > 0) {
             sleep(1); /* the views start */
             c0 = cpu_ms();
             sleep((unsigned)secs);
             sh->views_cpu = (cpu_ms() - c0) / secs;
         }
+        set_phase(3);
+        if (gather_kb > 0 && host_gather(r) < 0)
+            fail_with("gather");
         sh->rss_mib = hwm_mib();
-        __atomic_store_n(&sh->phase, 3, __ATOMIC_SEQ_CST);
+        set_phase(4);
     } else if (wait_phase(2) == 0 && ranks > 0) {
         amldist_rdzv_view_t v[64];
         int first = amldist_rdzv_node_rank(r) * ranks;
@@ -169,7 +254,8 @@ static void agent(int i)
         }
         amldist_rdzv_watch(r, 0);
     }
-    if (wait_phase(3) < 0) {
+    if (wait_phase(3) < 0 || (i > 0 && gather_kb > 0 && answer_one(r) < 0) ||
+        wait_phase(4) < 0) {
         amldist_rdzv_close(r);
         return;
     }
@@ -199,12 +285,15 @@ static void *agent_thread(void *p)
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 4)
-        return fprintf(stderr, "usage: rdzv_host_bench N SECS [RANKS]\n"), 2;
+    if (argc < 3 || argc > 5)
+        return fprintf(stderr, "usage: rdzv_host_bench N SECS [RANKS "
+                       "[GATHER_KB]]\n"), 2;
     n = atoi(argv[1]);
     secs = atoi(argv[2]);
-    ranks = argc == 4 ? atoi(argv[3]) : 0;
-    if (n < 2 || n > 8192 || secs < 1 || ranks < 0 || ranks > 64)
+    ranks = argc >= 4 ? atoi(argv[3]) : 0;
+    gather_kb = argc == 5 ? atoi(argv[4]) : 0;
+    if (n < 2 || n > 8192 || secs < 1 || ranks < 0 || ranks > 64 ||
+        gather_kb < 0 || gather_kb > 1024)
         return fprintf(stderr, "rdzv_host_bench: bad arguments\n"), 2;
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -264,7 +353,7 @@ int main(int argc, char **argv)
     while (!sh->nfailed && __atomic_load_n(&sh->njoined, __ATOMIC_SEQ_CST) < n &&
            waitpid(host, NULL, WNOHANG) == 0)
         usleep(5000);
-    __atomic_store_n(&sh->phase, 1, __ATOMIC_SEQ_CST);
+    set_phase(1);
     double form_ms = (sh->joined_max - t0) / 1000.0;
     for (int k = 0; k < nproc; k++)
         waitpid(kids[k], NULL, 0);
@@ -273,11 +362,13 @@ int main(int argc, char **argv)
     if (sh->nfailed || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
         return fprintf(stderr, "rdzv_host_bench: %d failed (%s)\n",
                        sh->nfailed, sh->why), 1;
+    char views[32] = "-", gather[96] = "- - -";
     if (ranks > 0)
-        printf("%.1f %.1f %.1f %.1f %.1f\n", form_ms, sh->form_cpu,
-               sh->steady_cpu, sh->views_cpu, sh->rss_mib);
-    else
-        printf("%.1f %.1f %.1f - %.1f\n", form_ms, sh->form_cpu,
-               sh->steady_cpu, sh->rss_mib);
+        snprintf(views, sizeof views, "%.1f", sh->views_cpu);
+    if (gather_kb > 0)
+        snprintf(gather, sizeof gather, "%.1f %.1f %d", sh->gather_ms,
+                 sh->gather_cpu, sh->gather_cut);
+    printf("%.1f %.1f %.1f %s %.1f %s\n", form_ms, sh->form_cpu,
+           sh->steady_cpu, views, sh->rss_mib, gather);
     return 0;
 }

@@ -381,21 +381,25 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                        const char **why)
 {
     *why = NULL;
-    /* The last call's frame was handed out: start the next one. */
-    if (c->in_len >= AMLDIST__FRAME_HEADER_LEN &&
-        c->in_len == AMLDIST__FRAME_HEADER_LEN +
-                         (size_t)amldist__net_get_u32(c->in + 8))
-        c->in_len = 0;
     for (;;) {
+        /* The last frame was handed out (or was the handshake's): the
+         * bytes after it begin the next. */
+        if (c->in_used) {
+            c->in_len -= c->in_used;
+            if (c->in_len)
+                memmove(c->in, c->in + c->in_used, c->in_len);
+            c->in_used = 0;
+        }
         size_t want = AMLDIST__FRAME_HEADER_LEN, wire = 0;
         if (c->in_len >= AMLDIST__FRAME_HEADER_LEN) {
             int rc = check_header(c, type, len, &wire, why);
             if (rc < 0)
                 return rc;
             want += wire;
-            if (c->in_len == want) {
+            if (c->in_len >= want) {
                 unsigned char *p = c->in + AMLDIST__FRAME_HEADER_LEN;
                 int st = c->ch ? amldist__chan_state(c->ch) : -1;
+                c->in_used = want;
                 if (st == AMLDIST__CHAN_OPEN) {
                     if (amldist__chan_open(c->ch, c->in, p, wire) < 0) {
                         *why = "integrity error: a frame failed "
@@ -404,7 +408,6 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                         return AMLDIST__CONN_EINTEGRITY;
                     }
                 } else if (c->ch) {
-                    c->in_len = 0;
                     if ((rc = on_handshake(c, *type, p, *len, why)) < 0)
                         return rc;
                     continue;
@@ -414,14 +417,26 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
                 return 1;
             }
         }
-        if (grow(&c->in, &c->in_cap, want) < 0) {
+        /* Within one amldist__conn_read, a short read said the socket
+         * was empty: no recv only to hear EAGAIN. */
+        if (c->in_batch && c->in_dry)
+            return 0;
+        /* amldist__conn_read's reads take what follows too (a few frames
+         * at most, which it hands out before it returns: none is left
+         * whole in the buffer with the socket quiet); a caller's own
+         * loop, no more than the frame. */
+        size_t end = c->in_batch && want < AMLDIST__CONN_READ_AHEAD
+                         ? AMLDIST__CONN_READ_AHEAD
+                         : want;
+        if (grow(&c->in, &c->in_cap, end) < 0) {
             *why = "out of memory";
             return AMLDIST__CONN_EMALFORMED;
         }
-        ssize_t n = recv(c->fd, c->in + c->in_len, want - c->in_len,
-                         MSG_DONTWAIT);
+        size_t room = end - c->in_len;
+        ssize_t n = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         if (n > 0) {
             c->in_len += (size_t)n;
+            c->in_dry = (size_t)n < room;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -437,17 +452,24 @@ int amldist__conn_read(amldist__conn_t *c, amldist__conn_frame_fn *fn,
                        void *arg, const char **why)
 {
     *why = NULL;
-    for (int k = 0; k < AMLDIST__CONN_READ_MAX && c->fd >= 0; k++) {
+    c->in_dry = 0;
+    c->in_batch = 1;
+    int rc = 0;
+    for (int k = 0; c->fd >= 0; k++) {
         unsigned type;
+        /* Enough for one turn: the frames already read, and no more. */
+        if (k == AMLDIST__CONN_READ_MAX)
+            c->in_dry = 1;
         const unsigned char *p;
         uint32_t len;
-        int rc = amldist__conn_recv(c, &type, &p, &len, why);
-        if (rc <= 0)
-            return rc;
+        if ((rc = amldist__conn_recv(c, &type, &p, &len, why)) <= 0)
+            break;
+        rc = 0;
         if (fn(arg, type, p, len))
-            return 0;
+            break;
     }
-    return 0;
+    c->in_batch = 0;
+    return rc;
 }
 
 int amldist__conn_wait(amldist__conn_t *c, long long deadline, unsigned *type,

@@ -32,8 +32,16 @@ typedef struct {
 typedef struct {
     int fd;
     const amldist__frame_limit_t *limits; /* the frames the peer may send */
-    unsigned char *in;       /* the frame being received */
-    size_t in_len, in_cap;
+    /* What came in: in_len bytes from the frame being received on (a
+     * read takes what the socket has, up to in_cap, so that a burst of
+     * small frames costs one recv, not two each and one more to find the
+     * socket empty); in_used: the frame at in handed out last, to drop
+     * before the next; in_dry: the last read came short (the socket was
+     * empty), in_batch: within amldist__conn_read, which then reads no
+     * more for a frame not whole. */
+    unsigned char *in;
+    size_t in_len, in_cap, in_used;
+    int in_dry, in_batch;
     /* What waits to be sent: out[out_off .. out_len), in buf, or a frame
      * of the caller's (amldist__conn_send_ref). */
     const unsigned char *out;
@@ -66,6 +74,8 @@ typedef struct {
 /* Frames amldist__conn_read() hands out at most per call, so that one
  * chatty peer cannot starve the others. */
 #define AMLDIST__CONN_READ_MAX 64
+/* What amldist__conn_read asks the socket for at once, at the least. */
+#define AMLDIST__CONN_READ_AHEAD 512
 
 /* A connection on fd (owned from now on) whose peer sends the frames of
  * `limits`, a table that must outlive it. */
@@ -119,8 +129,9 @@ int amldist__conn_recv(amldist__conn_t *c, unsigned *type,
 /* What to do with one frame: 0 reads on, anything else stops reading. */
 typedef int amldist__conn_frame_fn(void *arg, unsigned type,
                                    const unsigned char *payload, uint32_t len);
-/* Hand each whole frame the socket has to fn, AMLDIST__CONN_READ_MAX at
- * most, until fn says stop or closes the connection (fd -1).  0, or
+/* Hand each whole frame the socket has to fn, those of
+ * AMLDIST__CONN_READ_MAX reads at most (none is left whole behind them),
+ * until fn says stop or closes the connection (fd -1).  0, or
  * amldist__conn_recv()'s error with *why. */
 int amldist__conn_read(amldist__conn_t *c, amldist__conn_frame_fn *fn,
                        void *arg, const char **why);

@@ -110,7 +110,7 @@ void amldist__rz_sm_form_round(amldist__rz_sm_t *sm)
     amldist__rz_share_gpus(rd, machine);
     for (int i = 0; i < n; i++) {
         nodes[i]->node = nodes[i]->prev_node = i;
-        nodes[i]->state = AMLDIST__RZ_M_RUNNING;
+        amldist__rz_sm_set_state(sm, nodes[i], AMLDIST__RZ_M_RUNNING);
         rd->node = i;
         amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ASSIGN, nodes[i]->who,
                             (uint32_t)i, NULL);
@@ -159,15 +159,10 @@ static void say_still_waiting(amldist__rz_sm_t *sm)
     int n = amldist__rz_sm_count_in_job(sm), missing = sm->cfg.min - n;
     char which[200] = "";
     size_t k = 0;
-    int ordered = 0;
-    for (int i = 0; i < sm->nm; i++)
-        ordered |= sm->m[i].order >= 0;
+    int ordered = sm->nordered > 0;
     for (int o = 0; ordered && o < sm->cfg.max && k < sizeof which - 24; o++) {
-        int taken = 0;
-        for (int i = 0; i < sm->nm && !taken; i++)
-            taken = amldist__rz_in_job(&sm->m[i]) && !sm->m[i].failing &&
-                    sm->m[i].order == o;
-        if (taken)
+        const struct amldist__rz_member *t = amldist__rz_sm_by_order(sm, o);
+        if (t && !t->failing)
             continue;
         int w = snprintf(which + k, sizeof which - k, "%s%d",
                          k ? ", " : " (node ", o);

@@ -11,37 +11,27 @@
 
 static const char *taken_order(const amldist__rz_sm_t *sm, int order)
 {
-    for (int i = 0; i < sm->nm; i++)
-        if (amldist__rz_in_job(&sm->m[i]) && sm->m[i].order == order)
-            return sm->m[i].addr;
-    return NULL;
+    const struct amldist__rz_member *m = amldist__rz_sm_by_order(sm, order);
+    return m ? m->addr : NULL;
 }
 
 static int mixed_order(const amldist__rz_sm_t *sm, int order)
 {
-    for (int i = 0; i < sm->nm; i++)
-        if (amldist__rz_in_job(&sm->m[i]) &&
-            (sm->m[i].order < 0) != (order < 0))
-            return 1;
-    return 0;
+    int n = sm->nm - sm->ngone; /* in the job, failing ones too */
+    return order < 0 ? sm->nordered > 0 : sm->nordered < n;
 }
 
 /* The workers of the job's members: of every later round at most. */
 static long long workers(const amldist__rz_sm_t *sm)
 {
-    long long n = 0;
-    for (int i = 0; i < sm->nm; i++)
-        if (amldist__rz_in_job(&sm->m[i]))
-            n += sm->m[i].nproc;
-    return n;
+    return sm->nworkers;
 }
 
 /* 1: a member has this agent id (a replay); 2: a lost one had it. */
 static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
 {
-    for (int i = 0; i < sm->nm; i++)
-        if (amldist__rz_in_job(&sm->m[i]) && sm->m[i].agent == agent)
-            return 1;
+    if (amldist__rz_sm_by_agent(sm, agent))
+        return 1;
     for (int i = 0; i < sm->nlost && i < AMLDIST__RZ_LOST_MAX; i++)
         if (sm->lost[i] == agent)
             return 2;
@@ -51,27 +41,25 @@ static int known_agent(const amldist__rz_sm_t *sm, uint64_t agent)
 static void admit(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
                   int order)
 {
-    struct amldist__rz_member *m = &sm->m[sm->nm++];
-    *m = (struct amldist__rz_member){.who = ev->who,
-                                     .state = AMLDIST__RZ_M_JOINED,
-                                     .agent = ev->join.agent,
-                                     .order = order,
-                                     .nproc = (int)ev->join.nproc,
-                                     .port = (int)ev->join.port,
-                                     .seq = sm->seq++,
-                                     .prev_node = -1,
-                                     .view_round = -1};
-    m->machine = ev->join.machine;
-    amldist__strlcpy(m->addr, ev->addr ? ev->addr : "", sizeof m->addr);
-    amldist__strlcpy(m->reached, ev->local ? ev->local : "",
-                     sizeof m->reached);
-    amldist__strlcpy(m->local_addr, ev->join.local_addr,
-                     sizeof m->local_addr);
-    amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
-    if (ev->join.round == AMLDIST__RZ_ROUND_FAILING) {
-        m->failing = 1; /* its FAIL follows: host_sm_form.c */
+    struct amldist__rz_member init = {
+        .who = ev->who, .state = AMLDIST__RZ_M_JOINED,
+        .agent = ev->join.agent, .order = order,
+        .nproc = (int)ev->join.nproc, .port = (int)ev->join.port,
+        .seq = sm->seq++, .prev_node = -1, .view_round = -1};
+    init.machine = ev->join.machine;
+    /* its FAIL follows: host_sm_step.c */
+    init.failing = ev->join.round == AMLDIST__RZ_ROUND_FAILING;
+    amldist__strlcpy(init.addr, ev->addr ? ev->addr : "", sizeof init.addr);
+    amldist__strlcpy(init.reached, ev->local ? ev->local : "",
+                     sizeof init.reached);
+    amldist__strlcpy(init.local_addr, ev->join.local_addr,
+                     sizeof init.local_addr);
+    struct amldist__rz_member *m = amldist__rz_sm_add(sm, &init);
+    if (!m)
         return;
-    }
+    amldist__rz_sm_emit(sm, AMLDIST__RZ_A_ADMIT, ev->who, 0, NULL);
+    if (m->failing)
+        return;
     int began = 0;
     if (sm->phase == AMLDIST__RZ_P_FORMING && sm->min_at == 0 &&
         amldist__rz_sm_count_in_job(sm) >= sm->cfg.min) {
@@ -145,7 +133,8 @@ void amldist__rz_sm_on_join(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev)
     } else if (j->round == AMLDIST__RZ_ROUND_FAILING) {
         /* A node that cannot start: heard while the round forms (a round
          * that runs goes on without it), in one of the job's places. */
-        if (sm->phase != AMLDIST__RZ_P_FORMING || sm->nm >= sm->cfg.max)
+        if (sm->phase != AMLDIST__RZ_P_FORMING ||
+            sm->nm - sm->ngone >= sm->cfg.max)
             amldist__rz_sm_refuse(sm, who, NULL, AMLDIST__RZ_R_FULL,
                                   "the job %s without this node",
                                   sm->phase == AMLDIST__RZ_P_FORMING

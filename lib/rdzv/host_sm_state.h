@@ -10,6 +10,7 @@
 #define AMLDIST_RDZV_HOST_SM_STATE_H
 
 #include "rdzv/host_sm.h"
+#include "util/u64map.h"
 
 enum {
     AMLDIST__RZ_M_JOINED,  /* waits for a round to form */
@@ -50,6 +51,20 @@ struct amldist__rz_member {
     int sum_ok;
     size_t sum_live;
     int64_t sum_since, sum_life, sum_oldest;
+    int hdirty; /* in the list of sums to redo (sm->hdirty) */
+};
+
+/* The hang rule's sums over the members that watch (host_sm_watch.c): of
+ * one member, or of a subtree of sm->hsum, a tree over the places in sm->m
+ * (a leaf each, a node the sums of its two), so that a view costs the
+ * rule its own ranks and a path of the tree, not every node's sums
+ * (issue 40).  Ranks in views, live ranks; the latest sign of life, the
+ * oldest API progress of a live rank (AMLDIST__HANG_NEVER: none), the
+ * first time a view is late (INT64_MAX: none), the least timeout
+ * (UINT32_MAX: none watches). */
+struct amldist__rz_hsum {
+    int64_t n, live, life, oldest, late_at;
+    uint32_t timeout;
 };
 
 /* One agent asked in a gather. */
@@ -70,14 +85,30 @@ struct amldist__rz_gather {
     unsigned char arg[AMLDIST__RZ_ARG_MAX], end_arg[AMLDIST__RZ_ARG_MAX];
     size_t arg_len;
     struct amldist__rz_gentry *e;
-    int n;
+    int n, nover; /* entries, those over */
     size_t total;
+    /* Each entry by its agent's connection: an answer's chunk costs its
+     * own bytes, not a walk of every entry (issue 40). */
+    amldist__u64map_t by_who;
 };
 
 struct amldist__rz_sm {
     amldist__rz_cfg_t cfg;
-    struct amldist__rz_member *m; /* admitted, in the order they joined */
-    int nm;
+    /* Admitted, in the order they joined; those GONE stay until a quarter
+     * of the array is (host_sm.c's amldist__rz_sm_compact), so that a
+     * step costs what it touches, not every member. */
+    struct amldist__rz_member *m;
+    int nm, ngone;
+    /* Kept as members come, change state and go (host_sm.c), not counted
+     * at each JOIN (issue 40: formation was O(N^2)): the members in the
+     * job (GONE excepted) by state, those counted (in the job and not
+     * failing), those with a node rank of their own, their workers; and
+     * the index of each in m by connection, agent id and node rank (dups:
+     * ids or ranks taken twice, which only failing members can do, when a
+     * removal looks for another holder). */
+    int nstate[4], ncounted, nordered, dups;
+    long long nworkers;
+    amldist__u64map_t by_who, by_agent, by_order;
     int phase, round, restarts, seq;
     long long now, started, min_at, over_at;
     /* When the forming round's last periodic line went out (ms). */
@@ -118,12 +149,46 @@ struct amldist__rz_sm {
     int64_t hang_since_ns;
     int hang_round;
     long long hang_end;
+    /* The sums' tree (hsum_leaves leaves; 1 the root), whole (hsum_ok)
+     * as of round hsum_round and the clock's restart hsum_since but for
+     * the members listed in hdirty (their places in m). */
+    struct amldist__rz_hsum *hsum;
+    int hsum_leaves, hsum_ok, hsum_round;
+    int64_t hsum_since;
+    int *hdirty;
+    int nhdirty;
 };
 
 static inline int amldist__rz_in_job(const struct amldist__rz_member *m)
 {
     return m->state != AMLDIST__RZ_M_GONE;
 }
+
+/* host_sm.c: the member of connection `who`, of agent id `agent`, of node
+ * rank `order` in the job (GONE excepted), or NULL; member m admitted at
+ * the end of the array (its place, or NULL: no room), m moved to state `state`
+ * (GONE: out of the job, of the counts and of the index); the array
+ * compacted (all: whatever the number GONE), the index rebuilt. */
+struct amldist__rz_member *amldist__rz_sm_by_who(const amldist__rz_sm_t *sm,
+                                                 const void *who);
+struct amldist__rz_member *amldist__rz_sm_by_agent(const amldist__rz_sm_t *sm,
+                                                   uint64_t agent);
+struct amldist__rz_member *amldist__rz_sm_by_order(const amldist__rz_sm_t *sm,
+                                                   int order);
+struct amldist__rz_member *
+amldist__rz_sm_add(amldist__rz_sm_t *sm, const struct amldist__rz_member *m);
+void amldist__rz_sm_set_state(amldist__rz_sm_t *sm,
+                              struct amldist__rz_member *m, int state);
+void amldist__rz_sm_compact(amldist__rz_sm_t *sm, int all);
+/* host_sm.c: member m's sums to redo before the rule reads the tree; the
+ * tree's leaf i set (the nodes above it not yet), the nodes above leaf i
+ * (i < 0: every node) made the sums of theirs. */
+void amldist__rz_sm_hang_touch(amldist__rz_sm_t *sm,
+                               struct amldist__rz_member *m);
+void amldist__rz_sm_hsum_leaf(amldist__rz_sm_t *sm, int i,
+                              const struct amldist__rz_hsum *s);
+void amldist__rz_sm_hsum_fix(amldist__rz_sm_t *sm, int i);
+extern const struct amldist__rz_hsum amldist__rz_hsum_none;
 
 /* host_sm.c: queue an action (texts stay valid until the next step). */
 void amldist__rz_sm_emit(amldist__rz_sm_t *sm, int type, void *who,

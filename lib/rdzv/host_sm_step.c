@@ -29,8 +29,17 @@ amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
     sm->hang_round = -1;
     sm->m = calloc((size_t)cfg->max, sizeof *sm->m);
     sm->acts = calloc((size_t)sm->cap, sizeof *sm->acts);
+    size_t max = (size_t)cfg->max;
+    sm->hsum_leaves = 1;
+    while (sm->hsum_leaves < cfg->max)
+        sm->hsum_leaves *= 2;
+    sm->hsum = calloc(2 * (size_t)sm->hsum_leaves, sizeof *sm->hsum);
+    sm->hdirty = calloc(max, sizeof *sm->hdirty);
     if (!sm->m || amldist__rz_round_alloc(&sm->rd, cfg->max) < 0 ||
-        !sm->acts) {
+        !sm->acts || !sm->hsum || !sm->hdirty ||
+        amldist__u64map_init(&sm->by_who, max) < 0 ||
+        amldist__u64map_init(&sm->by_agent, max) < 0 ||
+        amldist__u64map_init(&sm->by_order, max) < 0) {
         amldist__rz_sm_free(sm);
         return NULL;
     }
@@ -45,30 +54,26 @@ void amldist__rz_sm_free(amldist__rz_sm_t *sm)
         return;
     for (int i = 0; i < sm->nm; i++)
         free(sm->m[i].views);
-    for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++)
+    for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX; i++) {
         free(sm->gathers[i].e);
+        amldist__u64map_free(&sm->gathers[i].by_who);
+    }
     for (int i = 0; i < sm->nspent; i++)
         free(sm->spent[i]);
     free(sm->m);
     free(sm->rd.nproc);
     free(sm->acts);
+    free(sm->hsum);
+    free(sm->hdirty);
+    amldist__u64map_free(&sm->by_who);
+    amldist__u64map_free(&sm->by_agent);
+    amldist__u64map_free(&sm->by_order);
     free(sm);
 }
 
 static int count_state(const amldist__rz_sm_t *sm, int state)
 {
-    int n = 0;
-    for (int i = 0; i < sm->nm; i++)
-        n += sm->m[i].state == state;
-    return n;
-}
-
-static struct amldist__rz_member *find(amldist__rz_sm_t *sm, const void *who)
-{
-    for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].who == who && amldist__rz_in_job(&sm->m[i]))
-            return &sm->m[i];
-    return NULL;
+    return sm->nstate[state];
 }
 
 static void end_job(amldist__rz_sm_t *sm, int status)
@@ -112,7 +117,7 @@ static void on_lost(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
                     const char *why)
 {
     int was = m->state;
-    m->state = AMLDIST__RZ_M_GONE;
+    amldist__rz_sm_set_state(sm, m, AMLDIST__RZ_M_GONE);
     if (was == AMLDIST__RZ_M_JOINED) {
         if (sm->phase == AMLDIST__RZ_P_FORMING &&
             amldist__rz_sm_count_in_job(sm) < sm->cfg.min)
@@ -178,8 +183,7 @@ static void failed_early(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
      * node is its own: a node that can start ends now, with its reason. */
     sm->failed_early = 1;
     sm->host_stays = m->agent == sm->cfg.self_agent;
-    for (int i = 0; i < sm->nm; i++)
-        sm->told += amldist__rz_in_job(&sm->m[i]) && !sm->m[i].failing;
+    sm->told += sm->ncounted;
     end_job(sm, status);
 }
 
@@ -238,7 +242,7 @@ static void on_done(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
         return;
     int status = (int)(ev->status & 0xff);
     m->port = (int)ev->port;
-    m->state = AMLDIST__RZ_M_DONE;
+    amldist__rz_sm_set_state(sm, m, AMLDIST__RZ_M_DONE);
     /* Workers the host had stopped did not fail: only a status given while
      * the round still ran is one. */
     if (status != 0 && !sm->failed && sm->phase == AMLDIST__RZ_P_RUNNING) {
@@ -249,21 +253,6 @@ static void on_done(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
         amldist__rz_sm_stop_all(sm, "%s", text);
     }
     round_settled(sm);
-}
-
-/* Members refused or lost in the step are forgotten after it. */
-static void sweep(amldist__rz_sm_t *sm)
-{
-    int k = 0;
-    for (int i = 0; i < sm->nm; i++) {
-        if (amldist__rz_in_job(&sm->m[i])) {
-            if (k != i) /* none copied onto itself */
-                sm->m[k] = sm->m[i];
-            k++;
-        } else
-            free(sm->m[i].views);
-    }
-    sm->nm = k;
 }
 
 int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
@@ -278,10 +267,10 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
     struct amldist__rz_member *m =
         ev->type == AMLDIST__RZ_EV_JOIN || ev->type == AMLDIST__RZ_EV_TICK
             ? NULL
-            : find(sm, ev->who);
+            : amldist__rz_sm_by_who(sm, ev->who);
     switch (ev->type) {
     case AMLDIST__RZ_EV_JOIN:
-        if (!find(sm, ev->who))
+        if (!amldist__rz_sm_by_who(sm, ev->who))
             amldist__rz_sm_on_join(sm, ev);
         break;
     case AMLDIST__RZ_EV_FAIL:
@@ -319,7 +308,9 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
             amldist__rz_sm_on_marks(sm, m, ev);
         break;
     }
-    sweep(sm);
+    /* Members refused or lost are forgotten once a quarter of the array
+     * is theirs: a step costs what it touched. */
+    amldist__rz_sm_compact(sm, 0);
     *acts = sm->acts;
     return sm->nacts;
 }
@@ -351,8 +342,7 @@ int amldist__rz_sm_drained(const amldist__rz_sm_t *sm, long long now)
     if (sm->phase != AMLDIST__RZ_P_OVER || now - sm->over_at > sm->cfg.dead_ms)
         return 1;
     /* Strangers that never joined are not waited for. */
-    for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].agent != sm->cfg.self_agent)
-            return 0;
-    return 1;
+    return sm->nm - sm->ngone == 0 ||
+           (sm->nm - sm->ngone == 1 && amldist__rz_sm_by_agent(
+                                           sm, sm->cfg.self_agent));
 }

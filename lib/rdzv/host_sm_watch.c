@@ -25,19 +25,12 @@
 
 static struct amldist__rz_member *own(amldist__rz_sm_t *sm)
 {
-    for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].agent == sm->cfg.self_agent &&
-            amldist__rz_in_job(&sm->m[i]))
-            return &sm->m[i];
-    return NULL;
+    return amldist__rz_sm_by_agent(sm, sm->cfg.self_agent);
 }
 
 static struct amldist__rz_member *member(amldist__rz_sm_t *sm, void *who)
 {
-    for (int i = 0; i < sm->nm; i++)
-        if (sm->m[i].who == who && amldist__rz_in_job(&sm->m[i]))
-            return &sm->m[i];
-    return NULL;
+    return amldist__rz_sm_by_who(sm, who);
 }
 
 static uint32_t node_of(const struct amldist__rz_member *m)
@@ -84,16 +77,25 @@ static void finish(amldist__rz_sm_t *sm, struct amldist__rz_gather *g,
         free(g->e); /* not reached: one end per gather and step */
     g->e = NULL;
     g->used = 0;
-    g->n = 0;
+    g->n = g->nover = 0;
     g->total = 0;
+    amldist__u64map_free(&g->by_who);
+}
+
+/* Entry e of gather g is over: answered whole, too big, or missing. */
+static void set_over(struct amldist__rz_gather *g,
+                     struct amldist__rz_gentry *e)
+{
+    if (!e->over) {
+        e->over = 1;
+        g->nover++;
+    }
 }
 
 static void finish_if_over(amldist__rz_sm_t *sm, struct amldist__rz_gather *g)
 {
-    for (int i = 0; i < g->n; i++)
-        if (!g->e[i].over)
-            return;
-    finish(sm, g, 0);
+    if (g->nover == g->n)
+        finish(sm, g, 0);
 }
 
 /* Ask every agent of the job; NULL when too many gathers are open. */
@@ -105,10 +107,15 @@ start_gather(amldist__rz_sm_t *sm, void *asker, uint32_t tag, uint32_t topic,
     for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX && !g; i++)
         if (!sm->gathers[i].used)
             g = &sm->gathers[i];
-    int n = amldist__rz_sm_count_in_job(sm);
+    int n = sm->nm - sm->ngone; /* every member asked: failing ones too */
     if (!g || arg_len > AMLDIST__RZ_ARG_MAX ||
         !(g->e = calloc((size_t)(n ? n : 1), sizeof *g->e)))
         return NULL;
+    if (amldist__u64map_init(&g->by_who, (size_t)n) < 0) {
+        free(g->e);
+        g->e = NULL;
+        return NULL;
+    }
     g->used = 1;
     g->id = ++sm->next_gather;
     g->tag = tag;
@@ -125,6 +132,7 @@ start_gather(amldist__rz_sm_t *sm, void *asker, uint32_t tag, uint32_t topic,
         struct amldist__rz_member *m = &sm->m[i];
         if (!amldist__rz_in_job(m))
             continue;
+        amldist__u64map_put(&g->by_who, (uintptr_t)m->who, g->n);
         struct amldist__rz_gentry *e = &g->e[g->n++];
         e->who = m->who;
         e->node = node_of(m);
@@ -170,10 +178,7 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
     for (int i = 0; i < AMLDIST__RZ_GATHERS_MAX && !g; i++)
         if (sm->gathers[i].used && sm->gathers[i].id == ev->id)
             g = &sm->gathers[i];
-    int k = -1;
-    for (int i = 0; g && i < g->n && k < 0; i++)
-        if (g->e[i].who == m->who)
-            k = i;
+    int k = g ? amldist__u64map_get(&g->by_who, (uintptr_t)m->who) : -1;
     /* A request never made, one this agent was not asked, or an answer
      * already whole (late or twice): nothing to relay. */
     if (k < 0 || g->e[k].over)
@@ -181,13 +186,14 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
     struct amldist__rz_gentry *e = &g->e[k];
     if (e->got + ev->text_len > AMLDIST__RZ_BLOB_MAX ||
         g->total + ev->text_len > AMLDIST__RZ_GATHER_MAX) {
-        e->over = 1;
+        set_over(g, e);
         result(sm, g, (uint32_t)k, e->node,
                AMLDIST__RZ_G_TOOBIG | AMLDIST__RZ_G_LAST, NULL, 0);
     } else {
         e->got += ev->text_len;
         g->total += ev->text_len;
-        e->over = (ev->flags & AMLDIST__RZ_G_LAST) != 0;
+        if (ev->flags & AMLDIST__RZ_G_LAST)
+            set_over(g, e);
         result(sm, g, (uint32_t)k, e->node, ev->flags & AMLDIST__RZ_G_LAST,
                ev->text, ev->text_len);
     }
@@ -197,7 +203,7 @@ void amldist__rz_sm_on_answer(amldist__rz_sm_t *sm,
 static void missing(amldist__rz_sm_t *sm, struct amldist__rz_gather *g, int k)
 {
     struct amldist__rz_gentry *e = &g->e[k];
-    e->over = 1;
+    set_over(g, e);
     result(sm, g, (uint32_t)k, e->node,
            AMLDIST__RZ_G_MISSING | AMLDIST__RZ_G_LAST,
            (const unsigned char *)e->addr, strlen(e->addr));
@@ -211,12 +217,13 @@ void amldist__rz_sm_watch_lost(amldist__rz_sm_t *sm, void *who)
             continue;
         if (g->asker == who)
             g->asker = NULL; /* the others' answers go nowhere now */
-        for (int k = 0; k < g->n; k++)
-            if (g->e[k].who == who) {
-                if (!g->e[k].over)
-                    missing(sm, g, k);
-                g->e[k].who = NULL; /* its pointer may be reused */
-            }
+        int k = amldist__u64map_get(&g->by_who, (uintptr_t)who);
+        if (k >= 0) {
+            if (!g->e[k].over)
+                missing(sm, g, k);
+            g->e[k].who = NULL; /* its pointer may be reused */
+            amldist__u64map_del(&g->by_who, (uintptr_t)who);
+        }
         finish_if_over(sm, g);
     }
 }
@@ -243,6 +250,7 @@ void amldist__rz_sm_on_view(amldist__rz_sm_t *sm, struct amldist__rz_member *m,
     m->view_timeout_ms = ev->timeout_ms;
     m->view_at_ns = sm->now_ns;
     m->sum_ok = 0;
+    amldist__rz_sm_hang_touch(sm, m);
     sm->hang_next_ns = 0; /* decide again now */
     amldist__rz_sm_watch_tick(sm);
 }
@@ -253,14 +261,6 @@ static int watching(const amldist__rz_sm_t *sm,
 {
     return m->state == AMLDIST__RZ_M_RUNNING && m->view_round == sm->round &&
            m->view_timeout_ms;
-}
-
-/* Whether watching member m's ranks are unknown now: its last view is
- * late (AMLDIST__RZ_VIEW_LATE_NS). */
-static int late(const amldist__rz_sm_t *sm, const struct amldist__rz_member *m)
-{
-    return m->nviews &&
-           sm->now_ns - m->view_at_ns > AMLDIST__RZ_VIEW_LATE_NS(m->view_timeout_ms);
 }
 
 /* One rank of a node's view as the rule reads it, a live rank's start no
@@ -304,27 +304,63 @@ static void sum_up(const amldist__rz_sm_t *sm, struct amldist__rz_member *m)
     }
 }
 
+/* Member m's leaf of the sums' tree: nothing when it does not watch. */
+static struct amldist__rz_hsum leaf_of(const amldist__rz_sm_t *sm,
+                                       struct amldist__rz_member *m)
+{
+    if (!watching(sm, m))
+        return amldist__rz_hsum_none;
+    sum_up(sm, m);
+    return (struct amldist__rz_hsum){
+        .n = (int64_t)m->nviews, .live = (int64_t)m->sum_live,
+        .life = m->sum_life, .oldest = m->sum_oldest,
+        .late_at = m->nviews ? m->view_at_ns + AMLDIST__RZ_VIEW_LATE_NS(
+                                                   m->view_timeout_ms)
+                             : INT64_MAX,
+        .timeout = m->view_timeout_ms};
+}
+
+/* The sums of every member that watches: the tree made anew when the
+ * round, the clock's restart or the members' places changed, else only
+ * the paths of the members that sent a view or changed state since. */
+static const struct amldist__rz_hsum *sums(amldist__rz_sm_t *sm)
+{
+    if (!sm->hsum_ok || sm->hsum_round != sm->round ||
+        sm->hsum_since != sm->hang_since_ns) {
+        for (int i = 0; i < sm->hsum_leaves; i++) {
+            struct amldist__rz_hsum l = amldist__rz_hsum_none;
+            if (i < sm->nm)
+                l = leaf_of(sm, &sm->m[i]);
+            amldist__rz_sm_hsum_leaf(sm, i, &l);
+        }
+        amldist__rz_sm_hsum_fix(sm, -1);
+        for (int i = 0; i < sm->nhdirty; i++)
+            sm->m[sm->hdirty[i]].hdirty = 0;
+        sm->nhdirty = 0;
+        sm->hsum_ok = 1;
+        sm->hsum_round = sm->round;
+        sm->hsum_since = sm->hang_since_ns;
+    }
+    for (int i = 0; i < sm->nhdirty; i++) {
+        int k = sm->hdirty[i];
+        struct amldist__rz_hsum l = leaf_of(sm, &sm->m[k]);
+        sm->m[k].hdirty = 0;
+        amldist__rz_sm_hsum_leaf(sm, k, &l);
+        amldist__rz_sm_hsum_fix(sm, k);
+    }
+    sm->nhdirty = 0;
+    return &sm->hsum[1];
+}
+
 /* The rule's answer from the members' sums, where it is "not hung": the
  * next time to decide (AMLDIST__HANG_NEVER: none), as amldist__hang_check
  * gives it; -1 where it may be hung, which only the ranks themselves tell
  * (then decide() asks the rule over every rank, once). */
-static int64_t not_hung_until(amldist__rz_sm_t *sm, int64_t now,
+static int64_t not_hung_until(const struct amldist__rz_hsum *s, int64_t now,
                               int64_t timeout)
 {
-    size_t live = 0;
-    int64_t life = 0, oldest = AMLDIST__HANG_NEVER;
-    for (int i = 0; i < sm->nm; i++) {
-        struct amldist__rz_member *m = &sm->m[i];
-        if (!watching(sm, m))
-            continue;
-        sum_up(sm, m);
-        live += m->sum_live;
-        if (m->sum_life > life)
-            life = m->sum_life;
-        if (m->sum_oldest < oldest)
-            oldest = m->sum_oldest;
-    }
-    if (live == 0)
+    int64_t life = s->life, oldest = s->oldest;
+    if (s->live == 0)
         return AMLDIST__HANG_NEVER;
     if ((oldest != AMLDIST__HANG_NEVER && now - oldest >= timeout) ||
         now - life >= timeout)
@@ -339,18 +375,10 @@ static int64_t not_hung_until(amldist__rz_sm_t *sm, int64_t now,
 /* The hang rule over every node's view of this round. */
 static void decide(amldist__rz_sm_t *sm)
 {
-    size_t n = 0;
-    uint32_t timeout_ms = 0;
-    int unknown = 0;
-    for (int i = 0; i < sm->nm; i++) {
-        struct amldist__rz_member *m = &sm->m[i];
-        if (!watching(sm, m))
-            continue;
-        n += m->nviews;
-        if (!timeout_ms || m->view_timeout_ms < timeout_ms)
-            timeout_ms = m->view_timeout_ms;
-        unknown |= late(sm, m);
-    }
+    const struct amldist__rz_hsum *s = sums(sm);
+    size_t n = (size_t)s->n;
+    uint32_t timeout_ms = s->timeout == UINT32_MAX ? 0 : s->timeout;
+    int unknown = sm->now_ns > s->late_at;
     sm->hang_next_ns = INT64_MAX;
     if (!timeout_ms || !n)
         return;
@@ -363,7 +391,7 @@ static void decide(amldist__rz_sm_t *sm)
     }
     /* Decided as of the time every node's view has surely reached. */
     int64_t slack = AMLDIST__RZ_VIEW_SLACK_NS(timeout_ms);
-    int64_t until = not_hung_until(sm, sm->now_ns - slack,
+    int64_t until = not_hung_until(s, sm->now_ns - slack,
                                    (int64_t)timeout_ms * 1000000);
     if (until >= 0) {
         sm->hang_next_ns = until == AMLDIST__HANG_NEVER ? INT64_MAX

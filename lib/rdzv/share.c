@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rdzv/handle.h"
+#include "util/u64map.h"
 
 /* One machine for GPU purposes is one boot of one kernel: network
  * namespaces and containers of a host share /proc's boot id (and the
@@ -121,21 +122,50 @@ void amldist__rz_note_round(amldist_rdzv_t *r)
 /* The nodes of one machine split its GPUs: in node order, each node's
  * ranks come after those of the machine's nodes before it, as if one
  * launcher started them all (its local rank r gets GPU (first + r) mod the
- * GPUs).  A node whose machine is unknown (0) has the machine alone. */
+ * GPUs).  A node whose machine is unknown (0) has the machine alone.  One
+ * pass with each machine's ranks so far, then each node its machine's sum
+ * (issue 40: not every node against every other, 16 M pairs at 4,096). */
 void amldist__rz_share_gpus(amldist__rz_round_t *rd, const uint64_t *machine)
 {
-    for (int i = 0; i < rd->nnodes; i++) {
-        int first = 0, all = 0;
-        for (int k = 0; k < rd->nnodes; k++) {
-            if (k != i && (machine[i] == 0 || machine[k] != machine[i]))
-                continue;
-            if (k < i)
-                first += rd->nproc[k];
-            all += rd->nproc[k];
+    int n = rd->nnodes;
+    amldist__u64map_t groups;
+    int *sum = malloc((size_t)(n ? n : 1) * sizeof *sum);
+    if (!sum || amldist__u64map_init(&groups, (size_t)n) < 0) {
+        free(sum);
+        /* Out of memory: the pairs after all. */
+        for (int i = 0; i < n; i++) {
+            int first = 0, all = 0;
+            for (int k = 0; k < n; k++) {
+                if (k != i && (machine[i] == 0 || machine[k] != machine[i]))
+                    continue;
+                if (k < i)
+                    first += rd->nproc[k];
+                all += rd->nproc[k];
+            }
+            rd->gpu_first[i] = first;
+            rd->machine_ranks[i] = all;
         }
-        rd->gpu_first[i] = first;
-        rd->machine_ranks[i] = all;
+        return;
     }
+    int ngroups = 0;
+    for (int i = 0; i < n; i++) {
+        int g = machine[i] ? amldist__u64map_get(&groups, machine[i]) : -1;
+        if (machine[i] && g < 0) {
+            g = ngroups++;
+            sum[g] = 0;
+            amldist__u64map_put(&groups, machine[i], g);
+        }
+        rd->gpu_first[i] = g < 0 ? 0 : sum[g];
+        if (g >= 0)
+            sum[g] += rd->nproc[i];
+        rd->machine_ranks[i] = g; /* its group, until the sums are whole */
+    }
+    for (int i = 0; i < n; i++)
+        rd->machine_ranks[i] = rd->machine_ranks[i] < 0
+                                   ? rd->nproc[i]
+                                   : sum[rd->machine_ranks[i]];
+    amldist__u64map_free(&groups);
+    free(sum);
 }
 
 int amldist_rdzv_gpu_share(const amldist_rdzv_t *r, int *first,

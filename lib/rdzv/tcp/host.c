@@ -305,6 +305,7 @@ static void scan(amldist__rz_host_t *h, long long now)
     if (beat)
         h->last_beat = now;
     long long next = h->last_beat + h->cfg.keepalive_ms;
+    int quiet_ok = h->cfg.dead_ms >= 3LL * h->cfg.keepalive_ms;
     for (int i = 0; i < h->nm; i++) {
         struct member *m = h->m[i];
         if (m->state == M_GONE)
@@ -335,8 +336,14 @@ static void scan(amldist__rz_host_t *h, long long now)
         /* A joining agent's dead time runs from its connect: while its
          * JOIN waits unread behind a flood of others, it hears the host's
          * beats too, else it would give the host up before it is
-         * admitted. */
-        if (beat && (m->state == M_JOINED || m->state == M_PENDING))
+         * admitted.  A member sent a frame since the last beat (the
+         * answer to its clock's TIMEQ, every keepalive) has heard the
+         * host: no BEAT, so that an idle job costs the host one frame
+         * each way an agent and keepalive, not two (issue 40); the gap
+         * between its frames stays within two keepalives, where its dead
+         * time is three or more. */
+        if (beat && (m->state == M_JOINED || m->state == M_PENDING) &&
+            (!quiet_ok || now - m->sent_at >= h->cfg.keepalive_ms))
             amldist__rz_member_send(m, AMLDIST__RZ_BEAT, NULL, 0);
     }
     /* A send in the walk that found a member stuck asks for another. */

@@ -18,6 +18,7 @@ void amldist__rz_member_send(struct member *m, unsigned type, const void *p,
         m->c.last_rx = 0; /* silent since forever: lost at the next tick */
         amldist__rz_host_soon(m->h);
     }
+    m->sent_at = amldist__now_ms();
     amldist__rz_member_dirty(m);
 }
 

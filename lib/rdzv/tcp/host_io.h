@@ -32,6 +32,7 @@ struct member {
     char addr[INET6_ADDRSTRLEN];
     char local[INET6_ADDRSTRLEN]; /* the host's end of it (getsockname) */
     long long since;
+    long long sent_at; /* its last frame from the host (ms) */
     amldist__rz_outbox_t out; /* RESULTs behind the connection's queue */
     int dirty; /* in the host's list of members to arm */
 };

@@ -422,6 +422,10 @@ static int send_timeq(amldist__rz_tcp_t *t, const struct due *d,
                                   ? TIMEQ_QUICK_MS
                                   : t->cfg->keepalive_ms);
     amldist__rz_put_u64(q, (uint64_t)amldist__rz_clock_ns());
+    /* The host hears this agent by it: it is this keepalive's BEAT too
+     * (thread.c): one frame each keepalive to the host, not two (issue
+     * 40). */
+    t->last_beat = now;
     return amldist__conn_send(&t->c, AMLDIST__RZ_TIMEQ, q, sizeof q);
 }
 

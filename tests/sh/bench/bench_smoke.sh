@@ -5,7 +5,9 @@
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
 . "$(dirname "$0")/../../lib.sh"
 out=$TEST_TMP/out
-BUILD=$BUILD "$TOP/bench/all.sh" --smoke >"$out" 2>&1
+# (bench/rdzv_host.sh's TCPStore rows, Python and torch seconds a size,
+# left out: the suite's time is the 2 CPUs')
+TCPSTORE=0 BUILD=$BUILD "$TOP/bench/all.sh" --smoke >"$out" 2>&1
 rc=$?
 expect_eq "bench/all.sh --smoke: exit 0" "$rc" 0
 for f in "$TOP"/bench/*.sh; do

@@ -443,8 +443,9 @@ static void send_empties(int fd, int n)
         put(fd, b, sizeof b);
 }
 
-/* At most AMLDIST__CONN_READ_MAX frames a call; the handler may stop the
- * loop, or close the connection under it. */
+/* The frames of AMLDIST__CONN_READ_MAX reads at most a call, none left
+ * whole behind them (the socket quiet, nothing would call again); the
+ * handler may stop the loop, or close the connection under it. */
 static void test_read_loop(void)
 {
     amldist__conn_t c;
@@ -452,12 +453,29 @@ static void test_read_loop(void)
     pair(&c, &peer);
     const char *why;
     struct seen s = {&c, 0, -1, -1};
-    send_empties(peer, AMLDIST__CONN_READ_MAX + 6);
+    enum { MANY = 3 * (AMLDIST__CONN_READ_MAX + AMLDIST__CONN_READ_AHEAD / HDR) };
+    static unsigned char many[MANY * HDR]; /* in one send: a unix
+                                              socket's room is per send */
+    for (int i = 0; i < MANY; i++)
+        amldist__frame_put_header(many + i * HDR, T_EMPTY, 0);
+    put(peer, many, sizeof many);
     CHECK_INT_EQ(amldist__conn_read(&c, on_frame, &s, &why), 0);
-    CHECK_INT_EQ(s.frames, AMLDIST__CONN_READ_MAX);
-    CHECK_INT_EQ(amldist__conn_read(&c, on_frame, &s, &why), 0);
-    CHECK_INT_EQ(s.frames, AMLDIST__CONN_READ_MAX + 6);
+    CHECK(s.frames >= AMLDIST__CONN_READ_MAX);
+    CHECK(s.frames <= AMLDIST__CONN_READ_MAX + AMLDIST__CONN_READ_AHEAD / HDR);
+    /* what the reads brought was handed out whole: the bytes left start a
+     * frame and are less than one */
+    CHECK(c.in_len - c.in_used < HDR);
+    while (s.frames < MANY &&
+           amldist__conn_read(&c, on_frame, &s, &why) == 0 && why == NULL) {
+    }
+    CHECK_INT_EQ(s.frames, MANY);
     CHECK(why == NULL);
+    /* a few frames: one read, and none to find the socket empty */
+    s.frames = 0;
+    send_empties(peer, 6);
+    CHECK_INT_EQ(amldist__conn_read(&c, on_frame, &s, &why), 0);
+    CHECK_INT_EQ(s.frames, 6);
+    CHECK_INT_EQ(c.in_dry, 1);
 
     s.frames = 0;
     s.stop_at = 2;
@@ -492,6 +510,9 @@ static void test_read_loop(void)
     s = (struct seen){&c, 0, -1, -1};
     send_empties(peer, 1);
     close(peer);
+    /* the frame, then (the socket readable still) the end */
+    CHECK_INT_EQ(amldist__conn_read(&c, on_frame, &s, &why), 0);
+    CHECK_INT_EQ(s.frames, 1);
     CHECK_INT_EQ(amldist__conn_read(&c, on_frame, &s, &why), -2);
     CHECK_INT_EQ(s.frames, 1);
     CHECK_STR_HAS(why, "connection closed");

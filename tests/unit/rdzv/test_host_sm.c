@@ -67,11 +67,23 @@ static void start(int min, int max, int restarts)
     start_cfg(&c);
 }
 
+/* QUERY actions of any step since the test set it 0, the time of the
+ * first and the first stalled rank it names. */
+static int queries;
+static long long query_at;
+static uint32_t query_rank;
+
 static void step(amldist__rz_event_t ev)
 {
     ev.now = now;
     ev.now_ns = now * 1000000LL; /* the host's clock, views' times */
     nact = amldist__rz_sm_step(sm, &ev, &act);
+    for (int k = 0; k < nact; k++)
+        if (act[k].type == AMLDIST__RZ_A_QUERY && queries++ == 0) {
+            query_at = now;
+            query_rank = act[k].len >= 12 ? amldist__net_get_u32(act[k].data + 8)
+                                          : AMLDIST__RZ_NONE;
+        }
 }
 
 static amldist__rz_join_t join_frame(int i, int order, int nproc)
@@ -1285,6 +1297,44 @@ static void test_hang_late_node_holds_the_verdict(void)
     amldist__rz_sm_free(sm);
 }
 
+/* The rule's sums are kept per node and updated as views come and nodes
+ * change (host_sm_watch.c's tree, issue 40), not recomputed over every
+ * node: a node whose workers are done, though its last view shows a rank
+ * without progress for longer than the timeout, leaves the rule at once;
+ * one whose view shows its ranks moving again no longer holds the oldest
+ * progress; and one left behind is still found among many. */
+static void test_hang_sums_follow_each_node(void)
+{
+    job(6, 6, 0);
+    form(6);
+    long long p[] = {now};
+    for (int i = 0; i < 6; i++) {
+        view(i, 0, 2000, i, 1, API, p, p);
+        sent[i].moving = 1;
+    }
+    sent[2].moving = 0;
+    queries = 0;
+    pass(1500);
+    done(2, 0, 0); /* its workers succeeded: its view leaves the rule */
+    sent[2].sending = 0;
+    pass(3000); /* its rank would have been named 2,550 ms after t0 */
+    CHECK_INT_EQ(queries, 0);
+    sent[5].moving = 0; /* still for less than the timeout */
+    pass(1500);
+    sent[5].moving = 1;
+    pass(3000);
+    CHECK_INT_EQ(queries, 0);
+    long long t4 = now; /* node 4's last progress: 100 ms before */
+    sent[4].moving = 0;
+    pass(4000);
+    /* named when its progress is the timeout and the slack old, on the
+     * views' 100 ms; every node of the job asked, node 2's too */
+    CHECK_INT_EQ(queries, 6);
+    CHECK_INT_EQ(query_at - t4, 2500);
+    CHECK_INT_EQ(query_rank, 4);
+    amldist__rz_sm_free(sm);
+}
+
 /* A node that does not answer the hang's gather is named missing (with
  * its address) at the gather's end; if the host's node then does not end
  * the round, the host does, with status 124. */
@@ -1451,6 +1501,7 @@ int main(void)
     RUN(test_hang_gather_missing_node);
     RUN(test_hang_late_node_is_unseen);
     RUN(test_hang_late_node_holds_the_verdict);
+    RUN(test_hang_sums_follow_each_node);
     RUN(test_gather_relays_to_the_asker);
     RUN(test_gather_refusals_and_losses);
     RUN(test_marks_to_the_host_node);
