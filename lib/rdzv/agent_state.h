@@ -129,6 +129,19 @@ void amldist__rz_plane_signal(amldist__rz_sink_t *s);
 void amldist__rz_note_wait(const amldist__rz_sink_t *s,
                            const unsigned char *p, uint32_t len);
 
+/* agent_frames.c, the backend's side, under mu: one of the decider's
+ * actions for this agent, as its frame (ASSIGN, STOP, FINISH, REFUSE; the
+ * payload's length at least its type's least, rdzv_internal.h), turned
+ * into the state the caller reads; endpoint and token_source for the
+ * messages, reached: the decider's address as this agent reached it (an
+ * ASSIGN's MASTER_ADDR checked against it, master.c; "" or NULL: not
+ * known).  0, or -1 with *why: a malformed ASSIGN, or a frame only agents
+ * send. */
+int amldist__rz_agent_action(amldist__rz_sink_t *s, const char *endpoint,
+                             const char *token_source, const char *reached,
+                             unsigned type, const unsigned char *p,
+                             uint32_t len, const char **why);
+
 /* A request as the decider's QUERY gives it (asker: NONE for the host);
  * NULL when out of memory. */
 struct amldist__rz_req *amldist__rz_req_new(uint32_t id, uint32_t topic,
