@@ -256,6 +256,7 @@ static int on_endpoint(struct amlrun_opts *o, const struct handler *h,
                        const char *name, const char *val)
 {
     (void)h;
+    o->rdzv_endpoint_raw = *val ? val : NULL;
     /* torchrun's default is "": the master address and port. */
     if (!*val) {
         free(o->owned_addr);
@@ -299,6 +300,7 @@ static int on_rdzv_conf(struct amlrun_opts *o, const struct handler *h,
     char why[160];
     if (rdzv_conf_parse(val, &o->rdzv_conf, why, sizeof why) < 0)
         return bad_value(name, val, why);
+    o->rdzv_conf_raw = *val ? val : NULL;
     return -1;
 }
 

@@ -1,0 +1,466 @@
+/*
+ * The etcd backend's thread (etcd.h), every agent's: its lease kept, its
+ * member key put (its JOIN), the decider key tried for whenever it is
+ * free, the decider's action batches read from the watch and those for
+ * this agent set in the sink (agent_frames.c, as the TCP backend does),
+ * and what the caller queued (a FAIL, a DONE) written as its event keys;
+ * when this agent holds the decider key, the decider's work (decider.c)
+ * on the same thread.  The values are sealed here with the job's secret.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdzv/etcd/etcd.h"
+
+int amldist__etcd_seal(const amldist__rz_etcd_t *t, const char *key,
+                       const unsigned char *p, size_t n, unsigned char **out,
+                       size_t *outn)
+{
+    size_t m = n + (t->cfg->secure ? AMLDIST__CHAN_VALUE_OVER : 0);
+    *out = malloc(m ? m : 1);
+    if (!*out)
+        return -1;
+    *outn = m;
+    if (!t->cfg->secure) {
+        if (n)
+            memcpy(*out, p, n);
+        return 0;
+    }
+    if (amldist__chan_value_seal(&t->cfg->keys, key, strlen(key), p, n,
+                                 *out) < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* A value without the secret starts with this mark; a sealed one with
+ * its random nonce (a job with a secret refuses a value so marked). */
+#define PLAIN_MARK "amldist-plain1"
+#define PLAIN_LEN 14
+
+int amldist__etcd_open(const amldist__rz_etcd_t *t, const char *key,
+                       size_t klen, const unsigned char *p, size_t n,
+                       unsigned char **out, size_t *outn)
+{
+    *out = malloc(n ? n : 1);
+    if (!*out)
+        return -1;
+    long k;
+    if (!t->cfg->secure) {
+        k = n >= PLAIN_LEN && memcmp(p, PLAIN_MARK, PLAIN_LEN) == 0
+                ? (long)(n - PLAIN_LEN) : -1;
+        if (k > 0)
+            memcpy(*out, p + PLAIN_LEN, (size_t)k);
+    } else {
+        k = amldist__chan_value_open(&t->cfg->keys, key, klen, p, n, *out);
+    }
+    if (k < 0) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    *outn = (size_t)k;
+    return 0;
+}
+
+/* Seal (or mark plain) and put key, under the lease or not. */
+static int put_sealed(amldist__rz_etcd_t *t, const char *key,
+                      const unsigned char *p, size_t n, long long lease,
+                      long long *rev)
+{
+    unsigned char *v, *plain = NULL;
+    size_t vn;
+    if (!t->cfg->secure) {
+        if (!(plain = malloc(PLAIN_LEN + n)))
+            return -1;
+        memcpy(plain, PLAIN_MARK, PLAIN_LEN);
+        if (n)
+            memcpy(plain + PLAIN_LEN, p, n);
+        p = plain;
+        n += PLAIN_LEN;
+    }
+    int rc = amldist__etcd_seal(t, key, p, n, &v, &vn);
+    free(plain);
+    if (rc < 0) {
+        snprintf(t->c.err, sizeof t->c.err, "libcrypto failed");
+        return -1;
+    }
+    rc = amldist__etcd_put(&t->c, key, v, vn, lease, rev);
+    free(v);
+    return rc;
+}
+
+void amldist__etcd_lost(amldist__rz_etcd_t *t, const char *why)
+{
+    amldist__rz_sink_t *s = t->s;
+    pthread_mutex_lock(&s->mu);
+    if (s->state < C_RUNNING && !s->err) {
+        s->err = AMLDIST_ESYS;
+        snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
+                 t->endpoint, why);
+        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
+    } else if (s->state != C_OVER) {
+        char text[700];
+        snprintf(text, sizeof text, "the rendezvous store at %s was lost: %s",
+                 t->endpoint, why);
+        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, text);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* One action for this agent, from a batch (decider.c's encoding). */
+static void apply(amldist__rz_etcd_t *t, uint32_t type, uint32_t value,
+                  const unsigned char *text, uint32_t tlen,
+                  const unsigned char *assign, uint32_t alen)
+{
+    amldist__rz_sink_t *s = t->s;
+    const char *why = NULL;
+    if (type == AMLDIST__RZ_WAIT) {
+        amldist__rz_note_wait(s, text, tlen);
+        return;
+    }
+    unsigned char *p = malloc(4 + (size_t)tlen + alen);
+    if (!p)
+        return;
+    uint32_t len;
+    if (type == AMLDIST__RZ_ASSIGN) {
+        if (alen < 12) {
+            free(p);
+            return;
+        }
+        memcpy(p, assign, alen);
+        amldist__net_put_u32(p + 8, value);
+        len = alen;
+    } else {
+        amldist__net_put_u32(p, value);
+        if (tlen)
+            memcpy(p + 4, text, tlen);
+        len = 4 + tlen;
+    }
+    pthread_mutex_lock(&s->mu);
+    /* A round once: a decider that took over never repeats what was
+     * written, but a round already applied is not applied again. */
+    if (type != AMLDIST__RZ_ASSIGN ||
+        (long long)amldist__net_get_u32(assign) > t->last_round) {
+        if (type == AMLDIST__RZ_ASSIGN)
+            t->last_round = amldist__net_get_u32(assign);
+        amldist__rz_agent_action(s, t->endpoint, t->cfg->token_source,
+                                 t->c.peer_ip, type, p, len, &why);
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(p);
+    if (why)
+        amldist__etcd_lost(t, why);
+}
+
+/* A batch: n | assign length | assign | n x (agent u64 | type | value |
+ * text length | text); the actions for this agent carried out. */
+static void on_batch(amldist__rz_etcd_t *t, const unsigned char *p, size_t n)
+{
+    if (n < 8)
+        return;
+    uint32_t count = amldist__net_get_u32(p), alen = amldist__net_get_u32(p + 4);
+    if (alen > n - 8)
+        return;
+    const unsigned char *assign = p + 8, *q = p + 8 + alen, *e = p + n;
+    for (uint32_t i = 0; i < count && e - q >= 20; i++) {
+        uint64_t agent = amldist__rz_get_u64(q);
+        uint32_t type = amldist__net_get_u32(q + 8);
+        uint32_t value = amldist__net_get_u32(q + 12);
+        uint32_t tlen = amldist__net_get_u32(q + 16);
+        if (tlen > (size_t)(e - q) - 20)
+            return;
+        if (agent == t->me.agent)
+            apply(t, type, value, q + 20, tlen, assign, alen);
+        q += 20 + tlen;
+    }
+}
+
+/* The agent's watch: P/a/ (the batches and the decider key). */
+static void on_agent_event(void *arg, int del, const char *key, size_t klen,
+                           const unsigned char *v, size_t vlen,
+                           long long crev, long long mrev)
+{
+    amldist__rz_etcd_t *t = arg;
+    char lead[160];
+    (void)crev;
+    (void)mrev;
+    snprintf(lead, sizeof lead, "%s/a/lead", t->prefix);
+    if (klen == strlen(lead) && memcmp(key, lead, klen) == 0) {
+        if (del && t->d) {
+            amldist__etcd_lost(t, "this agent's decider key went (its lease "
+                               "expired)");
+            amldist__etcd_decider_free(t);
+        } else if (del) {
+            t->campaign = 1;
+        }
+        return;
+    }
+    unsigned char *p;
+    size_t n;
+    if (del || amldist__etcd_open(t, key, klen, v, vlen, &p, &n) < 0)
+        return;
+    on_batch(t, p, n);
+    free(p);
+}
+
+static void say(amldist__rz_etcd_t *t, const char *line)
+{
+    amldist__rz_note_wait(t->s, (const unsigned char *)line,
+                          (uint32_t)strlen(line));
+}
+
+/* The lease, this agent's member key (its JOIN and its address), and the
+ * watch of the decider's batches: 0, or -1 (c.err; tried again). */
+static int join(amldist__rz_etcd_t *t)
+{
+    unsigned char buf[4 + AMLDIST__RZ_JOIN_MAX + 64];
+    char key[160], end[160];
+    long long rev;
+    if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, &t->lease) < 0)
+        return -1;
+    amldist__rz_join_t j = t->me;
+    j.port = (uint32_t)amldist__rz_free_port();
+    size_t n = amldist__rz_put_join(buf + 4, &j);
+    amldist__net_put_u32(buf, (uint32_t)n);
+    size_t a = strnlen(t->c.local_ip, 63);
+    memcpy(buf + 4 + n, t->c.local_ip, a);
+    snprintf(key, sizeof key, "%s/m/%016llx", t->prefix,
+             (unsigned long long)t->me.agent);
+    if (put_sealed(t, key, buf, 4 + n + a, t->lease, &rev) < 0)
+        return -1;
+    snprintf(key, sizeof key, "%s/a/", t->prefix);
+    snprintf(end, sizeof end, "%s/a0", t->prefix);
+    if (amldist__etcd_watch(&t->c, 0, key, end, rev + 1, on_agent_event, t) < 0)
+        return -1;
+    t->joined = 1;
+    t->last_ok = amldist__now_ms();
+    t->next_beat = t->last_ok + t->cfg->keepalive_ms;
+    t->campaign = 1;
+    pthread_mutex_lock(&t->s->mu);
+    if (t->s->state == C_CONNECTING)
+        t->s->state = C_JOINING;
+    pthread_mutex_unlock(&t->s->mu);
+    return 0;
+}
+
+/* The decider key's holder, as another's value shows: whether it opens
+ * with this job's secret. */
+struct holder {
+    amldist__rz_etcd_t *t;
+    int seen, opens;
+};
+
+static void on_holder(void *arg, int del, const char *key, size_t klen,
+                      const unsigned char *v, size_t vlen, long long crev,
+                      long long mrev)
+{
+    struct holder *h = arg;
+    unsigned char *p;
+    size_t n;
+    (void)del;
+    (void)crev;
+    (void)mrev;
+    h->seen = 1;
+    if (amldist__etcd_open(h->t, key, klen, v, vlen, &p, &n) == 0) {
+        h->opens = 1;
+        free(p);
+    }
+}
+
+/* Try for the decider key: won, this agent runs the decider; else the
+ * holder's value must be this job's. */
+static void campaign(amldist__rz_etcd_t *t)
+{
+    unsigned char id[PLAIN_LEN + 8], *v;
+    size_t vn, n = 0;
+    char key[160];
+    struct holder h = {t, 0, 0};
+    snprintf(key, sizeof key, "%s/a/lead", t->prefix);
+    if (!t->cfg->secure) {
+        memcpy(id, PLAIN_MARK, PLAIN_LEN);
+        n = PLAIN_LEN;
+    }
+    amldist__rz_put_u64(id + n, t->me.agent);
+    if (amldist__etcd_seal(t, key, id, n + 8, &v, &vn) < 0)
+        return;
+    long long rev = 0;
+    int won = amldist__etcd_create(&t->c, key, v, vn, t->lease, &rev,
+                                   on_holder, &h);
+    free(v);
+    if (won < 0)
+        return; /* tried again */
+    t->campaign = 0;
+    if (won) {
+        t->lead_rev = rev;
+        if (amldist__etcd_decider_start(t) < 0) {
+            char why[400];
+            snprintf(why, sizeof why, "this agent won the decider key but "
+                     "could not read the job's log: %s", t->c.err);
+            amldist__etcd_lost(t, why);
+        }
+        return;
+    }
+    if (h.seen && !h.opens) {
+        amldist__rz_sink_t *s = t->s;
+        pthread_mutex_lock(&s->mu);
+        s->err = AMLDIST_EDENIED;
+        snprintf(s->errmsg, sizeof s->errmsg,
+                 "rendezvous at %s refused this node: the job under %s is "
+                 "%s, and this node %s", t->endpoint, t->prefix,
+                 t->cfg->secure ? "another job's, or sealed with another "
+                                  "secret"
+                                : "sealed with a secret",
+                 t->cfg->secure ? "has another secret" : "has none");
+        if (t->cfg->secure)
+            snprintf(s->errmsg + strlen(s->errmsg),
+                     sizeof s->errmsg - strlen(s->errmsg), " (from %s)",
+                     t->cfg->secret_source);
+        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* What the caller queued: a FAIL, a DONE, each an event key of its own. */
+static void send_queued(amldist__rz_etcd_t *t)
+{
+    amldist__rz_sink_t *s = t->s;
+    unsigned char ev[4 + 16 + AMLDIST__RZ_SUMMARY_MAX], done[16];
+    char key[160];
+    pthread_mutex_lock(&s->mu);
+    struct amldist__rz_fail *fail = s->fail;
+    int have_done = s->done;
+    s->fail = NULL;
+    s->done = 0;
+    amldist__net_put_u32(done, AMLDIST__RZ_DONE);
+    amldist__net_put_u32(done + 4, (uint32_t)s->next.round);
+    amldist__net_put_u32(done + 8, (uint32_t)s->done_status);
+    amldist__net_put_u32(done + 12, (uint32_t)s->done_port);
+    pthread_mutex_unlock(&s->mu);
+    if (fail) {
+        amldist__net_put_u32(ev, AMLDIST__RZ_FAIL);
+        amldist__net_put_u32(ev + 4, fail->round);
+        amldist__net_put_u32(ev + 8, fail->flags);
+        amldist__net_put_u32(ev + 12, fail->rank);
+        amldist__net_put_u32(ev + 16, fail->status);
+        memcpy(ev + 20, fail->text, fail->len);
+        snprintf(key, sizeof key, "%s/e/%016llx/%08x", t->prefix,
+                 (unsigned long long)t->me.agent, t->next_ev++);
+        if (put_sealed(t, key, ev, 20 + fail->len, 0, NULL) < 0)
+            amldist__etcd_lost(t, t->c.err);
+        free(fail);
+    }
+    if (have_done) {
+        snprintf(key, sizeof key, "%s/e/%016llx/%08x", t->prefix,
+                 (unsigned long long)t->me.agent, t->next_ev++);
+        if (put_sealed(t, key, done, sizeof done, 0, NULL) < 0)
+            amldist__etcd_lost(t, t->c.err);
+    }
+}
+
+/* The lease kept alive; etcd unreachable for the dead time, or the lease
+ * gone, loses the store. */
+static void beat(amldist__rz_etcd_t *t, long long now)
+{
+    if (now < t->next_beat)
+        return;
+    t->next_beat = now + t->cfg->keepalive_ms;
+    int rc = amldist__etcd_keepalive(&t->c, t->lease);
+    if (rc > 0) {
+        t->last_ok = now;
+    } else if (rc == 0) {
+        char why[200];
+        snprintf(why, sizeof why, "this agent's lease expired (etcd heard "
+                 "nothing from it for %d s)", t->ttl_s);
+        amldist__etcd_lost(t, why);
+    } else if (now - t->last_ok > t->cfg->dead_ms) {
+        char why[500];
+        snprintf(why, sizeof why, "no etcd member answered for %.1f s (last: "
+                 "%s)", t->cfg->dead_ms / 1000.0, t->c.err);
+        amldist__etcd_lost(t, why);
+    }
+}
+
+/* Before the member key is in: tried until the join deadline, said every
+ * AMLDIST__RZ_SAY_MS. */
+static void try_join(amldist__rz_etcd_t *t, long long now)
+{
+    if (now < t->next_try)
+        return;
+    if (join(t) == 0)
+        return;
+    long long start = t->join_deadline - t->cfg->join_timeout_ms;
+    if (now >= t->join_deadline) {
+        char why[500];
+        snprintf(why, sizeof why, "no etcd member answered within %.0f s "
+                 "(last: %s)", t->cfg->join_timeout_ms / 1000.0, t->c.err);
+        amldist__etcd_lost(t, why);
+        return;
+    }
+    t->next_try = now + 200;
+    if (now - (t->said_at ? t->said_at : start) >= AMLDIST__RZ_SAY_MS) {
+        char line[1000];
+        t->said_at = now;
+        snprintf(line, sizeof line, "waiting for etcd at %s (%s), %lld s of "
+                 "%.0f s (join timeout)", t->endpoint, t->c.err,
+                 (now - start) / 1000, t->cfg->join_timeout_ms / 1000.0);
+        say(t, line);
+    }
+}
+
+/* The handle closes: this agent leaves (its lease revoked: its member
+ * key goes, the decider hears it lost), the decider once drained. */
+static void leave(amldist__rz_etcd_t *t)
+{
+    if (t->d)
+        amldist__etcd_decider_free(t);
+    if (t->lease)
+        amldist__etcd_revoke(&t->c, t->lease);
+}
+
+void *amldist__etcd_thread(void *arg)
+{
+    amldist__rz_etcd_t *t = arg;
+    for (;;) {
+        long long now = amldist__now_ms();
+        pthread_mutex_lock(&t->s->mu);
+        int closing = t->closing, state = t->s->state;
+        pthread_mutex_unlock(&t->s->mu);
+        if (closing && (!t->d || amldist__etcd_decider_drained(t)))
+            break;
+        if (!t->joined && state == C_CONNECTING)
+            try_join(t, now);
+        if (t->joined) {
+            beat(t, now);
+            if (t->campaign && state != C_OVER && !closing)
+                campaign(t);
+            send_queued(t);
+            if (t->d && amldist__etcd_decider_run(t) < 0) {
+                amldist__etcd_lost(t, "another agent holds the decider key");
+                amldist__etcd_decider_free(t);
+            }
+            if (state == C_JOINING &&
+                now > t->join_deadline + t->cfg->dead_ms) {
+                char why[200];
+                snprintf(why, sizeof why, "no round formed within %.0f s",
+                         t->cfg->join_timeout_ms / 1000.0);
+                amldist__etcd_lost(t, why);
+            }
+        }
+        long long w = t->joined ? t->next_beat : t->next_try;
+        if (t->d) {
+            long long d = amldist__etcd_decider_wake(t);
+            if (d < w)
+                w = d;
+        }
+        now = amldist__now_ms();
+        int ms = w <= now ? 0 : w - now > 1000 ? 1000 : (int)(w - now);
+        amldist__etcd_run(&t->c, ms);
+    }
+    leave(t);
+    return NULL;
+}

@@ -1,0 +1,639 @@
+/*
+ * The decider on the agent that holds the decider key (etcd.h): the one
+ * state machine of host_sm.h, fed the events the agents write (a member
+ * key put: its JOIN; gone: LOST; an event key: its FAIL or DONE) in the
+ * store's order, its actions written back as batches every agent watches.
+ * Every event it decided on goes to its log (P/z/) in the same txn as its
+ * batch and the event key's delete, guarded by the decider key's create
+ * revision: a deposed decider writes nothing, and the next one rebuilds
+ * the machine by replaying the log (at the times logged, moved to now),
+ * writes nothing it replays, and goes on with the events not consumed
+ * yet.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdzv/etcd/etcd.h"
+#include "rdzv/host_sm.h"
+
+/* The log's kinds (the machine's own events). */
+enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
+
+struct emember {
+    uint64_t agent;
+    int admitted; /* ADMITted and not refused or lost */
+    int live;     /* its member key is in the store */
+};
+
+/* An event that came, waiting its turn. */
+struct input {
+    struct input *next;
+    int kind;
+    uint64_t agent;
+    char key[96]; /* the event key to delete once consumed ("": none) */
+    unsigned char *p;
+    size_t n;
+};
+
+/* A txn's writes of one event: its log entry, its batch, its delete. */
+#define OPS_PER_TXN 96
+#define BYTES_PER_TXN (1u << 20)
+
+struct amldist__etcd_decider {
+    amldist__rz_sm_t *sm;
+    amldist__rz_cfg_t cfg; /* the handle's, without the keys */
+    long long epoch;       /* the machine's time 0 on our clock */
+    uint64_t self;         /* the first decider's agent */
+    uint64_t next_log, next_act;
+    struct emember **m;
+    int nm, cap;
+    struct input *in, *in_tail;
+    amldist__etcd_op_t *ops;
+    int nops, capops;
+    int stepped, replaying;
+    int clean; /* drained: the prefix goes with the decider */
+    long long over_at, ticked_at;
+    /* The batch of the step being carried out. */
+    unsigned char *batch;
+    size_t blen, bcap;
+    uint32_t bcount;
+};
+
+static struct emember *member(amldist__etcd_decider_t *d, uint64_t agent,
+                              int make)
+{
+    for (int i = 0; i < d->nm; i++)
+        if (d->m[i]->agent == agent)
+            return d->m[i];
+    if (!make)
+        return NULL;
+    if (d->nm == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 64;
+        struct emember **m = realloc(d->m, (size_t)cap * sizeof *m);
+        if (!m)
+            return NULL;
+        d->m = m;
+        d->cap = cap;
+    }
+    struct emember *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->agent = agent;
+    d->m[d->nm++] = e;
+    return e;
+}
+
+static int bput(amldist__etcd_decider_t *d, const void *p, size_t n)
+{
+    if (d->blen + n > d->bcap) {
+        size_t cap = d->bcap ? 2 * d->bcap : 4096;
+        while (cap < d->blen + n)
+            cap *= 2;
+        unsigned char *b = realloc(d->batch, cap);
+        if (!b)
+            return -1;
+        d->batch = b;
+        d->bcap = cap;
+    }
+    memcpy(d->batch + d->blen, p, n);
+    d->blen += n;
+    return 0;
+}
+
+/* One action for an agent, in the batch (agent.c reads it). */
+static void bact(amldist__etcd_decider_t *d, uint64_t agent, uint32_t type,
+                 uint32_t value, const void *text, size_t tlen)
+{
+    unsigned char h[20];
+    amldist__rz_put_u64(h, agent);
+    amldist__net_put_u32(h + 8, type);
+    amldist__net_put_u32(h + 12, value);
+    amldist__net_put_u32(h + 16, (uint32_t)tlen);
+    if (bput(d, h, sizeof h) == 0 && bput(d, text, tlen) == 0)
+        d->bcount++;
+}
+
+/* A write queued (p taken: sealed into the op). */
+static int queue_op(amldist__rz_etcd_t *t, const char *key,
+                    const unsigned char *p, size_t n, int del)
+{
+    amldist__etcd_decider_t *d = t->d;
+    if (d->nops == d->capops) {
+        int cap = d->capops ? 2 * d->capops : 64;
+        amldist__etcd_op_t *o = realloc(d->ops, (size_t)cap * sizeof *o);
+        if (!o)
+            return -1;
+        d->ops = o;
+        d->capops = cap;
+    }
+    amldist__etcd_op_t *o = &d->ops[d->nops];
+    memset(o, 0, sizeof *o);
+    snprintf(o->key, sizeof o->key, "%s", key);
+    if (!del) {
+        /* A plain value carries the plain mark (agent.c's): sealed here
+         * through the same function. */
+        static const char mark[] = "amldist-plain1";
+        unsigned char *q = NULL;
+        size_t qn = n;
+        if (!t->cfg->secure) {
+            if (!(q = malloc(n + 14)))
+                return -1;
+            memcpy(q, mark, 14);
+            memcpy(q + 14, p, n);
+            p = q;
+            qn = n + 14;
+        }
+        int rc = amldist__etcd_seal(t, key, p, qn, &o->v, &o->vlen);
+        free(q);
+        if (rc < 0)
+            return -1;
+    }
+    d->nops++;
+    return 0;
+}
+
+/* The machine's actions for one event: the members' admissions kept, the
+ * agents' actions into the batch (the plane's are not this backend's). */
+static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
+{
+    amldist__etcd_decider_t *d = t->d;
+    unsigned char assign[AMLDIST__RZ_ASSIGN_MAX], head[8] = {0};
+    size_t alen = 0;
+    d->blen = 0;
+    d->bcount = 0;
+    for (int i = 0; i < n; i++)
+        if (a[i].type == AMLDIST__RZ_A_ASSIGN && !alen)
+            alen = amldist__rz_put_assign(amldist__rz_sm_round(d->sm), assign);
+    bput(d, head, sizeof head);
+    bput(d, assign, alen);
+    for (int i = 0; i < n; i++) {
+        struct emember *m = a[i].who;
+        const char *text = a[i].text ? a[i].text : "";
+        switch (a[i].type) {
+        case AMLDIST__RZ_A_ADMIT:
+            m->admitted = 1;
+            break;
+        case AMLDIST__RZ_A_REFUSE:
+            m->admitted = 0;
+            bact(d, m->agent, AMLDIST__RZ_REFUSE, a[i].value, text,
+                 strlen(text));
+            break;
+        case AMLDIST__RZ_A_ASSIGN:
+            bact(d, m->agent, AMLDIST__RZ_ASSIGN, a[i].value, NULL, 0);
+            break;
+        case AMLDIST__RZ_A_STOP:
+        case AMLDIST__RZ_A_FINISH: {
+            size_t max = amldist__rz_max_payload(a[i].type == AMLDIST__RZ_A_STOP
+                                                     ? AMLDIST__RZ_STOP
+                                                     : AMLDIST__RZ_FINISH) - 4;
+            size_t tl = strlen(text);
+            bact(d, m->agent,
+                 a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
+                                                 : AMLDIST__RZ_FINISH,
+                 a[i].value, text, tl < max ? tl : max);
+            break;
+        }
+        case AMLDIST__RZ_A_WAIT:
+            bact(d, m->agent, AMLDIST__RZ_WAIT, 0, text, strlen(text));
+            break;
+        default:
+            break; /* QUERY, RESULT, MARKS: issue 20's plane, not here */
+        }
+    }
+    if (d->blen >= 8) {
+        amldist__net_put_u32(d->batch, d->bcount);
+        amldist__net_put_u32(d->batch + 4, (uint32_t)alen);
+    }
+}
+
+/* One event for the machine (kind, from agent, its payload), at `now`
+ * on the machine's clock; logged and its batch queued unless replayed. */
+static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
+                 const unsigned char *p, size_t n, long long now,
+                 const char *ev_key)
+{
+    amldist__etcd_decider_t *d = t->d;
+    amldist__rz_event_t ev = {.now = now > 0 ? now : 1,
+                              .now_ns = amldist__rz_clock_ns()};
+    struct emember *m = kind == K_TICK ? NULL : member(d, agent, kind == K_JOIN);
+    char why[200] = "", addr[64];
+    if (kind != K_TICK && !m)
+        return;
+    ev.who = m;
+    switch (kind) {
+    case K_JOIN: {
+        uint32_t jl = n >= 4 ? amldist__net_get_u32(p) : 0;
+        if (m->admitted || n < 4 || jl > n - 4 ||
+            amldist__rz_get_join(p + 4, jl, &ev.join) < 0)
+            return;
+        size_t al = n - 4 - jl < sizeof addr - 1 ? n - 4 - jl : sizeof addr - 1;
+        memcpy(addr, p + 4 + jl, al);
+        addr[al] = '\0';
+        ev.type = AMLDIST__RZ_EV_JOIN;
+        ev.addr = addr;
+        m->live = 1;
+        break;
+    }
+    case K_FAIL:
+        if (!m->admitted || n < 16)
+            return;
+        ev.type = AMLDIST__RZ_EV_FAIL;
+        ev.round = amldist__net_get_u32(p);
+        ev.flags = amldist__net_get_u32(p + 4);
+        ev.rank = amldist__net_get_u32(p + 8);
+        ev.status = amldist__net_get_u32(p + 12);
+        ev.text = p + 16;
+        ev.text_len = n - 16 < AMLDIST__RZ_SUMMARY_MAX ? n - 16
+                                                      : AMLDIST__RZ_SUMMARY_MAX;
+        break;
+    case K_DONE:
+        if (!m->admitted || n != 12)
+            return;
+        ev.type = AMLDIST__RZ_EV_DONE;
+        ev.round = amldist__net_get_u32(p);
+        ev.status = amldist__net_get_u32(p + 4);
+        ev.port = amldist__net_get_u32(p + 8);
+        break;
+    case K_LOST:
+        m->live = 0;
+        if (!m->admitted)
+            return;
+        m->admitted = 0;
+        snprintf(why, sizeof why, "%.*s", (int)(n < 190 ? n : 190), p);
+        ev.type = AMLDIST__RZ_EV_LOST;
+        ev.why = why;
+        break;
+    default:
+        ev.type = AMLDIST__RZ_EV_TICK;
+    }
+    const amldist__rz_action_t *acts;
+    int na = amldist__rz_sm_step(d->sm, &ev, &acts);
+    if (kind != K_TICK)
+        d->stepped = 1;
+    if (kind == K_TICK && na == 0)
+        return;
+    carry(t, acts, na);
+    int batch = d->bcount > 0;
+    if (d->replaying) {
+        d->next_act += batch;
+        return;
+    }
+    /* The log entry: self | t | next_act after it | kind | agent | data. */
+    unsigned char *e = malloc(36 + n);
+    char key[160];
+    if (!e)
+        return;
+    if (batch) {
+        snprintf(key, sizeof key, "%s/a/%016llx", t->prefix,
+                 (unsigned long long)d->next_act++);
+        queue_op(t, key, d->batch, d->blen, 0);
+    }
+    amldist__rz_put_u64(e, d->self);
+    amldist__rz_put_u64(e + 8, (uint64_t)(ev.now - d->epoch));
+    amldist__rz_put_u64(e + 16, d->next_act);
+    amldist__net_put_u32(e + 24, (uint32_t)kind);
+    amldist__rz_put_u64(e + 28, agent);
+    if (n)
+        memcpy(e + 36, p, n);
+    snprintf(key, sizeof key, "%s/z/%016llx", t->prefix,
+             (unsigned long long)d->next_log++);
+    queue_op(t, key, e, 36 + n, 0);
+    free(e);
+    if (ev_key && *ev_key)
+        queue_op(t, ev_key, NULL, 0, 1);
+}
+
+/* An input waits its turn (p copied). */
+static void push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
+                 const char *key, const unsigned char *p, size_t n)
+{
+    struct input *in = calloc(1, sizeof *in);
+    if (!in || (n && !(in->p = malloc(n)))) {
+        free(in);
+        return;
+    }
+    in->kind = kind;
+    in->agent = agent;
+    snprintf(in->key, sizeof in->key, "%s", key ? key : "");
+    if (n)
+        memcpy(in->p, p, n);
+    in->n = n;
+    if (d->in_tail)
+        d->in_tail->next = in;
+    else
+        d->in = in;
+    d->in_tail = in;
+}
+
+/* A key of the decider's watch (P/e/ .. P/m/): its input. */
+static void on_input(void *arg, int del, const char *key, size_t klen,
+                     const unsigned char *v, size_t vlen, long long crev,
+                     long long mrev)
+{
+    amldist__rz_etcd_t *t = arg;
+    amldist__etcd_decider_t *d = t->d;
+    size_t pl = strlen(t->prefix);
+    char name[100];
+    (void)crev;
+    (void)mrev;
+    if (!d || klen < pl + 3 + 16 || klen >= sizeof name)
+        return;
+    memcpy(name, key, klen);
+    name[klen] = '\0';
+    uint64_t agent = strtoull(name + pl + 3, NULL, 16);
+    char kind = name[pl + 1];
+    if (kind == 'm' && del) {
+        push(d, K_LOST, agent, NULL, (const unsigned char *)"its lease "
+             "expired", 17);
+        return;
+    }
+    if (del)
+        return;
+    unsigned char *p;
+    size_t n;
+    /* A value that does not open is another secret's: not this job's. */
+    if (amldist__etcd_open(t, name, klen, v, vlen, &p, &n) < 0)
+        return;
+    if (kind == 'm') {
+        push(d, K_JOIN, agent, NULL, p, n);
+    } else if (kind == 'e' && n >= 4) {
+        uint32_t type = amldist__net_get_u32(p);
+        push(d, type == AMLDIST__RZ_FAIL ? K_FAIL : K_DONE, agent, name,
+             p + 4, n - 4);
+    }
+    free(p);
+}
+
+/* The log as read at the start: its entries in order. */
+struct log {
+    amldist__rz_etcd_t *t;
+    unsigned char **e;
+    size_t *n;
+    int count, cap;
+    uint64_t last_seq;
+};
+
+static void on_log(void *arg, int del, const char *key, size_t klen,
+                   const unsigned char *v, size_t vlen, long long crev,
+                   long long mrev)
+{
+    struct log *l = arg;
+    unsigned char *p;
+    size_t n;
+    char name[100];
+    (void)del;
+    (void)crev;
+    (void)mrev;
+    if (klen >= sizeof name)
+        return;
+    memcpy(name, key, klen);
+    name[klen] = '\0';
+    if (amldist__etcd_open(l->t, name, klen, v, vlen, &p, &n) < 0 || n < 36) {
+        if (n < 36)
+            free(p);
+        return;
+    }
+    if (l->count == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 256;
+        unsigned char **e = realloc(l->e, (size_t)cap * sizeof *e);
+        size_t *ns = e ? realloc(l->n, (size_t)cap * sizeof *ns) : NULL;
+        if (e)
+            l->e = e;
+        if (!ns) {
+            free(p);
+            return;
+        }
+        l->n = ns;
+        l->cap = cap;
+    }
+    l->e[l->count] = p;
+    l->n[l->count++] = n;
+    l->last_seq = strtoull(name + strlen(l->t->prefix) + 3, NULL, 16);
+}
+
+/* The machine rebuilt from the log: replayed at its times, moved so that
+ * its last entry is now. */
+static int replay(amldist__rz_etcd_t *t, struct log *l)
+{
+    amldist__etcd_decider_t *d = t->d;
+    long long now = amldist__now_ms();
+    long long last = l->count ? (long long)amldist__rz_get_u64(l->e[l->count - 1] + 8)
+                              : 0;
+    d->self = l->count ? amldist__rz_get_u64(l->e[0]) : t->me.agent;
+    d->epoch = now - last;
+    d->cfg = *t->cfg;
+    amldist__chan_keys_clear(&d->cfg.keys);
+    d->cfg.self_agent = d->self;
+    if (!(d->sm = amldist__rz_sm_new(&d->cfg, d->epoch > 0 ? d->epoch : 1)))
+        return -1;
+    d->replaying = 1;
+    for (int i = 0; i < l->count; i++) {
+        const unsigned char *e = l->e[i];
+        feed(t, (int)amldist__net_get_u32(e + 24), amldist__rz_get_u64(e + 28),
+             e + 36, l->n[i] - 36,
+             d->epoch + (long long)amldist__rz_get_u64(e + 8), NULL);
+    }
+    d->replaying = 0;
+    if (l->count) {
+        d->next_act = amldist__rz_get_u64(l->e[l->count - 1] + 16);
+        d->next_log = l->last_seq + 1;
+    }
+    return 0;
+}
+
+/* The inputs not consumed yet: members in the store that the log has not
+ * seen join, the log's members whose keys are gone, the event keys. */
+struct pending {
+    amldist__rz_etcd_t *t;
+};
+
+static void on_pending(void *arg, int del, const char *key, size_t klen,
+                       const unsigned char *v, size_t vlen, long long crev,
+                       long long mrev)
+{
+    struct pending *pd = arg;
+    amldist__rz_etcd_t *t = pd->t;
+    size_t pl = strlen(t->prefix);
+    if (klen > pl + 3 + 16 && key[pl + 1] == 'm') {
+        uint64_t agent = strtoull(key + pl + 3, NULL, 16);
+        struct emember *m = member(t->d, agent, 0);
+        if (m) {
+            m->live = 2; /* seen in the store now */
+            return;
+        }
+    }
+    on_input(t, del, key, klen, v, vlen, crev, mrev);
+}
+
+int amldist__etcd_decider_start(amldist__rz_etcd_t *t)
+{
+    char a[160], b[160];
+    long long rev;
+    struct log l = {t, NULL, NULL, 0, 0, 0};
+    amldist__etcd_decider_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return -1;
+    __atomic_store_n(&t->d, d, __ATOMIC_RELEASE);
+    snprintf(a, sizeof a, "%s/z/", t->prefix);
+    snprintf(b, sizeof b, "%s/z0", t->prefix);
+    int rc = amldist__etcd_range(&t->c, a, b, NULL, on_log, &l);
+    if (rc == 0)
+        rc = replay(t, &l);
+    for (int i = 0; i < l.count; i++)
+        free(l.e[i]);
+    free(l.e);
+    free(l.n);
+    if (rc < 0)
+        goto fail;
+    /* What came since, from one revision: the watch goes on from it. */
+    struct pending pd = {t};
+    snprintf(a, sizeof a, "%s/e/", t->prefix);
+    snprintf(b, sizeof b, "%s/n", t->prefix);
+    if (amldist__etcd_range(&t->c, a, b, &rev, on_pending, &pd) < 0)
+        goto fail;
+    for (int i = 0; i < d->nm; i++) {
+        if (d->m[i]->live == 1 && d->m[i]->admitted)
+            push(d, K_LOST, d->m[i]->agent, NULL,
+                 (const unsigned char *)"its lease expired", 17);
+        else if (d->m[i]->live == 2)
+            d->m[i]->live = 1;
+    }
+    if (amldist__etcd_watch(&t->c, 1, a, b, rev + 1, on_input, t) < 0)
+        goto fail;
+    return 0;
+fail:
+    amldist__etcd_decider_free(t);
+    return -1;
+}
+
+/* The queued writes, in txns of whole events, guarded by our decider
+ * key: 0 (written, or to try again), or -1 (deposed). */
+static int flush(amldist__rz_etcd_t *t)
+{
+    amldist__etcd_decider_t *d = t->d;
+    char guard[160];
+    snprintf(guard, sizeof guard, "%s/a/lead", t->prefix);
+    int done = 0;
+    while (done < d->nops) {
+        int k = 0;
+        size_t bytes = 0;
+        /* Whole events: an entry of the log (P/z/) ends each. */
+        int cut = done;
+        for (int i = done; i < d->nops && k < OPS_PER_TXN &&
+                           bytes < BYTES_PER_TXN; i++, k++) {
+            bytes += d->ops[i].vlen + 200;
+            size_t pl = strlen(t->prefix);
+            if (d->ops[i].v && d->ops[i].key[pl + 1] == 'z')
+                cut = i + 1;
+            if (!d->ops[i].v && i == cut)
+                cut = i + 1; /* its delete follows its entry */
+        }
+        if (cut == done)
+            cut = done + (k ? k : 1);
+        int rc = amldist__etcd_txn(&t->c, guard, t->lead_rev, d->ops + done,
+                                   cut - done);
+        if (rc < 0)
+            break;
+        if (rc == 0)
+            return -1;
+        for (int i = done; i < cut; i++)
+            free(d->ops[i].v);
+        done = cut;
+    }
+    memmove(d->ops, d->ops + done, (size_t)(d->nops - done) * sizeof *d->ops);
+    d->nops -= done;
+    return 0;
+}
+
+int amldist__etcd_decider_run(amldist__rz_etcd_t *t)
+{
+    amldist__etcd_decider_t *d = t->d;
+    long long now = amldist__now_ms();
+    while (d->in) {
+        struct input *in = d->in;
+        d->in = in->next;
+        if (!d->in)
+            d->in_tail = NULL;
+        feed(t, in->kind, in->agent, in->p, in->n, now, in->key);
+        free(in->p);
+        free(in);
+    }
+    long long dl = amldist__rz_sm_next_deadline(d->sm);
+    if (d->stepped || (dl >= 0 && now >= dl) ||
+        now - d->ticked_at >= t->cfg->keepalive_ms) {
+        d->stepped = 0;
+        d->ticked_at = now;
+        feed(t, K_TICK, 0, NULL, 0, now, NULL);
+    }
+    if (amldist__rz_sm_phase(d->sm) == AMLDIST__RZ_P_OVER && !d->over_at)
+        d->over_at = now;
+    return d->nops ? flush(t) : 0;
+}
+
+long long amldist__etcd_decider_wake(const amldist__rz_etcd_t *t)
+{
+    const amldist__etcd_decider_t *d = t->d;
+    long long w = d->ticked_at + t->cfg->keepalive_ms;
+    long long dl = amldist__rz_sm_next_deadline(d->sm);
+    if (d->in || d->nops)
+        return amldist__now_ms();
+    return dl >= 0 && dl < w ? dl : w;
+}
+
+/* Whether the job is over here and its agents gone (then the prefix
+ * goes when the decider is freed). */
+static int drained(const amldist__rz_etcd_t *t)
+{
+    const amldist__etcd_decider_t *d = t->d;
+    long long now = amldist__now_ms();
+    if (d->nops)
+        return 0;
+    if (amldist__rz_sm_drained(d->sm, now))
+        return 1;
+    if (!d->over_at)
+        return 0;
+    for (int i = 0; i < d->nm; i++)
+        if (d->m[i]->admitted && d->m[i]->agent != t->me.agent)
+            return now - d->over_at > t->cfg->dead_ms;
+    return 1;
+}
+
+int amldist__etcd_decider_drained(const amldist__rz_etcd_t *t)
+{
+    int yes = drained(t);
+    if (yes)
+        t->d->clean = 1;
+    return yes;
+}
+
+void amldist__etcd_decider_free(amldist__rz_etcd_t *t)
+{
+    amldist__etcd_decider_t *d = t->d;
+    if (!d)
+        return;
+    amldist__etcd_unwatch(&t->c, 1);
+    /* The job over here and every agent gone: nothing of it stays. */
+    if (d->clean) {
+        char a[160], b[160];
+        snprintf(a, sizeof a, "%s/", t->prefix);
+        snprintf(b, sizeof b, "%s0", t->prefix);
+        amldist__etcd_delete(&t->c, a, b);
+    }
+    __atomic_store_n(&t->d, NULL, __ATOMIC_RELEASE);
+    amldist__rz_sm_free(d->sm);
+    for (int i = 0; i < d->nm; i++)
+        free(d->m[i]);
+    free(d->m);
+    while (d->in) {
+        struct input *in = d->in;
+        d->in = in->next;
+        free(in->p);
+        free(in);
+    }
+    for (int i = 0; i < d->nops; i++)
+        free(d->ops[i].v);
+    free(d->ops);
+    free(d->batch);
+    free(d);
+}
