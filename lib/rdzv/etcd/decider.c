@@ -208,8 +208,9 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
 }
 
 /* One event for the machine (kind, from agent, its payload), at `now`
- * on the machine's clock; logged and its batch queued unless replayed. */
-static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
+ * on the machine's clock; logged and its batch queued unless replayed:
+ * 1 when it was (its event key's delete queued with it), else 0. */
+static int feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
                  const unsigned char *p, size_t n, long long now,
                  const char *ev_key)
 {
@@ -219,14 +220,14 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     struct emember *m = kind == K_TICK ? NULL : member(d, agent, kind == K_JOIN);
     char why[200] = "", addr[64];
     if (kind != K_TICK && !m)
-        return;
+        return 0;
     ev.who = m;
     switch (kind) {
     case K_JOIN: {
         uint32_t jl = n >= 4 ? amldist__net_get_u32(p) : 0;
         if (m->admitted || n < 4 || jl > n - 4 ||
             amldist__rz_get_join(p + 4, jl, &ev.join) < 0)
-            return;
+            return 0;
         size_t al = n - 4 - jl < sizeof addr - 1 ? n - 4 - jl : sizeof addr - 1;
         memcpy(addr, p + 4 + jl, al);
         addr[al] = '\0';
@@ -237,7 +238,7 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     }
     case K_FAIL:
         if (!m->admitted || n < 16)
-            return;
+            return 0;
         ev.type = AMLDIST__RZ_EV_FAIL;
         ev.round = amldist__net_get_u32(p);
         ev.flags = amldist__net_get_u32(p + 4);
@@ -249,7 +250,7 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
         break;
     case K_DONE:
         if (!m->admitted || n != 12)
-            return;
+            return 0;
         ev.type = AMLDIST__RZ_EV_DONE;
         ev.round = amldist__net_get_u32(p);
         ev.status = amldist__net_get_u32(p + 4);
@@ -258,7 +259,7 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     case K_LOST:
         m->live = 0;
         if (!m->admitted)
-            return;
+            return 0;
         m->admitted = 0;
         snprintf(why, sizeof why, "%.*s", (int)(n < 190 ? n : 190), p);
         ev.type = AMLDIST__RZ_EV_LOST;
@@ -272,18 +273,18 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     if (kind != K_TICK)
         d->stepped = 1;
     if (kind == K_TICK && na == 0)
-        return;
+        return 0;
     carry(t, acts, na);
     int batch = d->bcount > 0;
     if (d->replaying) {
         d->next_act += batch;
-        return;
+        return 0;
     }
     /* The log entry: self | t | next_act after it | kind | agent | data. */
     unsigned char *e = malloc(36 + n);
     char key[160];
     if (!e)
-        return;
+        return 0;
     if (batch) {
         snprintf(key, sizeof key, "%s/a/%016llx", t->prefix,
                  (unsigned long long)d->next_act++);
@@ -302,6 +303,7 @@ static void feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     free(e);
     if (ev_key && *ev_key)
         queue_op(t, ev_key, NULL, 0, 1);
+    return 1;
 }
 
 /* An input waits its turn (p copied). */
@@ -455,7 +457,7 @@ static void on_pending(void *arg, int del, const char *key, size_t klen,
     struct pending *pd = arg;
     amldist__rz_etcd_t *t = pd->t;
     size_t pl = strlen(t->prefix);
-    if (klen > pl + 3 + 16 && key[pl + 1] == 'm') {
+    if (klen >= pl + 3 + 16 && key[pl + 1] == 'm') {
         uint64_t agent = strtoull(key + pl + 3, NULL, 16);
         struct emember *m = member(t->d, agent, 0);
         if (m) {
@@ -555,7 +557,11 @@ int amldist__etcd_decider_run(amldist__rz_etcd_t *t)
         d->in = in->next;
         if (!d->in)
             d->in_tail = NULL;
-        feed(t, in->kind, in->agent, in->p, in->n, now, in->key);
+        /* An event the machine does not hear (a member's not in the
+         * job) is consumed all the same. */
+        if (!feed(t, in->kind, in->agent, in->p, in->n, now, in->key) &&
+            in->key[0])
+            queue_op(t, in->key, NULL, 0, 1);
         free(in->p);
         free(in);
     }
