@@ -331,6 +331,7 @@ static void send_queued(amldist__rz_etcd_t *t)
     amldist__rz_sink_t *s = t->s;
     unsigned char ev[4 + 16 + AMLDIST__RZ_SUMMARY_MAX], done[16];
     char key[160];
+    t->retry = 0;
     pthread_mutex_lock(&s->mu);
     struct amldist__rz_fail *fail = s->fail;
     int have_done = s->done;
@@ -341,6 +342,8 @@ static void send_queued(amldist__rz_etcd_t *t)
     amldist__net_put_u32(done + 8, (uint32_t)s->done_status);
     amldist__net_put_u32(done + 12, (uint32_t)s->done_port);
     pthread_mutex_unlock(&s->mu);
+    /* A put that fails is tried again at the next round, under the same
+     * key; the store is lost only when the lease's keep-alive says so. */
     if (fail) {
         amldist__net_put_u32(ev, AMLDIST__RZ_FAIL);
         amldist__net_put_u32(ev + 4, fail->round);
@@ -349,16 +352,30 @@ static void send_queued(amldist__rz_etcd_t *t)
         amldist__net_put_u32(ev + 16, fail->status);
         memcpy(ev + 20, fail->text, fail->len);
         snprintf(key, sizeof key, "%s/e/%016llx/%08x", t->prefix,
-                 (unsigned long long)t->me.agent, t->next_ev++);
-        if (put_sealed(t, key, ev, 20 + fail->len, 0, NULL) < 0)
-            amldist__etcd_lost(t, t->c.err);
-        free(fail);
+                 (unsigned long long)t->me.agent, t->next_ev);
+        if (put_sealed(t, key, ev, 20 + fail->len, 0, NULL) == 0) {
+            t->next_ev++;
+            free(fail);
+            fail = NULL;
+        }
     }
-    if (have_done) {
+    if (have_done && !fail) {
         snprintf(key, sizeof key, "%s/e/%016llx/%08x", t->prefix,
-                 (unsigned long long)t->me.agent, t->next_ev++);
-        if (put_sealed(t, key, done, sizeof done, 0, NULL) < 0)
-            amldist__etcd_lost(t, t->c.err);
+                 (unsigned long long)t->me.agent, t->next_ev);
+        if (put_sealed(t, key, done, sizeof done, 0, NULL) == 0) {
+            t->next_ev++;
+            have_done = 0;
+        }
+    }
+    if (fail || have_done) {
+        pthread_mutex_lock(&s->mu);
+        if (fail && !s->fail)
+            s->fail = fail;
+        else
+            free(fail);
+        s->done |= have_done;
+        pthread_mutex_unlock(&s->mu);
+        t->retry = 1;
     }
 }
 
@@ -452,6 +469,8 @@ void *amldist__etcd_thread(void *arg)
             }
         }
         long long w = t->joined ? t->next_beat : t->next_try;
+        if (t->retry && now + 100 < w)
+            w = now + 100;
         if (t->d) {
             long long d = amldist__etcd_decider_wake(t);
             if (d < w)

@@ -153,6 +153,7 @@ typedef struct amldist__rz_etcd {
     long long last_round;  /* the last ASSIGN's round applied, -1 */
     uint32_t next_ev;      /* our P/e/ keys' numbers */
     int campaign;          /* the decider key is free: try for it */
+    int retry;             /* a FAIL or DONE to put again */
     amldist__etcd_decider_t *d;
 } amldist__rz_etcd_t;
 
