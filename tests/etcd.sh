@@ -93,3 +93,38 @@ etcd_down() {
 etcd_left() {
     etcd_ctl get "" --prefix --keys-only 2>/dev/null | grep -v '^$' || true
 }
+
+# The jobs of the tests: amlruns on loopback, the same line each, their
+# output in $OUT/TAG.log.  The test sets OUT, CONF (--rdzv-conf) and
+# WORKER (the worker's sh -c script).
+declare -A PID
+# start TAG RUNID ARGS...: one amlrun in the background (PID[TAG]: the
+# timeout(1) above it).
+start() {
+    local tag=$1 id=$2
+    shift 2
+    timeout -k 5 60 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id "$id" \
+        --rdzv-conf "$CONF" --nproc-per-node 1 "$@" --no-python sh -c "$WORKER" \
+        >"$OUT/$tag.log" 2>&1 &
+    PID[$tag]=$!
+}
+# waitall TAG...: their exit statuses in RCS, in order.
+waitall() {
+    local t r
+    RCS=""
+    for t in "$@"; do
+        wait "${PID[$t]}"
+        r=$?
+        RCS+="${RCS:+ }$r"
+    done
+}
+# reports: the workers' lines ($OUT/rep.*), sorted.
+reports() { cat "$OUT"/rep.* 2>/dev/null | sort; }
+# dump: every amlrun's output, as diagnostics.
+dump() {
+    local f line
+    for f in "$OUT"/*.log; do
+        diag "--- $f"
+        while IFS= read -r line; do diag "$line"; done <"$f"
+    done
+}

@@ -14,82 +14,18 @@
 
 #include "rdzv/etcd/etcd.h"
 
-int amldist__etcd_seal(const amldist__rz_etcd_t *t, const char *key,
-                       const unsigned char *p, size_t n, unsigned char **out,
-                       size_t *outn)
-{
-    size_t m = n + (t->cfg->secure ? AMLDIST__CHAN_VALUE_OVER : 0);
-    *out = malloc(m ? m : 1);
-    if (!*out)
-        return -1;
-    *outn = m;
-    if (!t->cfg->secure) {
-        if (n)
-            memcpy(*out, p, n);
-        return 0;
-    }
-    if (amldist__chan_value_seal(&t->cfg->keys, key, strlen(key), p, n,
-                                 *out) < 0) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* A value without the secret starts with this mark; a sealed one with
- * its random nonce (a job with a secret refuses a value so marked). */
-#define PLAIN_MARK "amldist-plain1"
-#define PLAIN_LEN 14
-
-int amldist__etcd_open(const amldist__rz_etcd_t *t, const char *key,
-                       size_t klen, const unsigned char *p, size_t n,
-                       unsigned char **out, size_t *outn)
-{
-    *out = malloc(n ? n : 1);
-    if (!*out)
-        return -1;
-    long k;
-    if (!t->cfg->secure) {
-        k = n >= PLAIN_LEN && memcmp(p, PLAIN_MARK, PLAIN_LEN) == 0
-                ? (long)(n - PLAIN_LEN) : -1;
-        if (k > 0)
-            memcpy(*out, p + PLAIN_LEN, (size_t)k);
-    } else {
-        k = amldist__chan_value_open(&t->cfg->keys, key, klen, p, n, *out);
-    }
-    if (k < 0) {
-        free(*out);
-        *out = NULL;
-        return -1;
-    }
-    *outn = (size_t)k;
-    return 0;
-}
-
 /* Seal (or mark plain) and put key, under the lease or not. */
 static int put_sealed(amldist__rz_etcd_t *t, const char *key,
                       const unsigned char *p, size_t n, long long lease,
                       long long *rev)
 {
-    unsigned char *v, *plain = NULL;
+    unsigned char *v;
     size_t vn;
-    if (!t->cfg->secure) {
-        if (!(plain = malloc(PLAIN_LEN + n)))
-            return -1;
-        memcpy(plain, PLAIN_MARK, PLAIN_LEN);
-        if (n)
-            memcpy(plain + PLAIN_LEN, p, n);
-        p = plain;
-        n += PLAIN_LEN;
-    }
-    int rc = amldist__etcd_seal(t, key, p, n, &v, &vn);
-    free(plain);
-    if (rc < 0) {
+    if (amldist__etcd_value(t, key, p, n, &v, &vn) < 0) {
         snprintf(t->c.err, sizeof t->c.err, "libcrypto failed");
         return -1;
     }
-    rc = amldist__etcd_put(&t->c, key, v, vn, lease, rev);
+    int rc = amldist__etcd_put(&t->c, key, v, vn, lease, rev);
     free(v);
     return rc;
 }
@@ -276,17 +212,13 @@ static void on_holder(void *arg, int del, const char *key, size_t klen,
  * holder's value must be this job's. */
 static void campaign(amldist__rz_etcd_t *t)
 {
-    unsigned char id[PLAIN_LEN + 8], *v;
-    size_t vn, n = 0;
+    unsigned char id[8], *v;
+    size_t vn;
     char key[160];
     struct holder h = {t, 0, 0};
     snprintf(key, sizeof key, "%s/a/lead", t->prefix);
-    if (!t->cfg->secure) {
-        memcpy(id, PLAIN_MARK, PLAIN_LEN);
-        n = PLAIN_LEN;
-    }
-    amldist__rz_put_u64(id + n, t->me.agent);
-    if (amldist__etcd_seal(t, key, id, n + 8, &v, &vn) < 0)
+    amldist__rz_put_u64(id, t->me.agent);
+    if (amldist__etcd_value(t, key, id, sizeof id, &v, &vn) < 0)
         return;
     long long rev = 0;
     int won = amldist__etcd_create(&t->c, key, v, vn, t->lease, &rev,

@@ -338,33 +338,11 @@ static void watch_line(struct amldist__etcd_watch *w, const char *p,
     while (amldist__js_next(&evs, &ev)) {
         int del = amldist__js_get(ev, "type", &v) == 0 &&
                   v.e - v.p == 8 && memcmp(v.p, "\"DELETE\"", 8) == 0;
-        if (amldist__js_get(ev, "kv", &kv) < 0 ||
-            amldist__js_get(kv, "key", &v) < 0)
+        if (amldist__js_get(ev, "kv", &kv) < 0)
             continue;
-        char key[200];
-        unsigned char kraw[160];
-        long kl = -1;
-        if (amldist__js_str(v, key, sizeof key) == 0)
-            kl = amldist__b64_dec(key, strlen(key), kraw);
-        if (kl < 0)
-            continue;
-        long long crev = amldist__js_get(kv, "create_revision", &v) == 0
-                             ? amldist__js_int(v, 0) : 0;
-        long long mrev = amldist__js_get(kv, "mod_revision", &v) == 0
-                             ? amldist__js_int(v, 0) : 0;
-        unsigned char *val = NULL;
-        long vl = 0;
-        if (!del && amldist__js_get(kv, "value", &v) == 0 && v.e - v.p >= 2) {
-            val = malloc((size_t)(v.e - v.p));
-            vl = val ? amldist__b64_dec(v.p + 1, (size_t)(v.e - v.p - 2), val)
-                     : -1;
-        }
+        long long mrev = amldist__js_kv(kv, del, w->fn, w->arg);
         if (mrev >= w->next_rev)
             w->next_rev = mrev + 1;
-        if (vl >= 0)
-            w->fn(w->arg, del, (const char *)kraw, (size_t)kl, val,
-                  (size_t)vl, crev, mrev);
-        free(val);
     }
 }
 

@@ -15,52 +15,9 @@
 #include <string.h>
 
 #include "rdzv/etcd/etcd.h"
-#include "rdzv/host_sm.h"
+#include "rdzv/etcd/decider.h"
 
-/* The log's kinds (the machine's own events). */
-enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
-
-struct emember {
-    uint64_t agent;
-    int admitted; /* ADMITted and not refused or lost */
-    int live;     /* its member key is in the store */
-};
-
-/* An event that came, waiting its turn. */
-struct input {
-    struct input *next;
-    int kind;
-    uint64_t agent;
-    char key[96]; /* the event key to delete once consumed ("": none) */
-    unsigned char *p;
-    size_t n;
-};
-
-/* A txn's writes of one event: its log entry, its batch, its delete. */
-#define OPS_PER_TXN 96
-#define BYTES_PER_TXN (1u << 20)
-
-struct amldist__etcd_decider {
-    amldist__rz_sm_t *sm;
-    amldist__rz_cfg_t cfg; /* the handle's, without the keys */
-    long long epoch;       /* the machine's time 0 on our clock */
-    uint64_t self;         /* the first decider's agent */
-    uint64_t next_log, next_act;
-    struct emember **m;
-    int nm, cap;
-    struct input *in, *in_tail;
-    amldist__etcd_op_t *ops;
-    int nops, capops;
-    int stepped, replaying;
-    int clean; /* drained: the prefix goes with the decider */
-    long long over_at, ticked_at;
-    /* The batch of the step being carried out. */
-    unsigned char *batch;
-    size_t blen, bcap;
-    uint32_t bcount;
-};
-
-static struct emember *member(amldist__etcd_decider_t *d, uint64_t agent,
+struct emember *amldist__etcd_member(amldist__etcd_decider_t *d, uint64_t agent,
                               int make)
 {
     for (int i = 0; i < d->nm; i++)
@@ -130,25 +87,8 @@ static int queue_op(amldist__rz_etcd_t *t, const char *key,
     amldist__etcd_op_t *o = &d->ops[d->nops];
     memset(o, 0, sizeof *o);
     snprintf(o->key, sizeof o->key, "%s", key);
-    if (!del) {
-        /* A plain value carries the plain mark (agent.c's): sealed here
-         * through the same function. */
-        static const char mark[] = "amldist-plain1";
-        unsigned char *q = NULL;
-        size_t qn = n;
-        if (!t->cfg->secure) {
-            if (!(q = malloc(n + 14)))
-                return -1;
-            memcpy(q, mark, 14);
-            memcpy(q + 14, p, n);
-            p = q;
-            qn = n + 14;
-        }
-        int rc = amldist__etcd_seal(t, key, p, qn, &o->v, &o->vlen);
-        free(q);
-        if (rc < 0)
-            return -1;
-    }
+    if (!del && amldist__etcd_value(t, key, p, n, &o->v, &o->vlen) < 0)
+        return -1;
     d->nops++;
     return 0;
 }
@@ -210,14 +150,14 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
 /* One event for the machine (kind, from agent, its payload), at `now`
  * on the machine's clock; logged and its batch queued unless replayed:
  * 1 when it was (its event key's delete queued with it), else 0. */
-static int feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
+int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
                  const unsigned char *p, size_t n, long long now,
                  const char *ev_key)
 {
     amldist__etcd_decider_t *d = t->d;
     amldist__rz_event_t ev = {.now = now > 0 ? now : 1,
                               .now_ns = amldist__rz_clock_ns()};
-    struct emember *m = kind == K_TICK ? NULL : member(d, agent, kind == K_JOIN);
+    struct emember *m = kind == K_TICK ? NULL : amldist__etcd_member(d, agent, kind == K_JOIN);
     char why[200] = "", addr[64];
     if (kind != K_TICK && !m)
         return 0;
@@ -307,7 +247,7 @@ static int feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
 }
 
 /* An input waits its turn (p copied). */
-static void push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
+void amldist__etcd_push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
                  const char *key, const unsigned char *p, size_t n)
 {
     struct input *in = calloc(1, sizeof *in);
@@ -329,7 +269,7 @@ static void push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
 }
 
 /* A key of the decider's watch (P/e/ .. P/m/): its input. */
-static void on_input(void *arg, int del, const char *key, size_t klen,
+void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
                      const unsigned char *v, size_t vlen, long long crev,
                      long long mrev)
 {
@@ -346,7 +286,7 @@ static void on_input(void *arg, int del, const char *key, size_t klen,
     uint64_t agent = strtoull(name + pl + 3, NULL, 16);
     char kind = name[pl + 1];
     if (kind == 'm' && del) {
-        push(d, K_LOST, agent, NULL, (const unsigned char *)"its lease "
+        amldist__etcd_push(d, K_LOST, agent, NULL, (const unsigned char *)"its lease "
              "expired", 17);
         return;
     }
@@ -358,155 +298,13 @@ static void on_input(void *arg, int del, const char *key, size_t klen,
     if (amldist__etcd_open(t, name, klen, v, vlen, &p, &n) < 0)
         return;
     if (kind == 'm') {
-        push(d, K_JOIN, agent, NULL, p, n);
+        amldist__etcd_push(d, K_JOIN, agent, NULL, p, n);
     } else if (kind == 'e' && n >= 4) {
         uint32_t type = amldist__net_get_u32(p);
-        push(d, type == AMLDIST__RZ_FAIL ? K_FAIL : K_DONE, agent, name,
+        amldist__etcd_push(d, type == AMLDIST__RZ_FAIL ? K_FAIL : K_DONE, agent, name,
              p + 4, n - 4);
     }
     free(p);
-}
-
-/* The log as read at the start: its entries in order. */
-struct log {
-    amldist__rz_etcd_t *t;
-    unsigned char **e;
-    size_t *n;
-    int count, cap;
-    uint64_t last_seq;
-};
-
-static void on_log(void *arg, int del, const char *key, size_t klen,
-                   const unsigned char *v, size_t vlen, long long crev,
-                   long long mrev)
-{
-    struct log *l = arg;
-    unsigned char *p;
-    size_t n;
-    char name[100];
-    (void)del;
-    (void)crev;
-    (void)mrev;
-    if (klen >= sizeof name)
-        return;
-    memcpy(name, key, klen);
-    name[klen] = '\0';
-    if (amldist__etcd_open(l->t, name, klen, v, vlen, &p, &n) < 0 || n < 36) {
-        if (n < 36)
-            free(p);
-        return;
-    }
-    if (l->count == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 256;
-        unsigned char **e = realloc(l->e, (size_t)cap * sizeof *e);
-        size_t *ns = e ? realloc(l->n, (size_t)cap * sizeof *ns) : NULL;
-        if (e)
-            l->e = e;
-        if (!ns) {
-            free(p);
-            return;
-        }
-        l->n = ns;
-        l->cap = cap;
-    }
-    l->e[l->count] = p;
-    l->n[l->count++] = n;
-    l->last_seq = strtoull(name + strlen(l->t->prefix) + 3, NULL, 16);
-}
-
-/* The machine rebuilt from the log: replayed at its times, moved so that
- * its last entry is now. */
-static int replay(amldist__rz_etcd_t *t, struct log *l)
-{
-    amldist__etcd_decider_t *d = t->d;
-    long long now = amldist__now_ms();
-    long long last = l->count ? (long long)amldist__rz_get_u64(l->e[l->count - 1] + 8)
-                              : 0;
-    d->self = l->count ? amldist__rz_get_u64(l->e[0]) : t->me.agent;
-    d->epoch = now - last;
-    d->cfg = *t->cfg;
-    amldist__chan_keys_clear(&d->cfg.keys);
-    d->cfg.self_agent = d->self;
-    if (!(d->sm = amldist__rz_sm_new(&d->cfg, d->epoch > 0 ? d->epoch : 1)))
-        return -1;
-    d->replaying = 1;
-    for (int i = 0; i < l->count; i++) {
-        const unsigned char *e = l->e[i];
-        feed(t, (int)amldist__net_get_u32(e + 24), amldist__rz_get_u64(e + 28),
-             e + 36, l->n[i] - 36,
-             d->epoch + (long long)amldist__rz_get_u64(e + 8), NULL);
-    }
-    d->replaying = 0;
-    if (l->count) {
-        d->next_act = amldist__rz_get_u64(l->e[l->count - 1] + 16);
-        d->next_log = l->last_seq + 1;
-    }
-    return 0;
-}
-
-/* The inputs not consumed yet: members in the store that the log has not
- * seen join, the log's members whose keys are gone, the event keys. */
-struct pending {
-    amldist__rz_etcd_t *t;
-};
-
-static void on_pending(void *arg, int del, const char *key, size_t klen,
-                       const unsigned char *v, size_t vlen, long long crev,
-                       long long mrev)
-{
-    struct pending *pd = arg;
-    amldist__rz_etcd_t *t = pd->t;
-    size_t pl = strlen(t->prefix);
-    if (klen >= pl + 3 + 16 && key[pl + 1] == 'm') {
-        uint64_t agent = strtoull(key + pl + 3, NULL, 16);
-        struct emember *m = member(t->d, agent, 0);
-        if (m) {
-            m->live = 2; /* seen in the store now */
-            return;
-        }
-    }
-    on_input(t, del, key, klen, v, vlen, crev, mrev);
-}
-
-int amldist__etcd_decider_start(amldist__rz_etcd_t *t)
-{
-    char a[160], b[160];
-    long long rev;
-    struct log l = {t, NULL, NULL, 0, 0, 0};
-    amldist__etcd_decider_t *d = calloc(1, sizeof *d);
-    if (!d)
-        return -1;
-    __atomic_store_n(&t->d, d, __ATOMIC_RELEASE);
-    snprintf(a, sizeof a, "%s/z/", t->prefix);
-    snprintf(b, sizeof b, "%s/z0", t->prefix);
-    int rc = amldist__etcd_range(&t->c, a, b, NULL, on_log, &l);
-    if (rc == 0)
-        rc = replay(t, &l);
-    for (int i = 0; i < l.count; i++)
-        free(l.e[i]);
-    free(l.e);
-    free(l.n);
-    if (rc < 0)
-        goto fail;
-    /* What came since, from one revision: the watch goes on from it. */
-    struct pending pd = {t};
-    snprintf(a, sizeof a, "%s/e/", t->prefix);
-    snprintf(b, sizeof b, "%s/n", t->prefix);
-    if (amldist__etcd_range(&t->c, a, b, &rev, on_pending, &pd) < 0)
-        goto fail;
-    for (int i = 0; i < d->nm; i++) {
-        if (d->m[i]->live == 1 && d->m[i]->admitted)
-            push(d, K_LOST, d->m[i]->agent, NULL,
-                 (const unsigned char *)"its lease expired", 17);
-        else if (d->m[i]->live == 2)
-            d->m[i]->live = 1;
-    }
-    if (amldist__etcd_watch(&t->c, 1, a, b, rev + 1, on_input, t) < 0)
-        goto fail;
-    return 0;
-fail:
-    amldist__etcd_decider_free(t);
-    return -1;
 }
 
 /* The queued writes, in txns of whole events, guarded by our decider
@@ -559,7 +357,7 @@ int amldist__etcd_decider_run(amldist__rz_etcd_t *t)
             d->in_tail = NULL;
         /* An event the machine does not hear (a member's not in the
          * job) is consumed all the same. */
-        if (!feed(t, in->kind, in->agent, in->p, in->n, now, in->key) &&
+        if (!amldist__etcd_feed(t, in->kind, in->agent, in->p, in->n, now, in->key) &&
             in->key[0])
             queue_op(t, in->key, NULL, 0, 1);
         free(in->p);
@@ -570,7 +368,7 @@ int amldist__etcd_decider_run(amldist__rz_etcd_t *t)
         now - d->ticked_at >= t->cfg->keepalive_ms) {
         d->stepped = 0;
         d->ticked_at = now;
-        feed(t, K_TICK, 0, NULL, 0, now, NULL);
+        amldist__etcd_feed(t, K_TICK, 0, NULL, 0, now, NULL);
     }
     if (amldist__rz_sm_phase(d->sm) == AMLDIST__RZ_P_OVER && !d->over_at)
         d->over_at = now;

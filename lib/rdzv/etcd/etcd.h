@@ -29,6 +29,13 @@
 
 extern const struct amldist__rz_backend_ops amldist__rz_etcd_backend;
 
+/* A key's event (type 0 PUT, 1 DELETE; the value decoded, the key's
+ * name raw, its revisions), as watches and ranges hand them over. */
+typedef void (*amldist__etcd_on_event)(void *arg, int type, const char *key,
+                                       size_t klen, const unsigned char *v,
+                                       size_t vlen, long long create_rev,
+                                       long long mod_rev);
+
 /* json.c: a value's text in a JSON document (a span, not copied), and
  * the readers of etcd's answers; base64 both ways. */
 typedef struct {
@@ -49,6 +56,10 @@ int amldist__js_path(amldist__js_t v, const char *path, amldist__js_t *out);
  * length; decoded: its length, or -1. */
 size_t amldist__b64_enc(const unsigned char *p, size_t n, char *out);
 long amldist__b64_dec(const char *p, size_t n, unsigned char *out);
+/* One of etcd's KeyValues (a range's, a watch event's) decoded and
+ * handed to fn: its mod revision, or -1 (malformed: not handed). */
+long long amldist__js_kv(amldist__js_t kv, int del, amldist__etcd_on_event fn,
+                         void *arg);
 
 /* curl.c: a client of the etcd cluster: its members' URLs (failed over in
  * turn), TLS and user auth, one easy handle for requests and a multi one
@@ -82,13 +93,8 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
 void amldist__etcd_wakeup(amldist__etcd_t *c);
 
 /* A watch stream of [key, end) from revision `from`: its events handed to
- * on_event as they come (type 0 PUT, 1 DELETE; the value decoded, its
- * key's name raw), in revision order; restarted after the last revision
+ * fn as they come, in revision order; restarted after the last revision
  * seen when the stream breaks (another member). */
-typedef void (*amldist__etcd_on_event)(void *arg, int type, const char *key,
-                                       size_t klen, const unsigned char *v,
-                                       size_t vlen, long long create_rev,
-                                       long long mod_rev);
 int amldist__etcd_watch(amldist__etcd_t *c, int slot, const char *key,
                         const char *end, long long from,
                         amldist__etcd_on_event fn, void *arg);
@@ -157,12 +163,14 @@ typedef struct amldist__rz_etcd {
     amldist__etcd_decider_t *d;
 } amldist__rz_etcd_t;
 
-/* agent.c: the thread's body; values sealed for / opened from key (0,
- * or -1: the value is another secret's, or broken; *out malloc'd). */
+/* agent.c: the thread's body. */
 void *amldist__etcd_thread(void *arg);
-int amldist__etcd_seal(const amldist__rz_etcd_t *t, const char *key,
-                       const unsigned char *p, size_t n, unsigned char **out,
-                       size_t *outn);
+/* seal.c: a value for key (sealed, or marked plain), and a value of key
+ * opened: 0 with *out (malloc'd), or -1 (libcrypto failed; the value is
+ * another secret's, changed, or broken). */
+int amldist__etcd_value(const amldist__rz_etcd_t *t, const char *key,
+                        const unsigned char *p, size_t n, unsigned char **out,
+                        size_t *outn);
 int amldist__etcd_open(const amldist__rz_etcd_t *t, const char *key,
                        size_t klen, const unsigned char *p, size_t n,
                        unsigned char **out, size_t *outn);

@@ -187,3 +187,30 @@ long amldist__b64_dec(const char *p, size_t n, unsigned char *out)
     }
     return k;
 }
+
+long long amldist__js_kv(amldist__js_t kv, int del, amldist__etcd_on_event fn,
+                         void *arg)
+{
+    amldist__js_t v;
+    char k64[200];
+    unsigned char key[160];
+    if (amldist__js_get(kv, "key", &v) < 0 ||
+        amldist__js_str(v, k64, sizeof k64) < 0)
+        return -1;
+    long kl = amldist__b64_dec(k64, strlen(k64), key);
+    long long crev = amldist__js_get(kv, "create_revision", &v) == 0
+                         ? amldist__js_int(v, 0) : 0;
+    long long mrev = amldist__js_get(kv, "mod_revision", &v) == 0
+                         ? amldist__js_int(v, 0) : 0;
+    unsigned char *val = NULL;
+    long vl = 0;
+    if (!del && amldist__js_get(kv, "value", &v) == 0 && v.e - v.p >= 2) {
+        val = malloc((size_t)(v.e - v.p));
+        vl = val ? amldist__b64_dec(v.p + 1, (size_t)(v.e - v.p - 2), val) : -1;
+    }
+    if (kl >= 0 && vl >= 0)
+        fn(arg, del, (const char *)key, (size_t)kl, val, (size_t)vl, crev,
+           mrev);
+    free(val);
+    return kl >= 0 ? mrev : -1;
+}

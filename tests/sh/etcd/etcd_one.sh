@@ -25,44 +25,14 @@ WORKER='echo "rank=$RANK world=$WORLD_SIZE restart=$TORCHELASTIC_RESTART_COUNT m
 exec sleep "${SLEEP:-0}"'
 export OUT
 
-declare -A PID
-# start TAG RUNID ARGS...: one amlrun in the background, its output in
-# $OUT/TAG.log.
-start() {
-    local tag=$1 id=$2
-    shift 2
-    timeout -k 5 60 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id "$id" \
-        --rdzv-conf "$CONF" --nproc-per-node 1 "$@" --no-python sh -c "$WORKER" \
-        >"$OUT/$tag.log" 2>&1 &
-    PID[$tag]=$!
-}
-# waitall TAG...: their exit statuses in RCS, in order.
-waitall() {
-    local t r
-    RCS=""
-    for t in "$@"; do
-        wait "${PID[$t]}"
-        r=$?
-        RCS+="${RCS:+ }$r"
-    done
-}
 reset() {
     rm -f "$OUT"/*
 }
-reports() { cat "$OUT"/rep.* 2>/dev/null | sort; }
 left() {
     local l
     l=$(etcd_left)
     expect_eq "$1: nothing left in etcd" "$l" ""
 }
-dump() {
-    local f
-    for f in "$OUT"/*.log; do
-        diag "--- $f"
-        while IFS= read -r line; do diag "$line"; done <"$f"
-    done
-}
-
 # Two nodes form and run.
 reset
 start a form --nnodes 2

@@ -15,33 +15,6 @@ CONF="keep_alive_interval=0.5,keep_alive_max_attempt=4,last_call_timeout=0.5,joi
 WORKER='echo "rank=$RANK world=$WORLD_SIZE restart=$TORCHELASTIC_RESTART_COUNT" >"$OUT/rep.$RANK.$TORCHELASTIC_RESTART_COUNT.$$"
 exec sleep "${SLEEP0:-0}"'
 
-declare -A PID
-start() {
-    local tag=$1 id=$2
-    shift 2
-    timeout -k 5 60 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id "$id" \
-        --rdzv-conf "$CONF" --nproc-per-node 1 "$@" --no-python sh -c "$WORKER" \
-        >"$OUT/$tag.log" 2>&1 &
-    PID[$tag]=$!
-}
-waitall() {
-    local t r
-    RCS=""
-    for t in "$@"; do
-        wait "${PID[$t]}"
-        r=$?
-        RCS+="${RCS:+ }$r"
-    done
-}
-reports() { cat "$OUT"/rep.* 2>/dev/null | sort; }
-dump() {
-    local f line
-    for f in "$OUT"/*.log; do
-        diag "--- $f"
-        while IFS= read -r line; do diag "$line"; done <"$f"
-    done
-}
-
 # The first member of the list (the one every agent talks to first)
 # killed while the workers run.
 export SLEEP0=4
