@@ -208,6 +208,26 @@ static void on_holder(void *arg, int del, const char *key, size_t klen,
     }
 }
 
+/* This agent holds the decider key: the decider starts, or is tried
+ * again at the next round (etcd busy), until the dead time. */
+static void start_decider(amldist__rz_etcd_t *t)
+{
+    long long now = amldist__now_ms();
+    if (!t->starting)
+        t->starting = now;
+    if (amldist__etcd_decider_start(t) == 0) {
+        t->starting = 0;
+        return;
+    }
+    if (now - t->starting > t->cfg->dead_ms) {
+        char why[400];
+        snprintf(why, sizeof why, "this agent holds the decider key but "
+                 "could not read the job's log: %s", t->c.err);
+        t->starting = 0;
+        amldist__etcd_lost(t, why);
+    }
+}
+
 /* Try for the decider key: won, this agent runs the decider; else the
  * holder's value must be this job's. */
 static void campaign(amldist__rz_etcd_t *t)
@@ -229,12 +249,7 @@ static void campaign(amldist__rz_etcd_t *t)
     t->campaign = 0;
     if (won) {
         t->lead_rev = rev;
-        if (amldist__etcd_decider_start(t) < 0) {
-            char why[400];
-            snprintf(why, sizeof why, "this agent won the decider key but "
-                     "could not read the job's log: %s", t->c.err);
-            amldist__etcd_lost(t, why);
-        }
+        start_decider(t);
         return;
     }
     if (h.seen && !h.opens) {
@@ -387,6 +402,8 @@ void *amldist__etcd_thread(void *arg)
             beat(t, now);
             if (t->campaign && state != C_OVER && !closing)
                 campaign(t);
+            else if (t->starting)
+                start_decider(t);
             send_queued(t);
             if (t->d && amldist__etcd_decider_run(t) < 0) {
                 amldist__etcd_lost(t, "another agent holds the decider key");
@@ -401,7 +418,7 @@ void *amldist__etcd_thread(void *arg)
             }
         }
         long long w = t->joined ? t->next_beat : t->next_try;
-        if (t->retry && now + 100 < w)
+        if ((t->retry || t->starting) && now + 100 < w)
             w = now + 100;
         if (t->d) {
             long long d = amldist__etcd_decider_wake(t);

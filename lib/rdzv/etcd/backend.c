@@ -222,6 +222,7 @@ static int client(amldist__rz_etcd_t *t, const char *endpoint)
         return rc;
     long ms = 2L * t->cfg->keepalive_ms;
     t->c.timeout_ms = ms < 500 ? 500 : ms > 5000 ? 5000 : ms;
+    t->c.slow_ms = 10000;
     /* etcd's leases are whole seconds: the dead time, rounded up. */
     t->ttl_s = (t->cfg->dead_ms + 999) / 1000;
     if (t->ttl_s < 2)

@@ -185,7 +185,8 @@ static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
     C(curl_easy_setopt)(h, CURLOPT_POSTFIELDS, body);
     C(curl_easy_setopt)(h, CURLOPT_WRITEFUNCTION, on_data);
     C(curl_easy_setopt)(h, CURLOPT_WRITEDATA, b);
-    C(curl_easy_setopt)(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    C(curl_easy_setopt)(h, CURLOPT_TIMEOUT_MS,
+                        c->now_ms ? c->now_ms : c->timeout_ms);
     common(c, h);
     CURLcode rc = C(curl_easy_perform)(h);
     if (rc == CURLE_OK) {

@@ -43,6 +43,8 @@ struct emember *amldist__etcd_member(amldist__etcd_decider_t *d, uint64_t agent,
 
 static int bput(amldist__etcd_decider_t *d, const void *p, size_t n)
 {
+    if (!n)
+        return 0;
     if (d->blen + n > d->bcap) {
         size_t cap = d->bcap ? 2 * d->bcap : 4096;
         while (cap < d->blen + n)

@@ -71,7 +71,10 @@ typedef struct amldist__etcd {
     int nurl, cur;
     char cacert[512], cert[512], key[512], user[128];
     char password[256], token[512]; /* never printed */
-    long timeout_ms;
+    /* A request's bound: the lease's calls (the keep-alive must not wait
+     * past the dead time) and the others (a txn or range of a thousand
+     * nodes on a busy etcd takes seconds). */
+    long timeout_ms, slow_ms, now_ms;
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
@@ -160,6 +163,8 @@ typedef struct amldist__rz_etcd {
     uint32_t next_ev;      /* our P/e/ keys' numbers */
     int campaign;          /* the decider key is free: try for it */
     int retry;             /* a FAIL or DONE to put again */
+    long long starting;    /* the decider key held, the decider not started
+                              yet (since), 0 */
     amldist__etcd_decider_t *d;
 } amldist__rz_etcd_t;
 

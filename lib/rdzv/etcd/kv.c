@@ -71,7 +71,11 @@ static int call(amldist__etcd_t *c, const char *path, struct body *b,
         snprintf(c->err, sizeof c->err, "out of memory");
         return -1;
     }
+    /* Only the lease's calls under the short bound. */
+    c->now_ms = strncmp(path, "/v3/lease/", 10) == 0 ? c->timeout_ms
+                                                     : c->slow_ms;
     int rc = amldist__etcd_post(c, path, b->p, resp);
+    c->now_ms = 0;
     free(b->p);
     if (rc < 0)
         return -1;
