@@ -326,26 +326,30 @@ static void send_queued(amldist__rz_etcd_t *t)
     }
 }
 
-/* The lease kept alive; etcd unreachable for the dead time, or the lease
- * gone, loses the store. */
+/* The lease kept alive (its keep-alive in the multi handle, beside
+ * whatever this thread waits for); etcd unreachable for the dead time, or
+ * the lease gone, loses the store. */
 static void beat(amldist__rz_etcd_t *t, long long now)
 {
-    if (now < t->next_beat)
-        return;
-    t->next_beat = now + t->cfg->keepalive_ms;
-    int rc = amldist__etcd_keepalive(&t->c, t->lease);
-    if (rc > 0) {
+    int rc = amldist__etcd_beat_result(&t->c);
+    if (rc == 1) {
         t->last_ok = now;
     } else if (rc == 0) {
         char why[200];
         snprintf(why, sizeof why, "this agent's lease expired (etcd heard "
                  "nothing from it for %d s)", t->ttl_s);
         amldist__etcd_lost(t, why);
+        return;
     } else if (now - t->last_ok > t->cfg->dead_ms) {
         char why[500];
         snprintf(why, sizeof why, "no etcd member answered for %.1f s (last: "
                  "%s)", t->cfg->dead_ms / 1000.0, t->c.err);
         amldist__etcd_lost(t, why);
+        return;
+    }
+    if (now >= t->next_beat) {
+        t->next_beat = now + t->cfg->keepalive_ms;
+        amldist__etcd_beat(&t->c, t->lease);
     }
 }
 

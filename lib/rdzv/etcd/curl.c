@@ -93,7 +93,25 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return buf_add(arg, p, size * n) < 0 ? 0 : size * n;
 }
 
+/* What a transfer of the multi handle is: its CURLOPT_PRIVATE points at
+ * a struct whose first member is one of these. */
+enum { T_WATCH = 1, T_BEAT, T_POST };
+static const int post_kind = T_POST;
+
+/* The lease's keep-alive, a transfer of the multi handle: it goes on
+ * while a request waits (a slow txn never starves the lease). */
+struct amldist__etcd_beat {
+    int kind;
+    CURL *h;
+    int busy, result; /* -1 none, 0 the lease is gone, 1 alive, 2 failed */
+    struct buf in;
+    char body[64];
+};
+
 struct amldist__etcd_watch {
+    int kind;
+    int ended;        /* its transfer ended (taken out of the multi) */
+    CURLcode end_rc;
     CURL *h;
     int url, live;
     char key[128], end[128];
@@ -140,6 +158,15 @@ void amldist__etcd_free(amldist__etcd_t *c)
 {
     for (int i = 0; i < 2; i++)
         amldist__etcd_unwatch(c, i);
+    struct amldist__etcd_beat *b = c->beat;
+    if (b) {
+        if (b->h) {
+            C(curl_multi_remove_handle)(c->multi, b->h);
+            C(curl_easy_cleanup)(b->h);
+        }
+        free(b->in.p);
+        free(b);
+    }
     if (c->multi)
         C(curl_multi_cleanup)(c->multi);
     if (c->easy)
@@ -173,6 +200,39 @@ static void common(amldist__etcd_t *c, CURL *h)
         C(curl_easy_setopt)(h, CURLOPT_SSLKEY, c->key);
 }
 
+static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
+                      CURLcode rc);
+
+/* The transfers that ended: a watch's marked (read and started again in
+ * amldist__etcd_run()), the keep-alive's result kept, a request's in
+ * *done and *rc.  Each taken out of the multi. */
+static void messages(amldist__etcd_t *c, int *done, CURLcode *rc)
+{
+    CURLMsg *m;
+    int n;
+    while ((m = C(curl_multi_info_read)(c->multi, &n))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        CURL *h = m->easy_handle;
+        CURLcode r = m->data.result;
+        int *kind = NULL;
+        C(curl_easy_getinfo)(h, CURLINFO_PRIVATE, (char **)&kind);
+        C(curl_multi_remove_handle)(c->multi, h); /* m is stale now */
+        if (!kind)
+            continue;
+        if (*kind == T_WATCH) {
+            struct amldist__etcd_watch *w = (void *)kind;
+            w->ended = 1;
+            w->end_rc = r;
+        } else if (*kind == T_BEAT) {
+            beat_done(c, (void *)kind, r);
+        } else if (done) {
+            *done = 1;
+            *rc = r;
+        }
+    }
+}
+
 /* One POST to member i: the curl code, the answer in *b. */
 static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
                           const char *body, struct buf *b)
@@ -188,7 +248,20 @@ static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
     C(curl_easy_setopt)(h, CURLOPT_TIMEOUT_MS,
                         c->now_ms ? c->now_ms : c->timeout_ms);
     common(c, h);
-    CURLcode rc = C(curl_easy_perform)(h);
+    C(curl_easy_setopt)(h, CURLOPT_PRIVATE, &post_kind);
+    CURLcode rc = CURLE_OK;
+    int done = 0, running = 0;
+    if (C(curl_multi_add_handle)(c->multi, h) != CURLM_OK)
+        return CURLE_OUT_OF_MEMORY;
+    /* The keep-alive and the watches go on meanwhile (the watches'
+     * events are read in amldist__etcd_run(), never in a request). */
+    for (;;) {
+        C(curl_multi_perform)(c->multi, &running);
+        messages(c, &done, &rc);
+        if (done)
+            break;
+        C(curl_multi_poll)(c->multi, NULL, 0, 100, NULL);
+    }
     if (rc == CURLE_OK) {
         char *ip = NULL;
         if (C(curl_easy_getinfo)(h, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
@@ -297,6 +370,8 @@ static int watch_start(amldist__etcd_t *c, struct amldist__etcd_watch *w)
     snprintf(w->body, 600, "{\"create_request\":{\"key\":\"%s\",\"range_end\":"
              "\"%s\",\"start_revision\":\"%lld\"}}", k64, e64, w->next_rev);
     w->url = c->cur;
+    w->kind = T_WATCH;
+    w->ended = 0;
     snprintf(url, sizeof url, "%s/v3/watch", c->url[c->cur]);
     C(curl_easy_setopt)(w->h, CURLOPT_URL, url);
     C(curl_easy_setopt)(w->h, CURLOPT_POSTFIELDS, w->body);
@@ -363,42 +438,101 @@ static void watch_read(struct amldist__etcd_watch *w)
 
 int amldist__etcd_run(amldist__etcd_t *c, int wait_ms)
 {
-    int running = 0, n = 0, bad = 0;
+    int running = 0, bad = 0;
     long long now = amldist__now_ms();
     for (int i = 0; i < 2; i++) {
         struct amldist__etcd_watch *w = c->w[i];
         if (!w)
             continue;
         /* A request moved to another member: the watch follows it. */
-        if (w->live && w->url != c->cur)
+        if (w->live && !w->ended && w->url != c->cur)
             watch_stop(c, w);
         if (!w->live && now >= w->retry_at && watch_start(c, w) < 0)
             bad = 1;
     }
     C(curl_multi_poll)(c->multi, NULL, 0, wait_ms, NULL);
     C(curl_multi_perform)(c->multi, &running);
-    for (int i = 0; i < 2; i++)
-        if (c->w[i] && c->w[i]->in.len)
-            watch_read(c->w[i]);
-    CURLMsg *m;
-    while ((m = C(curl_multi_info_read)(c->multi, &n))) {
-        struct amldist__etcd_watch *w = NULL;
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        C(curl_easy_getinfo)(m->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+    messages(c, NULL, NULL);
+    for (int i = 0; i < 2; i++) {
+        struct amldist__etcd_watch *w = c->w[i];
         if (!w)
             continue;
-        CURLcode rc = m->data.result;
-        watch_read(w);
-        watch_stop(c, w);
+        if (w->in.len)
+            watch_read(w);
+        /* A callback may have ended this watch, or its slot's. */
+        if ((w = c->w[i]) == NULL || !w->ended)
+            continue;
         /* Broken: another member, after a pause. */
         snprintf(c->err, sizeof c->err, "%s: the watch ended: %s",
-                 c->url[w->url], C(curl_easy_strerror)(rc));
+                 c->url[w->url], C(curl_easy_strerror)(w->end_rc));
         if (c->cur == w->url)
             c->cur = (c->cur + 1) % c->nurl;
+        watch_stop(c, w);
         w->retry_at = now + 100;
         bad = 1;
-        break; /* m is no longer valid after a removal */
     }
     return bad ? -1 : 0;
+}
+
+static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
+                      CURLcode rc)
+{
+    b->busy = 0;
+    if (rc != CURLE_OK) {
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur],
+                 C(curl_easy_strerror)(rc));
+        c->cur = (c->cur + 1) % c->nurl; /* the next one next time */
+        b->result = 2;
+        return;
+    }
+    /* A lease that is gone answers without a TTL (or 0). */
+    amldist__js_t doc = {b->in.p, b->in.p ? b->in.p + b->in.len : NULL}, v;
+    b->result = b->in.p && amldist__js_path(doc, "result.TTL", &v) == 0 &&
+                amldist__js_int(v, 0) > 0;
+    if (!b->result && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
+        char text[200] = "";
+        amldist__js_str(v, text, sizeof text);
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur], text);
+        b->result = 2; /* etcd's error (no leader yet): not the lease's */
+    }
+}
+
+int amldist__etcd_beat(amldist__etcd_t *c, long long lease)
+{
+    struct amldist__etcd_beat *b = c->beat;
+    if (!b) {
+        if (!(b = c->beat = calloc(1, sizeof *b)))
+            return -1;
+        b->result = -1;
+    }
+    if (b->busy)
+        return 0;
+    if (!b->h && !(b->h = C(curl_easy_init)()))
+        return -1;
+    char url[600];
+    b->kind = T_BEAT;
+    b->in.len = 0;
+    snprintf(b->body, sizeof b->body, "{\"ID\":\"%lld\"}", lease);
+    snprintf(url, sizeof url, "%s/v3/lease/keepalive", c->url[c->cur]);
+    C(curl_easy_setopt)(b->h, CURLOPT_URL, url);
+    C(curl_easy_setopt)(b->h, CURLOPT_POSTFIELDS, b->body);
+    C(curl_easy_setopt)(b->h, CURLOPT_WRITEFUNCTION, on_data);
+    C(curl_easy_setopt)(b->h, CURLOPT_WRITEDATA, &b->in);
+    C(curl_easy_setopt)(b->h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    C(curl_easy_setopt)(b->h, CURLOPT_PRIVATE, b);
+    common(c, b->h);
+    if (C(curl_multi_add_handle)(c->multi, b->h) != CURLM_OK)
+        return -1;
+    b->busy = 1;
+    return 0;
+}
+
+int amldist__etcd_beat_result(amldist__etcd_t *c)
+{
+    struct amldist__etcd_beat *b = c->beat;
+    if (!b)
+        return -1;
+    int r = b->result;
+    b->result = -1;
+    return r;
 }

@@ -66,6 +66,7 @@ long long amldist__js_kv(amldist__js_t kv, int del, amldist__etcd_on_event fn,
  * for the watch streams. */
 #define AMLDIST__ETCD_URLS_MAX 16
 struct amldist__etcd_watch;
+struct amldist__etcd_beat;
 typedef struct amldist__etcd {
     char *url[AMLDIST__ETCD_URLS_MAX];
     int nurl, cur;
@@ -79,6 +80,7 @@ typedef struct amldist__etcd {
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
     struct amldist__etcd_watch *w[2];
+    struct amldist__etcd_beat *beat;
     char err[300];          /* the last failure, in words */
 } amldist__etcd_t;
 
@@ -92,6 +94,12 @@ void amldist__etcd_free(amldist__etcd_t *c);
  * answer's "error"), or -1 with c->err (no member answered). */
 int amldist__etcd_post(amldist__etcd_t *c, const char *path,
                        const char *body, char **resp);
+/* The lease's keep-alive started, unless one is on its way (0, or -1:
+ * out of memory); it goes on in the multi handle, beside the watches and
+ * while a request waits.  Its result, once (then -1 again): -1 none yet,
+ * 0 the lease is gone, 1 alive, 2 failed (c->err). */
+int amldist__etcd_beat(amldist__etcd_t *c, long long lease);
+int amldist__etcd_beat_result(amldist__etcd_t *c);
 /* The curl multi's wake-up (another thread: the caller's send()). */
 void amldist__etcd_wakeup(amldist__etcd_t *c);
 
@@ -110,9 +118,6 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms);
 /* kv.c: etcd's calls in JSON.  Keys and values raw bytes (base64 here).
  * Each 0 on success, or -1 with c->err. */
 int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long *lease);
-/* 1 while the lease lives, 0 when it is gone, -1 when etcd is not
- * reached. */
-int amldist__etcd_keepalive(amldist__etcd_t *c, long long lease);
 int amldist__etcd_revoke(amldist__etcd_t *c, long long lease);
 int amldist__etcd_put(amldist__etcd_t *c, const char *key,
                       const unsigned char *v, size_t vlen, long long lease,

@@ -110,23 +110,6 @@ int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long *lease)
     return *lease ? 0 : -1;
 }
 
-int amldist__etcd_keepalive(amldist__etcd_t *c, long long lease)
-{
-    struct body b = {0};
-    char s[64];
-    char *resp;
-    amldist__js_t doc, v;
-    snprintf(s, sizeof s, "{\"ID\":\"%lld\"}", lease);
-    adds(&b, s);
-    if (call(c, "/v3/lease/keepalive", &b, &resp, &doc) < 0)
-        return -1;
-    /* A lease that is gone answers without a TTL (or 0). */
-    long long ttl = amldist__js_path(doc, "result.TTL", &v) == 0
-                        ? amldist__js_int(v, 0) : 0;
-    free(resp);
-    return ttl > 0;
-}
-
 int amldist__etcd_revoke(amldist__etcd_t *c, long long lease)
 {
     struct body b = {0};
