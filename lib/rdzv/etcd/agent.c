@@ -116,16 +116,17 @@ static void on_batch(amldist__rz_etcd_t *t, const unsigned char *p, size_t n)
     }
 }
 
-/* The agent's watch: P/a/ (the batches and the decider key). */
+/* The agent's watches: P/a/<agent>/ (the batches for this agent alone)
+ * and P/b/ (the batches for several, and the decider key). */
 static void on_agent_event(void *arg, int del, const char *key, size_t klen,
                            const unsigned char *v, size_t vlen,
                            long long crev, long long mrev)
 {
     amldist__rz_etcd_t *t = arg;
-    char lead[160];
+    char lead[AMLDIST__ETCD_KEY_MAX];
     (void)crev;
     (void)mrev;
-    snprintf(lead, sizeof lead, "%s/a/lead", t->prefix);
+    snprintf(lead, sizeof lead, "%s/b/lead", t->prefix);
     if (klen == strlen(lead) && memcmp(key, lead, klen) == 0) {
         if (del && t->d) {
             amldist__etcd_lost(t, "this agent's decider key went (its lease "
@@ -155,7 +156,7 @@ static void say(amldist__rz_etcd_t *t, const char *line)
 static int join(amldist__rz_etcd_t *t)
 {
     unsigned char buf[4 + AMLDIST__RZ_JOIN_MAX + 64];
-    char key[160], end[160];
+    char key[AMLDIST__ETCD_KEY_MAX], end[AMLDIST__ETCD_KEY_MAX];
     long long rev;
     if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, &t->lease) < 0)
         return -1;
@@ -169,9 +170,15 @@ static int join(amldist__rz_etcd_t *t)
              (unsigned long long)t->me.agent);
     if (put_sealed(t, key, buf, 4 + n + a, t->lease, &rev) < 0)
         return -1;
-    snprintf(key, sizeof key, "%s/a/", t->prefix);
-    snprintf(end, sizeof end, "%s/a0", t->prefix);
+    snprintf(key, sizeof key, "%s/a/%016llx/", t->prefix,
+             (unsigned long long)t->me.agent);
+    snprintf(end, sizeof end, "%s/a/%016llx0", t->prefix,
+             (unsigned long long)t->me.agent);
     if (amldist__etcd_watch(&t->c, 0, key, end, rev + 1, on_agent_event, t) < 0)
+        return -1;
+    snprintf(key, sizeof key, "%s/b/", t->prefix);
+    snprintf(end, sizeof end, "%s/b0", t->prefix);
+    if (amldist__etcd_watch(&t->c, 2, key, end, rev + 1, on_agent_event, t) < 0)
         return -1;
     t->joined = 1;
     t->last_ok = amldist__now_ms();
@@ -234,9 +241,9 @@ static void campaign(amldist__rz_etcd_t *t)
 {
     unsigned char id[8], *v;
     size_t vn;
-    char key[160];
+    char key[AMLDIST__ETCD_KEY_MAX];
     struct holder h = {t, 0, 0};
-    snprintf(key, sizeof key, "%s/a/lead", t->prefix);
+    snprintf(key, sizeof key, "%s/b/lead", t->prefix);
     amldist__rz_put_u64(id, t->me.agent);
     if (amldist__etcd_value(t, key, id, sizeof id, &v, &vn) < 0)
         return;
@@ -277,7 +284,7 @@ static void send_queued(amldist__rz_etcd_t *t)
 {
     amldist__rz_sink_t *s = t->s;
     unsigned char ev[4 + 16 + AMLDIST__RZ_SUMMARY_MAX], done[16];
-    char key[160];
+    char key[AMLDIST__ETCD_KEY_MAX];
     t->retry = 0;
     pthread_mutex_lock(&s->mu);
     struct amldist__rz_fail *fail = s->fail;

@@ -114,7 +114,7 @@ struct amldist__etcd_watch {
     CURLcode end_rc;
     CURL *h;
     int url, live;
-    char key[128], end[128];
+    char key[AMLDIST__ETCD_KEY_MAX], end[AMLDIST__ETCD_KEY_MAX];
     long long next_rev, retry_at;
     struct buf in;
     char *body;
@@ -156,7 +156,7 @@ void amldist__etcd_unwatch(amldist__etcd_t *c, int slot)
 
 void amldist__etcd_free(amldist__etcd_t *c)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++)
         amldist__etcd_unwatch(c, i);
     struct amldist__etcd_beat *b = c->beat;
     if (b) {
@@ -288,7 +288,7 @@ static int headers(amldist__etcd_t *c)
     if (!h)
         return -1;
     /* The watches hold the old list: they start again on the new one. */
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++)
         if (c->w[i])
             watch_stop(c, c->w[i]);
     if (c->hdrs)
@@ -360,14 +360,14 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
 /* The watch's stream started on the current member from w->next_rev. */
 static int watch_start(amldist__etcd_t *c, struct amldist__etcd_watch *w)
 {
-    char k64[200], e64[200], url[600];
+    char k64[AMLDIST__ETCD_KEY64_MAX], e64[AMLDIST__ETCD_KEY64_MAX], url[600];
     amldist__b64_enc((const unsigned char *)w->key, strlen(w->key), k64);
     amldist__b64_enc((const unsigned char *)w->end, strlen(w->end), e64);
     free(w->body);
-    w->body = malloc(600);
+    w->body = malloc(1000);
     if (!w->body || !(w->h = C(curl_easy_init)()))
         return -1;
-    snprintf(w->body, 600, "{\"create_request\":{\"key\":\"%s\",\"range_end\":"
+    snprintf(w->body, 1000, "{\"create_request\":{\"key\":\"%s\",\"range_end\":"
              "\"%s\",\"start_revision\":\"%lld\"}}", k64, e64, w->next_rev);
     w->url = c->cur;
     w->kind = T_WATCH;
@@ -440,7 +440,7 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms)
 {
     int running = 0, bad = 0;
     long long now = amldist__now_ms();
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++) {
         struct amldist__etcd_watch *w = c->w[i];
         if (!w)
             continue;
@@ -453,7 +453,7 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms)
     C(curl_multi_poll)(c->multi, NULL, 0, wait_ms, NULL);
     C(curl_multi_perform)(c->multi, &running);
     messages(c, NULL, NULL);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++) {
         struct amldist__etcd_watch *w = c->w[i];
         if (!w)
             continue;

@@ -69,8 +69,13 @@ static void bact(amldist__etcd_decider_t *d, uint64_t agent, uint32_t type,
     amldist__net_put_u32(h + 8, type);
     amldist__net_put_u32(h + 12, value);
     amldist__net_put_u32(h + 16, (uint32_t)tlen);
-    if (bput(d, h, sizeof h) == 0 && bput(d, text, tlen) == 0)
-        d->bcount++;
+    if (bput(d, h, sizeof h) == 0 && bput(d, text, tlen) == 0) {
+        /* One target: the batch goes to its own keys, read by it alone. */
+        if (!d->bcount++)
+            d->btarget = agent;
+        else if (d->btarget != agent)
+            d->btarget = 0;
+    }
 }
 
 /* A write queued (p taken: sealed into the op). */
@@ -224,12 +229,17 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     }
     /* The log entry: self | t | next_act after it | kind | agent | data. */
     unsigned char *e = malloc(36 + n);
-    char key[160];
+    char key[AMLDIST__ETCD_KEY_MAX];
     if (!e)
         return 0;
     if (batch) {
-        snprintf(key, sizeof key, "%s/a/%016llx", t->prefix,
-                 (unsigned long long)d->next_act++);
+        if (d->btarget)
+            snprintf(key, sizeof key, "%s/a/%016llx/%016llx", t->prefix,
+                     (unsigned long long)d->btarget,
+                     (unsigned long long)d->next_act++);
+        else
+            snprintf(key, sizeof key, "%s/b/%016llx", t->prefix,
+                     (unsigned long long)d->next_act++);
         queue_op(t, key, d->batch, d->blen, 0);
     }
     amldist__rz_put_u64(e, d->self);
@@ -278,7 +288,7 @@ void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
     amldist__rz_etcd_t *t = arg;
     amldist__etcd_decider_t *d = t->d;
     size_t pl = strlen(t->prefix);
-    char name[100];
+    char name[AMLDIST__ETCD_KEY_MAX];
     (void)crev;
     (void)mrev;
     if (!d || klen < pl + 3 + 16 || klen >= sizeof name)
@@ -314,8 +324,8 @@ void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
 static int flush(amldist__rz_etcd_t *t)
 {
     amldist__etcd_decider_t *d = t->d;
-    char guard[160];
-    snprintf(guard, sizeof guard, "%s/a/lead", t->prefix);
+    char guard[AMLDIST__ETCD_KEY_MAX];
+    snprintf(guard, sizeof guard, "%s/b/lead", t->prefix);
     int done = 0;
     while (done < d->nops) {
         int k = 0;
@@ -421,7 +431,7 @@ void amldist__etcd_decider_free(amldist__rz_etcd_t *t)
     amldist__etcd_unwatch(&t->c, 1);
     /* The job over here and every agent gone: nothing of it stays. */
     if (d->clean) {
-        char a[160], b[160];
+        char a[AMLDIST__ETCD_KEY_MAX], b[AMLDIST__ETCD_KEY_MAX];
         snprintf(a, sizeof a, "%s/", t->prefix);
         snprintf(b, sizeof b, "%s0", t->prefix);
         amldist__etcd_delete(&t->c, a, b);

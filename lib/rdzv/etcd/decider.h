@@ -23,7 +23,7 @@ struct input {
     struct input *next;
     int kind;
     uint64_t agent;
-    char key[96]; /* the event key to delete once consumed ("": none) */
+    char key[AMLDIST__ETCD_KEY_MAX]; /* the event key to delete once consumed ("": none) */
     unsigned char *p;
     size_t n;
 };
@@ -50,6 +50,7 @@ struct amldist__etcd_decider {
     unsigned char *batch;
     size_t blen, bcap;
     uint32_t bcount;
+    uint64_t btarget; /* its one target's agent, 0: several */
 };
 
 /* decider.c: the member of `agent` (made when `make`; NULL when out of

@@ -10,8 +10,9 @@
  * through curl's wake-up.  Keys, under P = PREFIX/<run id hash>:
  *   P/m/<agent>   the member: its JOIN (and its address), under its lease
  *   P/e/<agent>/<n>  its FAIL or DONE, until the decider consumed it
- *   P/a/lead      the decider's agent, under its lease
- *   P/a/<seq>     a batch of the decider's actions (ASSIGN, STOP, ...)
+ *   P/b/lead      the decider's agent, under its lease
+ *   P/a/<agent>/<seq>  a batch of the decider's actions for one agent
+ *   P/b/<seq>     a batch for several (ASSIGN, STOP, ...)
  *   P/z/<seq>     the decider's log: every event it decided on, and when
  * every value sealed with the job's secret when it has one (net/chan.h's
  * amldist__chan_value_seal, the key's name bound to it).
@@ -65,6 +66,13 @@ long long amldist__js_kv(amldist__js_t kv, int del, amldist__etcd_on_event fn,
  * turn), TLS and user auth, one easy handle for requests and a multi one
  * for the watch streams. */
 #define AMLDIST__ETCD_URLS_MAX 16
+/* The longest key name (a prefix of up to 99 bytes and the rest), and
+ * its base64. */
+#define AMLDIST__ETCD_KEY_MAX 256
+#define AMLDIST__ETCD_KEY64_MAX (4 * (AMLDIST__ETCD_KEY_MAX + 2) / 3 + 1)
+/* Watch slots: the agent's own batches, the decider's inputs, the
+ * batches for several agents and the decider key. */
+#define AMLDIST__ETCD_WATCHES 3
 struct amldist__etcd_watch;
 struct amldist__etcd_beat;
 typedef struct amldist__etcd {
@@ -79,7 +87,7 @@ typedef struct amldist__etcd {
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
-    struct amldist__etcd_watch *w[2];
+    struct amldist__etcd_watch *w[AMLDIST__ETCD_WATCHES];
     struct amldist__etcd_beat *beat;
     char err[300];          /* the last failure, in words */
 } amldist__etcd_t;
@@ -138,7 +146,7 @@ int amldist__etcd_create(amldist__etcd_t *c, const char *key,
  * while `guard`'s create revision is guard_rev: 1 done, 0 the guard
  * failed, -1. */
 typedef struct {
-    char key[96];
+    char key[AMLDIST__ETCD_KEY_MAX];
     unsigned char *v; /* NULL: delete key */
     size_t vlen;
 } amldist__etcd_op_t;

@@ -192,8 +192,8 @@ long long amldist__js_kv(amldist__js_t kv, int del, amldist__etcd_on_event fn,
                          void *arg)
 {
     amldist__js_t v;
-    char k64[200];
-    unsigned char key[160];
+    char k64[AMLDIST__ETCD_KEY64_MAX];
+    unsigned char key[AMLDIST__ETCD_KEY_MAX + 4]; /* 3/4 of k64 */
     if (amldist__js_get(kv, "key", &v) < 0 ||
         amldist__js_str(v, k64, sizeof k64) < 0)
         return -1;

@@ -31,7 +31,7 @@ static void on_log(void *arg, int del, const char *key, size_t klen,
     struct log *l = arg;
     unsigned char *p;
     size_t n;
-    char name[100];
+    char name[AMLDIST__ETCD_KEY_MAX];
     (void)del;
     (void)crev;
     (void)mrev;
@@ -121,7 +121,7 @@ static void on_pending(void *arg, int del, const char *key, size_t klen,
 
 int amldist__etcd_decider_start(amldist__rz_etcd_t *t)
 {
-    char a[160], b[160];
+    char a[AMLDIST__ETCD_KEY_MAX], b[AMLDIST__ETCD_KEY_MAX];
     long long rev;
     struct log l = {t, NULL, NULL, 0, 0, 0};
     amldist__etcd_decider_t *d = calloc(1, sizeof *d);

@@ -120,7 +120,7 @@ reset
 export SLEEP0=30 FAST_WORLD=2
 start a takeover --nnodes 2:3 --max-restarts 1
 for _ in $(seq 100); do
-    etcd_left | grep -q '/a/lead$' && break
+    etcd_left | grep -q '/b/lead$' && break
     nap 0.1
 done
 start b takeover --nnodes 2:3 --max-restarts 1
