@@ -244,13 +244,20 @@ static void campaign(amldist__rz_etcd_t *t)
     char key[AMLDIST__ETCD_KEY_MAX];
     struct holder h = {t, 0, 0};
     snprintf(key, sizeof key, "%s/b/lead", t->prefix);
-    amldist__rz_put_u64(id, t->me.agent);
-    if (amldist__etcd_value(t, key, id, sizeof id, &v, &vn) < 0)
-        return;
+    /* A read first: a thousand agents joining at once try the txn (a
+     * write of etcd's log) only while nobody holds the key. */
+    if (amldist__etcd_range(&t->c, key, NULL, NULL, on_holder, &h) < 0)
+        return; /* tried again */
+    int won = 0;
     long long rev = 0;
-    int won = amldist__etcd_create(&t->c, key, v, vn, t->lease, &rev,
+    if (!h.seen) {
+        amldist__rz_put_u64(id, t->me.agent);
+        if (amldist__etcd_value(t, key, id, sizeof id, &v, &vn) < 0)
+            return;
+        won = amldist__etcd_create(&t->c, key, v, vn, t->lease, &rev,
                                    on_holder, &h);
-    free(v);
+        free(v);
+    }
     if (won < 0)
         return; /* tried again */
     t->campaign = 0;

@@ -223,6 +223,8 @@ static int client(amldist__rz_etcd_t *t, const char *endpoint)
     long ms = 2L * t->cfg->keepalive_ms;
     t->c.timeout_ms = ms < 500 ? 500 : ms > 5000 ? 5000 : ms;
     t->c.slow_ms = 10000;
+    t->c.beat_ms = t->cfg->dead_ms / 2 > t->c.timeout_ms ? t->cfg->dead_ms / 2
+                                                         : t->c.timeout_ms;
     /* etcd's leases are whole seconds: the dead time, rounded up. */
     t->ttl_s = (t->cfg->dead_ms + 999) / 1000;
     if (t->ttl_s < 2)

@@ -518,7 +518,8 @@ int amldist__etcd_beat(amldist__etcd_t *c, long long lease)
     C(curl_easy_setopt)(b->h, CURLOPT_POSTFIELDS, b->body);
     C(curl_easy_setopt)(b->h, CURLOPT_WRITEFUNCTION, on_data);
     C(curl_easy_setopt)(b->h, CURLOPT_WRITEDATA, &b->in);
-    C(curl_easy_setopt)(b->h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    /* It blocks nothing: it may take the busy etcd's time. */
+    C(curl_easy_setopt)(b->h, CURLOPT_TIMEOUT_MS, c->beat_ms);
     C(curl_easy_setopt)(b->h, CURLOPT_PRIVATE, b);
     common(c, b->h);
     if (C(curl_multi_add_handle)(c->multi, b->h) != CURLM_OK)

@@ -84,6 +84,7 @@ typedef struct amldist__etcd {
      * past the dead time) and the others (a txn or range of a thousand
      * nodes on a busy etcd takes seconds). */
     long timeout_ms, slow_ms, now_ms;
+    long beat_ms; /* the keep-alive's: half the lease */
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
@@ -132,8 +133,8 @@ int amldist__etcd_put(amldist__etcd_t *c, const char *key,
                       long long *rev);
 int amldist__etcd_delete(amldist__etcd_t *c, const char *key,
                          const char *end);
-/* Keys [key, end) by create revision: each handed to fn as a PUT; the
- * store's revision in *rev. */
+/* Keys [key, end) (end NULL: key alone) by create revision: each handed
+ * to fn as a PUT; the store's revision in *rev. */
 int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
                         long long *rev, amldist__etcd_on_event fn, void *arg);
 /* Create key (its create revision 0) under lease, else read it (handed to

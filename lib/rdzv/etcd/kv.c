@@ -198,8 +198,10 @@ int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
     amldist__js_t doc, kvs;
     adds(&b, "{");
     add64(&b, "key", key, strlen(key));
-    adds(&b, ",");
-    add64(&b, "range_end", end, strlen(end));
+    if (end) {
+        adds(&b, ",");
+        add64(&b, "range_end", end, strlen(end));
+    }
     adds(&b, ",\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\"}");
     if (call(c, "/v3/kv/range", &b, &resp, &doc) < 0)
         return -1;
