@@ -18,6 +18,10 @@ reps=${1:-1}; secs=${2:-5}; shift $(($# > 2 ? 2 : $#))
 agents=${*:-64 1024}
 build=${BUILD:-build}
 out=$build/bench
+if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+    echo "# rdzv_etcd: no etcd (install etcd-server and etcd-client: scripts/install-deps.sh)"
+    exit 0
+fi
 make -s BUILD="$build" "$out/rdzv_etcd_bench" >/dev/null
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amldist-bench.XXXXXX")
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
