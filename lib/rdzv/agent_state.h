@@ -124,6 +124,11 @@ void amldist__rz_signal_caller(amldist__rz_sink_t *s);
 void amldist__rz_set_over(amldist__rz_sink_t *s, int status,
                           const char *failure);
 void amldist__rz_plane_signal(amldist__rz_sink_t *s);
+/* Under mu: the decider's side is gone for this agent (`what`: "host",
+ * "store"): before the first round a join error ("rendezvous at EP:
+ * why"), after it the end ("the rendezvous WHAT at EP was lost: why"). */
+void amldist__rz_set_lost(amldist__rz_sink_t *s, const char *endpoint,
+                          const char *what, const char *why);
 /* The decider's WAIT line, written to the note descriptor (not under
  * mu: one write). */
 void amldist__rz_note_wait(const amldist__rz_sink_t *s,

@@ -32,20 +32,9 @@ static int put_sealed(amldist__rz_etcd_t *t, const char *key,
 
 void amldist__etcd_lost(amldist__rz_etcd_t *t, const char *why)
 {
-    amldist__rz_sink_t *s = t->s;
-    pthread_mutex_lock(&s->mu);
-    if (s->state < C_RUNNING && !s->err) {
-        s->err = AMLDIST_ESYS;
-        snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
-                 t->endpoint, why);
-        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
-    } else if (s->state != C_OVER) {
-        char text[700];
-        snprintf(text, sizeof text, "the rendezvous store at %s was lost: %s",
-                 t->endpoint, why);
-        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, text);
-    }
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&t->s->mu);
+    amldist__rz_set_lost(t->s, t->endpoint, "store", why);
+    pthread_mutex_unlock(&t->s->mu);
 }
 
 /* One action for this agent, from a batch (decider.c's encoding). */
