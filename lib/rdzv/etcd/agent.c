@@ -364,6 +364,15 @@ static void try_join(amldist__rz_etcd_t *t, long long now)
         return;
     if (join(t) == 0)
         return;
+    if (t->c.refused) {
+        pthread_mutex_lock(&t->s->mu);
+        t->s->err = AMLDIST_EDENIED;
+        snprintf(t->s->errmsg, sizeof t->s->errmsg, "rendezvous at %.250s: "
+                 "%.300s", t->endpoint, t->c.err);
+        amldist__rz_set_over(t->s, AMLDIST_RDZV_STATUS_LOST, t->s->errmsg);
+        pthread_mutex_unlock(&t->s->mu);
+        return;
+    }
     long long start = t->join_deadline - t->cfg->join_timeout_ms;
     if (now >= t->join_deadline) {
         char why[500];

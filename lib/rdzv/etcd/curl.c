@@ -313,13 +313,17 @@ static int authenticate(amldist__etcd_t *c, int i)
     amldist__js_t doc = {b.p, b.p ? b.p + b.len : NULL}, v;
     int ok = rc == CURLE_OK && amldist__js_get(doc, "token", &v) == 0 &&
              amldist__js_str(v, tok, sizeof tok) == 0;
+    /* etcd answered, and said no: not a member to fail over from. */
+    c->refused = rc == CURLE_OK && !ok;
     if (ok)
         snprintf(c->token, sizeof c->token, "Authorization: %s", tok);
+    else if (c->refused)
+        snprintf(c->err, sizeof c->err, "etcd at %s refused user %s: "
+                 "authentication failed (its password_file or "
+                 "AMLDIST_ETCD_PASSWORD)", c->url[i], c->user);
     else
-        snprintf(c->err, sizeof c->err, "%s: etcd user %s not "
-                 "authenticated%s%s", c->url[i], c->user,
-                 rc != CURLE_OK ? ": " : "",
-                 rc != CURLE_OK ? C(curl_easy_strerror)(rc) : "");
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[i],
+                 C(curl_easy_strerror)(rc));
     explicit_bzero(tok, sizeof tok);
     if (b.p)
         explicit_bzero(b.p, b.len);
@@ -334,8 +338,11 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
     int reauth = 1;
     for (int k = 0; k < c->nurl; k++) {
         int i = (c->cur + k) % c->nurl;
-        if (c->user[0] && !c->token[0] && authenticate(c, i) < 0)
+        if (c->user[0] && !c->token[0] && authenticate(c, i) < 0) {
+            if (c->refused)
+                break;
             continue;
+        }
         CURLcode rc = post_once(c, i, path, body, &b);
         /* etcd's Unauthenticated: the token expired; once more. */
         if (rc == CURLE_OK && c->user[0] && reauth &&

@@ -91,6 +91,7 @@ typedef struct amldist__etcd {
     struct amldist__etcd_watch *w[AMLDIST__ETCD_WATCHES];
     struct amldist__etcd_beat *beat;
     char err[300];          /* the last failure, in words */
+    int refused;            /* etcd refused the user (not to retry) */
 } amldist__etcd_t;
 
 /* libcurl loaded (once a process): 0, or -1 with why. */

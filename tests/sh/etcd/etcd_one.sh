@@ -179,4 +179,36 @@ expect_eq "two run ids: two worlds of 2" "$(reports | sed 's/ master=.*//' | sor
 unset SLEEP0
 left "two run ids"
 
+# etcd's own user auth: the password from a file (never the command
+# line); a wrong one refused at once (exit 2), saying so.  Last: the
+# store has auth on from here.
+reset
+etcd_ctl user add root:rootpw >/dev/null 2>&1
+etcd_ctl user add amlrun:"$(job_secret pw)" >/dev/null 2>&1
+etcd_ctl role add job >/dev/null 2>&1
+etcd_ctl role grant-permission job --prefix=true readwrite /amldist/ >/dev/null 2>&1
+etcd_ctl user grant-role amlrun job >/dev/null 2>&1
+pw=$(job_secret pw2)
+etcd_ctl user passwd amlrun --interactive=false <<<"$pw" >/dev/null 2>&1
+printf '%s\n' "$pw" >"$TEST_TMP/pw"
+chmod 600 "$TEST_TMP/pw"
+if etcd_ctl auth enable >/dev/null 2>&1; then
+    PLAIN=$CONF
+    CONF="$PLAIN,username=amlrun,password_file=$TEST_TMP/pw"
+    start a auth --nnodes 2
+    start b auth --nnodes 2
+    waitall a b
+    expect_eq "etcd user auth: both exit 0" "$RCS" "0 0"
+    printf 'wrong\n' >"$TEST_TMP/pw"
+    start s auth --nnodes 2
+    waitall s
+    expect_eq "etcd user auth: a wrong password refused (exit 2)" "$RCS" 2
+    check "etcd user auth: it says so" grep -q "refused user amlrun: authentication failed" "$OUT/s.log"
+    expect_eq "etcd user auth: nothing left in etcd" \
+        "$(etcd_ctl --user "root:rootpw" get /amldist --prefix --keys-only)" ""
+    CONF=$PLAIN
+else
+    skip "etcd user auth" "etcdctl auth enable failed"
+fi
+
 echo "# done"
