@@ -5,11 +5,12 @@
 # worker's failure ends both with its status; --max-restarts runs the job
 # again; --nnodes MIN:MAX forms with MIN after the last call; an amlrun
 # SIGKILLed is lost (its lease expires) and the other ends; the decider's
-# amlrun SIGKILLed, the others take over and re-form (a restart); with
+# amlrun SIGKILLed, another takes over and the two left re-form; with
 # the job's secret every value is sealed, and an amlrun of another secret
 # is refused at once, saying so; two run ids beside each other on one
-# etcd; and nothing left in etcd after each job.  Short leases (2 s) by
-# --rdzv-conf.
+# etcd; etcd's user auth (the password from a file; a wrong one refused
+# at once); and nothing left in etcd after each job.  Short leases (2 s)
+# by --rdzv-conf.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/etcd.sh"
 etcd_up 1
