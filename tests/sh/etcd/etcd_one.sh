@@ -9,7 +9,8 @@
 # the job's secret every value is sealed, and an amlrun of another secret
 # is refused at once, saying so; two run ids beside each other on one
 # etcd; etcd's user auth (the password from a file; a wrong one refused
-# at once); and nothing left in etcd after each job.  Short leases (2 s)
+# at once); etcd's TLS with client certificates; and nothing left in etcd
+# after each job.  Short leases (2 s)
 # by --rdzv-conf.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/etcd.sh"
@@ -210,6 +211,49 @@ if etcd_ctl auth enable >/dev/null 2>&1; then
     CONF=$PLAIN
 else
     skip "etcd user auth" "etcdctl auth enable failed"
+fi
+
+# etcd's TLS: a member of its own that wants client certificates
+# (--client-cert-auth), its CA and this node's certificate and key by
+# --rdzv-conf protocol=https,cacert=,cert=,key=; without this node's
+# certificate, refused.
+if have openssl; then
+    d=$TEST_TMP/tls
+    mkdir -p "$d"
+    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$d/ext"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$d/ca.key" \
+        -out "$d/ca.crt" -days 1 -subj /CN=amldist-test-ca 2>/dev/null
+    for n in server client; do
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$d/$n.key" \
+            -out "$d/$n.csr" -subj "/CN=$n" 2>/dev/null
+        openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+            -out "$d/$n.crt" -days 1 -extfile "$d/ext" 2>/dev/null
+    done
+    cp=$(etcd_free_port) pp=$(etcd_free_port)
+    etcd --name tls --data-dir "$d/data" --listen-client-urls "https://127.0.0.1:$cp" \
+        --advertise-client-urls "https://127.0.0.1:$cp" --listen-peer-urls "http://127.0.0.1:$pp" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "tls=http://127.0.0.1:$pp" \
+        --cert-file "$d/server.crt" --key-file "$d/server.key" --trusted-ca-file "$d/ca.crt" \
+        --client-cert-auth --log-level error >"$d/log" 2>&1 &
+    ETCD_PIDS+=($!)
+    for _ in $(seq 100); do
+        ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" --cacert "$d/ca.crt" --cert "$d/client.crt" \
+            --key "$d/client.key" endpoint health >/dev/null 2>&1 && break
+        nap 0.1
+    done
+    reset
+    ETCD_EP=127.0.0.1:$cp
+    CONF="$CONF,protocol=https,cacert=$d/ca.crt,cert=$d/client.crt,key=$d/client.key"
+    start a tls --nnodes 2
+    start b tls --nnodes 2
+    waitall a b
+    expect_eq "etcd's TLS: both exit 0" "$RCS" "0 0"
+    CONF="${CONF%,cert=*},join_timeout=2"
+    start s tls --nnodes 1
+    waitall s
+    check "etcd's TLS: without this node's certificate, not 0" test "$RCS" != 0
+else
+    skip "etcd's TLS" "no openssl"
 fi
 
 echo "# done"
