@@ -146,8 +146,13 @@ static int node_job(const struct amlrun_opts *o, const struct plan *p,
     int rc;
     if (o->dry_run) {
         if (options_c10d(o) && o->dry_run != OPT_JSON)
-            printf("amlrun: rendezvous: %s at %s:%d; the node rank comes "
-                   "from it, shown here as for a node alone\n",
+            /* Port 0: none given (etcd's list, or its default port). */
+            printf(o->endpoint_port ? "amlrun: rendezvous: %s at %s:%d; the "
+                                      "node rank comes from it, shown here "
+                                      "as for a node alone\n"
+                                    : "amlrun: rendezvous: %s at %s; the node "
+                                      "rank comes from it, shown here as for "
+                                      "a node alone\n",
                    o->rdzv_backend, o->owned_addr, o->endpoint_port);
         rc = o->dry_run == OPT_JSON ? dryrun_json(o, p, c, &es, b, stdout)
                                     : dry_run_node(o, p, c, &es, b);
