@@ -275,6 +275,38 @@ static void campaign(amldist__rz_etcd_t *t)
     }
 }
 
+/* Issue 20's plane is not this backend's: a gather asked is answered at
+ * once as refused (never a silent wait), answers and marks are dropped
+ * (under mu). */
+static void plane_refuse(amldist__rz_sink_t *s)
+{
+    struct amldist__rz_plane_shared *pl = &s->pl;
+    int any = 0;
+    while (pl->asks) {
+        struct amldist__rz_ask *a = pl->asks;
+        pl->asks = a->next;
+        struct amldist__rz_got *g = amldist__rz_got_new(a->tag, a->topic,
+                                                        a->arg, a->arg_len);
+        if (g && (g->pub.answers = calloc(1, sizeof *g->pub.answers))) {
+            g->pub.refused = 1;
+            struct amldist__rz_got **end = &pl->got;
+            while (*end)
+                end = &(*end)->next;
+            *end = g;
+            any = 1;
+        } else if (g) {
+            amldist_rdzv_gather_free(&g->pub);
+        }
+        a->next = NULL;
+        amldist__rz_asks_free(a);
+    }
+    amldist__rz_answers_free(pl->answers);
+    pl->answers = NULL;
+    pl->nmarks_out = 0;
+    if (any)
+        amldist__rz_plane_signal(s);
+}
+
 /* What the caller queued: a FAIL, a DONE, each an event key of its own. */
 static void send_queued(amldist__rz_etcd_t *t)
 {
@@ -283,6 +315,7 @@ static void send_queued(amldist__rz_etcd_t *t)
     char key[AMLDIST__ETCD_KEY_MAX];
     t->retry = 0;
     pthread_mutex_lock(&s->mu);
+    plane_refuse(s);
     struct amldist__rz_fail *fail = s->fail;
     int have_done = s->done;
     s->fail = NULL;
