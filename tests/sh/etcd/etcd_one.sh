@@ -12,6 +12,7 @@
 # at once); etcd's TLS with client certificates; and nothing left in etcd
 # after each job.  Short leases (2 s)
 # by --rdzv-conf.
+# amldist-test: slow (its cases wait out leases of 2 s)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/etcd.sh"
 etcd_up 1
