@@ -82,26 +82,32 @@ static void apply(amldist__rz_etcd_t *t, uint32_t type, uint32_t value,
         amldist__etcd_lost(t, why);
 }
 
-/* A batch: n | assign length | assign | n x (agent u64 | type | value |
- * text length | text); the actions for this agent carried out. */
+/* A batch: groups | assign length | assign | for each group: type |
+ * text length | text | count | count x (agent u64 | value); the actions
+ * for this agent carried out. */
 static void on_batch(amldist__rz_etcd_t *t, const unsigned char *p, size_t n)
 {
     if (n < 8)
         return;
-    uint32_t count = amldist__net_get_u32(p), alen = amldist__net_get_u32(p + 4);
+    uint32_t groups = amldist__net_get_u32(p), alen = amldist__net_get_u32(p + 4);
     if (alen > n - 8)
         return;
     const unsigned char *assign = p + 8, *q = p + 8 + alen, *e = p + n;
-    for (uint32_t i = 0; i < count && e - q >= 20; i++) {
-        uint64_t agent = amldist__rz_get_u64(q);
-        uint32_t type = amldist__net_get_u32(q + 8);
-        uint32_t value = amldist__net_get_u32(q + 12);
-        uint32_t tlen = amldist__net_get_u32(q + 16);
-        if (tlen > (size_t)(e - q) - 20)
+    for (uint32_t g = 0; g < groups && e - q >= 8; g++) {
+        uint32_t type = amldist__net_get_u32(q);
+        uint32_t tlen = amldist__net_get_u32(q + 4);
+        if (tlen > (size_t)(e - q) - 8 || (size_t)(e - q) - 8 - tlen < 4)
             return;
-        if (agent == t->me.agent)
-            apply(t, type, value, q + 20, tlen, assign, alen);
-        q += 20 + tlen;
+        const unsigned char *text = q + 8;
+        q += 8 + tlen;
+        uint32_t count = amldist__net_get_u32(q);
+        q += 4;
+        if (count > (size_t)(e - q) / 12)
+            return;
+        for (uint32_t i = 0; i < count; i++, q += 12)
+            if (amldist__rz_get_u64(q) == t->me.agent)
+                apply(t, type, amldist__net_get_u32(q + 8), text, tlen,
+                      assign, alen);
     }
 }
 

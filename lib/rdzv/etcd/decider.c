@@ -64,18 +64,37 @@ static int bput(amldist__etcd_decider_t *d, const void *p, size_t n)
 static void bact(amldist__etcd_decider_t *d, uint64_t agent, uint32_t type,
                  uint32_t value, const void *text, size_t tlen)
 {
-    unsigned char h[20];
-    amldist__rz_put_u64(h, agent);
-    amldist__net_put_u32(h + 8, type);
-    amldist__net_put_u32(h + 12, value);
-    amldist__net_put_u32(h + 16, (uint32_t)tlen);
-    if (bput(d, h, sizeof h) == 0 && bput(d, text, tlen) == 0) {
-        /* One target: the batch goes to its own keys, read by it alone. */
-        if (!d->bcount++)
-            d->btarget = agent;
-        else if (d->btarget != agent)
-            d->btarget = 0;
+    unsigned char h[12];
+    /* The same action to several agents (a STOP, a FINISH, the round's
+     * ASSIGNs) is one group: its type and text once, each target's agent
+     * and value after (12 bytes an agent, not the text each time). */
+    int same = d->bcount && d->gtype == type && d->gtlen == tlen &&
+               memcmp(d->batch + d->gtext, text ? text : "", tlen) == 0;
+    if (!same) {
+        amldist__net_put_u32(h, type);
+        amldist__net_put_u32(h + 4, (uint32_t)tlen);
+        d->gtext = d->blen + 8;
+        if (bput(d, h, 8) < 0 || bput(d, text, tlen) < 0)
+            return;
+        d->gcount = d->blen;
+        amldist__net_put_u32(h, 0);
+        if (bput(d, h, 4) < 0)
+            return;
+        d->gtype = type;
+        d->gtlen = tlen;
+        d->groups++;
     }
+    amldist__rz_put_u64(h, agent);
+    amldist__net_put_u32(h + 8, value);
+    if (bput(d, h, 12) < 0)
+        return;
+    amldist__net_put_u32(d->batch + d->gcount,
+                         amldist__net_get_u32(d->batch + d->gcount) + 1);
+    /* One target: the batch goes to its own keys, read by it alone. */
+    if (!d->bcount++)
+        d->btarget = agent;
+    else if (d->btarget != agent)
+        d->btarget = 0;
 }
 
 /* A write queued (p taken: sealed into the op). */
@@ -109,6 +128,7 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
     size_t alen = 0;
     d->blen = 0;
     d->bcount = 0;
+    d->groups = 0;
     for (int i = 0; i < n; i++)
         if (a[i].type == AMLDIST__RZ_A_ASSIGN && !alen)
             alen = amldist__rz_put_assign(amldist__rz_sm_round(d->sm), assign);
@@ -149,7 +169,7 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
         }
     }
     if (d->blen >= 8) {
-        amldist__net_put_u32(d->batch, d->bcount);
+        amldist__net_put_u32(d->batch, d->groups);
         amldist__net_put_u32(d->batch + 4, (uint32_t)alen);
     }
 }

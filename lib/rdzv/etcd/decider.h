@@ -49,7 +49,11 @@ struct amldist__etcd_decider {
     /* The batch of the step being carried out. */
     unsigned char *batch;
     size_t blen, bcap;
-    uint32_t bcount;
+    uint32_t bcount, groups;
+    /* The group being written: its type, its text (offset, length), the
+     * offset of its count. */
+    uint32_t gtype;
+    size_t gtext, gtlen, gcount;
     uint64_t btarget; /* its one target's agent, 0: several */
 };
 
