@@ -114,6 +114,18 @@ static int setup_signals(const struct amlrun_opts *o, sigset_t *orig,
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* --dry-run's line of a rendezvous backend: where the nodes meet (port 0:
+ * none given, etcd's list or its default port). */
+static void say_rendezvous(const struct amlrun_opts *o)
+{
+    char port[16] = "";
+    if (o->endpoint_port)
+        snprintf(port, sizeof port, ":%d", o->endpoint_port);
+    printf("amlrun: rendezvous: %s at %s%s; the node rank comes from it, "
+           "shown here as for a node alone\n", o->rdzv_backend, o->owned_addr,
+           port);
+}
+
 /* Join the job's control plane (control_join), --status answering from
  * before it: from a thread of the socket's own, stopped before anything
  * forks (query/early.h). */
@@ -146,9 +158,7 @@ static int node_job(const struct amlrun_opts *o, const struct plan *p,
     int rc;
     if (o->dry_run) {
         if (options_c10d(o) && o->dry_run != OPT_JSON)
-            printf("amlrun: rendezvous: %s at %s:%d; the node rank comes "
-                   "from it, shown here as for a node alone\n",
-                   o->rdzv_backend, o->owned_addr, o->endpoint_port);
+            say_rendezvous(o);
         rc = o->dry_run == OPT_JSON ? dryrun_json(o, p, c, &es, b, stdout)
                                     : dry_run_node(o, p, c, &es, b);
         if (rc == 0 && o->bind.output && bind_picture(b, o->bind.output) < 0)

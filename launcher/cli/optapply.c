@@ -246,8 +246,17 @@ static int on_endpoint(struct amlrun_opts *o, const struct handler *h,
                        const char *name, const char *val)
 {
     (void)h;
-    /* torchrun's default is "": the master address and port. */
-    if (!*val) {
+    o->rdzv_endpoint_raw = *val ? val : NULL;
+    /* torchrun's default is "": the master address and port.  A list
+     * ("H:P,H:P": etcd's members) is kept whole, for a backend that takes
+     * one (optparse.c refuses it to the others). */
+    if (*val && strchr(val, ',')) {
+        free(o->owned_addr);
+        if (!(o->owned_addr = strdup(val)))
+            return bad_value(name, val, "out of memory");
+        o->endpoint_port = 0;
+        o->endpoint_any_port = 0;
+    } else if (!*val) {
         free(o->owned_addr);
         o->owned_addr = NULL;
         o->endpoint_port = 0;
@@ -289,6 +298,7 @@ static int on_rdzv_conf(struct amlrun_opts *o, const struct handler *h,
     char why[160];
     if (rdzv_conf_parse(val, &o->rdzv_conf, why, sizeof why) < 0)
         return bad_value(name, val, why);
+    o->rdzv_conf_raw = *val ? val : NULL;
     return -1;
 }
 

@@ -86,6 +86,10 @@ struct amlrun_opts {
     const char *rdzv_backend;  /* "static" (default) or a backend of
                                   lib/rdzv/backends.h's registry ("c10d") */
     struct rdzv_conf rdzv_conf; /* --rdzv-conf as given */
+    /* --rdzv-endpoint and --rdzv-conf as given (NULL: none), for a
+     * backend past the registry's first (etcd: a list of members, and
+     * its own keys) */
+    const char *rdzv_endpoint_raw, *rdzv_conf_raw;
     /* supervision */
     const char *run_id;
     int max_restarts;

@@ -206,9 +206,19 @@ static int check_combinations(struct amlrun_opts *o)
             o->nnodes);
         return AMLRUN_EXIT_USAGE;
     }
+    int listed = o->owned_addr && strchr(o->owned_addr, ',');
+    int c10d = options_c10d(o) && strcmp(o->rdzv_backend, "c10d") == 0;
     if (options_c10d(o) && !o->owned_addr) {
-        msg("--rdzv-backend c10d: give --rdzv-endpoint HOST[:PORT], where "
-            "the nodes meet (one of them listens there)");
+        msg(c10d ? "--rdzv-backend c10d: give --rdzv-endpoint HOST[:PORT], "
+                   "where the nodes meet (one of them listens there)"
+                 : "--rdzv-backend %s: give --rdzv-endpoint HOST:PORT[,...], "
+                   "where the nodes meet", o->rdzv_backend);
+        return AMLRUN_EXIT_USAGE;
+    }
+    if (listed && (!options_c10d(o) || c10d)) {
+        msg("--rdzv-endpoint %s: a list of members is --rdzv-backend "
+            "etcd's; %s takes HOST[:PORT]", o->owned_addr,
+            options_c10d(o) ? "c10d" : "the static backend");
         return AMLRUN_EXIT_USAGE;
     }
     /* torchrun 2.x's localhost:0: the agent takes a free port, which the
@@ -222,7 +232,7 @@ static int check_combinations(struct amlrun_opts *o)
             o->owned_addr, n);
         return AMLRUN_EXIT_USAGE;
     }
-    if (options_c10d(o) && o->endpoint_port <= 0 && !o->endpoint_any_port)
+    if (c10d && o->endpoint_port <= 0 && !o->endpoint_any_port)
         o->endpoint_port = C10D_DEFAULT_PORT; /* torchrun's */
     /* torchrun 1.13 and 2.x pass --node_rank to the static rendezvous only
      * (run.py: rdzv_configs["rank"] with "static"), and the tutorials'

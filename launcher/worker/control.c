@@ -198,8 +198,15 @@ static int join_options(const struct amlrun_opts *o, const struct plan *p,
             strcmp(o->rdzv_backend, amldist__rz_backend_name(0)) == 0
                 ? NULL
                 : o->rdzv_backend;
-        endpoint(c->endpoint, sizeof c->endpoint, scheme, o->owned_addr,
-                 o->endpoint_port);
+        if (scheme && o->rdzv_endpoint_raw)
+            /* Another backend's endpoint as given (etcd: its members),
+             * its own keys after a '?' (lib/rdzv/backend.h). */
+            snprintf(c->endpoint, sizeof c->endpoint, "%s://%s%s%s", scheme,
+                     o->rdzv_endpoint_raw, o->rdzv_conf_raw ? "?" : "",
+                     o->rdzv_conf_raw ? o->rdzv_conf_raw : "");
+        else
+            endpoint(c->endpoint, sizeof c->endpoint, scheme, o->owned_addr,
+                     o->endpoint_port);
         ro.min_nodes = o->nnodes > 0 ? o->nnodes_min : 1;
         ro.max_nodes = o->nnodes > 0 ? o->nnodes : 1;
         /* Under an outer launcher its rank orders the nodes. */

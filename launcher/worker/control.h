@@ -26,7 +26,7 @@ struct control {
     int numbering;
     char unnumbered[768]; /* numbering < 0: why, for every node */
     int verbose;
-    char endpoint[300];
+    char endpoint[1200];
 };
 
 /* Join the job's control plane if it has one, telling it the GPUs the

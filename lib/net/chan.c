@@ -377,3 +377,64 @@ int amldist__chan_open(amldist__chan_t *ch, const unsigned char *hdr,
     ch->rx_seq++;
     return 0;
 }
+
+/* K_value of the keys (chan.h), into a cipher context for enc. */
+static EVP_CIPHER_CTX *value_ctx(const amldist__chan_keys_t *k, int enc)
+{
+    unsigned char key[32];
+    char info[96];
+    snprintf(info, sizeof info, VERSION " %s value", k->label);
+    if (hkdf(EVP_KDF_HKDF_MODE_EXPAND_ONLY, k->master, sizeof k->master, NULL,
+             0, info, key, sizeof key) < 0)
+        return NULL;
+    EVP_CIPHER_CTX *c = aead(key, enc);
+    cleanse(key, sizeof key);
+    return c;
+}
+
+int amldist__chan_value_seal(const amldist__chan_keys_t *k, const void *ad,
+                             size_t ad_len, const unsigned char *p,
+                             size_t len, unsigned char *out)
+{
+    int n = 0, m = 0, ok = 0;
+    if (len > INT32_MAX || ad_len > INT32_MAX || random_bytes(out, 12) < 0)
+        return -1;
+    EVP_CIPHER_CTX *c = value_ctx(k, 1);
+    unsigned char *ct = out + 12;
+    ok = c && C(EVP_CipherInit_ex)(c, NULL, NULL, NULL, out, 1) > 0 &&
+         C(EVP_CipherUpdate)(c, NULL, &n, ad, (int)ad_len) > 0 &&
+         (!len || C(EVP_CipherUpdate)(c, ct, &n, p, (int)len) > 0) &&
+         C(EVP_CipherFinal_ex)(c, ct + (len ? n : 0), &m) > 0 &&
+         C(EVP_CIPHER_CTX_ctrl)(c, EVP_CTRL_AEAD_GET_TAG,
+                                AMLDIST__CHAN_TAG_LEN, ct + len) > 0;
+    if (c)
+        C(EVP_CIPHER_CTX_free)(c);
+    return ok ? 0 : -1;
+}
+
+long amldist__chan_value_open(const amldist__chan_keys_t *k, const void *ad,
+                              size_t ad_len, const unsigned char *p,
+                              size_t len, unsigned char *out)
+{
+    int n = 0, m = 0, ok = 0;
+    if (len < AMLDIST__CHAN_VALUE_OVER || len > INT32_MAX ||
+        ad_len > INT32_MAX)
+        return -1;
+    size_t plen = len - AMLDIST__CHAN_VALUE_OVER;
+    unsigned char tag[AMLDIST__CHAN_TAG_LEN];
+    memcpy(tag, p + 12 + plen, sizeof tag);
+    EVP_CIPHER_CTX *c = value_ctx(k, 0);
+    ok = c && C(EVP_CipherInit_ex)(c, NULL, NULL, NULL, p, 0) > 0 &&
+         C(EVP_CipherUpdate)(c, NULL, &n, ad, (int)ad_len) > 0 &&
+         (!plen || C(EVP_CipherUpdate)(c, out, &n, p + 12, (int)plen) > 0) &&
+         C(EVP_CIPHER_CTX_ctrl)(c, EVP_CTRL_AEAD_SET_TAG,
+                                AMLDIST__CHAN_TAG_LEN, tag) > 0 &&
+         C(EVP_CipherFinal_ex)(c, out + (plen ? n : 0), &m) > 0;
+    if (c)
+        C(EVP_CIPHER_CTX_free)(c);
+    if (!ok) {
+        cleanse(out, plen);
+        return -1;
+    }
+    return (long)plen;
+}

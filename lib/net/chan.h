@@ -111,4 +111,22 @@ int amldist__chan_seal(amldist__chan_t *ch, const unsigned char *hdr,
 int amldist__chan_open(amldist__chan_t *ch, const unsigned char *hdr,
                        unsigned char *p, size_t len);
 
+/* A value sealed at rest (a store's: the etcd backend's keys), apart from
+ * any connection: under K_value = HKDF-Expand(K_master, "amldist-channel-v1
+ * " L " value", 32), with ChaCha20-Poly1305, a random 12-byte nonce and
+ * `ad` (the value's key in the store: a value moved to another key fails)
+ * as associated data:
+ *     nonce (12) | ciphertext | tag (16)
+ * seal: len bytes of p into out (room for len + AMLDIST__CHAN_VALUE_OVER);
+ * 0, or -1 (libcrypto failed).  open: len bytes of p into out (room for
+ * len); the payload's length, or -1 when it fails authentication (another
+ * secret's, or changed) or is too short. */
+#define AMLDIST__CHAN_VALUE_OVER (12 + AMLDIST__CHAN_TAG_LEN)
+int amldist__chan_value_seal(const amldist__chan_keys_t *k, const void *ad,
+                             size_t ad_len, const unsigned char *p,
+                             size_t len, unsigned char *out);
+long amldist__chan_value_open(const amldist__chan_keys_t *k, const void *ad,
+                              size_t ad_len, const unsigned char *p,
+                              size_t len, unsigned char *out);
+
 #endif /* AMLDIST_NET_CHAN_H */

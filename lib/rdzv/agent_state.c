@@ -222,3 +222,19 @@ void amldist__rz_wake(amldist_rdzv_t *r)
 {
     r->ops->send(r->be);
 }
+
+void amldist__rz_set_lost(amldist__rz_sink_t *s, const char *endpoint,
+                          const char *what, const char *why)
+{
+    if (s->state < C_RUNNING && !s->err) {
+        s->err = AMLDIST_ESYS;
+        snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
+                 endpoint, why);
+        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
+    } else if (s->state != C_OVER) {
+        char text[700];
+        snprintf(text, sizeof text, "the rendezvous %s at %s was lost: %s",
+                 what, endpoint, why);
+        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, text);
+    }
+}

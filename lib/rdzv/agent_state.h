@@ -124,10 +124,28 @@ void amldist__rz_signal_caller(amldist__rz_sink_t *s);
 void amldist__rz_set_over(amldist__rz_sink_t *s, int status,
                           const char *failure);
 void amldist__rz_plane_signal(amldist__rz_sink_t *s);
+/* Under mu: the decider's side is gone for this agent (`what`: "host",
+ * "store"): before the first round a join error ("rendezvous at EP:
+ * why"), after it the end ("the rendezvous WHAT at EP was lost: why"). */
+void amldist__rz_set_lost(amldist__rz_sink_t *s, const char *endpoint,
+                          const char *what, const char *why);
 /* The decider's WAIT line, written to the note descriptor (not under
  * mu: one write). */
 void amldist__rz_note_wait(const amldist__rz_sink_t *s,
                            const unsigned char *p, uint32_t len);
+
+/* agent_frames.c, the backend's side, under mu: one of the decider's
+ * actions for this agent, as its frame (ASSIGN, STOP, FINISH, REFUSE; the
+ * payload's length at least its type's least, rdzv_internal.h), turned
+ * into the state the caller reads; endpoint and token_source for the
+ * messages, reached: the decider's address as this agent reached it (an
+ * ASSIGN's MASTER_ADDR checked against it, master.c; "" or NULL: not
+ * known).  0, or -1 with *why: a malformed ASSIGN, or a frame only agents
+ * send. */
+int amldist__rz_agent_action(amldist__rz_sink_t *s, const char *endpoint,
+                             const char *token_source, const char *reached,
+                             unsigned type, const unsigned char *p,
+                             uint32_t len, const char **why);
 
 /* A request as the decider's QUERY gives it (asker: NONE for the host);
  * NULL when out of memory. */

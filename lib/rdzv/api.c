@@ -77,7 +77,10 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
     c->dead_ms = (long long)c->keepalive_ms * misses > 3600000
                      ? 3600000 : c->keepalive_ms * misses;
     c->master_port = o->master_port > 0 ? o->master_port : 0;
+    /* Without a backend's keys ("etcd://...?key=value,..."): the
+     * endpoint in messages, and the token's. */
     amldist__strlcpy(c->endpoint, o->endpoint, sizeof c->endpoint);
+    c->endpoint[strcspn(c->endpoint, "?")] = '\0';
     if (o->master_addr)
         amldist__strlcpy(c->master_addr, o->master_addr,
                          sizeof c->master_addr);
@@ -103,7 +106,7 @@ static int fill_cfg(amldist_rdzv_t *r, const amldist_rdzv_options_t *o)
         c->secure = 1;
     }
 open:
-    if ((rc = amldist__rz_token(o->token, o->endpoint, c->secure, &c->token,
+    if ((rc = amldist__rz_token(o->token, c->endpoint, c->secure, &c->token,
                                 c->token_source, sizeof c->token_source)) < 0)
         return rc;
     c->run = amldist__bs_hash(run, AMLDIST__BS_HASH_START);

@@ -11,7 +11,8 @@
 #define AMLDIST_RDZV_BACKENDS_H
 
 #define AMLDIST__RZ_BACKENDS(X)                                                \
-    X("c10d", amldist__rz_tcp_backend) /* tcp/: the agents meet at a host */
+    X("c10d", amldist__rz_tcp_backend) /* tcp/: the agents meet at a host */ \
+    X("etcd", amldist__rz_etcd_backend) /* etcd/: in an etcd v3 cluster */
 
 /* The name of row i, NULL past the last. */
 static inline const char *amldist__rz_backend_name(int i)

@@ -1,122 +1,28 @@
 /*
- * The host's frames as the agent's thread receives them, turned into the
- * state the caller reads (the sink, agent_state.h, under its mu): a new
- * round, a stop, the job's end, a refusal (issue 20's frames: plane.c).
- * Their text is another process's: its control characters are escaped
- * here (util/escape.h), so that nothing that prints it can be made to
- * print a line of its own.
+ * The host's frames as the agent's thread receives them: the decider's
+ * actions for this agent (a new round, a stop, the job's end, a refusal)
+ * handed to lib/rdzv's agent_frames.c, which sets the state the caller
+ * reads (the sink, agent_state.h, under its mu), as every backend does;
+ * the forming round's WAIT lines to the note descriptor; issue 20's frames
+ * to plane.c.
  */
 #include <netdb.h>
 #include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 
 #include "rdzv/tcp/tcp.h"
-#include "util/escape.h"
 
-static int refusal_code(uint32_t reason)
+/* The host's address as this agent reached it (an ASSIGN's MASTER_ADDR
+ * is checked against it, agent_frames.c), "" when not known. */
+static void reached_addr(const amldist__rz_tcp_t *t, char *out, size_t size)
 {
-    switch (reason) {
-    case AMLDIST__RZ_R_OPTIONS:
-    case AMLDIST__RZ_R_PROTO:
-        return AMLDIST_EPROTO;
-    case AMLDIST__RZ_R_ORDER:
-        return AMLDIST_ECONFLICT;
-    case AMLDIST__RZ_R_TIMEOUT:
-        return AMLDIST_ETIMEDOUT;
-    default:
-        return AMLDIST_EDENIED;
-    }
-}
-
-/* FINISH, under mu: the job is over (before this node's first round: a
- * join error). */
-static void on_finish(amldist__rz_tcp_t *t, const unsigned char *p,
-                      uint32_t len)
-{
-    amldist__rz_sink_t *s = t->s;
-    /* A failure summary keeps its lines (the caller prints each in its
-     * margin); the error message is one line. */
-    size_t size = 4 * (size_t)(len - 4) + 1;
-    char *text = malloc(size);
-    if (text)
-        amldist__escape(text, size, p + 4, len - 4,
-                        AMLDIST__ESC_KEEP_NEWLINES);
-    if (!s->have_next && !s->err) {
-        s->err = AMLDIST_EDENIED;
-        int k = snprintf(s->errmsg, sizeof s->errmsg,
-                         "rendezvous at %s: the job ended before this "
-                         "node got a round%s", t->endpoint,
-                         len > 4 ? ": " : "");
-        if (k > 0 && (size_t)k < sizeof s->errmsg)
-            amldist__escape(s->errmsg + k, sizeof s->errmsg - (size_t)k,
-                            p + 4, len - 4, AMLDIST__ESC_ONE_LINE);
-    }
-    amldist__rz_set_over(s, (int)(amldist__net_get_u32(p) & 0xff),
-                         text ? text : "(out of memory)");
-    s->finished = 1;
-    free(text);
-}
-
-/* REFUSE, under mu: this node is not in the job. */
-static void on_refuse(amldist__rz_tcp_t *t, const unsigned char *p,
-                      uint32_t len)
-{
-    amldist__rz_sink_t *s = t->s;
-    size_t n = len - 4;
-    uint32_t reason = amldist__net_get_u32(p);
-    s->err = refusal_code(reason);
-    int k = snprintf(s->errmsg, sizeof s->errmsg,
-                     reason == AMLDIST__RZ_R_TIMEOUT
-                         ? "rendezvous at %s: "
-                         : "rendezvous at %s refused this node: ",
-                     t->endpoint);
-    n = amldist__escape(s->errmsg + k, sizeof s->errmsg - (size_t)k, p + 4,
-                        n, AMLDIST__ESC_ONE_LINE);
-    if (reason == AMLDIST__RZ_R_TOKEN)
-        snprintf(s->errmsg + k + n, sizeof s->errmsg - (size_t)k - n,
-                 "; this node's comes from %s", t->cfg->token_source);
-    amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
-}
-
-/* Under mu, the ASSIGN just decoded into s->next: 1 when its MASTER_ADDR
- * is one this node's workers cannot reach (master.c).  The round is then
- * not the caller's: its FAIL (final: every round would be the same) and
- * its DONE go to the host, which stops the other nodes with this reason
- * and ends the job, and the caller's join fails with it. */
-static int master_unreachable(amldist__rz_tcp_t *t)
-{
-    amldist__rz_sink_t *s = t->s;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    char reached[INET6_ADDRSTRLEN] = "", why[600];
+    out[0] = '\0';
     if (getpeername(t->c.fd, (struct sockaddr *)&ss, &sl) < 0 ||
-        getnameinfo((struct sockaddr *)&ss, sl, reached, sizeof reached,
-                    NULL, 0, NI_NUMERICHOST) != 0 ||
-        !amldist__rz_master_unreachable(&s->next, reached, why, sizeof why))
-        return 0;
-    size_t n = strlen(why);
-    struct amldist__rz_fail *f = malloc(sizeof *f + n);
-    if (f) {
-        *f = (struct amldist__rz_fail){.round = (uint32_t)s->next.round,
-                                       .flags = AMLDIST_RDZV_FINAL,
-                                       .rank = AMLDIST__RZ_NONE,
-                                       .status = 1, .len = n};
-        memcpy(f->text, why, n);
-        free(s->fail);
-        s->fail = f;
-    }
-    s->done = 1;
-    s->done_status = 1;
-    s->done_port = 0;
-    s->err = AMLDIST_EINVAL;
-    /* Cut where it does not fit (the reason first: it names the fix). */
-    int at = (int)strnlen(t->endpoint, 200);
-    snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %.*s: %.*s", at,
-             t->endpoint, (int)(sizeof s->errmsg) - at - 16, why);
-    return 1;
+        getnameinfo((struct sockaddr *)&ss, sl, out, (socklen_t)size, NULL, 0,
+                    NI_NUMERICHOST) != 0)
+        out[0] = '\0';
 }
 
 void amldist__rz_on_frame(amldist__rz_tcp_t *t, unsigned type,
@@ -133,37 +39,14 @@ void amldist__rz_on_frame(amldist__rz_tcp_t *t, unsigned type,
         amldist__rz_plane_frame(t, type, p, len);
         return;
     }
+    char reached[INET6_ADDRSTRLEN] = "";
+    if (type == AMLDIST__RZ_ASSIGN)
+        reached_addr(t, reached, sizeof reached);
     pthread_mutex_lock(&s->mu);
-    switch (type) {
-    case AMLDIST__RZ_BEAT:
-        break;
-    case AMLDIST__RZ_ASSIGN:
-        if (amldist__rz_get_assign(p, len, &s->next, &why) < 0 ||
-            master_unreachable(t))
-            break;
-        s->have_next = 1;
-        s->state = C_RUNNING;
-        s->stop_why[0] = '\0';
-        amldist__rz_signal_caller(s);
-        break;
-    case AMLDIST__RZ_STOP:
-        if (s->state == C_RUNNING &&
-            (int)amldist__net_get_u32(p) == s->next.round) {
-            amldist__escape(s->stop_why, sizeof s->stop_why, p + 4,
-                            len - 4, AMLDIST__ESC_ONE_LINE);
-            s->state = C_STOP;
-            amldist__rz_signal_caller(s);
-        }
-        break;
-    case AMLDIST__RZ_FINISH:
-        on_finish(t, p, len);
-        break;
-    case AMLDIST__RZ_REFUSE:
-        on_refuse(t, p, len);
-        break;
-    default:
-        why = "a frame only agents send";
-    }
+    if (type != AMLDIST__RZ_BEAT &&
+        amldist__rz_agent_action(s, t->endpoint, t->cfg->token_source,
+                                 reached, type, p, len, &why) == 0)
+        why = NULL;
     pthread_mutex_unlock(&s->mu);
     if (why)
         amldist__rz_host_lost(t, why, 0);

@@ -4,8 +4,6 @@
  * files that notice it: the loop's (thread.c), the connect's, the reads
  * (client.c), the frames' and the plane's.
  */
-#include <stdio.h>
-
 #include "net/loop.h"
 #include "rdzv/tcp/tcp.h"
 
@@ -32,16 +30,8 @@ void amldist__rz_host_lost(amldist__rz_tcp_t *t, const char *why, int closed)
         amldist__now_ms() < t->join_deadline) {
         s->state = C_CONNECTING;
         t->next_try = amldist__now_ms() + t->backoff_ms;
-    } else if (s->state < C_RUNNING && !s->err) {
-        s->err = AMLDIST_ESYS;
-        snprintf(s->errmsg, sizeof s->errmsg, "rendezvous at %s: %s",
-                 t->endpoint, why);
-        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
-    } else if (s->state != C_OVER) {
-        char text[700];
-        snprintf(text, sizeof text, "the rendezvous host at %s was lost: %s",
-                 t->endpoint, why);
-        amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, text);
+    } else {
+        amldist__rz_set_lost(s, t->endpoint, "host", why);
     }
     pthread_mutex_unlock(&s->mu);
 }

@@ -91,8 +91,8 @@ done <<<"$spec"
 # --- the cases a user types
 expect_eq "--cpu-bind <TAB>: the modes" "$(complete_words amlrun --cpu-bind "")" \
     "$(lines none numa exclusive socket package l3)"
-expect_eq "--rdzv-backend <TAB>: static and c10d" "$(complete_words amlrun --rdzv-backend "")" \
-    "$(lines static c10d)"
+expect_eq "--rdzv-backend <TAB>: static and the registry's (c10d, etcd)" \
+    "$(complete_words amlrun --rdzv-backend "")" "$(lines static c10d etcd)"
 expect_eq "--cpu-bind=nu<TAB> (split at '=' by bash)" "$(complete_words amlrun --cpu-bind = nu)" numa
 expect_eq "--cpu<TAB>: the option it begins" "$(complete_words amlrun --cpu)" --cpu-bind
 expect_eq "--cpu <TAB>: a prefix takes --cpu-bind's values" "$(complete_words amlrun --cpu "")" \
@@ -143,7 +143,7 @@ EOF_ZSH
     }
     expect_eq "zsh: amlrun --cpu-bind <TAB>" "$(zsh_complete 'amlrun --cpu-bind ')" \
         "none numa exclusive socket package l3"
-    expect_eq "zsh: amlrun --rdzv-backend <TAB>" "$(zsh_complete 'amlrun --rdzv-backend ')" "static c10d"
+    expect_eq "zsh: amlrun --rdzv-backend <TAB>" "$(zsh_complete 'amlrun --rdzv-backend ')" "static c10d etcd"
     expect_eq "zsh: amlrun -r <TAB>" "$(zsh_complete 'amlrun -r ')" "0 1 2 3"
     check "zsh: amlrun --rdzv-b<TAB> offers --rdzv-backend" \
         sh -c "printf '%s\n' \"\$1\" | grep -qx -- --rdzv-backend" _ "$(zsh_complete 'amlrun --rdzv-b')"

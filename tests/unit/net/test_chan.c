@@ -451,6 +451,34 @@ static void test_conn_mismatch(void)
     amldist__chan_keys_clear(&w);
 }
 
+/* A value sealed at rest (the etcd backend's): it opens under its key
+ * with the same secret, and not under another key, another secret, or
+ * with one byte changed; two seals of one value differ (random nonces). */
+static void test_value_seal(void)
+{
+    amldist__chan_keys_t k = keys("a-secret-of-the-job-long-enough-32", "rdzv");
+    amldist__chan_keys_t o = keys("another-secret-of-another-job-xx32", "rdzv");
+    const unsigned char v[] = "127.0.0.1 node 0's JOIN";
+    unsigned char a[64], b[64], out[64];
+    size_t n = sizeof v;
+    CHECK_INT_EQ(amldist__chan_value_seal(&k, "/p/m/1", 6, v, n, a), 0);
+    CHECK_INT_EQ(amldist__chan_value_seal(&k, "/p/m/1", 6, v, n, b), 0);
+    CHECK(memcmp(a, b, n + AMLDIST__CHAN_VALUE_OVER) != 0);
+    CHECK(memmem(a, n + AMLDIST__CHAN_VALUE_OVER, "127.0.0.1", 9) == NULL);
+    CHECK_INT_EQ(amldist__chan_value_open(&k, "/p/m/1", 6, a,
+                                          n + AMLDIST__CHAN_VALUE_OVER, out),
+                 (long)n);
+    CHECK(memcmp(out, v, n) == 0);
+    CHECK_INT_EQ(amldist__chan_value_open(&k, "/p/m/2", 6, a,
+                                          n + AMLDIST__CHAN_VALUE_OVER, out), -1);
+    CHECK_INT_EQ(amldist__chan_value_open(&o, "/p/m/1", 6, a,
+                                          n + AMLDIST__CHAN_VALUE_OVER, out), -1);
+    a[20] ^= 1;
+    CHECK_INT_EQ(amldist__chan_value_open(&k, "/p/m/1", 6, a,
+                                          n + AMLDIST__CHAN_VALUE_OVER, out), -1);
+    CHECK_INT_EQ(amldist__chan_value_open(&k, "/p/m/1", 6, a, 10, out), -1);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -464,5 +492,6 @@ int main(void)
     RUN(test_no_nonce_reuse);
     RUN(test_conn_sealed);
     RUN(test_conn_mismatch);
+    RUN(test_value_seal);
     return test_summary();
 }

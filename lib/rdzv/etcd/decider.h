@@ -1,0 +1,75 @@
+/*
+ * The decider's state (decider.c, takeover.c), the etcd backend's own:
+ * the machine, its members as the store names them, the inputs waiting
+ * their turn, the writes queued.
+ */
+#ifndef AMLDIST_RDZV_ETCD_DECIDER_H
+#define AMLDIST_RDZV_ETCD_DECIDER_H
+
+#include "rdzv/etcd/etcd.h"
+#include "rdzv/host_sm.h"
+
+/* The log's kinds (the machine's own events). */
+enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
+
+struct emember {
+    uint64_t agent;
+    int admitted; /* ADMITted and not refused or lost */
+    int live;     /* its member key is in the store */
+};
+
+/* An event that came, waiting its turn. */
+struct input {
+    struct input *next;
+    int kind;
+    uint64_t agent;
+    char key[AMLDIST__ETCD_KEY_MAX]; /* the event key to delete once consumed ("": none) */
+    unsigned char *p;
+    size_t n;
+};
+
+/* A txn's writes of one event: its log entry, its batch, its delete. */
+#define OPS_PER_TXN 96
+#define BYTES_PER_TXN (1u << 20)
+
+struct amldist__etcd_decider {
+    amldist__rz_sm_t *sm;
+    amldist__rz_cfg_t cfg; /* the handle's, without the keys */
+    long long epoch;       /* the machine's time 0 on our clock */
+    uint64_t self;         /* the first decider's agent */
+    uint64_t next_log, next_act;
+    struct emember **m;
+    int nm, cap;
+    struct input *in, *in_tail;
+    amldist__etcd_op_t *ops;
+    int nops, capops;
+    int stepped, replaying;
+    int clean; /* drained: the prefix goes with the decider */
+    long long over_at, ticked_at;
+    /* The batch of the step being carried out. */
+    unsigned char *batch;
+    size_t blen, bcap;
+    uint32_t bcount, groups;
+    /* The group being written: its type, its text (offset, length), the
+     * offset of its count. */
+    uint32_t gtype;
+    size_t gtext, gtlen, gcount;
+    uint64_t btarget; /* its one target's agent, 0: several */
+};
+
+/* decider.c: the member of `agent` (made when `make`; NULL when out of
+ * memory or unknown); an input queued (p copied); a key of the decider's
+ * watch (P/e/ .. P/m/) as its input; one event for the machine at `now`
+ * (1 when logged, its event key's delete with it; replayed: never). */
+struct emember *amldist__etcd_member(amldist__etcd_decider_t *d,
+                                     uint64_t agent, int make);
+void amldist__etcd_push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
+                        const char *key, const unsigned char *p, size_t n);
+void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
+                            const unsigned char *v, size_t vlen,
+                            long long crev, long long mrev);
+int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
+                       const unsigned char *p, size_t n, long long now,
+                       const char *ev_key);
+
+#endif /* AMLDIST_RDZV_ETCD_DECIDER_H */
