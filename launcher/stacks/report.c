@@ -271,7 +271,10 @@ static void notes(FILE *f, const struct stk_set *s, const struct stk_group *g)
         size_t n = 0;
         for (size_t i = 0; i < s->n; i++) {
             const struct stk_rank *k = &s->ranks[i];
-            if (k->nthreads && k->error && has_rank(g->ranks, g->n, k->rank) &&
+            /* n < g->n: a set that holds a rank twice (a malformed
+             * answer) cannot overrun the group's room */
+            if (n < g->n && k->nthreads && k->error &&
+                has_rank(g->ranks, g->n, k->rank) &&
                 same_kind(kind[j], k->error))
                 ranks[n++] = k->rank;
         }
