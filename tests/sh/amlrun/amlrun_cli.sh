@@ -193,7 +193,7 @@ out=$(PET_STANDALONE=1 PET_MASTER_PORT=6000 "$AMLRUN" --dry-run --no-python true
 check "PET_STANDALONE=1 is --standalone" has MASTER_ADDR=127.0.0.1 "$out"
 for bad in PET_NNODES=x PET_NPROC_PER_NODE=0 PET_NODE_RANK=-1 PET_MASTER_PORT=99999 \
            PET_MAX_RESTARTS=many PET_STANDALONE=yes PET_MODULE= PET_ROLE= \
-           PET_START_METHOD=thread PET_RDZV_CONF=k PET_RDZV_BACKEND=etcd; do
+           PET_START_METHOD=thread PET_RDZV_CONF=k PET_RDZV_BACKEND=zookeeper; do
     env "$bad" "$AMLRUN" --no-python true >/dev/null 2>"$d/err"
     expect_eq "malformed $bad: status 2" "$?" 2
     check "malformed $bad: the message names the variable" grep -q "^amlrun: ${bad%%=*}=" "$d/err"
