@@ -31,7 +31,7 @@ etcd --name b --data-dir "$tmp/etcd" --listen-client-urls "http://127.0.0.1:$cp"
     --initial-advertise-peer-urls "http://127.0.0.1:$pp" --initial-cluster "b=http://127.0.0.1:$pp" \
     --log-level error >"$tmp/etcd.log" 2>&1 &
 epid=$!
-trap 'kill $epid 2>/dev/null; wait $epid 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $epid 2>/dev/null; wait $epid 2>/dev/null || :; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do
     ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" endpoint health >/dev/null 2>&1 && break
     sleep 0.1
