@@ -357,6 +357,16 @@ static int attach(struct job *j, void **self)
         qsock_remove(q->path);
         q->fd = -1;
     }
+    /* Those that connected during the rendezvous and asked nothing yet
+     * (a request on its way at the handover) are answered here. */
+    int waiting[QE_CLIENTS];
+    int n = qearly_take_waiting(waiting, QE_CLIENTS);
+    for (int i = 0; i < n; i++) {
+        if (q->fd >= 0)
+            take(q, waiting[i]);
+        else
+            close(waiting[i]);
+    }
     return 0;
 }
 

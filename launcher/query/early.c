@@ -19,8 +19,6 @@
 #include "query/sockdir.h"
 #include "util/clock.h"
 
-#define QE_CLIENTS 16
-
 struct qe_client {
     int fd; /* -1: a free slot */
     long long since;
@@ -247,9 +245,14 @@ void qearly_pause(void)
     close(qe.stop[0]);
     close(qe.stop[1]);
     qe.stop[0] = qe.stop[1] = -1;
-    /* Those that asked nothing yet start again with the supervisor. */
+    /* Those that asked nothing yet wait for the supervisor, which takes
+     * them with the socket (qearly_take_waiting): closed here, each would
+     * read as a socket that is not the job's.  One whose request came in
+     * part (a few bytes of one write: next to never) cannot be handed
+     * over with its bytes, and is closed. */
     for (int i = 0; i < QE_CLIENTS; i++)
-        drop(&qe.c[i]);
+        if (qe.c[i].len > 0)
+            drop(&qe.c[i]);
 }
 
 int qearly_take(char *path, size_t size)
@@ -262,9 +265,28 @@ int qearly_take(char *path, size_t size)
     return fd;
 }
 
+int qearly_take_waiting(int *fds, int max)
+{
+    qearly_pause();
+    int n = 0;
+    for (int i = 0; i < QE_CLIENTS; i++) {
+        if (qe.c[i].fd < 0)
+            continue;
+        if (n < max) {
+            fds[n++] = qe.c[i].fd;
+            qe.c[i].fd = -1;
+        } else {
+            drop(&qe.c[i]);
+        }
+    }
+    return n;
+}
+
 void qearly_close(void)
 {
     qearly_pause();
+    for (int i = 0; i < QE_CLIENTS; i++)
+        drop(&qe.c[i]);
     if (qe.fd >= 0) {
         close(qe.fd);
         qsock_remove(qe.path);

@@ -39,8 +39,15 @@ int qearly_start(const struct qearly_job *job, int verbose, int quiet,
 void qearly_waiting(const char *what);
 
 /* Stop the thread (the socket stays, its connections wait in its
- * backlog): before any fork. */
+ * backlog, and those it took but that sent no request yet wait for the
+ * supervisor: qearly_take_waiting): before any fork. */
 void qearly_pause(void);
+
+/* The connections the thread took whose request had not come, into
+ * fds[0..max) (those past max closed): the supervisor's from now on, each
+ * due to send its request within QE_REQUEST_MS of now. */
+#define QE_CLIENTS 16
+int qearly_take_waiting(int *fds, int max);
 
 /* The socket, for the supervisor (its path into path): the listening
  * descriptor, or -1 when there is none; the thread is stopped first.

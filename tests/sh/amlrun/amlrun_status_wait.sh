@@ -6,7 +6,8 @@
 # job's socket; a symbolic link another user planted in their socket
 # directory for root's --status PID; /tmp/amlrun-<uid> squatted by another
 # user before the victim's job starts (its fallback directory removed by
-# the job that ends last in it).  No timed assertion: each --status
+# the job that ends last in it); a request on its way while the rendezvous's
+# thread hands the socket to the supervisor.  No timed assertion: each --status
 # runs under a generous outer timeout and must name what it must.
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
@@ -168,5 +169,43 @@ if id "$quser" >/dev/null 2>&1 && have runuser; then
 else
     skip "another user's link and squat" "no user $quser and no useradd/runuser"
 fi
+# --- a request on its way at the handover from the rendezvous's thread to
+# the supervisor: a client connected during the rendezvous, which sends
+# its request once the job runs (or 1.8 s after its connect, inside the 2
+# s a connection has for its request), is answered, never closed
+# unanswered (which reads as a socket that is not the job's).
+port=$(free_port)
+mkdir -p "$d/hand"
+"$AMLRUN" --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --master-port "$port" \
+    --nproc-per-node 1 --run-id sw-hand sh -c 'touch "$0/up"; exec sleep 5' "$d/hand" \
+    >/dev/null 2>"$d/hand.err" &
+hand=$!
+handpid=$(wait_sock sw-hand)
+"$TORCH_PY" - "$sockdir/sw-hand.$handpid.sock" "$d/hand/up" >"$d/hand.client" 2>&1 <<'PY' &
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+t0 = time.monotonic()
+while not os.path.exists(sys.argv[2]) and time.monotonic() - t0 < 1.8:
+    time.sleep(0.005)
+s.sendall(b"status\n")
+got = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+print(got.split(b"\n", 1)[0].decode() if got else "closed without an answer", flush=True)
+PY
+client=$!
+until grep -q connected "$d/hand.client" 2>/dev/null || ! kill -0 "$client" 2>/dev/null; do sleep 0.01; done
+"$AMLRUN" --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 --master-port "$port" \
+    --nproc-per-node 1 --run-id sw-hand true >/dev/null 2>"$d/hand1.err"
+wait "$client"
+check "a request sent across the handover is answered" \
+    grep -q '^amlrun-answer 1 status$' "$d/hand.client" || diag "$(cat "$d/hand.client")"
+wait "$hand" 2>/dev/null
+
 kill -TERM "$idle"; wait "$idle" 2>/dev/null
 exit 0
