@@ -269,7 +269,8 @@ int qearly_take_waiting(int *fds, int max)
 {
     qearly_pause();
     int n = 0;
-    for (int i = 0; i < QE_CLIENTS; i++) {
+    /* (the slots are -1 from qearly_start on, 0 before: no slot at all) */
+    for (int i = 0; qe.tried && i < QE_CLIENTS; i++) {
         if (qe.c[i].fd < 0)
             continue;
         if (n < max) {
@@ -285,7 +286,7 @@ int qearly_take_waiting(int *fds, int max)
 void qearly_close(void)
 {
     qearly_pause();
-    for (int i = 0; i < QE_CLIENTS; i++)
+    for (int i = 0; qe.tried && i < QE_CLIENTS; i++)
         drop(&qe.c[i]);
     if (qe.fd >= 0) {
         close(qe.fd);
