@@ -13,7 +13,11 @@
 #       the API (judged by their output, of which they have none);
 # each exits 0 on both nodes with no "hang:" line.  Then (e) a real stall
 # of rank 3 beside them is still found by the host and named (124).
-# What happened is checked, never how long it took.
+# What happened is checked, never how long it took.  The heartbeats' dead
+# time is 10 s here, not 5: a stop of 4 s is the hang watch's business, and
+# with 5 s the last beat before the stop (up to a keepalive earlier) and a
+# loaded machine's late SIGCONT made the host's silence pass the dead time
+# (both nodes 125, "no heartbeat", in a clean clone's run).
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -35,6 +39,7 @@ start() {
     for n in 0 1; do
         on "n$n" $T "$AMLRUN" --hang-timeout "${HT:-2}" --nnodes 2 --nproc-per-node "${NPN:-2}" \
             --rdzv-backend c10d --rdzv-endpoint "n0:$PORT" --rdzv-id "$tag" \
+            --rdzv-conf keep_alive_max_attempt=10 \
             --python "$PY" "$W" "$d" "$sec" "$@" >"$d/out.$n" 2>"$d/err.$n" &
         if [ $n = 0 ]; then pid0[$tag]=$!; else pid1[$tag]=$!; fi
     done
