@@ -363,7 +363,7 @@ $(foreach f,$(TEST_SRCS),$(eval $(call unit_test,$(f))))
 BENCH_BINS := $(BUILD)/bench/rdzv_bench $(BUILD)/bench/rdzv_host_bench $(BUILD)/bench/bootstrap_bench \
     $(BUILD)/bench/progress_bench \
     $(BUILD)/bench/launch_floor $(BUILD)/bench/chan_bench
-$(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS)
+$(BUILD)/bench/%: bench/%.c $(STLIB) $(LIB_HDRS) $(wildcard bench/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Ilib $(ALL_LDFLAGS) -o $@ $< $(STLIB) $(LIB_LIBS)
 

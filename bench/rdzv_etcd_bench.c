@@ -37,6 +37,8 @@
 
 #include <amldist.h>
 
+#include "agent_procs.h"
+
 typedef struct {
     int nfailed, njoined, phase, nstopped, nnext;
     long long joined_max, stopped_max, next_max, t_fail, t_kill;
@@ -230,24 +232,16 @@ int main(int argc, char **argv)
     if (pipe(gate) < 0)
         return perror("pipe"), 2;
     enum { PER = 512 };
-    int nproc = (n - 1 + PER - 1) / PER;
+    int nproc = agent_nprocs(n, PER);
     pid_t *kids = calloc((size_t)nproc, sizeof *kids);
-    for (int k = 0; k < nproc; k++) {
-        if ((kids[k] = fork()) != 0)
-            continue;
-        close(gate[1]);
-        setpriority(PRIO_PROCESS, 0, 19);
-        int lo = 1 + k * PER, hi = lo + PER < n ? lo + PER : n;
-        pthread_t *tid = calloc((size_t)(hi - lo), sizeof *tid);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 << 10);
-        for (int i = lo; i < hi; i++)
-            if (pthread_create(&tid[i - lo], &attr, agent_thread,
-                               (void *)(long)i)) {
-                fail_with("pthread_create");
-                _exit(2);
-            }
+    int lo, hi;
+    pthread_t *tid;
+    int child = agent_procs(n, PER, gate, kids, agent_thread, &lo, &hi, &tid);
+    if (child == -2) {
+        fail_with("pthread_create");
+        _exit(2);
+    }
+    if (child >= 0) {
         /* Its agents' CPU to form, added up. */
         while (__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST) < 1 &&
                !sh->nfailed)

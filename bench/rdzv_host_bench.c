@@ -51,6 +51,8 @@
 
 #include <amldist.h>
 
+#include "agent_procs.h"
+
 typedef struct {
     /* phase: 1 steady, 2 views, 3 gather, 4 fail */
     int nfailed, njoined, phase;
@@ -320,27 +322,16 @@ int main(int argc, char **argv)
     if (pipe(gate) < 0)
         return perror("pipe"), 2;
     enum { PER = 1000 };
-    int nproc = (n - 1 + PER - 1) / PER;
+    int nproc = agent_nprocs(n, PER);
     pid_t *kids = calloc((size_t)nproc, sizeof *kids);
-    for (int k = 0; k < nproc; k++) {
-        if ((kids[k] = fork()) != 0)
-            continue;
-        close(gate[1]);
-        /* In a job the other agents run on other machines: here at the
-         * lowest priority, so that 4,095 of them on these few CPUs do not
-         * starve the host of the CPU it has there. */
-        setpriority(PRIO_PROCESS, 0, 19);
-        int lo = 1 + k * PER, hi = lo + PER < n ? lo + PER : n;
-        pthread_t *tid = calloc((size_t)(hi - lo), sizeof *tid);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 << 10);
-        for (int i = lo; i < hi; i++)
-            if (pthread_create(&tid[i - lo], &attr, agent_thread,
-                               (void *)(long)i)) {
-                fail_with("pthread_create");
-                _exit(2);
-            }
+    int lo, hi;
+    pthread_t *tid;
+    int child = agent_procs(n, PER, gate, kids, agent_thread, &lo, &hi, &tid);
+    if (child == -2) {
+        fail_with("pthread_create");
+        _exit(2);
+    }
+    if (child >= 0) {
         for (int i = lo; i < hi; i++)
             pthread_join(tid[i - lo], NULL);
         _exit(0);
