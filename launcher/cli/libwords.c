@@ -78,31 +78,33 @@ static void master_words(const struct amlrun_opts *o,
     }
 }
 
+/* The option amlrun passed as NAME=VALUE, in amlrun's words: what
+ * --standalone stands for, or the option as typed (by, else flag). */
+static void option_words(struct libwords *w, const char *name, int value,
+                         const char *standalone, const char *by,
+                         const char *flag)
+{
+    char lib[96], ours[160];
+    snprintf(lib, sizeof lib, "option %s=%d", name, value);
+    if (standalone)
+        snprintf(ours, sizeof ours, "--standalone (%s)", standalone);
+    else
+        snprintf(ours, sizeof ours, "%s%d", by[0] ? by : flag, value);
+    add(w, lib, ours);
+}
+
 void libwords_set(struct libwords *w, const struct amlrun_opts *o,
                   const amldist_options_t *ao, enum libwords_port port)
 {
-    char lib[96], ours[160];
     w->n = 0;
-    if (ao->num_nodes > 0) {
-        snprintf(lib, sizeof lib, "option num_nodes=%d", ao->num_nodes);
-        if (o->standalone)
-            snprintf(ours, sizeof ours, "--standalone (one node)");
-        else
-            snprintf(ours, sizeof ours, "%s%d",
-                     o->nnodes_by[0] ? o->nnodes_by : "--nnodes ",
-                     ao->num_nodes);
-        add(w, lib, ours);
-    }
-    if (ao->node_rank >= 0) {
-        snprintf(lib, sizeof lib, "option node_rank=%d", ao->node_rank);
-        if (o->standalone)
-            snprintf(ours, sizeof ours, "--standalone (node rank 0)");
-        else
-            snprintf(ours, sizeof ours, "%s%d",
-                     o->node_rank_by[0] ? o->node_rank_by : "--node-rank ",
-                     ao->node_rank);
-        add(w, lib, ours);
-    }
+    if (ao->num_nodes > 0)
+        option_words(w, "num_nodes", ao->num_nodes,
+                     o->standalone ? "one node" : NULL, o->nnodes_by,
+                     "--nnodes ");
+    if (ao->node_rank >= 0)
+        option_words(w, "node_rank", ao->node_rank,
+                     o->standalone ? "node rank 0" : NULL, o->node_rank_by,
+                     "--node-rank ");
     master_words(o, ao, port, w);
 }
 
