@@ -4,6 +4,8 @@
 #   unit tests (build/tests/test_*): plain, with ASan+UBSan (build-asan, which
 #   the job "asan-build" makes first), and under valgrind;
 #   shell tests (tests/sh/<component>/*.sh): real mpirun, PyTorch, namespaces;
+#   a shell test marked "# amldist-test: etcd" once more as NAME@etcd, with
+#   RZ_BACKEND=etcd (the rendezvous tests on the etcd backend);
 #   fuzz targets (tests/fuzz/*.c): libFuzzer for AMLDIST_FUZZ_SECONDS each,
 #   built by the job "fuzz-build" first.
 # Most programs wait rather than compute (daemons, timeouts, peers), so they
@@ -103,6 +105,10 @@ for t in tests/sh/*/*.sh; do
     # a test that builds into build-asan itself waits for that pass's make
     [ "$QUICK" != 1 ] && marked "$t" asan-build && after=asan-build
     add "$(basename "$t" .sh)" 900 "$est" "$alone" "$after" env BUILD="$BUILD_ABS" bash "$t"
+    # a rendezvous test marked "etcd" runs again on the etcd backend
+    # (tests/amlrun/rdzv.sh's RZ_BACKEND), as NAME@etcd
+    marked "$t" etcd && add "$(basename "$t" .sh)@etcd" 900 "$est" "$alone" "$after" \
+        env BUILD="$BUILD_ABS" RZ_BACKEND=etcd bash "$t"
 done
 if [ "$QUICK" != 1 ]; then
     add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 tests

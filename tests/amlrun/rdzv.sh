@@ -4,6 +4,18 @@
 # same command line on each, meeting at --rdzv-endpoint n0:PORT.  The
 # workers (tests/amlrun/rdzv_worker.sh) leave record files in $RZ_DIR,
 # which every node sees (the namespaces share the file system).
+#
+# The backend: RZ_BACKEND=c10d (the default) or etcd.  The tests write
+# their lines for c10d (--rdzv-backend c10d --rdzv-endpoint n0:PORT); with
+# etcd, rz_setup starts a one-member etcd on n0's cluster address
+# (tests/etcd.sh) and rz_argv turns each line into the same job on it:
+# --rdzv-backend etcd --rdzv-endpoint <the member>, and a run id of the
+# case's and the port's (on c10d a port is one job; on etcd the run id
+# is), so that no case meets another's keys.  tests/run.sh runs a test
+# marked "# amldist-test: ... etcd" a second time as NAME@etcd, with
+# RZ_BACKEND=etcd.  What differs on etcd: the decider's agent (the first to
+# win the decider key), not the endpoint's, is node 0 (rz_node0 names it);
+# there is no host to lose; a case c10d's alone is skipped by rz_c10d_only.
 
 RZW=$TOP/tests/amlrun/rdzv_worker.sh
 # Heartbeats fast enough for tests: a silent agent is dead after
@@ -18,10 +30,56 @@ declare -A RZPID=() RC=() END=()
 
 # rz_setup K: a K-node cluster (or skip), ports below 32768 (node 0's agent
 # picks MASTER_PORT among the free ports, which are above).
+RZ_BACKEND=${RZ_BACKEND:-c10d}
 rz_setup() {
     multinode_setup "$1"
     PORT=$((20000 + RANDOM % 12000))
     RZ_NODES=$1
+    case $RZ_BACKEND in
+    c10d) ;;
+    etcd)
+        . "$TOP/tests/etcd.sh"
+        etcd_up_nodes n0 ;;
+    *) fail "RZ_BACKEND=$RZ_BACKEND: c10d or etcd"; exit 1 ;;
+    esac
+}
+
+# rz_argv ARGS...: RZ_ARGV, amlrun's arguments for this backend: ARGS as
+# they are on c10d; on etcd, --rdzv-backend c10d becomes etcd,
+# --rdzv-endpoint HOST:PORT the etcd member and --rdzv-id ID the case's
+# tag, PORT and ID (a case's lines on one port are one job, as on c10d).
+rz_argv() {
+    RZ_ARGV=("$@")
+    [ "$RZ_BACKEND" = etcd ] || return 0
+    local a port= id=
+    RZ_ARGV=()
+    while [ $# -gt 0 ]; do
+        a=$1
+        shift
+        case $a in
+        --rdzv-backend) shift; RZ_ARGV+=(--rdzv-backend etcd) ;;
+        --rdzv-endpoint)
+            # (a node's name: the member by its node's name)
+            port=${1##*:}
+            case $1 in n[0-9]:*) RZ_ARGV+=(--rdzv-endpoint "n0:${ETCD_EP##*:}") ;;
+            *) RZ_ARGV+=(--rdzv-endpoint "$ETCD_EP") ;; esac
+            shift ;;
+        --rdzv-id) id=$1; shift ;;
+        --) RZ_ARGV+=("$a" "$@"); break ;;
+        *) RZ_ARGV+=("$a") ;;
+        esac
+        # the worker's own arguments are the worker's
+        case $a in "$RZW" | *.py) RZ_ARGV+=("$@"); break ;; esac
+    done
+    [ -n "$port" ] && RZ_ARGV=(--rdzv-id "${RZ_DIR##*/}-$port${id:+-$id}" "${RZ_ARGV[@]}")
+    return 0
+}
+
+# rz_c10d_only NAME WHY: 0 on c10d; on etcd, NAME skipped saying WHY, 1.
+rz_c10d_only() {
+    [ "$RZ_BACKEND" = c10d ] && return 0
+    skip "$1" "c10d's alone: $2"
+    return 1
 }
 
 # rz_case TAG: a fresh record directory for one case (RZ_DIR), no worker
@@ -43,9 +101,10 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 rz_start() {
     local node=$1
     shift
+    rz_argv "$@"
     (
         rc=0
-        on "$node" $T "$AMLRUN" "$@" >"$RZ_DIR/$node.out" 2>"$RZ_DIR/$node.err" || rc=$?
+        on "$node" $T "$AMLRUN" "${RZ_ARGV[@]}" >"$RZ_DIR/$node.out" 2>"$RZ_DIR/$node.err" || rc=$?
         echo "$rc $(now_ms)" >"$RZ_DIR/$node.rc"
     ) &
     RZPID[$node]=$!
@@ -201,18 +260,24 @@ rz_order() {
     }' | sort -u | sort -n -k1,1 | awk '{ print $2 }'
 }
 
+# rz_node0 [FILTER]: the host of node 0 as the records say (n0 on c10d:
+# the endpoint's; on etcd the decider's, any of them).
+rz_node0() { rz_order "$1" | head -n 1 | cut -d: -f1; }
+
 # rz_check_layout NAME NODES RESTART [FILTER]: the records (matching
 # FILTER) of a job of NODES nodes: node ranks 0..NODES-1, one per host,
-# n0 (the endpoint's node) is node 0, every worker numbered as torchrun
-# numbers them, one MASTER_ADDR (node 0's address) and one MASTER_PORT.
+# node 0 n0 (the endpoint's node; on etcd any node), every worker numbered
+# as torchrun numbers them, one MASTER_ADDR (node 0's address) and one
+# MASTER_PORT.
 rz_check_layout() {
-    local name=$1 nodes=$2 restart=$3 filter=${4:-.} order nums
+    local name=$1 nodes=$2 restart=$3 filter=${4:-.} order nums want0=n0
     order=$(rz_order "$filter")
     nums=$(rz_reports | grep -E -- "$filter" | field node | sort -n | uniq | tr '\n' ' ')
     expect_eq "$name: node ranks are 0..$((nodes - 1))" "$nums" "$(seq -s ' ' 0 $((nodes - 1))) "
-    expect_eq "$name: one node rank per host, n0 (the endpoint's) is node 0" \
+    [ "$RZ_BACKEND" = etcd ] && want0=$(rz_node0 "$filter")
+    expect_eq "$name: one node rank per host, $want0 is node 0 ($RZ_BACKEND)" \
         "$(cut -d: -f1 <<<"$order" | sort -u | wc -l) $(head -n 1 <<<"$order" | cut -d: -f1)" \
-        "$nodes n0"
+        "$nodes $want0"
     # shellcheck disable=SC2086
     expect_eq "$name: ranks as torchrun numbers them" "$(rz_layout "$filter")" \
         "$(if [ -n "$order" ]; then rz_want "$restart" $order; else echo '(some records)'; fi)"
@@ -220,15 +285,18 @@ rz_check_layout() {
     addrs=$(rz_reports | grep -E -- "$filter" | field addr | sort -u)
     ports=$(rz_reports | grep -E -- "$filter" | field port | sort -u)
     check "$name: one MASTER_ADDR, node 0's address ($(echo $addrs))" \
-        rz_is_n0 "$addrs"
+        rz_is_n0 "$addrs" "$(rz_node0 "$filter")"
     check "$name: one MASTER_PORT on every node ($(echo $ports))" \
         test "$(wc -l <<<"$ports")" = 1 -a -n "$ports" -a "${ports//[0-9]/}" = ""
 }
-# n0's address, by number or by name.
+# rz_is_n0 ADDRS [NODE0]: one address, node 0's (n0's on c10d, NODE0's on
+# etcd), by number or by name.
 rz_is_n0() {
+    local want=10.231.0.10
+    [ "$RZ_BACKEND" = etcd ] && want=$(node_addr "${2:-n0}")
     [ "$(wc -l <<<"$1")" = 1 ] || return 1
-    case $1 in 10.231.0.10) return 0 ;; "") return 1 ;; esac
-    [ "$(on n1 getent ahostsv4 "$1" | awk '{ print $1; exit }')" = 10.231.0.10 ]
+    case $1 in "$want") return 0 ;; "") return 1 ;; esac
+    [ "$(on n1 getent ahostsv4 "$1" | awk '{ print $1; exit }')" = "$want" ]
 }
 
 # rz_expect NAME GOT WANT: expect_eq, with the amlruns' output when it fails.
@@ -279,7 +347,7 @@ rz_wait_conn() {
 #   amlrun:   rank 3 (local 1, pid 4711) on host n1: exited with status 7
 rz_summary() {
     local name=$1 rank=$2 nrank=$3 fhost=$4 status=$5 err0 summary addr stre st how
-    err0=$(cat "$RZ_DIR/n0.err")
+    err0=$(cat "$RZ_DIR/$(rz_node0).err")
     summary=$(sed -n '/job failed/,$p' <<<"$err0")
     addr="10\\.231\\.0\\.1${fhost#n}"
     stre="status $status" st=$status how="exited with status $status"

@@ -5,7 +5,10 @@
 # their node ranks themselves: the endpoint's node (it hosts the control
 # plane) is node 0, the others follow; the workers get torchrun's variables
 # for that order, node 0's address and one MASTER_PORT.  2, 3 and 4 nodes,
-# the host's agent starting last, the endpoint by name.
+# the host's agent starting last, the endpoint by name.  As rdzv_join@etcd
+# the same jobs meet in etcd (tests/amlrun/rdzv.sh's RZ_BACKEND): node 0 is
+# then the decider's node, the first agent's (n1 when it starts first).
+# amldist-test: etcd
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -28,26 +31,40 @@ job() {
 
 job "2 nodes x 2" two $PORT 2 2 n0 n1
 rz_check_layout "2 nodes x 2" 2 0
-expect_eq "2 nodes x 2: n0 holds ranks 0,1 and n1 ranks 2,3" "$(rz_layout)" \
-    "$(rz_want 0 n0:2 n1:2)"
+# (on etcd, the decider's node holds ranks 0,1: either)
+first=n0 second=n1
+[ "$RZ_BACKEND" = etcd ] && [ "$(rz_node0)" = n1 ] && first=n1 second=n0
+expect_eq "2 nodes x 2: $first holds ranks 0,1 and $second ranks 2,3" "$(rz_layout)" \
+    "$(rz_want 0 $first:2 $second:2)"
 [ "$(rz_count rep.)" = 4 ] || rz_dump
 no_leftovers "2 nodes x 2"
 
 # The other node's agent starts first: it waits for the host to listen
-# (n0 starts once it has refused n1's first try).
+# (n0 starts once it has refused n1's first try).  On etcd, n1 holds the
+# decider key before n0 starts: it is node 0.
 rz_case late-host
-rsts=$(rz_rsts n0)
-rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
-    --nproc-per-node 1 "$RZW"
-rz_wait_refused n0 "$rsts" || fail "host's agent last: n1 tries n0 first"
+if [ "$RZ_BACKEND" = c10d ]; then
+    rsts=$(rz_rsts n0)
+    rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+        --nproc-per-node 1 "$RZW"
+    rz_wait_refused n0 "$rsts" || fail "host's agent last: n1 tries n0 first"
+    first=n0:1 second=n1:1
+else
+    rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+        --nproc-per-node 1 "$RZW"
+    for _ in $(seq 200); do etcd_left | grep -q '/b/lead$' && break; nap 0.05; done
+    first=n1:1 second=n0:1
+fi
 rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
     --nproc-per-node 1 "$RZW"
 rz_wait
 expect_eq "host's agent last: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
-expect_eq "host's agent last: the host is still node 0" "$(rz_layout)" "$(rz_want 0 n0:1 n1:1)"
+expect_eq "host's agent last: the host ($RZ_BACKEND: ${first%:*}) is node 0" "$(rz_layout)" \
+    "$(rz_want 0 $first $second)"
 no_leftovers "host's agent last"
 
-# The endpoint by name, and --rdzv-id on every node.
+# The endpoint by name, and --rdzv-id on every node (on etcd, the member
+# by its node's name).
 rz_case byname
 for node in n1 n0; do
     rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "n0:$((PORT + 20))" --rdzv-id job42 \
