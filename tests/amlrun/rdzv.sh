@@ -8,7 +8,7 @@
 # The backend: RZ_BACKEND=c10d (the default) or etcd.  The tests write
 # their lines for c10d (--rdzv-backend c10d --rdzv-endpoint n0:PORT); with
 # etcd, rz_setup starts a one-member etcd on n0's cluster address
-# (tests/etcd.sh) and rz_argv turns each line into the same job on it:
+# (tests/etcd.sh; RZ_ETCD_NODES="n0 n1 n2": a member on each of them) and rz_argv turns each line into the same job on it:
 # --rdzv-backend etcd --rdzv-endpoint <the member>, and a run id of the
 # case's and the port's (on c10d a port is one job; on etcd the run id
 # is), so that no case meets another's keys.  tests/run.sh runs a test
@@ -16,6 +16,9 @@
 # RZ_BACKEND=etcd.  What differs on etcd: the decider's agent (the first to
 # win the decider key), not the endpoint's, is node 0 (rz_node0 names it);
 # there is no host to lose; a case c10d's alone is skipped by rz_c10d_only.
+# rz_start waits, on etcd, for the first agent of a job to hold the decider
+# key before it starts the next: the node started first is node 0, as n0
+# is on c10d.
 
 RZW=$TOP/tests/amlrun/rdzv_worker.sh
 # Heartbeats fast enough for tests: a silent agent is dead after
@@ -26,7 +29,7 @@ RZ_DEAD_MS=4000
 # The tests check what happened (who stopped a worker, how a loss was
 # seen, what an agent says), never how long it took: the times are in
 # their diagnostics, and bench/rdzv.sh measures them.
-declare -A RZPID=() RC=() END=()
+declare -A RZPID=() RC=() END=() RZ_JOBS=()
 
 # rz_setup K: a K-node cluster (or skip), ports below 32768 (node 0's agent
 # picks MASTER_PORT among the free ports, which are above).
@@ -39,7 +42,8 @@ rz_setup() {
     c10d) ;;
     etcd)
         . "$TOP/tests/etcd.sh"
-        etcd_up_nodes n0 ;;
+        # shellcheck disable=SC2086
+        etcd_up_nodes ${RZ_ETCD_NODES:-n0} ;;
     *) fail "RZ_BACKEND=$RZ_BACKEND: c10d or etcd"; exit 1 ;;
     esac
 }
@@ -90,7 +94,7 @@ rz_case() {
     mkdir -p "$RZ_DIR"
     export RZ_DIR
     unset RZ_FAIL RZ_FAIL2 RZ_FAIL_ONCE RZ_RUN RZ_UNTIL RZ_DONE RZ_STUBBORN
-    RZPID=() RC=() END=()
+    RZPID=() RC=() END=() RZ_JOBS=()
 }
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -102,12 +106,27 @@ rz_start() {
     local node=$1
     shift
     rz_argv "$@"
+    local job=${RZ_ARGV[*]:0:2} leads=
+    # On etcd, the first agent of a job holds the decider key before the
+    # next starts: the node started first is node 0, as the endpoint's node
+    # is on c10d (the tests start it first), not whichever agent a loaded
+    # machine ran first.
+    if [ "$RZ_BACKEND" = etcd ] && [ "${RZ_ARGV[0]}" = --rdzv-id ] && [ -z "${RZ_JOBS[$job]:-}" ]; then
+        RZ_JOBS[$job]=1
+        leads=$(etcd_left | grep -c '/b/lead$')
+    fi
     (
         rc=0
         on "$node" $T "$AMLRUN" "${RZ_ARGV[@]}" >"$RZ_DIR/$node.out" 2>"$RZ_DIR/$node.err" || rc=$?
         echo "$rc $(now_ms)" >"$RZ_DIR/$node.rc"
     ) &
     RZPID[$node]=$!
+    [ -n "$leads" ] || return 0
+    local n=0
+    until [ "$(etcd_left | grep -c '/b/lead$')" -gt "$leads" ]; do
+        ((n++ < 100)) || { diag "$node: no decider key in 10 s"; return 0; }
+        nap 0.1
+    done
 }
 
 # rz_wait [NODE...]: wait for those amlruns (default: all started); RC[NODE]
@@ -262,7 +281,7 @@ rz_order() {
 
 # rz_node0 [FILTER]: the host of node 0 as the records say (n0 on c10d:
 # the endpoint's; on etcd the decider's, any of them).
-rz_node0() { rz_order "$1" | head -n 1 | cut -d: -f1; }
+rz_node0() { rz_order "${1:-.}" | head -n 1 | cut -d: -f1; }
 
 # rz_check_layout NAME NODES RESTART [FILTER]: the records (matching
 # FILTER) of a job of NODES nodes: node ranks 0..NODES-1, one per host,

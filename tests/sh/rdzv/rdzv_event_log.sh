@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # --event-log on the nodes of a c10d job (namespace nodes, one amlrun
-# each, each writing its own file): every line is JSON (parsed by python3's
+# each, each writing its own file; as rdzv_event_log@etcd, an etcd job): every line is JSON (parsed by python3's
 # json), each node records the rendezvous rounds with its node rank and the
 # job's size, the first round and the restart's; the failing node its
 # failure, every node the restart and the other node's stop ("peer"), and
 # the end with the job's status.
+# amldist-test: etcd (also as rdzv_event_log@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -21,7 +22,7 @@ for node in n0 n1; do
         --event-log "$RZ_DIR/ev.$node" "$RZW"
 done
 rz_wait
-name="c10d, 2 nodes, one restart"
+name="$RZ_BACKEND, 2 nodes, one restart"
 rz_expect "$name: every agent exits 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
 for node in n0 n1; do
     got=$($EV "$RZ_DIR/ev.$node")
@@ -53,7 +54,7 @@ expect_eq "$name: each node's events carry one node rank, the two differ" \
     "$(printf '%s\n' "$n0_node" "$n1_node" | sort | tr '\n' ' ')" "0 1 "
 for node in n0 n1; do
     s=$(summary $node)
-    check "$node: starts with start (node null: c10d gives it), ends with end status 0" \
+    check "$node: starts with start (node null: the rendezvous gives it), ends with end status 0" \
         grep -q "^first=start start_node=None last=end end_status=0 " <<<"$s"
     check "$node: two rendezvous rounds of 2 nodes, the second a restart" \
         grep -q " rounds=\[(0, 2, 0), (1, 2, 1)\] " <<<"$s"

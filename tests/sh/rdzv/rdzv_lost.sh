@@ -7,6 +7,7 @@
 # (its link down): every agent left stops its workers and exits 125 within
 # the dead time (plus the workers' stop), node 0 names the lost node, and
 # nothing is left on any node.
+# amldist-test: etcd (also as rdzv_lost@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
