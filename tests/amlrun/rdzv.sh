@@ -111,9 +111,10 @@ rz_start() {
     # next starts: the node started first is node 0, as the endpoint's node
     # is on c10d (the tests start it first), not whichever agent a loaded
     # machine ran first.
+    RZ_LAST_JOB=$job
     if [ "$RZ_BACKEND" = etcd ] && [ "${RZ_ARGV[0]}" = --rdzv-id ] && [ -z "${RZ_JOBS[$job]:-}" ]; then
-        RZ_JOBS[$job]=1
-        leads=$(etcd_left | grep -c '/b/lead$')
+        RZ_JOBS[$job]=-
+        leads=$(etcd_left | grep '/b/lead$' | tr '\n' ' ')
     fi
     (
         rc=0
@@ -121,10 +122,26 @@ rz_start() {
         echo "$rc $(now_ms)" >"$RZ_DIR/$node.rc"
     ) &
     RZPID[$node]=$!
-    [ -n "$leads" ] || return 0
-    local n=0
-    until [ "$(etcd_left | grep -c '/b/lead$')" -gt "$leads" ]; do
-        ((n++ < 100)) || { diag "$node: no decider key in 10 s"; return 0; }
+    [ "${RZ_JOBS[$job]:-}" = - ] || return 0
+    # (RZ_JOBS[job]: the job's key prefix, from its new decider key)
+    local n=0 k
+    while ((n++ < 100)); do
+        for k in $(etcd_left | grep '/b/lead$'); do
+            case " $leads " in *" $k "*) ;; *) RZ_JOBS[$job]=${k%/b/lead}; return 0 ;; esac
+        done
+        nap 0.1
+    done
+    diag "$node: no decider key in 10 s"
+}
+
+# rz_wait_joined N [SEC]: on etcd, until the last job rz_start started has
+# N members (its agents' member keys: they have joined); on c10d nothing.
+# 1 when they did not come (default 20 s).
+rz_wait_joined() {
+    [ "$RZ_BACKEND" = etcd ] || return 0
+    local pfx=${RZ_JOBS[$RZ_LAST_JOB]:-} deadline=$((SECONDS + ${2:-20}))
+    until [ "$(etcd_left | grep -c "^$pfx/m/")" -ge "$1" ]; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
         nap 0.1
     done
 }

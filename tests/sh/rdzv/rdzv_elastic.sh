@@ -11,6 +11,9 @@
 #  - a node arriving when the job has MAX nodes is refused (exit 2) and the
 #    job goes on;
 #  - a node declared dead (frozen) is not let back in when it thaws.
+# As rdzv_elastic@etcd the same on etcd, where the host's node killed is
+# the decider's: the others re-form.
+# amldist-test: etcd (also as rdzv_elastic@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -171,22 +174,36 @@ expect_eq "$name: the round of 2 is n0 and n1, restart count 0" \
 no_leftovers "$name"
 
 # The host's node killed in an elastic job: the others lose the host and
-# end with 125 (none of them can host the endpoint's address).
+# end with 125 (none of them can host the endpoint's address).  On etcd
+# there is no host to lose: the decider's node killed, another agent takes
+# the decider over and the two left re-form (2 >= MIN), restart count 0.
 rz_case host-killed
 export RZ_RUN=60 RZ_UNTIL=never
 for n in n0 n1 n2; do node $n $((PORT + 60)) 2:3 last_call_timeout=2; done
 name="2:3, the host's node n0 killed"
+[ "$RZ_BACKEND" = etcd ] && name="2:3, the decider's node n0 killed"
 if rz_wait_files rep. 3; then
     t0=$(now_ms)
     netns_kill_all "$CLUSTER-n0"
 fi
-rz_wait
-rz_expect "$name: n1 and n2 exit 125" "$(rz_rcs n1 n2)" "n1=125 n2=125"
-diag "$name: n1 and n2 ended $((${END[n1]} - t0)) and $((${END[n2]} - t0)) ms after the kill"
-rz_lost_seen "$name" n1
-rz_lost_seen "$name" n2
-expect_eq "$name: their workers were stopped, none started again" \
-    "$(rz_count term.n1.) $(rz_count term.n2.) $(rz_count rep.)" "1 1 3"
+if [ "$RZ_BACKEND" = etcd ]; then
+    rz_wait_files rep. 5 || fail "$name: n1 and n2 re-form"
+    touch "$RZ_DIR/never"
+    rz_wait
+    rz_expect "$name: n1 and n2 exit 0" "$(rz_rcs n1 n2)" "n1=0 n2=0"
+    diag "$name: n1 and n2 ended $((${END[n1]} - t0)) and $((${END[n2]} - t0)) ms after the kill"
+    expect_eq "$name: their first workers were stopped, then a round of 2 ran" \
+        "$(rz_count term.n1.) $(rz_count term.n2.) $(rz_reports | grep -c ' world=2 ')" "1 1 2"
+    rz_check_layout "$name: the round of 2" 2 0 ' world=2 '
+else
+    rz_wait
+    rz_expect "$name: n1 and n2 exit 125" "$(rz_rcs n1 n2)" "n1=125 n2=125"
+    diag "$name: n1 and n2 ended $((${END[n1]} - t0)) and $((${END[n2]} - t0)) ms after the kill"
+    rz_lost_seen "$name" n1
+    rz_lost_seen "$name" n2
+    expect_eq "$name: their workers were stopped, none started again" \
+        "$(rz_count term.n1.) $(rz_count term.n2.) $(rz_count rep.)" "1 1 3"
+fi
 no_leftovers "$name"
 
 # Re-formed, then a failure: the re-forming was no restart, the failure is

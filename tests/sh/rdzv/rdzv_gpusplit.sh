@@ -9,6 +9,7 @@
 # library refuses before NCCL, as for one amlrun.  GPUs are those of an
 # hwloc XML (--topology) and the stand-in CUDA/NCCL of tests/standin.
 # amldist-test: slow
+# amldist-test: etcd (also as rdzv_gpusplit@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"

@@ -7,6 +7,7 @@
 # and --master-port are not used: it warns, naming what won and why.
 # --local-addr (torchrun 2.x) names the node in the rendezvous: node 0's
 # becomes MASTER_ADDR.  A round waiting for its last call says so.
+# amldist-test: etcd (also as rdzv_nodeopts@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"

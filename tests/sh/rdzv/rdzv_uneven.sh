@@ -6,7 +6,10 @@
 # side with real torchrun on the same nodes, a real PyTorch DDP job (gloo,
 # CPU) with 1 and 2 workers whose replicas agree, and the static rendezvous
 # (--node-rank, --master-addr/--master-port), which refused such jobs before.
+# As rdzv_uneven@etcd the rendezvous cases on etcd (not torchrun's, the
+# static ones or DDP: c10d's program has those).
 # amldist-test: slow (one of the longest: tests/run.sh starts it early)
+# amldist-test: etcd
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -18,15 +21,17 @@ have_torch torch.distributed.run && HAVE_TORCH=1
 
 # in_order PORT NNODES NODE:COUNT...: one amlrun per node, the same line but
 # --nproc-per-node, started one after the other so that they arrive in this
-# order (the next starts once the last one has reached the host).
+# order (the next starts once the last one has reached the host; on etcd,
+# once it has joined).
 in_order() {
-    local port=$1 nn=$2 spec node
+    local port=$1 nn=$2 spec node k=0
     shift 2
     for spec in "$@"; do
-        node=${spec%%:*}
+        node=${spec%%:*} k=$((k + 1))
         rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes "$nn" \
             --nproc-per-node "${spec#*:}" "$RZW"
-        if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"
+        if [ "$RZ_BACKEND" = etcd ]; then rz_wait_joined "$k"
+        elif [ "$node" = n0 ]; then rz_wait_listen n0 "$port"
         else rz_wait_conn "$node" "$port" && sleep 0.2; fi
     done
     rz_wait
@@ -43,6 +48,10 @@ short() {
 torchrun_side() {
     local name=$1 port=$2 spec
     shift 2
+    if [ "$RZ_BACKEND" = etcd ]; then
+        skip "$name: torchrun side by side" "c10d's alone: torchrun's c10d"
+        return
+    fi
     if [ $HAVE_TORCH = 0 ]; then
         skip "$name: torchrun side by side" "$TORCH_PY cannot import torch.distributed.run"
         return
@@ -67,20 +76,22 @@ torchrun_side() {
 
 rz_case c10d-123
 in_order "$PORT" 3 n0:1 n1:2 n2:3
-rz_expect "c10d, 1, 2 and 3 workers: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
-expect_eq "c10d, 1, 2 and 3 workers: ranks 0 | 1 2 | 3 4 5 of 6" "$(rz_layout)" \
+rz_expect "$RZ_BACKEND, 1, 2 and 3 workers: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
+expect_eq "$RZ_BACKEND, 1, 2 and 3 workers: ranks 0 | 1 2 | 3 4 5 of 6" "$(rz_layout)" \
     "$(rz_want 0 n0:1 n1:2 n2:3)"
-rz_check_layout "c10d, 1, 2 and 3 workers" 3 0
-no_leftovers "c10d, 1, 2 and 3 workers"
+rz_check_layout "$RZ_BACKEND, 1, 2 and 3 workers" 3 0
+no_leftovers "$RZ_BACKEND, 1, 2 and 3 workers"
 
 rz_case c10d-321
 in_order $((PORT + 10)) 3 n0:3 n1:1 n2:2
-rz_expect "c10d, 3, 1 and 2 workers: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
-expect_eq "c10d, 3, 1 and 2 workers: ranks 0 1 2 | 3 | 4 5 of 6" "$(rz_layout)" \
+rz_expect "$RZ_BACKEND, 3, 1 and 2 workers: every agent exits 0" "$(rz_rcs n0 n1 n2)" "n0=0 n1=0 n2=0"
+expect_eq "$RZ_BACKEND, 3, 1 and 2 workers: ranks 0 1 2 | 3 | 4 5 of 6" "$(rz_layout)" \
     "$(rz_want 0 n0:3 n1:1 n2:2)"
-no_leftovers "c10d, 3, 1 and 2 workers"
-torchrun_side "c10d, 3, 1 and 2 workers" $((PORT + 11)) n0:3 n1:1 n2:2
+no_leftovers "$RZ_BACKEND, 3, 1 and 2 workers"
+torchrun_side "$RZ_BACKEND, 3, 1 and 2 workers" $((PORT + 11)) n0:3 n1:1 n2:2
 
+# (the static rendezvous has no backend: c10d's program alone)
+if [ "$RZ_BACKEND" = c10d ]; then
 # Static rendezvous: the node ranks are given, MASTER_ADDR/PORT stay the
 # given ones (the agents meet at the port above).
 static() {
@@ -115,6 +126,9 @@ rz_wait
 rz_expect "static, node 0 late: both exit 0" "$(rz_rcs n0 n1)" "n0=0 n1=0"
 expect_eq "static, node 0 late: torchrun's numbering" "$(rz_layout)" "$(rz_want 0 n0:1 n1:2)"
 no_leftovers "static, node 0 late"
+else
+    skip "static (--node-rank), uneven counts" "c10d's alone: the static rendezvous has no backend"
+fi
 
 # Under mpirun, one amlrun per node (1 worker on n0, 2 on n1), c10d at n0:
 # mpirun's rank orders the nodes, also when its rank 0 is on n1 (mpirun
@@ -122,7 +136,7 @@ no_leftovers "static, node 0 late"
 cat >"$TEST_TMP/pernode.sh" <<PERNODE
 #!/bin/sh
 n=2; [ "\$(hostname)" = n0 ] && n=1
-exec "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint \$EP --nnodes 2 --nproc-per-node \$n "$RZW"
+exec "$AMLRUN" \$RDZV --nnodes 2 --nproc-per-node \$n "$RZW"
 PERNODE
 chmod +x "$TEST_TMP/pernode.sh"
 for first in n0 n1; do
@@ -131,7 +145,8 @@ for first in n0 n1; do
     hosts=n0,n1 want=(n0:1 n1:2)
     [ "$first" = n1 ] && hosts=n1,n0 want=(n1:2 n0:1)
     rc=0
-    on "$first" $T $MPIRUN -x RZ_DIR -x EP="$EP:$((PORT + 50 + ${first#n}))" --host "$hosts" \
+    rz_argv --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 50 + ${first#n}))"
+    on "$first" $T $MPIRUN -x RZ_DIR -x RDZV="${RZ_ARGV[*]}" --host "$hosts" \
         --npernode 1 --bind-to none "$TEST_TMP/pernode.sh" >"$RZ_DIR/mpirun.out" 2>&1 || rc=$?
     expect_eq "$name: mpirun exits 0" "$rc" 0
     [ "$rc" = 0 ] || tail -n 20 "$RZ_DIR/mpirun.out" | sed 's/^/#   /'
@@ -144,7 +159,9 @@ done
 
 # A real DDP job, 1 worker on n0 and 2 on n1, the same line but the count
 # (c10d: the static numbering is the same function, checked above).
-if [ $HAVE_TORCH = 1 ]; then
+if [ "$RZ_BACKEND" = etcd ]; then
+    skip "DDP, 1 and 2 workers" "c10d's alone: the layout is the cases' above, the rest torch's"
+elif [ $HAVE_TORCH = 1 ]; then
     DDP=$TOP/tests/amlrun/ddp_replicas.py
     # ddp NAME PORT
     ddp() {
