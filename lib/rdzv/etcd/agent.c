@@ -370,19 +370,26 @@ static void send_queued(amldist__rz_etcd_t *t)
 
 /* The lease kept alive (its keep-alive in the multi handle, beside
  * whatever this thread waits for); etcd unreachable for the dead time, or
- * the lease gone, loses the store. */
+ * the lease gone, loses the store.  Unreachable only once a keep-alive
+ * failed since the last answer: a process stopped (SIGSTOP) or left
+ * unscheduled past the dead time asked nobody meanwhile, and the next
+ * keep-alive's answer says what became of its lease (it blamed etcd: "no
+ * etcd member answered ... (last: )"). */
 static void beat(amldist__rz_etcd_t *t, long long now)
 {
     int rc = amldist__etcd_beat_result(&t->c);
+    if (rc == 2)
+        t->beat_failed = 1;
     if (rc == 1) {
         t->last_ok = now;
+        t->beat_failed = 0;
     } else if (rc == 0) {
         char why[200];
         snprintf(why, sizeof why, "this agent's lease expired (etcd heard "
                  "nothing from it for %d s)", t->ttl_s);
         amldist__etcd_lost(t, why);
         return;
-    } else if (now - t->last_ok > t->cfg->dead_ms) {
+    } else if (t->beat_failed && now - t->last_ok > t->cfg->dead_ms) {
         char why[500];
         snprintf(why, sizeof why, "no etcd member answered for %.1f s (last: "
                  "%s)", t->cfg->dead_ms / 1000.0, t->c.err);
@@ -391,7 +398,8 @@ static void beat(amldist__rz_etcd_t *t, long long now)
     }
     if (now >= t->next_beat) {
         t->next_beat = now + t->cfg->keepalive_ms;
-        amldist__etcd_beat(&t->c, t->lease);
+        if (amldist__etcd_beat(&t->c, t->lease) < 0)
+            t->beat_failed = 1; /* none in flight: none will answer */
     }
 }
 

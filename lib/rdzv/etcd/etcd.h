@@ -174,6 +174,7 @@ typedef struct amldist__rz_etcd {
     long long lease, lead_rev; /* lead_rev: our decider key's, 0 */
     long long join_deadline, last_ok, next_beat, said_at, next_try;
     int joined;          /* our member key is in */
+    int beat_failed;     /* a keep-alive failed since the last answered */
     long long last_round;  /* the last ASSIGN's round applied, -1 */
     uint32_t next_ev;      /* our P/e/ keys' numbers */
     int campaign;          /* the decider key is free: try for it */

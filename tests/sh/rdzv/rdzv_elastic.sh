@@ -157,6 +157,9 @@ if rz_wait_files rep. 3; then
         rz_wait n2
         diag "$name: n2 exits ${RC[n2]}: $(grep -m 2 amlrun "$RZ_DIR/n2.err" | tr '\n' ' ')"
         check "$name: n2 exits 2 (stale) or 125 (${RC[n2]})" test "${RC[n2]}" = 2 -o "${RC[n2]}" = 125
+        # (on etcd, its own stop, not etcd's silence: it had asked nobody)
+        [ "$RZ_BACKEND" = etcd ] && check "$name: n2 does not blame etcd" \
+            sh -c '! grep -q "no etcd member answered" "$0"' "$RZ_DIR/n2.err"
         expect_eq "$name: n2's worker was stopped" "$(rz_count term.n2.)" 1
         sleep 0.5
     else
