@@ -5,7 +5,11 @@
 # another --max-restarts, or the very same line (the job is full) is
 # refused: it exits 2 with a message naming why and starts no worker, and
 # the job goes on unaffected.  Agents that find no host, or too few nodes,
-# within the join timeout give up (125) instead of hanging.
+# within the join timeout give up (125) instead of hanging.  As
+# rdzv_refuse@etcd, on etcd: there a run id is a job of its own (no
+# refusal to check), no agent waits for a host, and the TCP host's port
+# (a foreign server on it) is c10d's.
+# amldist-test: etcd
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 . "$TOP/tests/amlrun/rdzv.sh"
@@ -37,8 +41,9 @@ refused() {
     shift 5
     t0=$(now_ms)
     rc=0
-    AMLDIST_JOB_TOKEN=$token on n2 $T "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint "$EP:$PORT" \
-        --rdzv-id "$id" --nnodes "$nn" --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW" \
+    rz_argv --rdzv-backend c10d --rdzv-endpoint "$EP:$PORT" \
+        --rdzv-id "$id" --nnodes "$nn" --nproc-per-node 2 --rdzv-conf "$RZ_FAST" "$@" "$RZW"
+    AMLDIST_JOB_TOKEN=$token on n2 $T "$AMLRUN" "${RZ_ARGV[@]}" \
         >"$RZ_DIR/n2.out" 2>"$RZ_DIR/n2.err" || rc=$?
     end=$(now_ms)
     err=$(cat "$RZ_DIR/n2.err")
@@ -47,8 +52,12 @@ refused() {
     has "$name: the message says why" "$err" "$ere"
     expect_eq "$name: no worker started on n2" "$(rz_count rep.n2.)" 0
 }
-refused "another AMLDIST_JOB_TOKEN" '[Tt]oken' "$(job_secret another-token)" real 2
-refused "another --rdzv-id" 'run.?id|rdzv.?id' "$TOKEN" other 2
+# (on etcd, the decider key's value does not open: "sealed with another
+# secret"; another run id is another job there, under its own keys: it
+# would wait for its own nodes, refused by nobody)
+refused "another AMLDIST_JOB_TOKEN" '[Tt]oken|another secret' "$(job_secret another-token)" real 2
+rz_c10d_only "another --rdzv-id" "on etcd a run id is a job of its own" &&
+    refused "another --rdzv-id" 'run.?id|rdzv.?id' "$TOKEN" other 2
 refused "another --nnodes" 'nnodes|nodes' "$TOKEN" real 3
 refused "another --max-restarts" 'restarts' "$TOKEN" real 2 --max-restarts 3
 refused "a third node in a job of 2 (the same line)" 'full|has its [0-9]+ nodes' "$TOKEN" real 2
@@ -63,16 +72,24 @@ rz_check_layout "$name" 2 0
 no_leftovers "refused agents"
 
 # No host: an agent on n1 whose endpoint nobody listens on gives up at the
-# join timeout with 125.
+# join timeout with 125.  On etcd: no etcd member there (n1's own port
+# 2379, where none listens).
 rz_case nohost
-rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
-    --nproc-per-node 1 --rdzv-conf join_timeout=2 "$RZW"
+if [ "$RZ_BACKEND" = etcd ]; then
+    RZ_BACKEND=c10d rz_start n1 --rdzv-backend etcd --rdzv-endpoint "$(node_addr n1):2379" \
+        --nnodes 2 --nproc-per-node 1 --rdzv-conf join_timeout=2 "$RZW"
+    nohost='no etcd member answered within 2 s \(last: [^)]+\); no worker started$'
+else
+    rz_start n1 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 10))" --nnodes 2 \
+        --nproc-per-node 1 --rdzv-conf join_timeout=2 "$RZW"
+    nohost='no host answered within 2 s \(last: [^)]*\); no worker started$'
+fi
 t0=$(now_ms)
 rz_wait
 rz_expect "no host within join_timeout=2: exit 125" "${RC[n1]}" 125
-diag "no host: exit ${RC[n1]} after $((${END[n1]} - t0)) ms"
+diag "no host: exit ${RC[n1]} after $((${END[n1]} - t0)) ms: $(tail -n 1 "$RZ_DIR/n1.err")"
 has "no host within join_timeout=2: gives up at its join timeout, and says so" "$(cat "$RZ_DIR/n1.err")" \
-    'no host answered within 2 s \(last: [^)]*\); no worker started$'
+    "$nohost"
 expect_eq "no host: no worker started" "$(rz_count rep.)" 0
 no_leftovers "no host"
 
@@ -99,8 +116,10 @@ waiting_stop() {
     rsts=$(rz_rsts n0)
     rz_start "$node" --rdzv-backend c10d --rdzv-endpoint "$EP:$port" --nnodes 2 \
         --nproc-per-node 1 --rdzv-conf join_timeout=3600 "$RZW"
-    # (the host's agent listens; the other waits once n0 has refused it)
-    if [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else rz_wait_refused n0 "$rsts"; fi
+    # (the host's agent listens; the other waits once n0 has refused it;
+    # on etcd, once it has joined)
+    if [ "$RZ_BACKEND" = etcd ]; then rz_wait_joined 1
+    elif [ "$node" = n0 ]; then rz_wait_listen n0 "$port"; else rz_wait_refused n0 "$rsts"; fi
     if ! pid=$(rz_agent_pid "$node"); then
         fail "$name: the agent waits"
     else
@@ -113,10 +132,14 @@ waiting_stop() {
     no_leftovers "$name"
 }
 waiting_stop "the host's agent waiting for the other node" n0 $((PORT + 30))
-waiting_stop "an agent waiting for the host" n1 $((PORT + 40))
+# (on etcd an agent alone is the decider's: the case above)
+rz_c10d_only "an agent waiting for the host" "on etcd, no agent waits for a host" &&
+    waiting_stop "an agent waiting for the host" n1 $((PORT + 40))
 
 # No AMLDIST_JOB_TOKEN anywhere: the token is derived (from the endpoint),
-# and another --rdzv-id is refused, naming the run id.
+# and another --rdzv-id is refused, naming the run id.  (On etcd a run id
+# is a job of its own: c10d's alone.)
+if rz_c10d_only "no token given, --rdzv-id a and b" "on etcd a run id is a job of its own"; then
 rz_case runid
 export RZ_RUN=30 RZ_UNTIL=never
 rz_start n0 --rdzv-backend c10d --rdzv-endpoint "$EP:$((PORT + 50))" --rdzv-id a --nnodes 2 \
@@ -130,11 +153,14 @@ rz_expect "$name: b is refused (2), a gives up at its join timeout (125)" "$(rz_
 has "$name: b is told why (the run id)" "$(cat "$RZ_DIR/n1.err")" 'run id|rdzv-id'
 expect_eq "$name: no worker started" "$(rz_count rep.)" 0
 no_leftovers "$name"
+fi
 
 # Something else listens on the endpoint: a server that never answers, or
 # one that answers garbage.  The agent gives up (at the latest after the
 # join timeout and a dead time), names the endpoint, starts no worker.
+# (the TCP host's port: c10d's alone)
 for mode in silent garbage; do
+    rz_c10d_only "a $mode server on the endpoint" "the TCP host's port" || continue
     rz_case "foreign-$mode"
     P=$((PORT + 60 + ${#mode}))
     on n0 timeout 30 "$TORCH_PY" -c "
