@@ -7,7 +7,8 @@
 # now split its GPUs as one launcher would: with enough GPUs each rank has
 # its own; with too few, every rank learns that its GPU is shared and the
 # library refuses before NCCL, as for one amlrun.  GPUs are those of an
-# hwloc XML (--topology) and the stand-in CUDA/NCCL of tests/standin.
+# hwloc XML (--topology) and the stand-in CUDA/NCCL of tests/standin.  As
+# rdzv_gpusplit@etcd, the same on etcd (the boot ids travel in the JOIN).
 # amldist-test: slow
 # amldist-test: etcd (also as rdzv_gpusplit@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"

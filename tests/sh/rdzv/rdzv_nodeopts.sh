@@ -6,7 +6,9 @@
 # host's to decide, and the node says so.  A non-host node's --master-addr
 # and --master-port are not used: it warns, naming what won and why.
 # --local-addr (torchrun 2.x) names the node in the rendezvous: node 0's
-# becomes MASTER_ADDR.  A round waiting for its last call says so.
+# becomes MASTER_ADDR.  A round waiting for its last call says so.  As
+# rdzv_nodeopts@etcd, the same on etcd, where the host is the decider's
+# agent (the first started).
 # amldist-test: etcd (also as rdzv_nodeopts@etcd: tests/amlrun/rdzv.sh's RZ_BACKEND)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
