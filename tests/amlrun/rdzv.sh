@@ -55,7 +55,7 @@ rz_setup() {
 rz_argv() {
     RZ_ARGV=("$@")
     [ "$RZ_BACKEND" = etcd ] || return 0
-    local a port= id=
+    local a port='' id=''
     RZ_ARGV=()
     while [ $# -gt 0 ]; do
         a=$1
