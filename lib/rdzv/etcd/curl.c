@@ -264,6 +264,8 @@ static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
     }
     if (rc == CURLE_OK) {
         char *ip = NULL;
+        c->http_status = 0;
+        (void)C(curl_easy_getinfo)(h, CURLINFO_RESPONSE_CODE, &c->http_status);
         if (C(curl_easy_getinfo)(h, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip)
             snprintf(c->local_ip, sizeof c->local_ip, "%s", ip);
         ip = NULL;

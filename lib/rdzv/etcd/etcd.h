@@ -88,6 +88,7 @@ typedef struct amldist__etcd {
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
+    long http_status;       /* of the last request's answer */
     struct amldist__etcd_watch *w[AMLDIST__ETCD_WATCHES];
     struct amldist__etcd_beat *beat;
     char err[300];          /* the last failure, in words */

@@ -81,6 +81,18 @@ static int call(amldist__etcd_t *c, const char *path, struct body *b,
         return -1;
     doc->p = *resp;
     doc->e = *resp + strlen(*resp);
+    /* Not JSON: something else answers there (a web server's 404), which
+     * the callers would read as an answer without its fields, and say
+     * nothing of. */
+    const char *first = *resp + strspn(*resp, " \t\r\n");
+    if (*first && *first != '{') {
+        snprintf(c->err, sizeof c->err, "%s answered in another protocol "
+                 "(HTTP status %ld, not etcd's JSON gateway)",
+                 c->url[c->cur], c->http_status);
+        free(*resp);
+        *resp = NULL;
+        return -1;
+    }
     amldist__js_t v;
     if (amldist__js_get(*doc, "error", &v) == 0 ||
         amldist__js_get(*doc, "message", &v) == 0) {

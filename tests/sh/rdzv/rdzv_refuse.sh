@@ -8,7 +8,8 @@
 # within the join timeout give up (125) instead of hanging.  As
 # rdzv_refuse@etcd, on etcd: there a run id is a job of its own (no
 # refusal to check), no agent waits for a host, and the TCP host's port
-# (a foreign server on it) is c10d's.
+# (a foreign server on it) is c10d's; a web server where the etcd member
+# should be is etcd's.
 # amldist-test: etcd
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
@@ -194,3 +195,27 @@ while True:
     expect_eq "$name: no worker started" "$(rz_count rep.)" 0
     no_leftovers "$name"
 done
+
+# On etcd: a web server where the member should be (it answers, but not
+# as etcd's JSON gateway): the agent gives up at its join timeout, saying
+# that something else answers there (it said "no etcd member answered
+# (last: )").
+if [ "$RZ_BACKEND" = etcd ]; then
+    rz_case foreign-web
+    P=$((PORT + 70))
+    on n0 timeout 30 "$TORCH_PY" -m http.server "$P" --bind "$EP" >"$RZ_DIR/server" 2>&1 &
+    server=$!
+    rz_wait_listen n0 "$P" || fail "the web server listens"
+    RZ_BACKEND=c10d rz_start n1 --rdzv-backend etcd --rdzv-endpoint "$EP:$P" --nnodes 2 \
+        --nproc-per-node 1 --rdzv-conf "$RZ_FAST,join_timeout=2" "$RZW"
+    rz_wait
+    netns_kill_all "$CLUSTER-n0"
+    wait "$server" 2>/dev/null
+    name="a web server on the etcd endpoint"
+    diag "$name: exit ${RC[n1]}: $(tail -n 1 "$RZ_DIR/n1.err")"
+    rz_expect "$name: the agent gives up at its join timeout (125)" "${RC[n1]}" 125
+    has "$name: it says something else answers there" "$(cat "$RZ_DIR/n1.err")" \
+        "${EP//./\\.}:$P answered in another protocol \\(HTTP status [0-9]+, not etcd's JSON gateway\\)"
+    expect_eq "$name: no worker started" "$(rz_count rep.)" 0
+    no_leftovers "$name"
+fi
