@@ -8,8 +8,9 @@
 # The backend: RZ_BACKEND=c10d (the default) or etcd.  The tests write
 # their lines for c10d (--rdzv-backend c10d --rdzv-endpoint n0:PORT); with
 # etcd, rz_setup starts a one-member etcd on n0's cluster address
-# (tests/etcd.sh; RZ_ETCD_NODES="n0 n1 n2": a member on each of them) and rz_argv turns each line into the same job on it:
-# --rdzv-backend etcd --rdzv-endpoint <the member>, and a run id of the
+# (tests/etcd.sh; RZ_ETCD_NODES="n0 n1 n2": a member on each of them) and
+# rz_argv turns each line into the same job on it: --rdzv-backend etcd
+# --rdzv-endpoint <the member>, and a run id of the
 # case's and the port's (on c10d a port is one job; on etcd the run id
 # is), so that no case meets another's keys.  tests/run.sh runs a test
 # marked "# amldist-test: ... etcd" a second time as NAME@etcd, with
