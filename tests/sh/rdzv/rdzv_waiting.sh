@@ -10,6 +10,9 @@
 #    c10d, 3 nodes with the third never started; the failing node hosting);
 #  - a c10d port held by another program is named as such (silent, another
 #    protocol), not "no heartbeat".
+# On etcd (a one-member etcd on loopback, tests/etcd.sh) the decider's
+# agent's waiting line, beside c10d's, and a node that cannot start there;
+# the held port is the TCP host's (c10d's alone).
 # amldist-test: slow
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/amlrun/common.sh"
@@ -36,11 +39,28 @@ check "static, node 1 first: it names node 0" \
     grep -q "^amlrun: waiting for 1 of 2 nodes (node 0) at 127.0.0.1:$((p + 2)), 1[0-9] s of 300 s" first.e
 
 # 3. c10d, 3 nodes, one in: the count, no node ranks (the host gives them).
+# And the same on etcd, at the same time (the decider's agent says it).
+ETCD=0
+if have etcd && have etcdctl; then
+    . "$TOP/tests/etcd.sh"
+    etcd_up 1
+    ETCD=1
+    timeout 12 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id w --nnodes 3 \
+        "${J[@]}" true 2>etcd.e &
+    ew=$!
+fi
 p=$(free_port)
 timeout 12 "$AMLRUN" --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$p" --nnodes 3 \
     "${J[@]}" true 2>c10d.e
 check "c10d: the host's agent says it waits for 2 of 3 nodes" \
     grep -q "^amlrun: waiting for 2 of 3 nodes at 127.0.0.1:$p, 1[0-9] s of 300 s (join timeout)$" c10d.e
+if [ "$ETCD" = 1 ]; then
+    wait "$ew"
+    check "etcd: the decider's agent says it waits for 2 of 3 nodes" \
+        grep -q "^amlrun: waiting for 2 of 3 nodes at etcd://$ETCD_EP, 1[0-9] s of 300 s (join timeout)$" etcd.e
+else
+    skip "etcd: the decider's agent says it waits" "no etcd or etcdctl"
+fi
 
 # 4. A node that cannot start: node 1's command is missing.  Node 0 (and
 # node 2, in the 3-node case, which never comes for the first) ends with
@@ -90,6 +110,21 @@ rc=$?
 expect_eq "c10d: the other node exits with the failing node's 127 (not 2, not the outer timeout)" "$rc" 127
 check "c10d: it names the failing node's reason" \
     grep -q "a node (127.0.0.1) could not start, exit status 127: ./no-such-script: No such file or directory" c0.e
+
+# etcd: the same.
+if [ "$ETCD" = 1 ]; then
+    timeout 120 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id m --nnodes 2 \
+        "${J[@]}" true 2>e0.e &
+    e0=$!
+    nap 1
+    timeout 120 "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id m --nnodes 2 \
+        "${J[@]}" ./no-such-script 2>e1.e
+    expect_eq "etcd: the failing node exits 127" "$?" 127
+    wait "$e0"
+    expect_eq "etcd: the other node exits with the failing node's 127" "$?" 127
+    check "etcd: it names the failing node's reason" \
+        grep -q "a node (127.0.0.1) could not start, exit status 127: ./no-such-script: No such file or directory" e0.e
+fi
 
 # 5. A c10d port held by another program: named as such.
 hold() { # PORT MODE: a listener that says nothing, or speaks HTTP
