@@ -8,6 +8,7 @@
 # refuses at once, naming the limit and the number needed, and starts no
 # worker (exit 125), also for an elastic job's MAX.  In a network
 # namespace of this test's own (fixed ports).
+# No etcd variant: the TCP host's descriptors (c10d's alone).
 if [ -z "${RDZV_FDLIMIT_NETNS:-}" ] && unshare -n true 2>/dev/null; then
     exec env RDZV_FDLIMIT_NETNS=1 unshare -n bash "$0" "$@"
 fi

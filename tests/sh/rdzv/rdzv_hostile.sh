@@ -9,6 +9,7 @@
 #    fake "amlrun:" lines: node 0 prints it with its control characters
 #    escaped and every line after the first in its block margin, so that
 #    no line of it passes for one of amlrun's own.
+# No etcd variant: the TCP host's frames (c10d's alone).
 if [ -z "${RDZV_HOSTILE_NETNS:-}" ] && unshare -n true 2>/dev/null; then
     exec env RDZV_HOSTILE_NETNS=1 unshare -n bash "$0" "$@"
 fi

@@ -6,6 +6,7 @@
 # starts no worker and never connects to it.  A listener of amlrun's own
 # user on the port is joined as before (another agent of the job).  In a
 # network namespace of this test's own.
+# No etcd variant: the TCP host's own port (c10d's alone).
 if [ -z "${RDZV_SQUAT_NETNS:-}" ] && unshare -n true 2>/dev/null; then
     exec env RDZV_SQUAT_NETNS=1 unshare -n bash "$0" "$@"
 fi
