@@ -12,10 +12,12 @@
 /* The log's kinds (the machine's own events). */
 enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
 
+struct pconn;
 struct emember {
     uint64_t agent;
     int admitted; /* ADMITted and not refused or lost */
     int live;     /* its member key is in the store */
+    struct pconn *plane; /* its connection to our plane (plane_host.c) */
 };
 
 /* An event that came, waiting its turn. */
@@ -71,5 +73,18 @@ void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
 int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
                        const unsigned char *p, size_t n, long long now,
                        const char *ev_key);
+
+/* decider.c: one of issue 20's events (a VIEW, ASK, ANSWER, MARKS from
+ * the plane; its who and data set) for the machine, now: never logged
+ * (a decider that takes over knows no views and no gathers), its plane
+ * actions sent, and a batch it gives (the hang's last resort, a STOP)
+ * written and logged as a TICK's. */
+void amldist__etcd_plane_feed(amldist__rz_etcd_t *t, amldist__rz_event_t *ev);
+
+/* plane_host.c: one of the machine's QUERY, RESULT or MARKS actions sent
+ * on its member's connection (none: dropped; the gather names it
+ * missing at its deadline). */
+void amldist__etcd_phost_send(amldist__rz_etcd_t *t, struct emember *m,
+                              const amldist__rz_action_t *a);
 
 #endif /* AMLDIST_RDZV_ETCD_DECIDER_H */
