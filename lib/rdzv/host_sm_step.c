@@ -27,6 +27,7 @@ amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
      * its END (host_sm_watch.c). */
     sm->cap = 4 * cfg->max + 4 + AMLDIST__RZ_GATHERS_MAX * (cfg->max + 2);
     sm->hang_round = -1;
+    sm->plane_agent = cfg->self_agent;
     sm->m = calloc((size_t)cfg->max, sizeof *sm->m);
     sm->acts = calloc((size_t)sm->cap, sizeof *sm->acts);
     size_t max = (size_t)cfg->max;

@@ -33,6 +33,14 @@ static int put_sealed(amldist__rz_etcd_t *t, const char *key,
     return rc;
 }
 
+/* This agent's decider goes (deposed, or the handle closes): its plane
+ * first (its agents find the next decider's), then the machine. */
+static void decider_end(amldist__rz_etcd_t *t)
+{
+    amldist__etcd_phost_stop(t);
+    amldist__etcd_decider_free(t);
+}
+
 void amldist__etcd_lost(amldist__rz_etcd_t *t, const char *why)
 {
     pthread_mutex_lock(&t->s->mu);
@@ -140,7 +148,7 @@ static void on_agent_event(void *arg, int del, const char *key, size_t klen,
         if (del && t->d) {
             amldist__etcd_lost(t, "this agent's decider key went (its lease "
                                "expired)");
-            amldist__etcd_decider_free(t);
+            decider_end(t);
         } else if (del) {
             t->campaign = 1;
         }
@@ -420,7 +428,7 @@ static void try_join(amldist__rz_etcd_t *t, long long now)
 static void leave(amldist__rz_etcd_t *t)
 {
     if (t->d)
-        amldist__etcd_decider_free(t);
+        decider_end(t);
     if (t->lease)
         amldist__etcd_revoke(&t->c, t->lease);
 }
@@ -449,7 +457,7 @@ void *amldist__etcd_thread(void *arg)
             send_queued(t);
             if (t->d && amldist__etcd_decider_run(t) < 0) {
                 amldist__etcd_lost(t, "another agent holds the decider key");
-                amldist__etcd_decider_free(t);
+                decider_end(t);
             }
             if (t->d)
                 amldist__etcd_phost_run(t);

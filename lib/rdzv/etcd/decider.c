@@ -167,8 +167,8 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
             bact(d, m->agent, AMLDIST__RZ_WAIT, 0, text, strlen(text));
             break;
         default: /* QUERY, RESULT, MARKS */
-            if (!d->replaying)
-                amldist__etcd_phost_send(t, m, &a[i]);
+            if (!d->replaying && d->plane_send)
+                d->plane_send(t, m, &a[i]);
             break;
         }
     }
@@ -479,7 +479,6 @@ void amldist__etcd_decider_free(amldist__rz_etcd_t *t)
     if (!d)
         return;
     amldist__etcd_unwatch(&t->c, 1);
-    amldist__etcd_phost_stop(t); /* its agents find the next decider's */
     /* The job over here and every agent gone: nothing of it stays. */
     if (d->clean) {
         char a[AMLDIST__ETCD_KEY_MAX], b[AMLDIST__ETCD_KEY_MAX];

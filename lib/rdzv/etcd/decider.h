@@ -57,6 +57,12 @@ struct amldist__etcd_decider {
     uint32_t gtype;
     size_t gtext, gtlen, gcount;
     uint64_t btarget; /* its one target's agent, 0: several */
+    /* The machine's QUERY, RESULT and MARKS actions sent on its member's
+     * plane connection, set by plane_host.c (above this file: it feeds
+     * the plane's events in); NULL: dropped (the gather names the
+     * member missing at its deadline). */
+    void (*plane_send)(amldist__rz_etcd_t *t, struct emember *m,
+                       const amldist__rz_action_t *a);
 };
 
 /* decider.c: the member of `agent` (made when `make`; NULL when out of
@@ -81,10 +87,5 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
  * written and logged as a TICK's. */
 void amldist__etcd_plane_feed(amldist__rz_etcd_t *t, amldist__rz_event_t *ev);
 
-/* plane_host.c: one of the machine's QUERY, RESULT or MARKS actions sent
- * on its member's connection (none: dropped; the gather names it
- * missing at its deadline). */
-void amldist__etcd_phost_send(amldist__rz_etcd_t *t, struct emember *m,
-                              const amldist__rz_action_t *a);
 
 #endif /* AMLDIST_RDZV_ETCD_DECIDER_H */

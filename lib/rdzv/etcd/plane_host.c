@@ -48,6 +48,8 @@ struct amldist__etcd_phost {
 };
 
 static void on_pconn(void *arg, int fd, short revents);
+static void send_action(amldist__rz_etcd_t *t, struct emember *m,
+                        const amldist__rz_action_t *a);
 
 /* Dropped: freed at the next sweep (never inside a callback). */
 static void kill_pconn(struct pconn *pc)
@@ -262,6 +264,10 @@ void amldist__etcd_phost_run(amldist__rz_etcd_t *t)
         if (!(t->ph = calloc(1, sizeof *t->ph)))
             return;
         t->ph->lfd = -1;
+        /* A decider that took over: the hang's stacks and the marks come
+         * to this agent's node, not to the first decider's (gone). */
+        amldist__rz_sm_set_plane_agent(t->d->sm, t->me.agent);
+        t->d->plane_send = send_action;
     }
     amldist__etcd_phost_t *h = t->ph;
     if (h->lfd < 0 && now >= h->next_try) {
@@ -282,8 +288,10 @@ void amldist__etcd_phost_run(amldist__rz_etcd_t *t)
     sweep(t);
 }
 
-void amldist__etcd_phost_send(amldist__rz_etcd_t *t, struct emember *m,
-                              const amldist__rz_action_t *a)
+/* One of the machine's QUERY, RESULT or MARKS actions on m's connection
+ * (decider.h's plane_send). */
+static void send_action(amldist__rz_etcd_t *t, struct emember *m,
+                        const amldist__rz_action_t *a)
 {
     amldist__etcd_phost_t *h = t->ph;
     struct pconn *pc = m ? m->plane : NULL;
@@ -317,6 +325,8 @@ void amldist__etcd_phost_stop(amldist__rz_etcd_t *t)
     amldist__etcd_phost_t *h = t->ph;
     if (!h)
         return;
+    if (t->d)
+        t->d->plane_send = NULL;
     for (int i = 0; i < h->npc; i++)
         h->pc[i]->dead = 1;
     sweep(t);

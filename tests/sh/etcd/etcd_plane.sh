@@ -8,8 +8,9 @@
 #     both nodes exit 124 naming rank 1 (the decider's node the report,
 #     the other its stop); beside it a healthy job of the same timeout
 #     runs past it and ends 0, no "hang:" said;
-#   - amlrun --status and --stacks from one node show both nodes' ranks,
-#     asked of either node;
+#   - amlrun --status and --stacks from one node show every node's ranks,
+#     asked of either node, with the job's secret (the plane's
+#     connections behind the channel);
 #   - the decider's amlrun SIGKILLed: another agent takes over, publishes
 #     its own plane, the two left re-form, and --status from one of them
 #     shows both again.
@@ -87,6 +88,9 @@ j = json.load(sys.stdin)
 for r in sorted(j["ranks"], key=lambda r: r["rank"]):
     print(r["rank"], r.get("node"), "pid" if r.get("pid", 0) > 0 else "no pid")'
 }
+# With the job's secret: the plane's connections are the channel's.
+export AMLDIST_JOB_TOKEN
+AMLDIST_JOB_TOKEN=$(job_secret plane)
 start a q --nnodes 2:3 --max-restarts 1
 lead_held || fail "--status: the decider key held"
 start b q --nnodes 2:3 --max-restarts 1
