@@ -207,6 +207,8 @@ void amldist__etcd_plane_run(amldist__rz_etcd_t *t)
 {
     struct amldist__etcd_plane *p = &t->pl;
     long long now = amldist__now_ms();
+    /* This agent's own decider: the same clock, the hang's gather. */
+    p->link.own = t->d != NULL;
     amldist__loop_once(p->loop, 0); /* what the thread's wait saw ready */
     if (p->connecting && now >= p->next_try) {
         char why[200];
@@ -216,8 +218,6 @@ void amldist__etcd_plane_run(amldist__rz_etcd_t *t)
     }
     if (p->c.fd < 0 && !p->connecting && p->addr[0] && now >= p->next_try)
         try_connect(t);
-    /* This agent's own decider: the same clock, the hang's gather. */
-    p->link.own = t->d != NULL;
     if (amldist__rz_link_io(&p->link) < 0)
         close_link(t, "it stopped reading");
     if (p->c.fd >= 0)
