@@ -46,7 +46,11 @@ enum {
     AMLDIST__RZ_EV_VIEW,   /* round, timeout_ms, views/nviews */
     AMLDIST__RZ_EV_ASK,    /* tag, topic, timeout_ms, text: the arg */
     AMLDIST__RZ_EV_ANSWER, /* id, flags, text: a chunk */
-    AMLDIST__RZ_EV_MARKS   /* rank: count, text: the marks */
+    AMLDIST__RZ_EV_MARKS,  /* rank: count, text: the marks */
+    /* Round `round` was found hung and stopped by the host itself (the
+     * hang rule's last resort, its STOP's text in text): a backend that
+     * logs its events replays this one, not the views it came from. */
+    AMLDIST__RZ_EV_HUNG
 };
 
 typedef struct {

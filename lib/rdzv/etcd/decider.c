@@ -131,6 +131,7 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
     d->blen = 0;
     d->bcount = 0;
     d->groups = 0;
+    d->bstop = 0;
     for (int i = 0; i < n; i++)
         if (a[i].type == AMLDIST__RZ_A_ASSIGN && !alen)
             alen = amldist__rz_put_assign(amldist__rz_sm_round(d->sm), assign);
@@ -157,6 +158,11 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
                                                      ? AMLDIST__RZ_STOP
                                                      : AMLDIST__RZ_FINISH) - 4;
             size_t tl = strlen(text);
+            if (a[i].type == AMLDIST__RZ_A_STOP) {
+                d->bstop = 1;
+                d->bstop_round = a[i].value;
+                d->bstop_text = text;
+            }
             bact(d, m->agent,
                  a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
                                                  : AMLDIST__RZ_FINISH,
@@ -226,6 +232,21 @@ static int commit(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     return 1;
 }
 
+/* The step stopped a hung round on its own (no member's event: the hang
+ * rule's last resort, on views the log does not keep): logged as K_HANG,
+ * its round and STOP text, which a replay repeats as such. */
+static int hung(amldist__rz_etcd_t *t, long long now)
+{
+    amldist__etcd_decider_t *d = t->d;
+    unsigned char b[4 + AMLDIST__RZ_TEXT_MAX];
+    size_t tl = strlen(d->bstop_text);
+    if (tl > AMLDIST__RZ_TEXT_MAX)
+        tl = AMLDIST__RZ_TEXT_MAX;
+    amldist__net_put_u32(b, d->bstop_round);
+    memcpy(b + 4, d->bstop_text, tl);
+    return commit(t, K_HANG, 0, b, 4 + tl, now, NULL);
+}
+
 /* One event for the machine (kind, from agent, its payload), at `now`
  * on the machine's clock; logged and its batch queued unless replayed:
  * 1 when it was (its event key's delete queued with it), else 0. */
@@ -236,9 +257,10 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     amldist__etcd_decider_t *d = t->d;
     amldist__rz_event_t ev = {.now = now > 0 ? now : 1,
                               .now_ns = amldist__rz_clock_ns()};
-    struct emember *m = kind == K_TICK ? NULL : amldist__etcd_member(d, agent, kind == K_JOIN);
+    int anon = kind == K_TICK || kind == K_HANG; /* no member's */
+    struct emember *m = anon ? NULL : amldist__etcd_member(d, agent, kind == K_JOIN);
     char why[200] = "", addr[64];
-    if (kind != K_TICK && !m)
+    if (!anon && !m)
         return 0;
     ev.who = m;
     switch (kind) {
@@ -284,6 +306,14 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
         ev.type = AMLDIST__RZ_EV_LOST;
         ev.why = why;
         break;
+    case K_HANG:
+        if (n < 4)
+            return 0;
+        ev.type = AMLDIST__RZ_EV_HUNG;
+        ev.round = amldist__net_get_u32(p);
+        ev.text = p + 4;
+        ev.text_len = n - 4;
+        break;
     default:
         ev.type = AMLDIST__RZ_EV_TICK;
     }
@@ -294,6 +324,8 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     if (kind == K_TICK && na == 0)
         return 0;
     carry(t, acts, na);
+    if (kind == K_TICK && d->bstop)
+        return hung(t, ev.now);
     return commit(t, kind, agent, p, n, ev.now, ev_key);
 }
 
@@ -306,7 +338,10 @@ void amldist__etcd_plane_feed(amldist__rz_etcd_t *t, amldist__rz_event_t *ev)
     int na = amldist__rz_sm_step(d->sm, ev, &acts);
     d->stepped = 1; /* a TICK follows, as after every event */
     carry(t, acts, na);
-    commit(t, K_TICK, 0, NULL, 0, ev->now, NULL);
+    if (d->bstop)
+        hung(t, ev->now);
+    else
+        commit(t, K_TICK, 0, NULL, 0, ev->now, NULL);
 }
 /* An input waits its turn (p copied). */
 void amldist__etcd_push(amldist__etcd_decider_t *d, int kind, uint64_t agent,

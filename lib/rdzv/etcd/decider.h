@@ -10,7 +10,10 @@
 #include "rdzv/host_sm.h"
 
 /* The log's kinds (the machine's own events). */
-enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
+/* K_HANG: a TICK's or a plane event's step that stopped a hung round (the
+ * hang rule's last resort, decided on views the log does not keep): its
+ * round and STOP text, replayed as the machine's EV_HUNG. */
+enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK, K_HANG };
 
 struct pconn;
 struct emember {
@@ -57,6 +60,11 @@ struct amldist__etcd_decider {
     uint32_t gtype;
     size_t gtext, gtlen, gcount;
     uint64_t btarget; /* its one target's agent, 0: several */
+    /* The step stopped the round (a STOP in its batch): its round and
+     * text (the machine's, valid until the next step). */
+    int bstop;
+    uint32_t bstop_round;
+    const char *bstop_text;
     /* The machine's QUERY, RESULT and MARKS actions sent on its member's
      * plane connection, set by plane_host.c (above this file: it feeds
      * the plane's events in); NULL: dropped (the gather names the
