@@ -65,7 +65,7 @@ expect_eq "a hang on the other node: both nodes exit 124" "$RCS" "124 124"
 check "a hang: the decider's node names rank 1, as the decider saw every node" \
     grep -q "hang: rank 1 of the job made no progress.*as the rendezvous host saw every node" "$OUT/a.log"
 check "a hang: the other node says it was the hang" grep -q "hang" "$OUT/b.log"
-[ "$RCS" = "124 124" ] && [ -z "${VERBOSE:-}" ] || dump
+if [ "$RCS" != "124 124" ] || [ -n "${VERBOSE:-}" ]; then dump; fi
 nap 0.5
 
 # --status and --stacks from either node: every node's ranks.  The q
@@ -153,6 +153,9 @@ expect_eq "the decider killed, then a hang: the two left exit 124" "${RCS#* }" "
 check "the decider killed, then a hang: the new decider's node names rank 1" \
     grep -q "hang: rank 1 of the job made no progress.*as the rendezvous host saw every node" \
     "$OUT/b.log" "$OUT/c.log"
-[ "${RCS#* }" = "124 124" ] && [ -z "${VERBOSE:-}" ] || { dump; diag "$(cat "$OUT/status.err")"; }
+if [ "${RCS#* }" != "124 124" ] || [ -n "${VERBOSE:-}" ]; then
+    dump
+    diag "$(cat "$OUT/status.err")"
+fi
 nap 3
 expect_eq "nothing left in etcd" "$(etcd_left)" ""
