@@ -307,8 +307,9 @@ static void parts_of(struct plane *pl, const amldist_rdzv_gather_t *g)
         parts[n++] = (struct part){.node = -1,
                                    .error = strdup("the other nodes could "
                                                    "not be asked (the "
-                                                   "rendezvous host is "
-                                                   "busy)")};
+                                                   "rendezvous host was "
+                                                   "busy, or not reached: "
+                                                   "the decider moved)")};
     if (parts)
         qsort(parts, n, sizeof *parts, by_node);
     a->done(a->arg, parts, parts ? n : 0);

@@ -59,6 +59,11 @@ amldist__loop_t *amldist__loop_new_epoll(void)
     return l;
 }
 
+int amldist__loop_fd(const amldist__loop_t *l)
+{
+    return l->poll ? -1 : l->ep;
+}
+
 void amldist__loop_free(amldist__loop_t *l)
 {
     if (!l)

@@ -43,6 +43,10 @@ int amldist__loop_watch(amldist__loop_t *l, int fd, short events,
 int amldist__loop_events(amldist__loop_t *l, int fd, short events);
 /* Forget fd (it is not closed).  Unknown fds are ignored. */
 void amldist__loop_unwatch(amldist__loop_t *l, int fd);
+/* The descriptor that is readable while a watched one is ready (epoll's),
+ * for a caller that waits in another poll (libcurl's) and then runs a
+ * round of 0 ms; -1 on poll(). */
+int amldist__loop_fd(const amldist__loop_t *l);
 /* Number of descriptors watched. */
 int amldist__loop_nwatched(const amldist__loop_t *l);
 

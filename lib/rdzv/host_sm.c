@@ -27,6 +27,11 @@ const amldist__rz_round_t *amldist__rz_sm_round(const amldist__rz_sm_t *sm)
 
 int amldist__rz_sm_phase(const amldist__rz_sm_t *sm) { return sm->phase; }
 
+void amldist__rz_sm_set_plane_agent(amldist__rz_sm_t *sm, uint64_t agent)
+{
+    sm->plane_agent = agent;
+}
+
 const struct amldist__rz_hsum amldist__rz_hsum_none = {
     .oldest = INT64_MAX, .late_at = INT64_MAX, .timeout = UINT32_MAX};
 

@@ -46,7 +46,11 @@ enum {
     AMLDIST__RZ_EV_VIEW,   /* round, timeout_ms, views/nviews */
     AMLDIST__RZ_EV_ASK,    /* tag, topic, timeout_ms, text: the arg */
     AMLDIST__RZ_EV_ANSWER, /* id, flags, text: a chunk */
-    AMLDIST__RZ_EV_MARKS   /* rank: count, text: the marks */
+    AMLDIST__RZ_EV_MARKS,  /* rank: count, text: the marks */
+    /* Round `round` was found hung and stopped by the host itself (the
+     * hang rule's last resort, its STOP's text in text): a backend that
+     * logs its events replays this one, not the views it came from. */
+    AMLDIST__RZ_EV_HUNG
 };
 
 typedef struct {
@@ -108,6 +112,10 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
 /* The round that ASSIGN actions describe (node: of the last one). */
 const amldist__rz_round_t *amldist__rz_sm_round(const amldist__rz_sm_t *sm);
 int amldist__rz_sm_phase(const amldist__rz_sm_t *sm);
+/* The agent that gets the host's own gather (a hang) and every node's
+ * marks (its node reports them): the host's own (cfg's self_agent) until
+ * set; a backend whose decider moves to another agent names that one. */
+void amldist__rz_sm_set_plane_agent(amldist__rz_sm_t *sm, uint64_t agent);
 /* When a TICK next has something to decide (a deadline), or -1: the
  * forming round's, a gather's, the hang rule's. */
 long long amldist__rz_sm_next_deadline(const amldist__rz_sm_t *sm);

@@ -149,6 +149,11 @@ struct amldist__rz_sm {
     int64_t hang_since_ns;
     int hang_round;
     long long hang_end;
+    /* The agent the host's own gather (a hang) and the marks go to: the
+     * host's own (cfg.self_agent), or the agent that decides now where
+     * the decider moved (etcd: the log's self_agent stays the first's,
+     * for the replay's node order). */
+    uint64_t plane_agent;
     /* The sums' tree (hsum_leaves leaves; 1 the root), whole (hsum_ok)
      * as of round hsum_round and the clock's restart hsum_since but for
      * the members listed in hdirty (their places in m). */

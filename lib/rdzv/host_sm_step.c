@@ -27,6 +27,7 @@ amldist__rz_sm_t *amldist__rz_sm_new(const amldist__rz_cfg_t *cfg,
      * its END (host_sm_watch.c). */
     sm->cap = 4 * cfg->max + 4 + AMLDIST__RZ_GATHERS_MAX * (cfg->max + 2);
     sm->hang_round = -1;
+    sm->plane_agent = cfg->self_agent;
     sm->m = calloc((size_t)cfg->max, sizeof *sm->m);
     sm->acts = calloc((size_t)sm->cap, sizeof *sm->acts);
     size_t max = (size_t)cfg->max;
@@ -265,7 +266,8 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
     sm->now = ev->now;
     sm->now_ns = ev->now_ns;
     struct amldist__rz_member *m =
-        ev->type == AMLDIST__RZ_EV_JOIN || ev->type == AMLDIST__RZ_EV_TICK
+        ev->type == AMLDIST__RZ_EV_JOIN || ev->type == AMLDIST__RZ_EV_TICK ||
+                ev->type == AMLDIST__RZ_EV_HUNG
             ? NULL
             : amldist__rz_sm_by_who(sm, ev->who);
     switch (ev->type) {
@@ -306,6 +308,16 @@ int amldist__rz_sm_step(amldist__rz_sm_t *sm, const amldist__rz_event_t *ev,
     case AMLDIST__RZ_EV_MARKS:
         if (m)
             amldist__rz_sm_on_marks(sm, m, ev);
+        break;
+    case AMLDIST__RZ_EV_HUNG:
+        if ((int)ev->round == sm->round) {
+            char text[AMLDIST__RZ_TEXT_MAX + 1];
+            size_t n = ev->text_len < sizeof text - 1 ? ev->text_len
+                                                      : sizeof text - 1;
+            memcpy(text, ev->text, n);
+            text[n] = '\0';
+            amldist__rz_sm_round_fails(sm, AMLDIST_RDZV_STATUS_HANG, text);
+        }
         break;
     }
     /* Members refused or lost are forgotten once a quarter of the array

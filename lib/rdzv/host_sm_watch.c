@@ -25,7 +25,7 @@
 
 static struct amldist__rz_member *own(amldist__rz_sm_t *sm)
 {
-    return amldist__rz_sm_by_agent(sm, sm->cfg.self_agent);
+    return amldist__rz_sm_by_agent(sm, sm->plane_agent);
 }
 
 static struct amldist__rz_member *member(amldist__rz_sm_t *sm, void *who)

@@ -5,7 +5,10 @@
  * this agent set in the sink (agent_frames.c, as the TCP backend does),
  * and what the caller queued (a FAIL, a DONE) written as its event keys;
  * when this agent holds the decider key, the decider's work (decider.c)
- * on the same thread.  The values are sealed here with the job's secret.
+ * on the same thread; issue 20's plane over TCP to the decider (plane.c,
+ * and plane_host.c while this agent decides), its sockets waited for in
+ * the same wait as curl's.  The values are sealed here with the job's
+ * secret.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +31,14 @@ static int put_sealed(amldist__rz_etcd_t *t, const char *key,
     int rc = amldist__etcd_put(&t->c, key, v, vn, lease, rev);
     free(v);
     return rc;
+}
+
+/* This agent's decider goes (deposed, or the handle closes): its plane
+ * first (its agents find the next decider's), then the machine. */
+static void decider_end(amldist__rz_etcd_t *t)
+{
+    amldist__etcd_phost_stop(t);
+    amldist__etcd_decider_free(t);
 }
 
 void amldist__etcd_lost(amldist__rz_etcd_t *t, const char *why)
@@ -119,21 +130,30 @@ static void on_agent_event(void *arg, int del, const char *key, size_t klen,
 {
     amldist__rz_etcd_t *t = arg;
     char lead[AMLDIST__ETCD_KEY_MAX];
+    unsigned char *p;
+    size_t n;
     (void)crev;
-    (void)mrev;
+    snprintf(lead, sizeof lead, "%s/b/plane", t->prefix);
+    if (klen == strlen(lead) && memcmp(key, lead, klen) == 0) {
+        if (del)
+            amldist__etcd_plane_key(t, 1, NULL, 0, mrev);
+        else if (amldist__etcd_open(t, key, klen, v, vlen, &p, &n) == 0) {
+            amldist__etcd_plane_key(t, 0, p, n, mrev);
+            free(p);
+        }
+        return;
+    }
     snprintf(lead, sizeof lead, "%s/b/lead", t->prefix);
     if (klen == strlen(lead) && memcmp(key, lead, klen) == 0) {
         if (del && t->d) {
             amldist__etcd_lost(t, "this agent's decider key went (its lease "
                                "expired)");
-            amldist__etcd_decider_free(t);
+            decider_end(t);
         } else if (del) {
             t->campaign = 1;
         }
         return;
     }
-    unsigned char *p;
-    size_t n;
     if (del || amldist__etcd_open(t, key, klen, v, vlen, &p, &n) < 0)
         return;
     on_batch(t, p, n);
@@ -175,6 +195,11 @@ static int join(amldist__rz_etcd_t *t)
     snprintf(end, sizeof end, "%s/b0", t->prefix);
     if (amldist__etcd_watch(&t->c, 2, key, end, rev + 1, on_agent_event, t) < 0)
         return -1;
+    /* The decider's plane published before the watch began (read again
+     * by the watch when it changed since: the same address is no
+     * change). */
+    snprintf(key, sizeof key, "%s/b/plane", t->prefix);
+    amldist__etcd_range(&t->c, key, NULL, NULL, on_agent_event, t);
     t->joined = 1;
     t->last_ok = amldist__now_ms();
     t->next_beat = t->last_ok + t->cfg->keepalive_ms;
@@ -281,38 +306,6 @@ static void campaign(amldist__rz_etcd_t *t)
     }
 }
 
-/* Issue 20's plane is not this backend's: a gather asked is answered at
- * once as refused (never a silent wait), answers and marks are dropped
- * (under mu). */
-static void plane_refuse(amldist__rz_sink_t *s)
-{
-    struct amldist__rz_plane_shared *pl = &s->pl;
-    int any = 0;
-    while (pl->asks) {
-        struct amldist__rz_ask *a = pl->asks;
-        pl->asks = a->next;
-        struct amldist__rz_got *g = amldist__rz_got_new(a->tag, a->topic,
-                                                        a->arg, a->arg_len);
-        if (g && (g->pub.answers = calloc(1, sizeof *g->pub.answers))) {
-            g->pub.refused = 1;
-            struct amldist__rz_got **end = &pl->got;
-            while (*end)
-                end = &(*end)->next;
-            *end = g;
-            any = 1;
-        } else if (g) {
-            amldist_rdzv_gather_free(&g->pub);
-        }
-        a->next = NULL;
-        amldist__rz_asks_free(a);
-    }
-    amldist__rz_answers_free(pl->answers);
-    pl->answers = NULL;
-    pl->nmarks_out = 0;
-    if (any)
-        amldist__rz_plane_signal(s);
-}
-
 /* What the caller queued: a FAIL, a DONE, each an event key of its own. */
 static void send_queued(amldist__rz_etcd_t *t)
 {
@@ -321,7 +314,6 @@ static void send_queued(amldist__rz_etcd_t *t)
     char key[AMLDIST__ETCD_KEY_MAX];
     t->retry = 0;
     pthread_mutex_lock(&s->mu);
-    plane_refuse(s);
     struct amldist__rz_fail *fail = s->fail;
     int have_done = s->done;
     s->fail = NULL;
@@ -444,7 +436,7 @@ static void try_join(amldist__rz_etcd_t *t, long long now)
 static void leave(amldist__rz_etcd_t *t)
 {
     if (t->d)
-        amldist__etcd_decider_free(t);
+        decider_end(t);
     if (t->lease)
         amldist__etcd_revoke(&t->c, t->lease);
 }
@@ -467,11 +459,16 @@ void *amldist__etcd_thread(void *arg)
                 campaign(t);
             else if (t->starting)
                 start_decider(t);
+            /* Issue 20's first: the marks a node had go before its
+             * DONE, as on c10d (on another channel here, the plane's). */
+            amldist__etcd_plane_run(t);
             send_queued(t);
             if (t->d && amldist__etcd_decider_run(t) < 0) {
                 amldist__etcd_lost(t, "another agent holds the decider key");
-                amldist__etcd_decider_free(t);
+                decider_end(t);
             }
+            if (t->d)
+                amldist__etcd_phost_run(t);
             if (state == C_JOINING &&
                 now > t->join_deadline + t->cfg->dead_ms) {
                 char why[200];
@@ -488,9 +485,12 @@ void *amldist__etcd_thread(void *arg)
             if (d < w)
                 w = d;
         }
+        long long pw = t->joined ? amldist__etcd_plane_wake(t) : -1;
+        if (pw >= 0 && pw < w)
+            w = pw;
         now = amldist__now_ms();
         int ms = w <= now ? 0 : w - now > 1000 ? 1000 : (int)(w - now);
-        amldist__etcd_run(&t->c, ms);
+        amldist__etcd_run(&t->c, ms, amldist__etcd_plane_fd(t));
     }
     leave(t);
     return NULL;

@@ -189,6 +189,7 @@ static int password(const struct conf *cf, char *out, size_t size)
 
 static void etcd_free(amldist__rz_etcd_t *t)
 {
+    amldist__etcd_plane_free(t);
     amldist__etcd_free(&t->c);
     free(t);
 }
@@ -245,7 +246,9 @@ static int etcd_open(const char *endpoint, const amldist__rz_cfg_t *cfg,
     t->me = *me;
     t->s = s;
     t->last_round = -1;
-    int rc = client(t, endpoint);
+    int rc = amldist__etcd_plane_init(t) < 0
+                 ? amldist__fail(AMLDIST_ENOMEM, "out of memory")
+                 : client(t, endpoint);
     if (rc < 0) {
         etcd_free(t);
         return rc;

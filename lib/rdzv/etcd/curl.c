@@ -445,8 +445,9 @@ static void watch_read(struct amldist__etcd_watch *w)
     }
 }
 
-int amldist__etcd_run(amldist__etcd_t *c, int wait_ms)
+int amldist__etcd_run(amldist__etcd_t *c, int wait_ms, int extra_fd)
 {
+    struct curl_waitfd x = {.fd = extra_fd, .events = CURL_WAIT_POLLIN};
     int running = 0, bad = 0;
     long long now = amldist__now_ms();
     for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++) {
@@ -459,7 +460,8 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms)
         if (!w->live && now >= w->retry_at && watch_start(c, w) < 0)
             bad = 1;
     }
-    C(curl_multi_poll)(c->multi, NULL, 0, wait_ms, NULL);
+    C(curl_multi_poll)(c->multi, extra_fd >= 0 ? &x : NULL,
+                       extra_fd >= 0 ? 1 : 0, wait_ms, NULL);
     C(curl_multi_perform)(c->multi, &running);
     messages(c, NULL, NULL);
     for (int i = 0; i < AMLDIST__ETCD_WATCHES; i++) {

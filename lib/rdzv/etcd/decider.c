@@ -120,7 +120,9 @@ static int queue_op(amldist__rz_etcd_t *t, const char *key,
 }
 
 /* The machine's actions for one event: the members' admissions kept, the
- * agents' actions into the batch (the plane's are not this backend's). */
+ * agents' actions into the batch, issue 20's (QUERY, RESULT, MARKS) sent
+ * on the plane (plane_host.c; never while replaying: they were for the
+ * connections of the decider that logged them). */
 static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
 {
     amldist__etcd_decider_t *d = t->d;
@@ -129,6 +131,7 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
     d->blen = 0;
     d->bcount = 0;
     d->groups = 0;
+    d->bstop = 0;
     for (int i = 0; i < n; i++)
         if (a[i].type == AMLDIST__RZ_A_ASSIGN && !alen)
             alen = amldist__rz_put_assign(amldist__rz_sm_round(d->sm), assign);
@@ -155,6 +158,11 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
                                                      ? AMLDIST__RZ_STOP
                                                      : AMLDIST__RZ_FINISH) - 4;
             size_t tl = strlen(text);
+            if (a[i].type == AMLDIST__RZ_A_STOP) {
+                d->bstop = 1;
+                d->bstop_round = a[i].value;
+                d->bstop_text = text;
+            }
             bact(d, m->agent,
                  a[i].type == AMLDIST__RZ_A_STOP ? AMLDIST__RZ_STOP
                                                  : AMLDIST__RZ_FINISH,
@@ -164,14 +172,79 @@ static void carry(amldist__rz_etcd_t *t, const amldist__rz_action_t *a, int n)
         case AMLDIST__RZ_A_WAIT:
             bact(d, m->agent, AMLDIST__RZ_WAIT, 0, text, strlen(text));
             break;
-        default:
-            break; /* QUERY, RESULT, MARKS: issue 20's plane, not here */
+        default: /* QUERY, RESULT, MARKS */
+            if (!d->replaying && d->plane_send)
+                d->plane_send(t, m, &a[i]);
+            break;
         }
     }
     if (d->blen >= 8) {
         amldist__net_put_u32(d->batch, d->groups);
         amldist__net_put_u32(d->batch + 4, (uint32_t)alen);
     }
+}
+
+/* The batch of the step just carried out, and its log entry (kind, from
+ * agent, its payload, at now on the machine's clock), queued unless
+ * replayed: 1 when they were (the event key's delete with them), else 0.
+ * A TICK whose actions were all the plane's is not logged: a replay
+ * knows no plane. */
+static int commit(amldist__rz_etcd_t *t, int kind, uint64_t agent,
+                  const unsigned char *p, size_t n, long long now,
+                  const char *ev_key)
+{
+    amldist__etcd_decider_t *d = t->d;
+    int batch = d->bcount > 0;
+    if (d->replaying) {
+        d->next_act += batch;
+        return 0;
+    }
+    if (kind == K_TICK && !batch)
+        return 0;
+    /* The log entry: self | t | next_act after it | kind | agent | data. */
+    unsigned char *e = malloc(36 + n);
+    char key[AMLDIST__ETCD_KEY_MAX];
+    if (!e)
+        return 0;
+    if (batch) {
+        if (d->btarget)
+            snprintf(key, sizeof key, "%s/a/%016llx/%016llx", t->prefix,
+                     (unsigned long long)d->btarget,
+                     (unsigned long long)d->next_act++);
+        else
+            snprintf(key, sizeof key, "%s/b/%016llx", t->prefix,
+                     (unsigned long long)d->next_act++);
+        queue_op(t, key, d->batch, d->blen, 0);
+    }
+    amldist__rz_put_u64(e, d->self);
+    amldist__rz_put_u64(e + 8, (uint64_t)(now - d->epoch));
+    amldist__rz_put_u64(e + 16, d->next_act);
+    amldist__net_put_u32(e + 24, (uint32_t)kind);
+    amldist__rz_put_u64(e + 28, agent);
+    if (n)
+        memcpy(e + 36, p, n);
+    snprintf(key, sizeof key, "%s/z/%016llx", t->prefix,
+             (unsigned long long)d->next_log++);
+    queue_op(t, key, e, 36 + n, 0);
+    free(e);
+    if (ev_key && *ev_key)
+        queue_op(t, ev_key, NULL, 0, 1);
+    return 1;
+}
+
+/* The step stopped a hung round on its own (no member's event: the hang
+ * rule's last resort, on views the log does not keep): logged as K_HANG,
+ * its round and STOP text, which a replay repeats as such. */
+static int hung(amldist__rz_etcd_t *t, long long now)
+{
+    amldist__etcd_decider_t *d = t->d;
+    unsigned char b[4 + AMLDIST__RZ_TEXT_MAX];
+    size_t tl = strlen(d->bstop_text);
+    if (tl > AMLDIST__RZ_TEXT_MAX)
+        tl = AMLDIST__RZ_TEXT_MAX;
+    amldist__net_put_u32(b, d->bstop_round);
+    memcpy(b + 4, d->bstop_text, tl);
+    return commit(t, K_HANG, 0, b, 4 + tl, now, NULL);
 }
 
 /* One event for the machine (kind, from agent, its payload), at `now`
@@ -184,9 +257,10 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     amldist__etcd_decider_t *d = t->d;
     amldist__rz_event_t ev = {.now = now > 0 ? now : 1,
                               .now_ns = amldist__rz_clock_ns()};
-    struct emember *m = kind == K_TICK ? NULL : amldist__etcd_member(d, agent, kind == K_JOIN);
+    int anon = kind == K_TICK || kind == K_HANG; /* no member's */
+    struct emember *m = anon ? NULL : amldist__etcd_member(d, agent, kind == K_JOIN);
     char why[200] = "", addr[64];
-    if (kind != K_TICK && !m)
+    if (!anon && !m)
         return 0;
     ev.who = m;
     switch (kind) {
@@ -232,6 +306,14 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
         ev.type = AMLDIST__RZ_EV_LOST;
         ev.why = why;
         break;
+    case K_HANG:
+        if (n < 4)
+            return 0;
+        ev.type = AMLDIST__RZ_EV_HUNG;
+        ev.round = amldist__net_get_u32(p);
+        ev.text = p + 4;
+        ev.text_len = n - 4;
+        break;
     default:
         ev.type = AMLDIST__RZ_EV_TICK;
     }
@@ -242,42 +324,25 @@ int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
     if (kind == K_TICK && na == 0)
         return 0;
     carry(t, acts, na);
-    int batch = d->bcount > 0;
-    if (d->replaying) {
-        d->next_act += batch;
-        return 0;
-    }
-    /* The log entry: self | t | next_act after it | kind | agent | data. */
-    unsigned char *e = malloc(36 + n);
-    char key[AMLDIST__ETCD_KEY_MAX];
-    if (!e)
-        return 0;
-    if (batch) {
-        if (d->btarget)
-            snprintf(key, sizeof key, "%s/a/%016llx/%016llx", t->prefix,
-                     (unsigned long long)d->btarget,
-                     (unsigned long long)d->next_act++);
-        else
-            snprintf(key, sizeof key, "%s/b/%016llx", t->prefix,
-                     (unsigned long long)d->next_act++);
-        queue_op(t, key, d->batch, d->blen, 0);
-    }
-    amldist__rz_put_u64(e, d->self);
-    amldist__rz_put_u64(e + 8, (uint64_t)(ev.now - d->epoch));
-    amldist__rz_put_u64(e + 16, d->next_act);
-    amldist__net_put_u32(e + 24, (uint32_t)kind);
-    amldist__rz_put_u64(e + 28, agent);
-    if (n)
-        memcpy(e + 36, p, n);
-    snprintf(key, sizeof key, "%s/z/%016llx", t->prefix,
-             (unsigned long long)d->next_log++);
-    queue_op(t, key, e, 36 + n, 0);
-    free(e);
-    if (ev_key && *ev_key)
-        queue_op(t, ev_key, NULL, 0, 1);
-    return 1;
+    if (kind == K_TICK && d->bstop)
+        return hung(t, ev.now);
+    return commit(t, kind, agent, p, n, ev.now, ev_key);
 }
 
+void amldist__etcd_plane_feed(amldist__rz_etcd_t *t, amldist__rz_event_t *ev)
+{
+    amldist__etcd_decider_t *d = t->d;
+    const amldist__rz_action_t *acts;
+    ev->now = amldist__now_ms();
+    ev->now_ns = amldist__rz_clock_ns();
+    int na = amldist__rz_sm_step(d->sm, ev, &acts);
+    d->stepped = 1; /* a TICK follows, as after every event */
+    carry(t, acts, na);
+    if (d->bstop)
+        hung(t, ev->now);
+    else
+        commit(t, K_TICK, 0, NULL, 0, ev->now, NULL);
+}
 /* An input waits its turn (p copied). */
 void amldist__etcd_push(amldist__etcd_decider_t *d, int kind, uint64_t agent,
                  const char *key, const unsigned char *p, size_t n)

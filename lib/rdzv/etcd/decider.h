@@ -10,12 +10,17 @@
 #include "rdzv/host_sm.h"
 
 /* The log's kinds (the machine's own events). */
-enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK };
+/* K_HANG: a TICK's or a plane event's step that stopped a hung round (the
+ * hang rule's last resort, decided on views the log does not keep): its
+ * round and STOP text, replayed as the machine's EV_HUNG. */
+enum { K_JOIN = 1, K_FAIL, K_DONE, K_LOST, K_TICK, K_HANG };
 
+struct pconn;
 struct emember {
     uint64_t agent;
     int admitted; /* ADMITted and not refused or lost */
     int live;     /* its member key is in the store */
+    struct pconn *plane; /* its connection to our plane (plane_host.c) */
 };
 
 /* An event that came, waiting its turn. */
@@ -55,6 +60,17 @@ struct amldist__etcd_decider {
     uint32_t gtype;
     size_t gtext, gtlen, gcount;
     uint64_t btarget; /* its one target's agent, 0: several */
+    /* The step stopped the round (a STOP in its batch): its round and
+     * text (the machine's, valid until the next step). */
+    int bstop;
+    uint32_t bstop_round;
+    const char *bstop_text;
+    /* The machine's QUERY, RESULT and MARKS actions sent on its member's
+     * plane connection, set by plane_host.c (above this file: it feeds
+     * the plane's events in); NULL: dropped (the gather names the
+     * member missing at its deadline). */
+    void (*plane_send)(amldist__rz_etcd_t *t, struct emember *m,
+                       const amldist__rz_action_t *a);
 };
 
 /* decider.c: the member of `agent` (made when `make`; NULL when out of
@@ -71,5 +87,13 @@ void amldist__etcd_on_input(void *arg, int del, const char *key, size_t klen,
 int amldist__etcd_feed(amldist__rz_etcd_t *t, int kind, uint64_t agent,
                        const unsigned char *p, size_t n, long long now,
                        const char *ev_key);
+
+/* decider.c: one of issue 20's events (a VIEW, ASK, ANSWER, MARKS from
+ * the plane; its who and data set) for the machine, now: never logged
+ * (a decider that takes over knows no views and no gathers), its plane
+ * actions sent, and a batch it gives (the hang's last resort, a STOP)
+ * written and logged as a TICK's. */
+void amldist__etcd_plane_feed(amldist__rz_etcd_t *t, amldist__rz_event_t *ev);
+
 
 #endif /* AMLDIST_RDZV_ETCD_DECIDER_H */

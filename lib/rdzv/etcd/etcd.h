@@ -11,6 +11,8 @@
  *   P/m/<agent>   the member: its JOIN (and its address), under its lease
  *   P/e/<agent>/<n>  its FAIL or DONE, until the decider consumed it
  *   P/b/lead      the decider's agent, under its lease
+ *   P/b/plane     the decider's plane address (issue 20's frames go over
+ *                 TCP to it: plane.c, plane_host.c), under its lease
  *   P/a/<agent>/<seq>  a batch of the decider's actions for one agent
  *   P/b/<seq>     a batch for several (ASSIGN, STOP, ...)
  *   P/z/<seq>     the decider's log: every event it decided on, and when
@@ -26,6 +28,7 @@
 
 #include "rdzv/agent_state.h"
 #include "rdzv/backend.h"
+#include "rdzv/plane_link.h"
 #include "rdzv/rdzv_internal.h"
 
 extern const struct amldist__rz_backend_ops amldist__rz_etcd_backend;
@@ -121,10 +124,11 @@ int amldist__etcd_watch(amldist__etcd_t *c, int slot, const char *key,
                         const char *end, long long from,
                         amldist__etcd_on_event fn, void *arg);
 void amldist__etcd_unwatch(amldist__etcd_t *c, int slot);
-/* Run the watches for at most wait_ms (woken by _wakeup); their events
- * handed over.  0, or -1 when a stream broke and cannot be started
- * again yet (c->err). */
-int amldist__etcd_run(amldist__etcd_t *c, int wait_ms);
+/* Run the watches for at most wait_ms (woken by _wakeup, or by extra_fd
+ * readable: the plane's sockets, -1 none); their events handed over.
+ * 0, or -1 when a stream broke and cannot be started again yet
+ * (c->err). */
+int amldist__etcd_run(amldist__etcd_t *c, int wait_ms, int extra_fd);
 
 /* kv.c: etcd's calls in JSON.  Keys and values raw bytes (base64 here).
  * Each 0 on success, or -1 with c->err. */
@@ -159,6 +163,24 @@ int amldist__etcd_txn(amldist__etcd_t *c, const char *guard,
 
 /* The decider's state (decider.c), the agent's that won the key. */
 typedef struct amldist__etcd_decider amldist__etcd_decider_t;
+/* The decider's plane: its listener and the agents' connections
+ * (plane_host.c). */
+typedef struct amldist__etcd_phost amldist__etcd_phost_t;
+
+/* This agent's connection to the decider's plane (plane.c). */
+struct amldist__etcd_plane {
+    struct amldist__loop *loop; /* the plane's sockets, this thread's */
+    amldist__conn_t c;          /* to the decider's plane; fd -1: none */
+    amldist__rz_link_t link;    /* issue 20's state on it (plane_link.h) */
+    /* The address P/b/plane publishes ("": none now), and the decider
+     * key's create revision it was published under. */
+    char addr[64];
+    int port;
+    long long rev;
+    int connecting;             /* c.fd: a connect in progress */
+    long long next_try, said_at;
+    char why[200];              /* why the last connection failed */
+};
 
 /* A handle's backend state (its `be`). */
 typedef struct amldist__rz_etcd {
@@ -183,6 +205,8 @@ typedef struct amldist__rz_etcd {
     long long starting;    /* the decider key held, the decider not started
                               yet (since), 0 */
     amldist__etcd_decider_t *d;
+    struct amldist__etcd_plane pl;
+    amldist__etcd_phost_t *ph; /* while this agent decides */
 } amldist__rz_etcd_t;
 
 /* agent.c: the thread's body. */
@@ -209,5 +233,27 @@ int amldist__etcd_decider_run(amldist__rz_etcd_t *t);
 long long amldist__etcd_decider_wake(const amldist__rz_etcd_t *t);
 int amldist__etcd_decider_drained(const amldist__rz_etcd_t *t);
 void amldist__etcd_decider_free(amldist__rz_etcd_t *t);
+
+/* plane.c, every agent's: issue 20's plane over TCP to the decider's
+ * address (P/b/plane): made (0, or -1: out of memory); that key's put
+ * or delete (from the watch of P/b/, or the read at the join); its work
+ * each loop round (connect, what is due, its frames); the descriptor the
+ * thread's wait adds (-1: none); when it next must run (ms, -1: not by
+ * time); freed. */
+int amldist__etcd_plane_init(amldist__rz_etcd_t *t);
+void amldist__etcd_plane_key(amldist__rz_etcd_t *t, int del,
+                             const unsigned char *v, size_t n,
+                             long long mod_rev);
+void amldist__etcd_plane_run(amldist__rz_etcd_t *t);
+int amldist__etcd_plane_fd(const amldist__rz_etcd_t *t);
+long long amldist__etcd_plane_wake(const amldist__rz_etcd_t *t);
+void amldist__etcd_plane_free(amldist__rz_etcd_t *t);
+
+/* plane_host.c, the decider's plane (decider.h: what the decider hands
+ * it): served each loop round while this agent decides (its listener
+ * made and its address published at the first, again while that fails);
+ * stopped (listener and connections closed) when the decider goes. */
+void amldist__etcd_phost_run(amldist__rz_etcd_t *t);
+void amldist__etcd_phost_stop(amldist__rz_etcd_t *t);
 
 #endif /* AMLDIST_RDZV_ETCD_H */

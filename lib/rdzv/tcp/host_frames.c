@@ -1,12 +1,14 @@
 /*
  * The host's frames (see host.c): a member's frame decoded into an event
  * for the decider (host_sm.h, where every decision about the job is
- * made), and the decider's actions carried out as frames to the members.
+ * made), and the decider's actions carried out as frames to the members
+ * (issue 20's decoded and encoded by plane_frames.c, every backend's).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "rdzv/plane_frames.h"
 #include "rdzv/tcp/host_io.h"
 
 /* A peer whose queue is full is stuck: it is dropped like a lost one, on the
@@ -49,36 +51,18 @@ void amldist__rz_member_refuse(struct member *m, uint32_t reason,
         m->h->scan_at = m->since + CLOSING_MS;
 }
 
-/* QUERY, RESULT and MARKS: a head of u32s and the action's data; a
- * RESULT waits its turn behind what the asker has not read yet. */
+/* QUERY, RESULT and MARKS: a head of u32s and the action's data
+ * (plane_frames.c); a RESULT waits its turn behind what the asker has not
+ * read yet. */
 static void send_watch(struct member *m, const amldist__rz_action_t *a)
 {
     unsigned char head[AMLDIST__RZ_RESULT_HEAD];
-    uint32_t v[5];
-    size_t nv = 0;
-    unsigned type = a->type == AMLDIST__RZ_A_QUERY    ? AMLDIST__RZ_QUERY
-                    : a->type == AMLDIST__RZ_A_RESULT ? AMLDIST__RZ_RESULT
-                                                      : AMLDIST__RZ_MARKS;
-    if (type == AMLDIST__RZ_QUERY) {
-        v[nv++] = a->value;
-        v[nv++] = a->topic;
-        v[nv++] = a->node;
-    } else if (type == AMLDIST__RZ_RESULT) {
-        v[nv++] = a->tag;
-        v[nv++] = a->topic;
-        v[nv++] = a->index;
-        v[nv++] = a->node;
-        v[nv++] = a->flags;
-    } else {
-        v[nv++] = a->node;
-        v[nv++] = a->value;
-    }
-    for (size_t i = 0; i < nv; i++)
-        amldist__net_put_u32(head + 4 * i, v[i]);
+    unsigned type;
+    size_t hl = amldist__rz_plane_head(a, &type, head);
     if (m->c.fd < 0)
         return;
     if (type == AMLDIST__RZ_RESULT) {
-        if (amldist__rz_outbox_push(&m->out, type, head, 4 * nv, a->data,
+        if (amldist__rz_outbox_push(&m->out, type, head, hl, a->data,
                                     a->len) < 0 ||
             amldist__rz_outbox_pump(&m->out, &m->c) < 0) {
             m->c.last_rx = 0; /* stuck: lost at the next tick */
@@ -88,11 +72,11 @@ static void send_watch(struct member *m, const amldist__rz_action_t *a)
         return;
     }
     unsigned char buf[8 + AMLDIST__RZ_MARK_LEN * AMLDIST__RZ_MARKS_MAX];
-    size_t len = a->len < sizeof buf - 4 * nv ? a->len : sizeof buf - 4 * nv;
-    memcpy(buf, head, 4 * nv);
+    size_t len = a->len < sizeof buf - hl ? a->len : sizeof buf - hl;
+    memcpy(buf, head, hl);
     if (len)
-        memcpy(buf + 4 * nv, a->data, len);
-    amldist__rz_member_send(m, type, buf, 4 * nv + len);
+        memcpy(buf + hl, a->data, len);
+    amldist__rz_member_send(m, type, buf, hl + len);
 }
 
 /* The round's ASSIGN to m: its first 12 bytes its own (its node rank at
@@ -179,36 +163,6 @@ void amldist__rz_member_lose(amldist__rz_host_t *h, struct member *m,
                                      .why = why});
 }
 
-/* A VIEW: its ranks decoded for the state machine. */
-static void on_view(amldist__rz_host_t *h, struct member *m,
-                    const unsigned char *p, uint32_t len)
-{
-    uint32_t n = amldist__net_get_u32(p + 8);
-    if ((uint64_t)n * AMLDIST__RZ_VIEW_RANK + AMLDIST__RZ_VIEW_HEAD != len) {
-        amldist__rz_member_lose(h, m, "a malformed VIEW (its count)");
-        return;
-    }
-    amldist__rz_view_t *v = n ? malloc(n * sizeof *v) : NULL;
-    if (n && !v)
-        return;
-    for (uint32_t i = 0; i < n; i++) {
-        const unsigned char *q = p + AMLDIST__RZ_VIEW_HEAD +
-                                 (size_t)i * AMLDIST__RZ_VIEW_RANK;
-        v[i].rank = amldist__net_get_u32(q);
-        v[i].flags = amldist__net_get_u32(q + 4);
-        v[i].start_ns = (int64_t)amldist__rz_get_u64(q + 8);
-        v[i].progress_ns = (int64_t)amldist__rz_get_u64(q + 16);
-        v[i].line_ns = (int64_t)amldist__rz_get_u64(q + 24);
-        v[i].end_ns = (int64_t)amldist__rz_get_u64(q + 32);
-    }
-    amldist__rz_host_step(h, &(amldist__rz_event_t){
-                                 .type = AMLDIST__RZ_EV_VIEW, .who = m,
-                                 .round = amldist__net_get_u32(p),
-                                 .timeout_ms = amldist__net_get_u32(p + 4),
-                                 .views = v, .nviews = n});
-    free(v);
-}
-
 /* A member's first frame: its JOIN, or it is refused. */
 static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
                      const unsigned char *p, uint32_t len)
@@ -234,9 +188,7 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
 static void on_timeq(struct member *m, const unsigned char *p)
 {
     unsigned char a[24];
-    memcpy(a, p, 8);
-    amldist__rz_put_u64(a + 8, (uint64_t)amldist__rz_clock_ns());
-    amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
+    amldist__rz_plane_timea(p, a);
     amldist__rz_member_send(m, AMLDIST__RZ_TIMEA, a, sizeof a);
 }
 
@@ -246,27 +198,6 @@ static int decode(unsigned type, const unsigned char *p, uint32_t len,
                   amldist__rz_event_t *ev)
 {
     switch (type) {
-    case AMLDIST__RZ_ASK:
-        ev->type = AMLDIST__RZ_EV_ASK;
-        ev->tag = amldist__net_get_u32(p);
-        ev->topic = amldist__net_get_u32(p + 4);
-        ev->timeout_ms = amldist__net_get_u32(p + 8);
-        ev->text = p + 12;
-        ev->text_len = len - 12;
-        return 0;
-    case AMLDIST__RZ_ANSWER:
-        ev->type = AMLDIST__RZ_EV_ANSWER;
-        ev->id = amldist__net_get_u32(p);
-        ev->flags = amldist__net_get_u32(p + 4);
-        ev->text = p + 8;
-        ev->text_len = len - 8;
-        return 0;
-    case AMLDIST__RZ_MARKS:
-        ev->type = AMLDIST__RZ_EV_MARKS;
-        ev->rank = amldist__net_get_u32(p + 4);
-        ev->text = p + 8;
-        ev->text_len = len - 8;
-        return 0;
     case AMLDIST__RZ_FAIL:
         ev->type = AMLDIST__RZ_EV_FAIL;
         ev->round = amldist__net_get_u32(p);
@@ -303,18 +234,20 @@ void amldist__rz_member_frame(amldist__rz_host_t *h, struct member *m,
         on_timeq(m, p);
         return;
     }
-    if (type == AMLDIST__RZ_VIEW) {
-        on_view(h, m, p, len);
+    /* Issue 20's frames, as every backend's decider reads them. */
+    amldist__rz_view_t *views;
+    const char *why;
+    int rc = amldist__rz_plane_decode(type, p, len, &ev, &views, &why);
+    if (rc < 0) {
+        amldist__rz_member_lose(h, m, why);
         return;
     }
-    if (decode(type, p, len, &ev) < 0) {
+    if (rc == 0 && type == AMLDIST__RZ_VIEW)
+        return; /* out of memory: this view is not heard */
+    if (rc == 0 && decode(type, p, len, &ev) < 0) {
         amldist__rz_member_lose(h, m, "it sent a frame out of turn");
         return;
     }
-    if (type == AMLDIST__RZ_MARKS &&
-        (uint64_t)ev.rank * AMLDIST__RZ_MARK_LEN != ev.text_len) {
-        amldist__rz_member_lose(h, m, "a malformed MARKS (its count)");
-        return;
-    }
     amldist__rz_host_step(h, &ev);
+    free(views);
 }

@@ -19,27 +19,10 @@
 
 #include "rdzv/agent_state.h"
 #include "rdzv/backend.h"
+#include "rdzv/plane_link.h"
 #include "rdzv/rdzv_internal.h"
 
 extern const struct amldist__rz_backend_ops amldist__rz_tcp_backend;
-
-/* Frames waiting behind a connection's queue (outbox.c): pushed whole
- * (a head and a payload, copied), moved into the connection while its
- * queue holds less than AMLDIST__RZ_OUTBOX_LOW. */
-#define AMLDIST__RZ_OUTBOX_LOW (256u << 10)
-#define AMLDIST__RZ_OUTBOX_MAX (128u << 20)
-struct amldist__rz_out;
-typedef struct {
-    struct amldist__rz_out *head, *tail;
-    size_t bytes;
-} amldist__rz_outbox_t;
-/* 0, or -1 when out of memory or past AMLDIST__RZ_OUTBOX_MAX. */
-int amldist__rz_outbox_push(amldist__rz_outbox_t *o, unsigned type,
-                            const void *head, size_t hlen, const void *p,
-                            size_t len);
-/* 0, or -1 when the connection refused a frame (stuck, or broken). */
-int amldist__rz_outbox_pump(amldist__rz_outbox_t *o, amldist__conn_t *c);
-void amldist__rz_outbox_clear(amldist__rz_outbox_t *o);
 
 /* The host's side (host.c), run on the handle's thread beside the agent's
  * own connection, its sockets watched by the thread's loop.  It owns the
@@ -63,15 +46,6 @@ long long amldist__rz_host_next_wake(const amldist__rz_host_t *h);
 /* The job is over and every agent has left (or the deadline passed). */
 int amldist__rz_host_drained(const amldist__rz_host_t *h);
 void amldist__rz_host_free(amldist__rz_host_t *h);
-
-/* Issue 20's, the thread's own (plane.c). */
-struct amldist__rz_gathering; /* a gather whose answers come in */
-struct amldist__rz_plane_thread {
-    amldist__rz_clock_t clk;
-    long long next_timeq, next_view, next_marks;
-    amldist__rz_outbox_t out;      /* ANSWER chunks */
-    struct amldist__rz_gathering *g;
-};
 
 struct addrinfo;
 
@@ -103,7 +77,7 @@ typedef struct amldist__rz_tcp {
     const struct addrinfo *try_ai;
     long long try_deadline;
 
-    struct amldist__rz_plane_thread pt;
+    amldist__rz_link_t pt; /* issue 20's plane on c (plane_link.h) */
 } amldist__rz_tcp_t;
 
 /* thread.c: the thread's body (pthread_create's start routine). */

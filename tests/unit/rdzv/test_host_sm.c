@@ -1450,6 +1450,34 @@ static void test_gather_refusals_and_losses(void)
 }
 
 /* Marks go to the host's own agent, with the sender's node. */
+/* A hung round stopped by the host itself, as a backend that logs its
+ * events replays it (EV_HUNG: the views it came from are not logged):
+ * every node stopped with its text, the job's status the hang's; one of
+ * another round is no news. */
+static void test_hung_replayed(void)
+{
+    job(2, 2, 0);
+    form(2);
+    const char *why = "the job hung (no progress within --hang-timeout), "
+                      "and the host's node did not end it";
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_HUNG, .round = 7,
+                               .text = (const unsigned char *)why,
+                               .text_len = strlen(why)});
+    CHECK_INT_EQ(nact, 0);
+    step((amldist__rz_event_t){.type = AMLDIST__RZ_EV_HUNG, .round = 0,
+                               .text = (const unsigned char *)why,
+                               .text_len = strlen(why)});
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_STOP), 2);
+    CHECK_STR_EQ(action(AMLDIST__RZ_A_STOP, 1)->text, why);
+    CHECK_INT_EQ(amldist__rz_sm_phase(sm), AMLDIST__RZ_P_STOPPING);
+    done(0, 0, 143);
+    done(1, 0, 143);
+    CHECK_INT_EQ(count(AMLDIST__RZ_A_FINISH), 2);
+    CHECK_INT_EQ(action(AMLDIST__RZ_A_FINISH, 0)->value,
+                 AMLDIST_RDZV_STATUS_HANG);
+    amldist__rz_sm_free(sm);
+}
+
 static void test_marks_to_the_host_node(void)
 {
     job(2, 2, 0);
@@ -1505,5 +1533,6 @@ int main(void)
     RUN(test_gather_relays_to_the_asker);
     RUN(test_gather_refusals_and_losses);
     RUN(test_marks_to_the_host_node);
+    RUN(test_hung_replayed);
     return test_summary();
 }

@@ -1,11 +1,12 @@
 /* Frames waiting their turn behind a connection's queue (see
- * tcp.h): a gather's chunks go out as the peer reads them, so
+ * plane_link.h): a gather's chunks go out as the peer reads them, so
  * that one large answer never fills the connection's queue (which would
- * count the peer as stuck). */
+ * count the peer as stuck); an agent's ANSWER chunks and a decider's
+ * RESULTs, every backend's. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdzv/tcp/tcp.h"
+#include "rdzv/plane_link.h"
 
 struct amldist__rz_out {
     struct amldist__rz_out *next;
