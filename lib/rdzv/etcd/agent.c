@@ -177,7 +177,9 @@ static int join(amldist__rz_etcd_t *t)
         return -1;
     t->joined = 1;
     t->last_ok = amldist__now_ms();
-    t->next_beat = t->last_ok + t->cfg->keepalive_ms;
+    t->c.beat_lease = t->lease;
+    t->c.beat_every_ms = t->cfg->keepalive_ms;
+    t->c.beat_next = t->last_ok + t->cfg->keepalive_ms;
     t->campaign = 1;
     pthread_mutex_lock(&t->s->mu);
     if (t->s->state == C_CONNECTING)
@@ -374,6 +376,9 @@ static void send_queued(amldist__rz_etcd_t *t)
 static void beat(amldist__rz_etcd_t *t, long long now)
 {
     int rc = amldist__etcd_beat_result(&t->c);
+    /* One answered alive during a request counts, whatever came after. */
+    if (t->c.alive_at > t->last_ok)
+        t->last_ok = t->c.alive_at;
     if (rc == 1) {
         t->last_ok = now;
     } else if (rc == 0) {
@@ -389,10 +394,7 @@ static void beat(amldist__rz_etcd_t *t, long long now)
         amldist__etcd_lost(t, why);
         return;
     }
-    if (now >= t->next_beat) {
-        t->next_beat = now + t->cfg->keepalive_ms;
-        amldist__etcd_beat(&t->c, t->lease);
-    }
+    amldist__etcd_beat_due(&t->c, now);
 }
 
 /* Before the member key is in: tried until the join deadline, said every
@@ -437,6 +439,7 @@ static void leave(amldist__rz_etcd_t *t)
 {
     if (t->d)
         amldist__etcd_decider_free(t);
+    t->c.beat_lease = 0; /* no keep-alive of a lease being revoked */
     if (t->lease)
         amldist__etcd_revoke(&t->c, t->lease);
 }
@@ -472,7 +475,7 @@ void *amldist__etcd_thread(void *arg)
                 amldist__etcd_lost(t, why);
             }
         }
-        long long w = t->joined ? t->next_beat : t->next_try;
+        long long w = t->joined ? t->c.beat_next : t->next_try;
         if ((t->retry || t->starting) && now + 100 < w)
             w = now + 100;
         if (t->d) {

@@ -260,6 +260,7 @@ static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
         messages(c, &done, &rc);
         if (done)
             break;
+        amldist__etcd_beat_due(c, amldist__now_ms());
         C(curl_multi_poll)(c->multi, NULL, 0, 100, NULL);
     }
     if (rc == CURLE_OK) {
@@ -494,14 +495,28 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
     }
     /* A lease that is gone answers without a TTL (or 0). */
     amldist__js_t doc = {b->in.p, b->in.p ? b->in.p + b->in.len : NULL}, v;
-    b->result = b->in.p && amldist__js_path(doc, "result.TTL", &v) == 0 &&
-                amldist__js_int(v, 0) > 0;
-    if (!b->result && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
+    int r = b->in.p && amldist__js_path(doc, "result.TTL", &v) == 0 &&
+            amldist__js_int(v, 0) > 0;
+    if (!r && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
         char text[200] = "";
         amldist__js_str(v, text, sizeof text);
         snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur], text);
-        b->result = 2; /* etcd's error (no leader yet): not the lease's */
+        r = 2; /* etcd's error (no leader yet): not the lease's */
     }
+    if (r == 1)
+        c->alive_at = amldist__now_ms();
+    /* Several may end before the agent reads one (during a request): a
+     * lease found gone stays so. */
+    if (b->result != 0)
+        b->result = r;
+}
+
+void amldist__etcd_beat_due(amldist__etcd_t *c, long long now)
+{
+    if (!c->beat_lease || now < c->beat_next)
+        return;
+    c->beat_next = now + c->beat_every_ms;
+    amldist__etcd_beat(c, c->beat_lease);
 }
 
 int amldist__etcd_beat(amldist__etcd_t *c, long long lease)

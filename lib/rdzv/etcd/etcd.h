@@ -85,6 +85,12 @@ typedef struct amldist__etcd {
      * nodes on a busy etcd takes seconds). */
     long timeout_ms, slow_ms, now_ms;
     long beat_ms; /* the keep-alive's: half the lease */
+    /* The lease's keep-alives, every beat_every_ms from beat_next: kept
+     * by the client, so that they go on while a request waits (a put that
+     * waits out etcd's 6 s after its leader died would outlive a lease of
+     * 5 s); beat_lease 0: none.  alive_at: the last one answered alive. */
+    long long beat_lease, beat_next, alive_at;
+    long beat_every_ms;
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
@@ -110,6 +116,8 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
  * 0 the lease is gone, 1 alive, 2 failed (c->err). */
 int amldist__etcd_beat(amldist__etcd_t *c, long long lease);
 int amldist__etcd_beat_result(amldist__etcd_t *c);
+/* The keep-alive of c->beat_lease started when it is due (beat_next). */
+void amldist__etcd_beat_due(amldist__etcd_t *c, long long now);
 /* The curl multi's wake-up (another thread: the caller's send()). */
 void amldist__etcd_wakeup(amldist__etcd_t *c);
 
@@ -172,7 +180,7 @@ typedef struct amldist__rz_etcd {
     pthread_t thread;
     int closing;         /* under s->mu */
     long long lease, lead_rev; /* lead_rev: our decider key's, 0 */
-    long long join_deadline, last_ok, next_beat, said_at, next_try;
+    long long join_deadline, last_ok, said_at, next_try;
     int joined;          /* our member key is in */
     long long last_round;  /* the last ASSIGN's round applied, -1 */
     uint32_t next_ev;      /* our P/e/ keys' numbers */
