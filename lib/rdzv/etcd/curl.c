@@ -499,7 +499,11 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
             amldist__js_int(v, 0) > 0;
     if (!r && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
         char text[200] = "";
-        amldist__js_str(v, text, sizeof text);
+        /* A stream's error is an object (grpc-gateway's): its message. */
+        amldist__js_t m;
+        if (amldist__js_str(v, text, sizeof text) < 0 &&
+            amldist__js_get(v, "message", &m) == 0)
+            amldist__js_str(m, text, sizeof text);
         snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur], text);
         r = 2; /* etcd's error (no leader yet): not the lease's */
     }
