@@ -12,19 +12,22 @@
 # the last STOP seen), and the time from SIGKILLing the decider's agent to
 # every other agent in the round after (the lease's expiry, 5 s, counts in
 # it).  With 3 members, then: the member the agents use (the first of the
-# endpoint's list, made the leader before each run: the worst case)
+# endpoint's list, made the leader before each run: the worst case;
+# KILLED=follower: member 1 made the leader, member 0 a follower)
 # SIGKILLed with a failure at once, the kill to the last STOP seen and to
 # the last agent in the round after, and the agents that noticed anything
 # else over the 8 s after (0: the job did not notice); the member is
 # started again for the next run.  "failed" counts runs that did not get
-# through.  LEAD0=0: member 0 left as it is (maybe a follower);
-# ERRLOG=FILE: the driver's stderr kept there (the last run's).
-#     [MEMBERS=1] bench/rdzv_etcd.sh [REPS] [SECS] [N...]   (1 5 64 1024)
+# through.  ERRLOG=FILE: the driver's stderr kept there (the last run's).
+#     [MEMBERS=1] [KILLED=leader] bench/rdzv_etcd.sh [REPS] [SECS] [N...]
+#                                                   (1 5 64 1024)
 set -eu
 cd "$(dirname "$0")/.."
 reps=${1:-1}; secs=${2:-5}; shift $(($# > 2 ? 2 : $#))
 agents=${*:-64 1024}
 members=${MEMBERS:-1}
+case ${KILLED:-leader} in leader) leader=0 ;; follower) leader=1 ;;
+    *) echo "rdzv_etcd: KILLED is leader or follower" >&2; exit 2 ;; esac
 build=${BUILD:-build}
 out=$build/bench
 if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
@@ -59,10 +62,10 @@ healthy() {
     done
     echo "rdzv_etcd: etcd not healthy" >&2; cat "$tmp"/m*.log >&2; return 1
 }
-# Member 0 the leader (its hex id: the first of `endpoint status`'s fields).
-lead0() {
+# Member I the leader (its id and the leader's from its `endpoint status`).
+lead() {
     local st id leader
-    st=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${cp[0]}" endpoint status -w json)
+    st=$(ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:${cp[$1]}" endpoint status -w json)
     id=$(python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["header"]["member_id"])' <<<"$st")
     leader=$(python3 -c 'import json,sys; print("%x" % json.load(sys.stdin)[0]["Status"]["leader"])' <<<"$st")
     [ "$id" = "$leader" ] || ctl move-leader "$id" >/dev/null
@@ -76,7 +79,7 @@ cleanup() {
 trap cleanup EXIT
 for ((i = 0; i < members; i++)); do member "$i"; done
 healthy
-echo "# the etcd backend, N agents on loopback against $members etcd member(s) ($(etcd --version | head -1)), $reps runs each, ${secs} s steady; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# the etcd backend, N agents on loopback against $members etcd member(s)$([ "$members" = 1 ] || echo ", the ${KILLED:-leader} killed") ($(etcd --version | head -1)), $reps runs each, ${secs} s steady; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 fmt='%6s  %9s  %12s  %14s  %12s  %10s  %8s  %12s  %15s  %15s  %8s  %6s\n'
 # shellcheck disable=SC2059 # the format is the one above
 printf "$fmt" agents "form ms" "agent CPU ms" "decider CPU ms" "agents ms/s" "etcd ms/s" \
@@ -84,7 +87,7 @@ printf "$fmt" agents "form ms" "agent CPU ms" "decider CPU ms" "agents ms/s" "et
 for n in $agents; do
     : >"$tmp/runs"; bad=0
     for _ in $(seq "$reps"); do
-        [ "$members" = 1 ] || [ "${LEAD0:-1}" = 0 ] || lead0
+        [ "$members" = 1 ] || lead "$leader"
         "$out/rdzv_etcd_bench" "$n" "$secs" "$ep" "$(IFS=,; echo "${pid[*]}")" >>"$tmp/runs" 2>"${ERRLOG:-$tmp/err}" ||
             { bad=$((bad + 1)); tail -n 1 "${ERRLOG:-$tmp/err}" >&2; }
         if ! kill -0 "${pid[0]}" 2>/dev/null; then
