@@ -32,7 +32,10 @@
  *                  (the lease's 5 s and more): a STOP, another round, an
  *                  error; 0 is "the job did not notice"
  *
- *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID[,ETCD_PID...]
+ *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID[,ETCD_PID...] [CONF]
+ *
+ * CONF: the endpoint's --rdzv-conf keys instead of the defaults'
+ * ("keep_alive_interval=1,keep_alive_max_attempt=5": leases of 5 s).
  */
 #include <errno.h>
 #include <poll.h>
@@ -262,7 +265,7 @@ static int wait_count(int *slot, int want, int ms)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5)
+    if (argc != 5 && argc != 6)
         return fprintf(stderr, "usage: rdzv_etcd_bench N SECS ETCD_ENDPOINT "
                        "ETCD_PID[,ETCD_PID...]\n"), 2;
     n = atoi(argv[1]);
@@ -273,8 +276,8 @@ int main(int argc, char **argv)
         etcd_pids[members++] = strtol(p, &e, 10);
         p = e;
     }
-    snprintf(ep, sizeof ep, "etcd://%s?keep_alive_interval=1,"
-             "keep_alive_max_attempt=5", argv[3]);
+    snprintf(ep, sizeof ep, "etcd://%s?%s", argv[3], argc == 6 ? argv[5] :
+             "keep_alive_interval=1,keep_alive_max_attempt=5");
     if (n < 3 || n > 8192 || secs < 1 || members < 1)
         return fprintf(stderr, "rdzv_etcd_bench: bad arguments\n"), 2;
     struct rlimit rl;
