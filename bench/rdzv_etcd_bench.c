@@ -28,14 +28,14 @@
  *                  agents' requests and watches moved to another member)
  *     member_next  the kill to the last of them in the round after (all
  *                  N-1 of them: nobody's lease lost meanwhile)
- *     noticed      the agents that saw anything else over the 8 s after
- *                  (the lease's 5 s and more): a STOP, another round, an
- *                  error; 0 is "the job did not notice"
+ *     noticed      the agents that saw anything else over the dead time
+ *                  and 3 s more (8 s): a STOP, another round, an error;
+ *                  0 is "the job did not notice"
  *
- *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID[,ETCD_PID...] [CONF]
+ *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID[,ETCD_PID...] [MISSES]
  *
- * CONF: the endpoint's --rdzv-conf keys instead of the defaults'
- * ("keep_alive_interval=1,keep_alive_max_attempt=5": leases of 5 s).
+ * MISSES: keep-alives every 1 s, the dead time (the lease) MISSES of them
+ * (5, the defaults': --rdzv-conf keep_alive_max_attempt).
  */
 #include <errno.h>
 #include <poll.h>
@@ -64,7 +64,7 @@ typedef struct {
 } shared_t;
 
 static shared_t *sh;
-static int n, secs, members;
+static int n, secs, members, misses = 5;
 static char ep[512];
 static int gate[2];
 
@@ -167,6 +167,8 @@ static void agent(int i)
     o.nproc = 1;
     o.max_restarts = 3;
     o.join_timeout_ms = 120000;
+    o.keepalive_ms = 1000;
+    o.keepalive_misses = misses;
     amldist_rdzv_t *r = NULL;
     if (amldist_rdzv_join(&o, &r) != 0) {
         fail_with("join");
@@ -276,9 +278,10 @@ int main(int argc, char **argv)
         etcd_pids[members++] = strtol(p, &e, 10);
         p = e;
     }
-    snprintf(ep, sizeof ep, "etcd://%s?%s", argv[3], argc == 6 ? argv[5] :
-             "keep_alive_interval=1,keep_alive_max_attempt=5");
-    if (n < 3 || n > 8192 || secs < 1 || members < 1)
+    snprintf(ep, sizeof ep, "etcd://%s", argv[3]);
+    if (argc == 6)
+        misses = atoi(argv[5]);
+    if (n < 3 || n > 8192 || secs < 1 || members < 1 || misses < 2)
         return fprintf(stderr, "rdzv_etcd_bench: bad arguments\n"), 2;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -364,7 +367,8 @@ int main(int argc, char **argv)
         if (wait_count(&sh->nmstopped, n - 1, 60000) < 0 ||
             wait_count(&sh->nmnext, n - 1, 60000) < 0)
             goto bad;
-        sleep(8); /* the lease's 5 s and more: nobody should notice */
+        sleep((unsigned)misses + 3); /* the lease's time and more: nobody
+                                       should notice */
         snprintf(member, sizeof member, "%.1f %.1f %d",
                  (sh->mstopped_max - t_mkill) / 1000.0,
                  (sh->mnext_max - t_mkill) / 1000.0, sh->noticed);
