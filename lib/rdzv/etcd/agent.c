@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rdzv/etcd/etcd.h"
 
@@ -153,7 +154,14 @@ static int join(amldist__rz_etcd_t *t)
     unsigned char buf[4 + AMLDIST__RZ_JOIN_MAX + 64];
     char key[AMLDIST__ETCD_KEY_MAX], end[AMLDIST__ETCD_KEY_MAX];
     long long rev;
-    if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, &t->lease) < 0)
+    while (!t->lease_id) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = t->me.agent ^ (uint64_t)amldist__now_ms();
+        t->lease_id = (long long)(r >> 1);
+    }
+    if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, t->lease_id,
+                                         &t->lease) < 0)
         return -1;
     amldist__rz_join_t j = t->me;
     j.port = (uint32_t)amldist__rz_free_port();

@@ -135,7 +135,10 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms);
 
 /* kv.c: etcd's calls in JSON.  Keys and values raw bytes (base64 here).
  * Each 0 on success, or -1 with c->err. */
-int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long *lease);
+/* The lease of ID `id` (the agent's pick: a grant sent again after a
+ * timeout is the same lease, never a second one). */
+int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long id,
+                        long long *lease);
 int amldist__etcd_revoke(amldist__etcd_t *c, long long lease);
 int amldist__etcd_put(amldist__etcd_t *c, const char *key,
                       const unsigned char *v, size_t vlen, long long lease,
@@ -180,6 +183,7 @@ typedef struct amldist__rz_etcd {
     pthread_t thread;
     int closing;         /* under s->mu */
     long long lease, lead_rev; /* lead_rev: our decider key's, 0 */
+    long long lease_id;  /* the lease's ID, picked once (random, > 0) */
     long long join_deadline, last_ok, said_at, next_try;
     int joined;          /* our member key is in */
     long long last_round;  /* the last ASSIGN's round applied, -1 */
