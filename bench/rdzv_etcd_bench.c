@@ -67,6 +67,7 @@ static shared_t *sh;
 static int n, secs, members, misses = 5;
 static char ep[512];
 static int gate[2];
+static double form_ms = -1; /* said on a failure after the formation */
 
 static long long now_us(void)
 {
@@ -193,8 +194,14 @@ static void agent(int i)
     __atomic_add_fetch(&sh->nstopped, 1, __ATOMIC_SEQ_CST);
     /* The next round (a restart of all N), then agent 0 killed: the
      * round after, of the N-1 left. */
-    if (amldist_rdzv_next(r, i == n - 1 ? 1 : 143) != 1) {
-        fail_with("no round after the stop");
+    int got = amldist_rdzv_next(r, i == n - 1 ? 1 : 143);
+    if (got != 1) {
+        char what[300];
+        snprintf(what, sizeof what, "no round after the stop (%d, status "
+                 "%d: %.200s)", got, got == 0 ? amldist_rdzv_exit_status(r) : -1,
+                 got == 0 && amldist_rdzv_failure(r) ? amldist_rdzv_failure(r)
+                                                     : "");
+        fail_with(what);
         goto out;
     }
     if (i == 0) { /* killed in phase 4 */
@@ -202,8 +209,8 @@ static void agent(int i)
             pause();
     }
     __atomic_add_fetch(&sh->nnext, 1, __ATOMIC_SEQ_CST);
-    int got = wait_phase(5) < 0 ? -2 : wait_state(r, AMLDIST_RDZV_STOP) < 0
-                                           ? -3 : amldist_rdzv_next(r, 143);
+    got = wait_phase(5) < 0 ? -2 : wait_state(r, AMLDIST_RDZV_STOP) < 0
+                                       ? -3 : amldist_rdzv_next(r, 143);
     if (got != 1) {
         char what[300];
         snprintf(what, sizeof what, "no round after the decider's agent was "
@@ -328,7 +335,7 @@ int main(int argc, char **argv)
     close(gate[1]);
     if (wait_count(&sh->njoined, n, 120000) < 0)
         goto bad;
-    double form_ms = (sh->joined_max - t0) / 1000.0;
+    form_ms = (sh->joined_max - t0) / 1000.0;
     __atomic_store_n(&sh->phase, 1, __ATOMIC_SEQ_CST);
     usleep(500000);
     /* Steady: every agent's process and etcd, SECS seconds. */
@@ -383,9 +390,9 @@ int main(int argc, char **argv)
     return 0;
 bad:
     fprintf(stderr, "rdzv_etcd_bench: %d failed (%s), %d joined, %d stopped, "
-            "%d next, %d stopped and %d next after the member's kill\n",
-            sh->nfailed, sh->why, sh->njoined, sh->nstopped, sh->nnext,
-            sh->nmstopped, sh->nmnext);
+            "%d next, %d stopped and %d next after the member's kill; "
+            "formed in %.0f ms\n", sh->nfailed, sh->why, sh->njoined,
+            sh->nstopped, sh->nnext, sh->nmstopped, sh->nmnext, form_ms);
     kill(decider, SIGKILL);
     for (int k = 0; k < nproc; k++)
         kill(kids[k], SIGKILL);
