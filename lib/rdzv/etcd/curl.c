@@ -104,6 +104,7 @@ struct amldist__etcd_beat {
     int kind;
     CURL *h;
     int busy, result; /* -1 none, 0 the lease is gone, 1 alive, 2 failed */
+    int url;          /* the member it went to */
     struct buf in;
     char body[64];
 };
@@ -487,10 +488,14 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
 {
     b->busy = 0;
     if (rc != CURLE_OK) {
-        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur],
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[b->url],
                  C(curl_easy_strerror)(rc));
-        c->cur = (c->cur + 1) % c->nurl; /* the next one next time */
-        b->result = 2;
+        /* The next one next time, unless a watch or a request moved on
+         * already (moving again would come back round to a dead one). */
+        if (c->cur == b->url)
+            c->cur = (c->cur + 1) % c->nurl;
+        if (b->result != 0)
+            b->result = 2;
         return;
     }
     /* A lease that is gone answers without a TTL (or 0). */
@@ -504,7 +509,7 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
         if (amldist__js_str(v, text, sizeof text) < 0 &&
             amldist__js_get(v, "message", &m) == 0)
             amldist__js_str(m, text, sizeof text);
-        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur], text);
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[b->url], text);
         r = 2; /* etcd's error (no leader yet): not the lease's */
     }
     if (r == 1)
@@ -539,6 +544,7 @@ int amldist__etcd_beat(amldist__etcd_t *c, long long lease)
     b->kind = T_BEAT;
     b->in.len = 0;
     snprintf(b->body, sizeof b->body, "{\"ID\":\"%lld\"}", lease);
+    b->url = c->cur;
     snprintf(url, sizeof url, "%s/v3/lease/keepalive", c->url[c->cur]);
     C(curl_easy_setopt)(b->h, CURLOPT_URL, url);
     C(curl_easy_setopt)(b->h, CURLOPT_POSTFIELDS, b->body);
