@@ -23,6 +23,7 @@ rdzv_peers|5|1
 rdzv|7|1 2
 rdzv_host|3 5 8 64 1024 4096|1 1 2 4
 rdzv_etcd|1 5 64 1024|1 1 3
+rdzv_side|1 5 64 1024 4096|--one 1 1 3
 agents|10 64|1 2
 topo_cache|20 200000|1 100
 hang|5 2 64|1 1 4

@@ -1,12 +1,13 @@
 /*
  * Driver for bench/rdzv_etcd.sh: the etcd rendezvous backend (issue 40)
- * with N agents against one etcd (the script's, its pid given for its
- * CPU).  Agent 0, a process of its own forked first, holds the decider
+ * with N agents against an etcd of one member or three (the script's,
+ * their pids given for their CPU; the first is the member the agents use,
+ * the first of the endpoint's list).  Agent 0, a process of its own forked first, holds the decider
  * key (the others are released 0.5 s after it joined the store); the N-1
  * others are threads of processes of at most 512 agents each, at nice 19,
  * all released at once.  Prints one line:
  *
- *     form_ms agent_cpu_ms decider_cpu_ms steady_agents_ms_s steady_etcd_ms_s stop_ms takeover_ms
+ *     form_ms agent_cpu_ms decider_cpu_ms steady_agents_ms_s steady_etcd_ms_s stop_ms takeover_ms member_stop_ms member_next_ms noticed
  *
  *     form       the threads' release to the last agent's join returning
  *     agent_cpu  the CPU of the N-1 agents' processes to form, per agent
@@ -20,7 +21,21 @@
  *                expires, another agent takes the key over, replays the
  *                log, the round re-forms without it: --nnodes N-1:N)
  *
- *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID
+ * With three members, then (each "-" with one): the member the agents use
+ * SIGKILLed and at once one agent's failure, as a job's worker could fail
+ * at any time:
+ *     member_stop  the kill to the last other agent seeing the STOP (the
+ *                  agents' requests and watches moved to another member)
+ *     member_next  the kill to the last of them in the round after (all
+ *                  N-1 of them: nobody's lease lost meanwhile)
+ *     noticed      the agents that saw anything else over the dead time
+ *                  and 3 s more (8 s): a STOP, another round, an error;
+ *                  0 is "the job did not notice"
+ *
+ *     rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID[,ETCD_PID...] [MISSES]
+ *
+ * MISSES: keep-alives every 1 s, the dead time (the lease) MISSES of them
+ * (5, the defaults': --rdzv-conf keep_alive_max_attempt).
  */
 #include <errno.h>
 #include <poll.h>
@@ -40,17 +55,19 @@
 #include "agent_procs.h"
 
 typedef struct {
-    int nfailed, njoined, phase, nstopped, nnext;
+    int nfailed, njoined, phase, nstopped, nnext, nmstopped, nmnext, noticed;
     long long joined_max, stopped_max, next_max, t_fail, t_kill;
+    long long mstopped_max, mnext_max;
     double decider_cpu;
     long long agents_cpu_us;
     char why[256];
 } shared_t;
 
 static shared_t *sh;
-static int n, secs;
+static int n, secs, members, misses = 5;
 static char ep[512];
 static int gate[2];
+static double form_ms = -1; /* said on a failure after the formation */
 
 static long long now_us(void)
 {
@@ -112,6 +129,24 @@ static int wait_phase(int p)
     return 0;
 }
 
+/* wait_phase(p), and r watched meanwhile: a STOP, another round or an
+ * error counts this agent in sh->noticed (once). */
+static int wait_phase_watching(int p, amldist_rdzv_t *r)
+{
+    int round = amldist_rdzv_round(r), seen = 0;
+    while (__atomic_load_n(&sh->phase, __ATOMIC_SEQ_CST) < p) {
+        if (sh->nfailed)
+            return -1;
+        if (!seen && (amldist_rdzv_state(r) != AMLDIST_RDZV_RUNNING ||
+                      amldist_rdzv_round(r) != round)) {
+            seen = 1;
+            __atomic_add_fetch(&sh->noticed, 1, __ATOMIC_SEQ_CST);
+        }
+        usleep(100000);
+    }
+    return 0;
+}
+
 /* Until r's state is `want` (60 s at most): 0, or -1. */
 static int wait_state(amldist_rdzv_t *r, int want)
 {
@@ -131,8 +166,10 @@ static void agent(int i)
     o.max_nodes = n;
     o.last_call_ms = 60000; /* the first round waits for all N */
     o.nproc = 1;
-    o.max_restarts = 2;
+    o.max_restarts = 3;
     o.join_timeout_ms = 120000;
+    o.keepalive_ms = 1000;
+    o.keepalive_misses = misses;
     amldist_rdzv_t *r = NULL;
     if (amldist_rdzv_join(&o, &r) != 0) {
         fail_with("join");
@@ -157,8 +194,14 @@ static void agent(int i)
     __atomic_add_fetch(&sh->nstopped, 1, __ATOMIC_SEQ_CST);
     /* The next round (a restart of all N), then agent 0 killed: the
      * round after, of the N-1 left. */
-    if (amldist_rdzv_next(r, i == n - 1 ? 1 : 143) != 1) {
-        fail_with("no round after the stop");
+    int got = amldist_rdzv_next(r, i == n - 1 ? 1 : 143);
+    if (got != 1) {
+        char what[300];
+        snprintf(what, sizeof what, "no round after the stop (%d, status "
+                 "%d: %.200s)", got, got == 0 ? amldist_rdzv_exit_status(r) : -1,
+                 got == 0 && amldist_rdzv_failure(r) ? amldist_rdzv_failure(r)
+                                                     : "");
+        fail_with(what);
         goto out;
     }
     if (i == 0) { /* killed in phase 4 */
@@ -166,8 +209,8 @@ static void agent(int i)
             pause();
     }
     __atomic_add_fetch(&sh->nnext, 1, __ATOMIC_SEQ_CST);
-    int got = wait_phase(5) < 0 ? -2 : wait_state(r, AMLDIST_RDZV_STOP) < 0
-                                           ? -3 : amldist_rdzv_next(r, 143);
+    got = wait_phase(5) < 0 ? -2 : wait_state(r, AMLDIST_RDZV_STOP) < 0
+                                       ? -3 : amldist_rdzv_next(r, 143);
     if (got != 1) {
         char what[300];
         snprintf(what, sizeof what, "no round after the decider's agent was "
@@ -180,7 +223,33 @@ static void agent(int i)
     }
     max_at(&sh->next_max, now_us());
     __atomic_add_fetch(&sh->nnext, 1, __ATOMIC_SEQ_CST);
-    wait_phase(6);
+    if (wait_phase(6) < 0 || members < 2)
+        goto out;
+    /* The member the agents use killed: the last agent fails at once,
+     * every other sees the STOP and all N-1 meet in the round after. */
+    if (i == n - 1) {
+        amldist_rdzv_fail(r, 0, i, 1, "bench: a worker failed");
+    } else if (wait_state(r, AMLDIST_RDZV_STOP) < 0) {
+        fail_with("no STOP after an etcd member was killed");
+        goto out;
+    } else {
+        max_at(&sh->mstopped_max, now_us());
+    }
+    __atomic_add_fetch(&sh->nmstopped, 1, __ATOMIC_SEQ_CST);
+    got = amldist_rdzv_next(r, i == n - 1 ? 1 : 143);
+    if (got != 1 || amldist_rdzv_num_nodes(r) != n - 1) {
+        char what[300];
+        snprintf(what, sizeof what, "no round of %d after an etcd member "
+                 "was killed (%d, %d nodes: %.200s)", n - 1, got,
+                 got == 1 ? amldist_rdzv_num_nodes(r) : 0,
+                 got == 0 && amldist_rdzv_failure(r) ? amldist_rdzv_failure(r)
+                                                     : "");
+        fail_with(what);
+        goto out;
+    }
+    max_at(&sh->mnext_max, now_us());
+    __atomic_add_fetch(&sh->nmnext, 1, __ATOMIC_SEQ_CST);
+    wait_phase_watching(7, r);
 out:
     amldist_rdzv_close(r);
 }
@@ -205,14 +274,21 @@ static int wait_count(int *slot, int want, int ms)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5)
-        return fprintf(stderr, "usage: rdzv_etcd_bench N SECS ETCD_ENDPOINT ETCD_PID\n"), 2;
+    if (argc != 5 && argc != 6)
+        return fprintf(stderr, "usage: rdzv_etcd_bench N SECS ETCD_ENDPOINT "
+                       "ETCD_PID[,ETCD_PID...]\n"), 2;
     n = atoi(argv[1]);
     secs = atoi(argv[2]);
-    long etcd_pid = atol(argv[4]);
-    snprintf(ep, sizeof ep, "etcd://%s?keep_alive_interval=1,"
-             "keep_alive_max_attempt=5", argv[3]);
-    if (n < 3 || n > 8192 || secs < 1)
+    long etcd_pids[8];
+    for (char *p = argv[4]; *p && members < 8; p += *p == ',') {
+        char *e;
+        etcd_pids[members++] = strtol(p, &e, 10);
+        p = e;
+    }
+    snprintf(ep, sizeof ep, "etcd://%s", argv[3]);
+    if (argc == 6)
+        misses = atoi(argv[5]);
+    if (n < 3 || n > 8192 || secs < 1 || members < 1 || misses < 2)
         return fprintf(stderr, "rdzv_etcd_bench: bad arguments\n"), 2;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -259,19 +335,22 @@ int main(int argc, char **argv)
     close(gate[1]);
     if (wait_count(&sh->njoined, n, 120000) < 0)
         goto bad;
-    double form_ms = (sh->joined_max - t0) / 1000.0;
+    form_ms = (sh->joined_max - t0) / 1000.0;
     __atomic_store_n(&sh->phase, 1, __ATOMIC_SEQ_CST);
     usleep(500000);
     /* Steady: every agent's process and etcd, SECS seconds. */
-    double a0 = pid_cpu_ms(decider), e0 = pid_cpu_ms(etcd_pid);
-    double k0 = 0, k1 = 0;
+    double a0 = pid_cpu_ms(decider), e0 = 0, e1 = 0, k0 = 0, k1 = 0;
+    for (int k = 0; k < members; k++)
+        e0 += pid_cpu_ms(etcd_pids[k]);
     for (int k = 0; k < nproc; k++)
         k0 += pid_cpu_ms(kids[k]);
     sleep((unsigned)secs);
     for (int k = 0; k < nproc; k++)
         k1 += pid_cpu_ms(kids[k]);
+    for (int k = 0; k < members; k++)
+        e1 += pid_cpu_ms(etcd_pids[k]);
     double steady_agents = (k1 - k0 + pid_cpu_ms(decider) - a0) / secs;
-    double steady_etcd = (pid_cpu_ms(etcd_pid) - e0) / secs;
+    double steady_etcd = (e1 - e0) / secs;
     __atomic_store_n(&sh->phase, 3, __ATOMIC_SEQ_CST);
     if (wait_count(&sh->nstopped, n - 1, 60000) < 0)
         goto bad;
@@ -286,18 +365,34 @@ int main(int argc, char **argv)
     if (wait_count(&sh->nnext, 2 * (n - 1), 60000) < 0)
         goto bad;
     double takeover_ms = (sh->next_max - t_kill) / 1000.0;
-    __atomic_store_n(&sh->phase, 6, __ATOMIC_SEQ_CST);
+    char member[100] = "- - -";
+    if (members > 1) {
+        usleep(300000);
+        long long t_mkill = now_us();
+        kill((pid_t)etcd_pids[0], SIGKILL);
+        __atomic_store_n(&sh->phase, 6, __ATOMIC_SEQ_CST);
+        if (wait_count(&sh->nmstopped, n - 1, 60000) < 0 ||
+            wait_count(&sh->nmnext, n - 1, 60000) < 0)
+            goto bad;
+        sleep((unsigned)misses + 3); /* the lease's time and more: nobody
+                                       should notice */
+        snprintf(member, sizeof member, "%.1f %.1f %d",
+                 (sh->mstopped_max - t_mkill) / 1000.0,
+                 (sh->mnext_max - t_mkill) / 1000.0, sh->noticed);
+    }
+    __atomic_store_n(&sh->phase, 7, __ATOMIC_SEQ_CST);
     for (int k = 0; k < nproc; k++)
         waitpid(kids[k], NULL, 0);
     waitpid(decider, NULL, 0);
-    printf("%.1f %.2f %.1f %.1f %.1f %.1f %.1f\n", form_ms,
+    printf("%.1f %.2f %.1f %.1f %.1f %.1f %.1f %s\n", form_ms,
            sh->agents_cpu_us / 1000.0 / (n - 1), sh->decider_cpu, steady_agents,
-           steady_etcd, stop_ms, takeover_ms);
+           steady_etcd, stop_ms, takeover_ms, member);
     return 0;
 bad:
     fprintf(stderr, "rdzv_etcd_bench: %d failed (%s), %d joined, %d stopped, "
-            "%d next\n", sh->nfailed, sh->why, sh->njoined, sh->nstopped,
-            sh->nnext);
+            "%d next, %d stopped and %d next after the member's kill; "
+            "formed in %.0f ms\n", sh->nfailed, sh->why, sh->njoined,
+            sh->nstopped, sh->nnext, sh->nmstopped, sh->nmnext, form_ms);
     kill(decider, SIGKILL);
     for (int k = 0; k < nproc; k++)
         kill(kids[k], SIGKILL);

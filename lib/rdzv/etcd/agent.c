@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "rdzv/etcd/etcd.h"
 
@@ -173,7 +174,14 @@ static int join(amldist__rz_etcd_t *t)
     unsigned char buf[4 + AMLDIST__RZ_JOIN_MAX + 64];
     char key[AMLDIST__ETCD_KEY_MAX], end[AMLDIST__ETCD_KEY_MAX];
     long long rev;
-    if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, &t->lease) < 0)
+    while (!t->lease_id) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = t->me.agent ^ (uint64_t)amldist__now_ms();
+        t->lease_id = (long long)(r >> 1);
+    }
+    if (!t->lease && amldist__etcd_grant(&t->c, t->ttl_s, t->lease_id,
+                                         &t->lease) < 0)
         return -1;
     amldist__rz_join_t j = t->me;
     j.port = (uint32_t)amldist__rz_free_port();
@@ -202,7 +210,9 @@ static int join(amldist__rz_etcd_t *t)
     amldist__etcd_range(&t->c, key, NULL, NULL, on_agent_event, t);
     t->joined = 1;
     t->last_ok = amldist__now_ms();
-    t->next_beat = t->last_ok + t->cfg->keepalive_ms;
+    t->c.beat_lease = t->lease;
+    t->c.beat_every_ms = t->cfg->keepalive_ms;
+    t->c.beat_next = t->last_ok + t->cfg->keepalive_ms;
     t->campaign = 1;
     pthread_mutex_lock(&t->s->mu);
     if (t->s->state == C_CONNECTING)
@@ -372,6 +382,9 @@ static void beat(amldist__rz_etcd_t *t, long long now)
     int rc = amldist__etcd_beat_result(&t->c);
     if (rc == 2)
         t->beat_failed = 1;
+    /* One answered alive during a request counts, whatever came after. */
+    if (t->c.alive_at > t->last_ok)
+        t->last_ok = t->c.alive_at;
     if (rc == 1) {
         t->last_ok = now;
         t->beat_failed = 0;
@@ -388,11 +401,8 @@ static void beat(amldist__rz_etcd_t *t, long long now)
         amldist__etcd_lost(t, why);
         return;
     }
-    if (now >= t->next_beat) {
-        t->next_beat = now + t->cfg->keepalive_ms;
-        if (amldist__etcd_beat(&t->c, t->lease) < 0)
-            t->beat_failed = 1; /* none in flight: none will answer */
-    }
+    if (amldist__etcd_beat_due(&t->c, now) < 0)
+        t->beat_failed = 1; /* none in flight: none will answer */
 }
 
 /* Before the member key is in: tried until the join deadline, said every
@@ -437,6 +447,7 @@ static void leave(amldist__rz_etcd_t *t)
 {
     if (t->d)
         decider_end(t);
+    t->c.beat_lease = 0; /* no keep-alive of a lease being revoked */
     if (t->lease)
         amldist__etcd_revoke(&t->c, t->lease);
 }
@@ -477,7 +488,7 @@ void *amldist__etcd_thread(void *arg)
                 amldist__etcd_lost(t, why);
             }
         }
-        long long w = t->joined ? t->next_beat : t->next_try;
+        long long w = t->joined ? t->c.beat_next : t->next_try;
         if ((t->retry || t->starting) && now + 100 < w)
             w = now + 100;
         if (t->d) {

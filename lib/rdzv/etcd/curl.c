@@ -104,6 +104,7 @@ struct amldist__etcd_beat {
     int kind;
     CURL *h;
     int busy, result; /* -1 none, 0 the lease is gone, 1 alive, 2 failed */
+    int url;          /* the member it went to */
     struct buf in;
     char body[64];
 };
@@ -260,6 +261,7 @@ static CURLcode post_once(amldist__etcd_t *c, int i, const char *path,
         messages(c, &done, &rc);
         if (done)
             break;
+        amldist__etcd_beat_due(c, amldist__now_ms());
         C(curl_multi_poll)(c->multi, NULL, 0, 100, NULL);
     }
     if (rc == CURLE_OK) {
@@ -490,22 +492,44 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
 {
     b->busy = 0;
     if (rc != CURLE_OK) {
-        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur],
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[b->url],
                  C(curl_easy_strerror)(rc));
-        c->cur = (c->cur + 1) % c->nurl; /* the next one next time */
-        b->result = 2;
+        /* The next one next time, unless a watch or a request moved on
+         * already (moving again would come back round to a dead one). */
+        if (c->cur == b->url)
+            c->cur = (c->cur + 1) % c->nurl;
+        if (b->result != 0)
+            b->result = 2;
         return;
     }
     /* A lease that is gone answers without a TTL (or 0). */
     amldist__js_t doc = {b->in.p, b->in.p ? b->in.p + b->in.len : NULL}, v;
-    b->result = b->in.p && amldist__js_path(doc, "result.TTL", &v) == 0 &&
-                amldist__js_int(v, 0) > 0;
-    if (!b->result && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
+    int r = b->in.p && amldist__js_path(doc, "result.TTL", &v) == 0 &&
+            amldist__js_int(v, 0) > 0;
+    if (!r && b->in.p && amldist__js_get(doc, "error", &v) == 0) {
         char text[200] = "";
-        amldist__js_str(v, text, sizeof text);
-        snprintf(c->err, sizeof c->err, "%s: %s", c->url[c->cur], text);
-        b->result = 2; /* etcd's error (no leader yet): not the lease's */
+        /* A stream's error is an object (grpc-gateway's): its message. */
+        amldist__js_t m;
+        if (amldist__js_str(v, text, sizeof text) < 0 &&
+            amldist__js_get(v, "message", &m) == 0)
+            amldist__js_str(m, text, sizeof text);
+        snprintf(c->err, sizeof c->err, "%s: %s", c->url[b->url], text);
+        r = 2; /* etcd's error (no leader yet): not the lease's */
     }
+    if (r == 1)
+        c->alive_at = amldist__now_ms();
+    /* Several may end before the agent reads one (during a request): a
+     * lease found gone stays so. */
+    if (b->result != 0)
+        b->result = r;
+}
+
+int amldist__etcd_beat_due(amldist__etcd_t *c, long long now)
+{
+    if (!c->beat_lease || now < c->beat_next)
+        return 0;
+    c->beat_next = now + c->beat_every_ms;
+    return amldist__etcd_beat(c, c->beat_lease);
 }
 
 int amldist__etcd_beat(amldist__etcd_t *c, long long lease)
@@ -524,6 +548,7 @@ int amldist__etcd_beat(amldist__etcd_t *c, long long lease)
     b->kind = T_BEAT;
     b->in.len = 0;
     snprintf(b->body, sizeof b->body, "{\"ID\":\"%lld\"}", lease);
+    b->url = c->cur;
     snprintf(url, sizeof url, "%s/v3/lease/keepalive", c->url[c->cur]);
     C(curl_easy_setopt)(b->h, CURLOPT_URL, url);
     C(curl_easy_setopt)(b->h, CURLOPT_POSTFIELDS, b->body);

@@ -88,6 +88,12 @@ typedef struct amldist__etcd {
      * nodes on a busy etcd takes seconds). */
     long timeout_ms, slow_ms, now_ms;
     long beat_ms; /* the keep-alive's: half the lease */
+    /* The lease's keep-alives, every beat_every_ms from beat_next: kept
+     * by the client, so that they go on while a request waits (a put that
+     * waits out etcd's 6 s after its leader died would outlive a lease of
+     * 5 s); beat_lease 0: none.  alive_at: the last one answered alive. */
+    long long beat_lease, beat_next, alive_at;
+    long beat_every_ms;
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
@@ -114,6 +120,9 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
  * 0 the lease is gone, 1 alive, 2 failed (c->err). */
 int amldist__etcd_beat(amldist__etcd_t *c, long long lease);
 int amldist__etcd_beat_result(amldist__etcd_t *c);
+/* The keep-alive of c->beat_lease started when it is due (beat_next);
+ * -1: due and it could not start (none in flight). */
+int amldist__etcd_beat_due(amldist__etcd_t *c, long long now);
 /* The curl multi's wake-up (another thread: the caller's send()). */
 void amldist__etcd_wakeup(amldist__etcd_t *c);
 
@@ -132,7 +141,10 @@ int amldist__etcd_run(amldist__etcd_t *c, int wait_ms, int extra_fd);
 
 /* kv.c: etcd's calls in JSON.  Keys and values raw bytes (base64 here).
  * Each 0 on success, or -1 with c->err. */
-int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long *lease);
+/* The lease of ID `id` (the agent's pick: a grant sent again after a
+ * timeout is the same lease, never a second one). */
+int amldist__etcd_grant(amldist__etcd_t *c, int ttl_s, long long id,
+                        long long *lease);
 int amldist__etcd_revoke(amldist__etcd_t *c, long long lease);
 int amldist__etcd_put(amldist__etcd_t *c, const char *key,
                       const unsigned char *v, size_t vlen, long long lease,
@@ -195,7 +207,8 @@ typedef struct amldist__rz_etcd {
     pthread_t thread;
     int closing;         /* under s->mu */
     long long lease, lead_rev; /* lead_rev: our decider key's, 0 */
-    long long join_deadline, last_ok, next_beat, said_at, next_try;
+    long long lease_id;  /* the lease's ID, picked once (random, > 0) */
+    long long join_deadline, last_ok, said_at, next_try;
     int joined;          /* our member key is in */
     int beat_failed;     /* a keep-alive failed since the last answered */
     long long last_round;  /* the last ASSIGN's round applied, -1 */
