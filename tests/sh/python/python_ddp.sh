@@ -55,27 +55,15 @@ DDP_OUT=$d/rank MASTER_PORT=$(free_port) $MPIRUN -np 2 -x DDP_OUT -x MASTER_PORT
 expect_eq "mpirun -np 2 python train.py: exit 0" "$?" 0
 ddp_ok "mpirun -np 2 python: DDP after amldist.export() from OMPI_* alone, the plan's binding" \
     "$d" 2 ompi False plan
-# Three ranks (a world that is no power of two), without PyTorch: what
-# export() puts in the environment is all init_process_group("env://")
-# reads (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), and the job above
-# shows that torch accepts it; three more workers importing torch would
-# check nothing more (a second of CPU each).
+# Three ranks (a world that is no power of two), without PyTorch
+# (python/tests/export_env.py): what export() puts in the environment is
+# all init_process_group("env://") reads, and the job above shows that
+# torch accepts it; three more workers importing torch would check nothing
+# more (a second of CPU each).
 d=$TEST_TMP/mpirun3; mkdir -p "$d"
 port=$(free_port)
-cat >"$TEST_TMP/export3.py" <<'PY'
-import os, socket, amldist
-had_rank = "RANK" in os.environ
-l = amldist.export()
-e = os.environ
-with open("%s.%d" % (e["DDP_OUT"], l.rank), "w") as f:
-    print(f"{socket.gethostname()} rank={l.rank}/{l.world_size} "
-          f"local={l.local_rank}/{l.local_world_size} node={l.node_rank} "
-          f"launcher={l.launcher} canonical={had_rank} "
-          f"env={e['RANK']}/{e['WORLD_SIZE']} local={e['LOCAL_RANK']}/{e['LOCAL_WORLD_SIZE']} "
-          f"master={e['MASTER_ADDR']}:{e['MASTER_PORT']} binding={amldist.binding().source}", file=f)
-PY
 DDP_OUT=$d/rank MASTER_PORT=$port $MPIRUN -np 3 -x DDP_OUT -x MASTER_PORT -x PYTHONPATH \
-    -x AMLDIST_LIBRARY "$TORCH_PY" "$TEST_TMP/export3.py" >/dev/null 2>"$d.err"
+    -x AMLDIST_LIBRARY "$TORCH_PY" "$TOP/python/tests/export_env.py" >/dev/null 2>"$d.err"
 expect_eq "mpirun -np 3 python: exit 0" "$?" 0
 expect_eq "mpirun -np 3 python: amldist.export() from OMPI_* alone sets what env:// reads, the plan's binding" \
     "$(cat "$d"/rank.* 2>/dev/null | sort -t= -k2,2n)" \

@@ -46,26 +46,14 @@ run_ddp() {
 run_ddp "mpirun --host n0:2,n1:2 python train.py (by slot)" slot "n0 n0 n1 n1" \
     -np 4 --host n0:2,n1:2
 
-# By node, without PyTorch: the layout export() derives and what it puts
-# in the environment, all that init_process_group("env://") reads (RANK,
-# WORLD_SIZE, MASTER_ADDR, MASTER_PORT); the job by slot above shows torch
+# By node, without PyTorch (python/tests/export_env.py): the layout
+# export() derives and what it puts in the environment, all that
+# init_process_group("env://") reads; the job by slot above shows torch
 # taking it across nodes.  Four more workers importing torch would check
 # nothing more (a second of CPU each).
-cat >"$TEST_TMP/export.py" <<'PY'
-import os, socket, amldist
-had_rank = "RANK" in os.environ
-l = amldist.export()
-e = os.environ
-with open("%s.%d" % (e["DDP_OUT"], l.rank), "w") as f:
-    print(f"{socket.gethostname()} rank={l.rank}/{l.world_size} "
-          f"local={l.local_rank}/{l.local_world_size} node={l.node_rank} "
-          f"launcher={l.launcher} canonical={had_rank} "
-          f"env={e['RANK']}/{e['WORLD_SIZE']} master={e['MASTER_ADDR']}:{e['MASTER_PORT']} "
-          f"binding={amldist.binding().source}", file=f)
-PY
 d=$TEST_TMP/node; mkdir -p "$d"
 on n0 $T env DDP_OUT="$d/rank" $MPIRUN -x DDP_OUT -x PYTHONPATH -x AMLDIST_LIBRARY -np 4 \
-    --host n0:2,n1:2 --map-by node "$TORCH_PY" "$TEST_TMP/export.py" >/dev/null 2>"$d.err"
+    --host n0:2,n1:2 --map-by node "$TORCH_PY" "$TOP/python/tests/export_env.py" >/dev/null 2>"$d.err"
 expect_eq "mpirun --host n0:2,n1:2 --map-by node python: exit 0" "$?" 0
 # rank 0's node, by name or by address, the same on every rank
 master=$(sed -n 's/^n0 rank=0\/4 .* master=\([^ :]*\):.*/\1/p' "$d/rank.0" 2>/dev/null)
@@ -74,7 +62,7 @@ check "mpirun --map-by node python: the master is rank 0's node, n0 ($master)" \
 want=""
 for r in 0 1 2 3; do
     want+="n$((r % 2)) rank=$r/4 local=$((r / 2))/2 node=$((r % 2)) launcher=ompi canonical=False"
-    want+=" env=$r/4 master=$master:29500 binding=plan"$'\n'
+    want+=" env=$r/4 local=$((r / 2))/2 master=$master:29500 binding=plan"$'\n'
 done
 expect_eq "mpirun --host n0:2,n1:2 --map-by node python: amldist.export() from OMPI_* alone sets what env:// reads" \
     "$(cat "$d"/rank.* 2>/dev/null | sort -t= -k2,2n)" "${want%$'\n'}"
