@@ -403,6 +403,13 @@ $(FAKE_PMIX_LIB): tests/standin/fake_pmix.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared $(ALL_LDFLAGS) -o $@ $< -lpthread
 $(BUILD)/tests/test_layout_pmix: $(FAKE_PMIX_LIB)
+
+# The unit tests and what they load, without the stand-ins below (no unit
+# test loads those): tests/run.sh's ASan pass builds this in build-asan,
+# where the stand-ins would be built for nothing (nccl_standin.sh builds
+# its ASan stand-ins in a directory of its own).
+.PHONY: unit-tests
+unit-tests: lib $(TESTS) $(FAKE_PMIX_LIB)
 $(BUILD)/tests/test_layout_pmix: TEST_CFLAGS = -DFAKE_PMIX_LIB='"$(FAKE_PMIX_LIB)"'
 
 # Stand-in libcudart and libnccl (tests/standin/), NOT CUDA or NCCL: they

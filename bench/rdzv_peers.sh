@@ -40,7 +40,13 @@ chmod +x "$pair"
 export OMP_NUM_THREADS=1
 args=(-n "amlrun, c10d, 2 nodes" "$pair amlrun"
       -n "amlrun, static, 2 nodes, no control plane" "$pair static")
-if "$TORCH_PY" -c 'import torch.distributed.run' 2>/dev/null; then
+# (torch/distributed/run.py found on the path, not imported: the import
+# alone costs a second of CPU, bench_smoke's run's largest part after the
+# torchrun row itself; a torch found that does not import fails that row)
+if "$TORCH_PY" -c 'import importlib.util, os, sys
+s = importlib.util.find_spec("torch")
+sys.exit(not (s and any(os.path.isfile(os.path.join(d, "distributed", "run.py"))
+                        for d in s.submodule_search_locations or [])))' 2>/dev/null; then
     args+=(-n "torchrun, c10d, 2 nodes" "$pair torchrun")
 else
     echo "bench: $TORCH_PY cannot import torch: torchrun left out" >&2

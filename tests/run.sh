@@ -111,7 +111,8 @@ for t in tests/sh/*/*.sh; do
         env BUILD="$BUILD_ABS" RZ_BACKEND=etcd bash "$t"
 done
 if [ "$QUICK" != 1 ]; then
-    add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 tests
+    # (unit-tests: the unit tests and what they load, not the stand-ins)
+    add asan-build 900 120 0 "" make -s -j"$ncpu" BUILD=build-asan SAN=1 unit-tests
     for t in "$BUILD"/tests/test_*; do
         [ -x "$t" ] || continue
         add_unit asan: 600 5 asan-build "build-asan/tests/$(basename "$t")" env \

@@ -90,6 +90,10 @@ if have_torch; then
     expect_eq "29500 taken: PyTorch DDP (README command 1) runs, exit 0" "$rc" 0
     [ $rc = 0 ] || tail -n 15 "$d/e" | sed 's/^/#   /'
     expect_eq "29500 taken: both DDP replicas agree" "$(grep -c 'replicas agree: True' "$d/o")" 2
+    # (amlrun_ddp.sh's standalone case: this run is its DDP job on one node)
+    expect_eq "29500 taken: DDP ranks 0 and 1 of 2, one checksum" \
+        "$(sed -n 's|^ddp rank \([0-9]*\)/2 .*|\1|p' "$d/o" | sort -n | tr '\n' ' ')$(sed -n 's/.*checksum //p' "$d/o" | sort -u | wc -l)" \
+        "0 1 1"
 else
     skip "29500 taken: PyTorch DDP runs" "$TORCH_PY cannot import torch"
 fi

@@ -149,15 +149,19 @@ expect_eq "every symbol it requires is exported" \
 diag "symbols: $(echo "$exported" | wc -l) exported, $(echo "$required" | wc -l) required, $(echo "$listed" | wc -l) listed"
 
 # An ABI change fails the build: a symbol the symbols file has not heard
-# of, and a function the map hides (gone from the library).  Each is the
-# arch-dependent half of the build (binary-arch: libamldist1 and its
-# symbols, not the Python module) without the Python unit tests (nocheck),
-# both of which the whole build above ran: dpkg-gensymbols fails the same.
+# of, and a function the map hides (gone from the library).  The second
+# is the arch-dependent half of the build (binary-arch: libamldist1 and
+# its symbols, not the Python module) without the Python unit tests
+# (nocheck), both of which the whole build above ran: dpkg-gensymbols
+# fails the same.
 # The symbols file first: it is no input of the build, so the library
-# built above serves as it is (the build stamp stays).
+# built and installed above into debian/libamldist1/ serves as it is, and
+# only debian/rules' own dh_makeshlibs step runs again (its -c4 is what
+# is checked; the whole binary-arch sequence before it, install, strip
+# and dwz of what is already there, cost 4 s of CPU more for nothing).
 abienv=("${sysenv[@]}" DEB_BUILD_OPTIONS="nocheck parallel=2")
 sed -i '/amldist_rank@AMLDIST_1.0/d' "$src/debian/libamldist1.symbols"
-(cd "$src" && "${abienv[@]}" fakeroot debian/rules binary-arch) >"$TEST_TMP/abi-new.log" 2>&1
+(cd "$src" && "${abienv[@]}" fakeroot debian/rules override_dh_makeshlibs) >"$TEST_TMP/abi-new.log" 2>&1
 expect_eq "a symbol missing from the symbols file: the build fails" "$?" 2
 check "dpkg-gensymbols names it" grep -q -- '^+ *amldist_rank@AMLDIST_1.0' "$TEST_TMP/abi-new.log"
 cp "$TOP/debian/libamldist1.symbols" "$src/debian/libamldist1.symbols"

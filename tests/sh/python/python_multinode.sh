@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real PyTorch DDP (gloo, CPU) across two nodes of the namespace cluster
-# with mpirun starting python itself, by slot and by node: the ranks have
+# with mpirun starting python itself, by slot (and by node the same layout
+# and environment export() gives, without PyTorch): the ranks have
 # only OMPI_* variables, and amldist.export() gives init_process_group
 # ("env://") the rank, the node and the master (mpirun's node, where rank 0
 # runs) as libamldist derives them; the port is torchrun's default.
@@ -44,7 +45,26 @@ run_ddp() {
 }
 run_ddp "mpirun --host n0:2,n1:2 python train.py (by slot)" slot "n0 n0 n1 n1" \
     -np 4 --host n0:2,n1:2
-run_ddp "mpirun --host n0:2,n1:2 --map-by node python train.py" node "n0 n1 n0 n1" \
-    -np 4 --host n0:2,n1:2 --map-by node
+
+# By node, without PyTorch (python/tests/export_env.py): the layout
+# export() derives and what it puts in the environment, all that
+# init_process_group("env://") reads; the job by slot above shows torch
+# taking it across nodes.  Four more workers importing torch would check
+# nothing more (a second of CPU each).
+d=$TEST_TMP/node; mkdir -p "$d"
+on n0 $T env DDP_OUT="$d/rank" $MPIRUN -x DDP_OUT -x PYTHONPATH -x AMLDIST_LIBRARY -np 4 \
+    --host n0:2,n1:2 --map-by node "$TORCH_PY" "$TOP/python/tests/export_env.py" >/dev/null 2>"$d.err"
+expect_eq "mpirun --host n0:2,n1:2 --map-by node python: exit 0" "$?" 0
+# rank 0's node, by name or by address, the same on every rank
+master=$(sed -n 's/^n0 rank=0\/4 .* master=\([^ :]*\):.*/\1/p' "$d/rank.0" 2>/dev/null)
+check "mpirun --map-by node python: the master is rank 0's node, n0 ($master)" \
+    test -n "$master" -a \( "$master" = n0 -o "$master" = "$(node_addr n0)" \)
+want=""
+for r in 0 1 2 3; do
+    want+="n$((r % 2)) rank=$r/4 local=$((r / 2))/2 node=$((r % 2)) launcher=ompi canonical=False"
+    want+=" env=$r/4 local=$((r / 2))/2 master=$master:29500 binding=plan"$'\n'
+done
+expect_eq "mpirun --host n0:2,n1:2 --map-by node python: amldist.export() from OMPI_* alone sets what env:// reads" \
+    "$(cat "$d"/rank.* 2>/dev/null | sort -t= -k2,2n)" "${want%$'\n'}"
 
 expect_eq "no process left on any node" "$(leftovers)" ""
