@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Issue 20's plane on the etcd rendezvous across real network namespaces
 # (etcd_plane.sh: the same on loopback), where the address the decider
-# publishes as P/b/plane must be one the other nodes reach.  One etcd
-# member, on n0 (tests/etcd.sh's etcd_up_nodes); an amlrun on each of n0,
-# n1 and n2, the same line, --rdzv-backend etcd; n1's agent decides (it
-# comes first), so the decider's etcd member is on another node, and n1
-# is given a second address (an interface of a network nobody else has) beside its cluster one:
+# publishes as P/b/plane must be one the other nodes reach.  An etcd of
+# three members, one in each of n0, n1 and n2 (tests/etcd.sh's
+# etcd_up_nodes); an amlrun on each node, --rdzv-backend etcd; n1's agent
+# decides (it comes first).  The hang and healthy jobs give every node the
+# same line (the members' list); the --status job, which has a secret,
+# gives each node one member: n1 (the decider) its own, n0 n1's, n2 n0's
+# (nodes whose etcd member is on another node).  n1 is given a second
+# address (an interface of a network nobody else has) beside its cluster
+# one:
 #   - the address published is n1's cluster address, the one etcd saw it
 #     at (not loopback, not the second one);
 #   - --hang-timeout across nodes: n2's rank stops in a Python function
@@ -20,14 +24,18 @@
 #   - n1's amlrun SIGKILLed: another agent takes over and publishes its
 #     own plane, n0 and n2 re-form (a world of 2), and --status on n0
 #     shows both nodes' ranks again, through the new decider.
-# Cheap: one etcd member, leases of 2 s, shell and ring.py workers.
+# Cheap (about 4 s of CPU): leases of 2 s, shell and ring.py workers.
 # amldist-test: slow (its cases wait out leases and a hang timeout)
 . "$(dirname "$0")/../../lib.sh"
 . "$TOP/tests/multinode.sh"
 MULTINODE_TIMEOUT=60
 multinode_setup 3
 . "$TOP/tests/etcd.sh"
-etcd_up_nodes n0
+etcd_up_nodes n0 n1 n2
+# The q job's endpoint on each node: one member, not the same one (with the
+# job's secret: without one the endpoint names the job, and the nodes must
+# give the same one, lib/rdzv/wire.c's amldist__rz_token).
+declare -A EPN=([n0]=$(node_addr n1):2379 [n1]=$(node_addr n1):2379 [n2]=$(node_addr n0):2379)
 OUT=$TEST_TMP/out
 mkdir -p "$OUT" "$TEST_TMP/ring"
 CONF="keep_alive_interval=0.5,keep_alive_max_attempt=4,last_call_timeout=2,join_timeout=30"
@@ -50,9 +58,10 @@ declare -A PID
 # job TAG NODE RUNID ARGS...: NODE's amlrun of the job in the background
 # (its output in $OUT/TAG.NODE, PID[TAG.NODE]: the timeout(1) above it).
 job() {
-    local tag=$1 node=$2 id=$3
+    local tag=$1 node=$2 id=$3 ep=$ETCD_EP
     shift 3
-    on "$node" $T "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ETCD_EP" --rdzv-id "$id" \
+    [ "$tag" = q ] && ep=${EPN[$node]}
+    on "$node" $T "$AMLRUN" --rdzv-backend etcd --rdzv-endpoint "$ep" --rdzv-id "$id" \
         --rdzv-conf "$CONF" --nproc-per-node 1 "$@" >"$OUT/$tag.$node" 2>&1 &
     PID[$tag.$node]=$!
 }
