@@ -2,7 +2,8 @@
 while the others wait for it in all_reduce: for --hang-timeout across
 nodes.  Each rank prints "step N rank R" per step; rank $STUCK_RANK stops
 printing at step $STUCK_STEP and spins in stuck_in_python() (its line is
-the test's to find in the report).  With $PROGRESS set, every rank also
+the test's to find in the report); with $STUCK_HOST set, the rank on that
+host is the stuck one instead (the rendezvous chose its rank).  With $PROGRESS set, every rank also
 calls amldist.progress(step).  With $RING_DIR set, the same steps without
 PyTorch: tests/amlrun/ring.py's all_reduce (Unix sockets in that
 directory) in place of gloo's."""
@@ -18,6 +19,7 @@ if not RING_DIR:
 
 STUCK_RANK = int(os.environ.get("STUCK_RANK", "-1"))
 STUCK_STEP = int(os.environ.get("STUCK_STEP", "3"))
+STUCK_HOST = os.environ.get("STUCK_HOST")
 
 
 def stuck_in_python():
@@ -45,6 +47,8 @@ progress = None
 if os.environ.get("PROGRESS"):
     import amldist
     progress = amldist.progress
+if STUCK_HOST and os.uname().nodename == STUCK_HOST:
+    STUCK_RANK = rank
 for step in range(1000000):
     if rank == STUCK_RANK and step == STUCK_STEP:
         stuck_in_python()
