@@ -3,7 +3,8 @@
 # bench/rdzv_etcd_bench.c's agents (agent 0, the decider's, a process of
 # its own; the others threads of other processes, at nice 19) against an
 # etcd of MEMBERS members (1 or 3) started here on loopback, tests/etcd.sh's
-# way (their data on a temp dir; 3: heartbeats of 50 ms, elections of
+# way (their data on a temp dir of TMPDIR, its file system said in the
+# header: /dev/shm is a tmpfs, no fsync's wait; 3: heartbeats of 50 ms, elections of
 # 500 ms), keep-alives every 1 s, leases of 5 s (the defaults).  Per N,
 # REPS runs, medians: the time to form (the agents' release to the last
 # join), the agents' CPU to form per agent, the decider's agent's CPU to
@@ -83,7 +84,7 @@ cleanup() {
 trap cleanup EXIT
 for ((i = 0; i < members; i++)); do member "$i"; done
 healthy
-echo "# the etcd backend${MISSES:+ (leases of $MISSES s)}, N agents on loopback against $members etcd member(s)$([ "$members" = 1 ] || echo ", the ${KILLED:-leader} killed") ($(etcd --version | head -1)), $reps runs each, ${secs} s steady; $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# the etcd backend${MISSES:+ (leases of $MISSES s)}, N agents on loopback against $members etcd member(s)$([ "$members" = 1 ] || echo ", the ${KILLED:-leader} killed") ($(etcd --version | head -1)), $reps runs each, ${secs} s steady; etcd's data on $(stat -f -c %T "$tmp") ($tmp: TMPDIR=/dev/shm for a tmpfs); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 fmt='%6s  %9s  %12s  %14s  %12s  %10s  %8s  %12s  %15s  %15s  %8s  %6s\n'
 # shellcheck disable=SC2059 # the format is the one above
 printf "$fmt" agents "form ms" "agent CPU ms" "decider CPU ms" "agents ms/s" "etcd ms/s" \

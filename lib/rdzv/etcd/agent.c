@@ -134,6 +134,8 @@ static void on_agent_event(void *arg, int del, const char *key, size_t klen,
     unsigned char *p;
     size_t n;
     (void)crev;
+    if (mrev > t->seen_rev)
+        t->seen_rev = mrev;
     snprintf(lead, sizeof lead, "%s/b/plane", t->prefix);
     if (klen == strlen(lead) && memcmp(key, lead, klen) == 0) {
         if (del)
@@ -206,13 +208,25 @@ static int join(amldist__rz_etcd_t *t)
     /* The decider's plane published before the watch began (read again
      * by the watch when it changed since: the same address is no
      * change). */
+    if (rev > t->seen_rev)
+        t->seen_rev = rev;
     snprintf(key, sizeof key, "%s/b/plane", t->prefix);
-    amldist__etcd_range(&t->c, key, NULL, NULL, on_agent_event, t);
+    amldist__etcd_range_since(&t->c, key, t->seen_rev, on_agent_event, t);
     t->joined = 1;
     t->last_ok = amldist__now_ms();
     t->c.beat_lease = t->lease;
-    t->c.beat_every_ms = t->cfg->keepalive_ms;
-    t->c.beat_next = t->last_ok + t->cfg->keepalive_ms;
+    /* Every keep_alive_interval, but no more often than a third of the
+     * dead time (clientv3's TTL/3): each keep-alive through the gateway is
+     * a request of its own (the gateway answers a stream only once its
+     * body ends: no stream of keep-alives over HTTP/1.1), and renewing a
+     * 5 s lease every second was most of an idle etcd's CPU.  Two more
+     * tries still fit in the lease after one lost; the lease's TTL and the
+     * agent's dead time are unchanged. */
+    t->c.beat_every_ms = t->cfg->keepalive_ms > t->cfg->dead_ms / 3
+                             ? t->cfg->keepalive_ms
+                             : t->cfg->dead_ms / 3;
+    t->c.beat_rng = (unsigned long long)t->lease_id | 1;
+    t->c.beat_next = t->last_ok + amldist__etcd_beat_gap(&t->c);
     t->campaign = 1;
     pthread_mutex_lock(&t->s->mu);
     if (t->s->state == C_CONNECTING)
@@ -275,8 +289,11 @@ static void campaign(amldist__rz_etcd_t *t)
     struct holder h = {t, 0, 0};
     snprintf(key, sizeof key, "%s/b/lead", t->prefix);
     /* A read first: a thousand agents joining at once try the txn (a
-     * write of etcd's log) only while nobody holds the key. */
-    if (amldist__etcd_range(&t->c, key, NULL, NULL, on_holder, &h) < 0)
+     * write of etcd's log) only while nobody holds the key; of the
+     * member's own store (no wait for etcd's apply), as new as our join
+     * and the last delete watched: a holder read that has left since is
+     * a delete the watch brings, and the txn is guarded anyway. */
+    if (amldist__etcd_range_since(&t->c, key, t->seen_rev, on_holder, &h) < 0)
         return; /* tried again */
     int won = 0;
     long long rev = 0;

@@ -524,11 +524,27 @@ static void beat_done(amldist__etcd_t *c, struct amldist__etcd_beat *b,
         b->result = r;
 }
 
+long long amldist__etcd_beat_gap(amldist__etcd_t *c)
+{
+    /* xorshift64, seeded by the agent (its lease's ID): agents that
+     * joined in the same instant drift apart instead of knocking at once
+     * every period (4,096 renewals in one burst queue up in etcd). */
+    unsigned long long x = c->beat_rng ? c->beat_rng : 0x9e3779b97f4a7c15ULL;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c->beat_rng = x;
+    /* 85% to 100% of the period: never later, so that the margin before
+     * the lease's end stays the period's. */
+    return c->beat_every_ms - (long long)(x % (unsigned long long)
+                                          (c->beat_every_ms * 15 / 100 + 1));
+}
+
 int amldist__etcd_beat_due(amldist__etcd_t *c, long long now)
 {
     if (!c->beat_lease || now < c->beat_next)
         return 0;
-    c->beat_next = now + c->beat_every_ms;
+    c->beat_next = now + amldist__etcd_beat_gap(c);
     return amldist__etcd_beat(c, c->beat_lease);
 }
 

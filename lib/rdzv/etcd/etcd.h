@@ -94,6 +94,7 @@ typedef struct amldist__etcd {
      * 5 s); beat_lease 0: none.  alive_at: the last one answered alive. */
     long long beat_lease, beat_next, alive_at;
     long beat_every_ms;
+    unsigned long long beat_rng; /* the gaps' jitter (curl.c) */
     void *easy, *multi;     /* CURL *, CURLM * */
     void *hdrs;             /* struct curl_slist * */
     char local_ip[64], peer_ip[64]; /* of the last request */
@@ -120,6 +121,8 @@ int amldist__etcd_post(amldist__etcd_t *c, const char *path,
  * 0 the lease is gone, 1 alive, 2 failed (c->err). */
 int amldist__etcd_beat(amldist__etcd_t *c, long long lease);
 int amldist__etcd_beat_result(amldist__etcd_t *c);
+/* The next keep-alive's gap: beat_every_ms less a jitter of up to 15%. */
+long long amldist__etcd_beat_gap(amldist__etcd_t *c);
 /* The keep-alive of c->beat_lease started when it is due (beat_next);
  * -1: due and it could not start (none in flight). */
 int amldist__etcd_beat_due(amldist__etcd_t *c, long long now);
@@ -155,6 +158,14 @@ int amldist__etcd_delete(amldist__etcd_t *c, const char *key,
  * to fn as a PUT; the store's revision in *rev. */
 int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
                         long long *rev, amldist__etcd_on_event fn, void *arg);
+/* Key alone, read from the member's own store (serializable: no round of
+ * the leader's, no wait for etcd's apply to catch up with its log) when
+ * that store has revision min_rev (what this agent wrote or watched
+ * last), else linearizably.  A watch from after min_rev brings what
+ * changed since: the two agree. */
+int amldist__etcd_range_since(amldist__etcd_t *c, const char *key,
+                              long long min_rev, amldist__etcd_on_event fn,
+                              void *arg);
 /* Create key (its create revision 0) under lease, else read it (handed to
  * fn): 1 created, 0 it was there, -1. */
 int amldist__etcd_create(amldist__etcd_t *c, const char *key,
@@ -212,6 +223,7 @@ typedef struct amldist__rz_etcd {
     int joined;          /* our member key is in */
     int beat_failed;     /* a keep-alive failed since the last answered */
     long long last_round;  /* the last ASSIGN's round applied, -1 */
+    long long seen_rev;    /* the newest revision written or watched */
     uint32_t next_ev;      /* our P/e/ keys' numbers */
     int campaign;          /* the decider key is free: try for it */
     int retry;             /* a FAIL or DONE to put again */

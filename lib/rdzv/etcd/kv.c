@@ -213,8 +213,11 @@ static void each_kv(amldist__js_t kvs, amldist__etcd_on_event fn, void *arg)
         amldist__js_kv(kv, 0, fn, arg);
 }
 
-int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
-                        long long *rev, amldist__etcd_on_event fn, void *arg)
+/* A range; serializable when min_rev > 0, and then read again
+ * linearizably if the member's store is older than min_rev. */
+static int range(amldist__etcd_t *c, const char *key, const char *end,
+                 long long *rev, amldist__etcd_on_event fn, void *arg,
+                 long long min_rev)
 {
     struct body b = {0};
     char *resp;
@@ -225,15 +228,34 @@ int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
         adds(&b, ",");
         add64(&b, "range_end", end, strlen(end));
     }
-    adds(&b, ",\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\"}");
+    adds(&b, ",\"sort_order\":\"ASCEND\",\"sort_target\":\"CREATE\"");
+    adds(&b, min_rev > 0 ? ",\"serializable\":true}" : "}");
     if (call(c, "/v3/kv/range", &b, &resp, &doc) < 0)
         return -1;
+    long long r = revision(doc);
+    if (min_rev > 0 && r < min_rev) {
+        free(resp);
+        return range(c, key, end, rev, fn, arg, 0);
+    }
     if (rev)
-        *rev = revision(doc);
+        *rev = r;
     if (amldist__js_get(doc, "kvs", &kvs) == 0)
         each_kv(kvs, fn, arg);
     free(resp);
     return 0;
+}
+
+int amldist__etcd_range(amldist__etcd_t *c, const char *key, const char *end,
+                        long long *rev, amldist__etcd_on_event fn, void *arg)
+{
+    return range(c, key, end, rev, fn, arg, 0);
+}
+
+int amldist__etcd_range_since(amldist__etcd_t *c, const char *key,
+                              long long min_rev, amldist__etcd_on_event fn,
+                              void *arg)
+{
+    return range(c, key, NULL, NULL, fn, arg, min_rev > 0 ? min_rev : 1);
 }
 
 int amldist__etcd_create(amldist__etcd_t *c, const char *key,
