@@ -3,6 +3,7 @@
  * for the decider (host_sm.h, where every decision about the job is
  * made), and the decider's actions carried out as frames to the members.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -219,7 +220,19 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
                                   "the first frame must be a JOIN");
         return;
     }
-    if (amldist__rz_get_join(p, len, &ev.join) < 0) {
+    int rc = amldist__rz_get_join(p, len, &ev.join);
+    if (rc == -2) {
+        /* Another amlrun's agent: told in a REFUSE, which every protocol
+         * reads alike, not a close it would take for a network fault. */
+        char why[200];
+        snprintf(why, sizeof why, "this node's amlrun speaks rendezvous "
+                 "protocol %u and the host's %u: run the same amlrun "
+                 "version on every node", ev.join.protocol,
+                 AMLDIST__RZ_PROTOCOL);
+        amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO, why);
+        return;
+    }
+    if (rc < 0) {
         amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO,
                                   "a malformed JOIN (its local address)");
         return;

@@ -2094,6 +2094,9 @@ static int frame_header(const unsigned char *p, unsigned *type, uint32_t *len)
 /* What the host answers to `bytes` as a connection's first bytes: -1 if it
  * kept the connection open for `ms`, 0 if it closed it without a word, else
  * the REFUSE reason it sent before closing (-2: something else). */
+/* The text of the last REFUSE answer_to() read. */
+static char refused_text[AMLDIST__RZ_TEXT_MAX + 1];
+
 static int answer_to(int port, const void *bytes, size_t len, int ms)
 {
     int fd = raw_connect(port);
@@ -2121,6 +2124,8 @@ static int answer_to(int port, const void *bytes, size_t len, int ms)
         plen > 4 + AMLDIST__RZ_TEXT_MAX ||
         (size_t)n != AMLDIST__FRAME_HEADER_LEN + plen)
         return -2;
+    snprintf(refused_text, sizeof refused_text, "%.*s", (int)plen - 4,
+             (const char *)buf + AMLDIST__FRAME_HEADER_LEN + 4);
     if (getenv("RDZV_TEST_VERBOSE"))
         printf("#   REFUSE %u: %.*s\n",
                amldist__net_get_u32(buf + AMLDIST__FRAME_HEADER_LEN), (int)plen - 4,
@@ -2307,8 +2312,21 @@ static void test_hostile_malformed(void)
     amldist__frame_put_header(f, AMLDIST__RZ_FAIL, 0xffffffffu);
     check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN, "oversized FAIL");
     join_frame(f, &j);
-    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
-    check_dropped(port, f, JOIN - 4, "short JOIN");
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_V1_LEN - 4);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_V1_LEN - 4,
+                  "short JOIN");
+    /* An agent of protocol 1 (its JOIN without the protocol field) or of
+     * a later one is told so in a REFUSE it reads, naming both (issue 40:
+     * the ASSIGN's runs), not dropped as garbage. */
+    join_frame(f, &j);
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_V1_LEN);
+    CHECK_INT_EQ(answer(port, f, AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_V1_LEN,
+                        "JOIN of protocol 1"), AMLDIST__RZ_R_PROTO);
+    CHECK_STR_HAS(refused_text, "protocol 1 and the host's 2");
+    join_frame(f, &j);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN + 80, 3);
+    CHECK_INT_EQ(answer(port, f, JOIN, "JOIN of protocol 3"), AMLDIST__RZ_R_PROTO);
+    CHECK_STR_HAS(refused_text, "protocol 3 and the host's 2");
     /* a local address whose length is not the rest of the frame, or that
      * holds a NUL */
     join_frame(f, &j);
