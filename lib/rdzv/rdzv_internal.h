@@ -232,6 +232,24 @@ enum {
  * host of before it refuses such a JOIN as stale. */
 #define AMLDIST__RZ_ROUND_FAILING 0xfffffffeu
 
+/* The longest the host leaves an agent without a frame, and how often an
+ * agent asks the host's clock (TIMEQ, once its first samples are in):
+ * two keepalives where the dead time is three or more, else one.  The
+ * host answers a TIMEQ with its next beat (its TIMEA is that beat), and
+ * an agent sent nothing since its last beat gets a BEAT: one frame from
+ * the host an agent every two keepalives, not one a keepalive (issue 40:
+ * at 4,096 agents the host's sends were most of its steady cost); the
+ * agents beat each keepalive, as before, so that the host's notice of a
+ * lost node is as it was, and an agent notices a lost host within its
+ * dead time of the host's last frame, as before. */
+#define AMLDIST__RZ_HOST_BEAT_MS(keepalive_ms, dead_ms)                        \
+    ((long long)(dead_ms) >= 3LL * (keepalive_ms) ? 2LL * (keepalive_ms)       \
+                                                  : (long long)(keepalive_ms))
+/* The first TIMEQs of a connection, answered at once: the clock's offset
+ * is known as soon as the workers start (tcp/plane.c asks them 50 ms
+ * apart). */
+#define AMLDIST__RZ_TIMEQ_QUICK 4
+
 /* How often an agent or host that waits for the round says so (ms): no
  * silent wait is longer. */
 #define AMLDIST__RZ_SAY_MS 10000

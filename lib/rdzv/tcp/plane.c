@@ -17,7 +17,7 @@
 /* The first samples come quick, so that the offset is known as soon as
  * the workers start. */
 #define TIMEQ_QUICK_MS 50
-#define TIMEQ_QUICK_SAMPLES 4
+#define TIMEQ_QUICK_SAMPLES AMLDIST__RZ_TIMEQ_QUICK
 #define MARKS_EVERY_MS 1000
 
 /* A gather whose answers come in, one slot an answering agent. */
@@ -420,11 +420,12 @@ static int send_timeq(amldist__rz_tcp_t *t, const struct due *d,
     unsigned char q[8];
     t->pt.next_timeq = now + (t->pt.clk.n < TIMEQ_QUICK_SAMPLES
                                   ? TIMEQ_QUICK_MS
-                                  : t->cfg->keepalive_ms);
+                                  : AMLDIST__RZ_HOST_BEAT_MS(
+                                        t->cfg->keepalive_ms, t->cfg->dead_ms));
     amldist__rz_put_u64(q, (uint64_t)amldist__rz_clock_ns());
     /* The host hears this agent by it: it is this keepalive's BEAT too
      * (thread.c): one frame each keepalive to the host, not two (issue
-     * 40). */
+     * 40); the host answers it with its next beat (host.c). */
     t->last_beat = now;
     return amldist__conn_send(&t->c, AMLDIST__RZ_TIMEQ, q, sizeof q);
 }
