@@ -232,17 +232,16 @@ enum {
  * host of before it refuses such a JOIN as stale. */
 #define AMLDIST__RZ_ROUND_FAILING 0xfffffffeu
 
-/* The longest the host leaves an agent without a frame, and how often an
- * agent asks the host's clock (TIMEQ, once its first samples are in):
- * two keepalives where the dead time is three or more, else one.  The
- * host answers a TIMEQ with its next beat (its TIMEA is that beat), and
- * an agent sent nothing since its last beat gets a BEAT: one frame from
- * the host an agent every two keepalives, not one a keepalive (issue 40:
- * at 4,096 agents the host's sends were most of its steady cost); the
- * agents beat each keepalive, as before, so that the host's notice of a
- * lost node is as it was, and an agent notices a lost host within its
- * dead time of the host's last frame, as before. */
-#define AMLDIST__RZ_HOST_BEAT_MS(keepalive_ms, dead_ms)                        \
+/* How far apart the frames of an idle connection are, both ways: two
+ * keepalives where the dead time is three or more, else one.  An agent
+ * beats that often (its TIMEQ, once its first clock samples are in, is
+ * its beat), and the host answers a TIMEQ with its next beat (the TIMEA
+ * is that beat) and beats an agent it sent nothing since its last beat:
+ * an idle job's frames half of what they were, one each way an agent
+ * every two keepalives (issue 40: at 4,096 agents they were most of the
+ * host's steady cost).  Either side still gives the other up after the
+ * dead time of silence, which is then at least half again the gap. */
+#define AMLDIST__RZ_BEAT_MS(keepalive_ms, dead_ms)                             \
     ((long long)(dead_ms) >= 3LL * (keepalive_ms) ? 2LL * (keepalive_ms)       \
                                                   : (long long)(keepalive_ms))
 /* The first TIMEQs of a connection, answered at once: the clock's offset

@@ -339,8 +339,8 @@ static void scan(amldist__rz_host_t *h, long long now)
          * admitted.  A member's TIMEQ waiting is answered now, its TIMEA
          * this beat; one sent a frame at the last beat or since has heard
          * the host: nothing, so that the host's frames to an idle agent
-         * are AMLDIST__RZ_HOST_BEAT_MS apart (two keepalives where its
-         * dead time is three or more), not one a keepalive (issue 40). */
+         * are AMLDIST__RZ_BEAT_MS apart (two keepalives where its dead
+         * time is three or more), not one a keepalive (issue 40). */
         if (beat && m->state == M_JOINED && m->timeq_due)
             amldist__rz_member_timea(m);
         else if (beat && (m->state == M_JOINED || m->state == M_PENDING) &&
