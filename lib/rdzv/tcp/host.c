@@ -302,6 +302,7 @@ static void read_member(amldist__rz_host_t *h, struct member *m)
 static void scan(amldist__rz_host_t *h, long long now)
 {
     int beat = now - h->last_beat >= h->cfg.keepalive_ms;
+    long long prev_beat = h->last_beat;
     if (beat)
         h->last_beat = now;
     long long next = h->last_beat + h->cfg.keepalive_ms;
@@ -337,14 +338,16 @@ static void scan(amldist__rz_host_t *h, long long now)
          * JOIN waits unread behind a flood of others, it hears the host's
          * beats too, else it would give the host up before it is
          * admitted.  A member's TIMEQ waiting is answered now, its TIMEA
-         * this beat; one sent a frame at the last beat or since has heard
-         * the host: nothing, so that the host's frames to an idle agent
+         * this beat; one sent a frame at the last beat or since
+         * (prev_beat: a keepalive ago) has heard the host: nothing, so
+         * that the gap between its frames stays within two keepalives
+         * and the host's frames to an idle agent
          * are AMLDIST__RZ_BEAT_MS apart (two keepalives where its dead
-         * time is three or more), not one a keepalive (issue 40). */
+         * time is four or more), not one a keepalive (issue 40). */
         if (beat && m->state == M_JOINED && m->timeq_due)
             amldist__rz_member_timea(m);
         else if (beat && (m->state == M_JOINED || m->state == M_PENDING) &&
-                 (!quiet_ok || 2 * (now - m->sent_at) >= 3 * h->cfg.keepalive_ms))
+                 (!quiet_ok || m->sent_at < prev_beat))
             amldist__rz_member_send(m, AMLDIST__RZ_BEAT, NULL, 0);
     }
     /* A send in the walk that found a member stuck asks for another. */

@@ -83,7 +83,7 @@ static void join_timed_out(amldist__rz_tcp_t *t)
 }
 
 /* How often this agent beats: AMLDIST__RZ_BEAT_MS (two keepalives where
- * the dead time is three or more). */
+ * the dead time is four or more). */
 static long long beat_ms(const amldist__rz_tcp_t *t)
 {
     return AMLDIST__RZ_BEAT_MS(t->cfg->keepalive_ms, t->cfg->dead_ms);

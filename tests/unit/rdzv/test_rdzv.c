@@ -2119,6 +2119,13 @@ static int answer_to(int port, const void *bytes, size_t len, int ms)
         n -= AMLDIST__FRAME_HEADER_LEN + plen;
         memmove(buf, buf + AMLDIST__FRAME_HEADER_LEN + plen, (size_t)n);
     }
+    /* A beat before the REFUSE (the host's walk came before it read the
+     * bytes: a loaded machine): skipped. */
+    while (n >= AMLDIST__FRAME_HEADER_LEN && frame_header(buf, &type, &plen) &&
+           type == AMLDIST__RZ_BEAT && plen == 0) {
+        n -= AMLDIST__FRAME_HEADER_LEN;
+        memmove(buf, buf + AMLDIST__FRAME_HEADER_LEN, (size_t)n);
+    }
     if (n < AMLDIST__FRAME_HEADER_LEN + 4 || !frame_header(buf, &type, &plen) ||
         type != AMLDIST__RZ_REFUSE || plen < 4 ||
         plen > 4 + AMLDIST__RZ_TEXT_MAX ||
