@@ -232,18 +232,17 @@ enum {
  * host of before it refuses such a JOIN as stale. */
 #define AMLDIST__RZ_ROUND_FAILING 0xfffffffeu
 
-/* How far apart the frames of an idle connection are, both ways: two
- * keepalives where the dead time is four or more (the default: 1 s and
- * 5), else one.  An agent beats that often (its TIMEQ, once its first
- * clock samples are in, is its beat), and the host answers a TIMEQ with
- * its next beat (the TIMEA is that beat) and beats an agent it sent
- * nothing since its last beat: an idle job's frames half of what they
- * were, one each way an agent every two keepalives (issue 40: at 4,096
- * agents they were most of the host's steady cost).  Either side still
- * gives the other up after the dead time of silence, at least two
- * keepalives beyond the frame it waits for (where the dead time is
- * three keepalives, the agents beat each keepalive as before, and the
- * host's frames to them come within two, as they did). */
+/* How far apart the host's frames to an idle agent are, and how often
+ * an agent asks the host's clock (TIMEQ, once its first samples are in):
+ * two keepalives where the dead time is four or more (the default: 1 s
+ * and 5), else one.  The host answers a TIMEQ with its next beat (the
+ * TIMEA is that beat) and beats an agent it sent nothing since its last
+ * beat: half the host's sends of an idle job (issue 40: at 4,096 agents
+ * they were most of its steady cost).  An agent still beats each
+ * keepalive (its TIMEQ one of them), so that an agent whose thread is
+ * held up is given up no sooner than before; an agent gives the host up
+ * after the dead time of silence, at least two keepalives beyond the
+ * frame it waits for. */
 #define AMLDIST__RZ_BEAT_MS(keepalive_ms, dead_ms)                             \
     ((long long)(dead_ms) >= 4LL * (keepalive_ms) ? 2LL * (keepalive_ms)       \
                                                   : (long long)(keepalive_ms))

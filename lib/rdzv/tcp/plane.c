@@ -423,9 +423,9 @@ static int send_timeq(amldist__rz_tcp_t *t, const struct due *d,
                                   : AMLDIST__RZ_BEAT_MS(t->cfg->keepalive_ms,
                                                         t->cfg->dead_ms));
     amldist__rz_put_u64(q, (uint64_t)amldist__rz_clock_ns());
-    /* The host hears this agent by it: it is this beat's BEAT too
-     * (thread.c): one frame each beat to the host, not two (issue 40);
-     * the host answers it with its next beat (host.c). */
+    /* The host hears this agent by it: it is this keepalive's BEAT too
+     * (thread.c), one frame each keepalive to the host, not two (issue
+     * 40); the host answers it with its next beat (host.c). */
     t->last_beat = now;
     return amldist__conn_send(&t->c, AMLDIST__RZ_TIMEQ, q, sizeof q);
 }

@@ -82,13 +82,6 @@ static void join_timed_out(amldist__rz_tcp_t *t)
     amldist__rz_client_close(t);
 }
 
-/* How often this agent beats: AMLDIST__RZ_BEAT_MS (two keepalives where
- * the dead time is four or more). */
-static long long beat_ms(const amldist__rz_tcp_t *t)
-{
-    return AMLDIST__RZ_BEAT_MS(t->cfg->keepalive_ms, t->cfg->dead_ms);
-}
-
 static void client_timers(amldist__rz_tcp_t *t)
 {
     long long now = amldist__now_ms();
@@ -114,7 +107,7 @@ static void client_timers(amldist__rz_tcp_t *t)
         join_timed_out(t);
         return;
     }
-    if (now - t->last_beat >= beat_ms(t)) {
+    if (now - t->last_beat >= t->cfg->keepalive_ms) {
         t->last_beat = now;
         if (amldist__conn_send(&t->c, AMLDIST__RZ_BEAT, NULL, 0) < 0)
             amldist__rz_host_lost(t, "it stopped reading", 0);
@@ -126,7 +119,7 @@ static int poll_timeout(const amldist__rz_tcp_t *t, int connecting)
     long long now = amldist__now_ms();
     /* Heartbeats are due only on a connection: without one, their time
      * long past would make every poll return at once. */
-    long long w = t->c.fd >= 0 ? t->last_beat + beat_ms(t)
+    long long w = t->c.fd >= 0 ? t->last_beat + t->cfg->keepalive_ms
                                : now + 60000;
     if (connecting && t->try_fd < 0 && t->next_try < w)
         w = t->next_try;
