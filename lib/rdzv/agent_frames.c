@@ -76,6 +76,13 @@ static void on_refuse(amldist__rz_sink_t *s, const char *endpoint,
     if (reason == AMLDIST__RZ_R_TOKEN)
         snprintf(s->errmsg + k + n, sizeof s->errmsg - (size_t)k - n,
                  "; this node's comes from %s", token_source);
+    /* A host of protocol 1 takes this node's JOIN for a malformed one. */
+    else if (reason == AMLDIST__RZ_R_PROTO && len - 4 >= 16 &&
+             !memcmp(p + 4, "a malformed JOIN", 16))
+        snprintf(s->errmsg + k + n, sizeof s->errmsg - (size_t)k - n,
+                 " (the host's amlrun may be of another version: this "
+                 "node's speaks rendezvous protocol %u)",
+                 AMLDIST__RZ_PROTOCOL);
     amldist__rz_set_over(s, AMLDIST_RDZV_STATUS_LOST, s->errmsg);
 }
 

@@ -18,7 +18,7 @@
 /* The first samples come quick, so that the offset is known as soon as
  * the workers start. */
 #define TIMEQ_QUICK_MS 50
-#define TIMEQ_QUICK_SAMPLES 4
+#define TIMEQ_QUICK_SAMPLES AMLDIST__RZ_TIMEQ_QUICK
 #define MARKS_EVERY_MS 1000
 
 /* A gather whose answers come in, one slot an answering agent. */
@@ -435,11 +435,12 @@ static int send_timeq(amldist__rz_link_t *t, const struct due *d,
     unsigned char q[8];
     t->next_timeq = now + (t->clk.n < TIMEQ_QUICK_SAMPLES
                                   ? TIMEQ_QUICK_MS
-                                  : t->cfg->keepalive_ms);
+                                  : AMLDIST__RZ_BEAT_MS(t->cfg->keepalive_ms,
+                                                        t->cfg->dead_ms));
     amldist__rz_put_u64(q, (uint64_t)amldist__rz_clock_ns());
     /* The host hears this agent by it: it is this keepalive's BEAT too
      * (thread.c): one frame each keepalive to the host, not two (issue
-     * 40). */
+     * 40); c10d's host answers it with its next beat (tcp/host.c). */
     if (t->last_beat)
         *t->last_beat = now;
     return amldist__conn_send(t->c, AMLDIST__RZ_TIMEQ, q, sizeof q);

@@ -18,15 +18,22 @@
  *           keepalive ms u32 | keepalive misses u32 | last call ms u32 |
  *           join timeout ms u32 (the --rdzv-conf values, compared by the
  *           host) | machine u64 (0: none; agents of one machine that see
- *           the same GPUs split them) | local addr length u32 | local addr
- *           (its --local-addr, 0 .. 255 bytes)
+ *           the same GPUs split them) | local addr length u32 |
+ *           protocol u32 (AMLDIST__RZ_PROTOCOL; a JOIN without it is
+ *           protocol 1's, refused with a REFUSE that an agent of protocol
+ *           1 reads) | local addr (its --local-addr, 0 .. 255 bytes)
  *   REFUSE  host -> agent, then the host closes: reason u32 | text
  *   ASSIGN  host -> agent: round u32 | restarts u32 | node rank u32 |
  *           nodes u32 | master port u32 | addr length u32 | flags u32
  *           (AMLDIST__RZ_F_*: where MASTER_ADDR/PORT come from) | last call
- *           ms u32 | join timeout ms u32 (the host's) | addr | for each
- *           node: nproc u32 | GPU offset u32 (its machine's ranks before
- *           its own) | machine ranks u32 (of every node on its machine)
+ *           ms u32 | join timeout ms u32 (the host's) | runs u32 | addr |
+ *           the nodes: runs 0: for each node, nproc u32 | GPU offset u32
+ *           (its machine's ranks before its own) | machine ranks u32 (of
+ *           every node on its machine); else `runs` runs of nodes alike,
+ *           each count u32 | nproc u32 | GPU offset u32 | machine ranks
+ *           u32 (protocol 2: a uniform job's ASSIGN is of one run, 56
+ *           bytes and the address, whatever its size; the host sends the
+ *           shorter form)
  *   FAIL    agent -> host: round u32 | flags u32 | rank u32 (0xffffffff:
  *           none) | status u32 | text (the summary)
  *   STOP    host -> agent: round u32 | text (why, one line)
@@ -169,15 +176,23 @@ int amldist__rz_clock_best(const amldist__rz_clock_t *c, int64_t *offset,
 void amldist__rz_put_u64(unsigned char *p, uint64_t v);
 uint64_t amldist__rz_get_u64(const unsigned char *p);
 
+/* The control plane's protocol, in the JOIN: 2 since the ASSIGN's runs
+ * (issue 40).  A host refuses a JOIN of another, naming both (an agent of
+ * protocol 1 sends one without the field, AMLDIST__RZ_JOIN_V1_LEN, and
+ * reads the REFUSE); an agent refused by a host of protocol 1 hears "a
+ * malformed JOIN", and says that the host may be of another version. */
+#define AMLDIST__RZ_PROTOCOL 2u
 /* A JOIN without a local address; the address adds its length. */
-#define AMLDIST__RZ_JOIN_LEN 80
+#define AMLDIST__RZ_JOIN_V1_LEN 80
+#define AMLDIST__RZ_JOIN_LEN 84
 #define AMLDIST__RZ_JOIN_MAX (AMLDIST__RZ_JOIN_LEN + AMLDIST__RZ_ADDR_MAX)
 #define AMLDIST__RZ_TEXT_MAX 480      /* REFUSE and STOP texts */
 #define AMLDIST__RZ_SUMMARY_MAX 8192  /* FAIL's summary */
 #define AMLDIST__RZ_FINISH_MAX (4 + AMLDIST__RZ_SUMMARY_MAX + 512)
 #define AMLDIST__RZ_ADDR_MAX 255
-#define AMLDIST__RZ_ASSIGN_HEAD 36
+#define AMLDIST__RZ_ASSIGN_HEAD 40
 #define AMLDIST__RZ_ASSIGN_NODE 12
+#define AMLDIST__RZ_ASSIGN_RUN 16
 #define AMLDIST__RZ_ASSIGN_MAX                                                 \
     (AMLDIST__RZ_ASSIGN_HEAD + AMLDIST__RZ_ADDR_MAX +                          \
      AMLDIST__RZ_ASSIGN_NODE * AMLDIST_RDZV_MAX_NODES)
@@ -217,12 +232,32 @@ enum {
  * host of before it refuses such a JOIN as stale. */
 #define AMLDIST__RZ_ROUND_FAILING 0xfffffffeu
 
+/* How far apart the host's frames to an idle agent are, and how often
+ * an agent asks the host's clock (TIMEQ, once its first samples are in):
+ * two keepalives where the dead time is four or more (the default: 1 s
+ * and 5), else one.  The host answers a TIMEQ with its next beat (the
+ * TIMEA is that beat) and beats an agent it sent nothing since its last
+ * beat: half the host's sends of an idle job (issue 40: at 4,096 agents
+ * they were most of its steady cost).  An agent still beats each
+ * keepalive (its TIMEQ one of them), so that an agent whose thread is
+ * held up is given up no sooner than before; an agent gives the host up
+ * after the dead time of silence, at least two keepalives beyond the
+ * frame it waits for. */
+#define AMLDIST__RZ_BEAT_MS(keepalive_ms, dead_ms)                             \
+    ((long long)(dead_ms) >= 4LL * (keepalive_ms) ? 2LL * (keepalive_ms)       \
+                                                  : (long long)(keepalive_ms))
+/* The first TIMEQs of a connection, answered at once: the clock's offset
+ * is known as soon as the workers start (tcp/plane.c asks them 50 ms
+ * apart). */
+#define AMLDIST__RZ_TIMEQ_QUICK 4
+
 /* How often an agent or host that waits for the round says so (ms): no
  * silent wait is longer. */
 #define AMLDIST__RZ_SAY_MS 10000
 
 typedef struct {
     uint64_t token, agent, run;
+    uint32_t protocol; /* AMLDIST__RZ_PROTOCOL (put_join sends it) */
     uint32_t round, nproc, order, min, max, max_restarts, port;
     uint32_t keepalive_ms, keepalive_misses, last_call_ms, join_timeout_ms;
     uint64_t machine;
@@ -231,8 +266,9 @@ typedef struct {
 
 /* Encode *j at p (room for AMLDIST__RZ_JOIN_MAX): its length. */
 size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j);
-/* Decode a JOIN of len bytes: 0, or -1 when its address's length is not
- * the rest of the frame or the address holds a NUL. */
+/* Decode a JOIN of len bytes: 0, -1 when its address's length is not
+ * the rest of the frame or the address holds a NUL, or -2 when it is of
+ * another protocol (j->protocol: which; 1 for a JOIN without the field). */
 int amldist__rz_get_join(const unsigned char *p, uint32_t len,
                          amldist__rz_join_t *j);
 

@@ -32,6 +32,7 @@ size_t amldist__rz_put_join(unsigned char *p, const amldist__rz_join_t *j)
     amldist__rz_put_u64(p + 68, j->machine);
     size_t alen = strnlen(j->local_addr, AMLDIST__RZ_ADDR_MAX);
     amldist__net_put_u32(p + 76, (uint32_t)alen);
+    amldist__net_put_u32(p + 80, AMLDIST__RZ_PROTOCOL);
     memcpy(p + AMLDIST__RZ_JOIN_LEN, j->local_addr, alen);
     return AMLDIST__RZ_JOIN_LEN + alen;
 }
@@ -51,6 +52,18 @@ int amldist__rz_get_join(const unsigned char *p, uint32_t len,
     j->machine = amldist__rz_get_u64(p + 68);
     uint32_t alen = amldist__net_get_u32(p + 76);
     j->local_addr[0] = '\0';
+    /* Protocol 1's JOIN ends its fixed part at 80 bytes: one of its
+     * length is that agent's, whatever else its bytes hold. */
+    if (alen <= AMLDIST__RZ_ADDR_MAX &&
+        (uint64_t)len == AMLDIST__RZ_JOIN_V1_LEN + (uint64_t)alen) {
+        j->protocol = 1;
+        return -2;
+    }
+    j->protocol = len >= AMLDIST__RZ_JOIN_LEN ? amldist__net_get_u32(p + 80) : 0;
+    if (j->protocol != AMLDIST__RZ_PROTOCOL && len >= AMLDIST__RZ_JOIN_LEN &&
+        alen <= AMLDIST__RZ_ADDR_MAX &&
+        (uint64_t)len == AMLDIST__RZ_JOIN_LEN + (uint64_t)alen)
+        return -2;
     if (alen > AMLDIST__RZ_ADDR_MAX ||
         (uint64_t)len != AMLDIST__RZ_JOIN_LEN + (uint64_t)alen ||
         memchr(p + AMLDIST__RZ_JOIN_LEN, '\0', alen))
@@ -63,7 +76,8 @@ int amldist__rz_get_join(const unsigned char *p, uint32_t len,
 /* The least and most payload of each frame; the connection checks both
  * before anything reads a frame. */
 const amldist__frame_limit_t amldist__rz_frames[] = {
-    {AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN, AMLDIST__RZ_JOIN_MAX},
+    /* protocol 1's shorter JOIN too: it is refused in words */
+    {AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_V1_LEN, AMLDIST__RZ_JOIN_MAX},
     {AMLDIST__RZ_REFUSE, 4, 4 + AMLDIST__RZ_TEXT_MAX},
     /* one node, an address of one byte */
     {AMLDIST__RZ_ASSIGN, AMLDIST__RZ_ASSIGN_HEAD + 1 + AMLDIST__RZ_ASSIGN_NODE,
@@ -146,23 +160,49 @@ int amldist__rz_round_alloc(amldist__rz_round_t *rd, int n)
     return 0;
 }
 
+/* Node i is as node i - 1 (a run goes on). */
+static int same_node(const amldist__rz_round_t *rd, int i)
+{
+    return rd->nproc[i] == rd->nproc[i - 1] &&
+           rd->gpu_first[i] == rd->gpu_first[i - 1] &&
+           rd->machine_ranks[i] == rd->machine_ranks[i - 1];
+}
+
 size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p)
 {
     size_t alen = strlen(rd->master_addr);
+    /* Runs of nodes alike when shorter than the list: a uniform job's
+     * ASSIGN is one run, of constant size, where the list of 4,096 nodes
+     * was 48 KiB for every agent to receive and read (issue 40). */
+    uint32_t runs = rd->nnodes > 0;
+    for (int i = 1; i < rd->nnodes; i++)
+        runs += !same_node(rd, i);
+    if ((uint64_t)runs * AMLDIST__RZ_ASSIGN_RUN >=
+        (uint64_t)rd->nnodes * AMLDIST__RZ_ASSIGN_NODE)
+        runs = 0;
     const uint32_t v[] = {(uint32_t)rd->round, (uint32_t)rd->restarts,
                           (uint32_t)rd->node, (uint32_t)rd->nnodes,
                           (uint32_t)rd->master_port, (uint32_t)alen,
                           rd->flags, (uint32_t)rd->last_call_ms,
-                          (uint32_t)rd->join_timeout_ms};
+                          (uint32_t)rd->join_timeout_ms, runs};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         amldist__net_put_u32(p + 4 * i, v[i]);
     unsigned char *q = p + AMLDIST__RZ_ASSIGN_HEAD;
     memcpy(q, rd->master_addr, alen);
     q += alen;
-    for (int i = 0; i < rd->nnodes; i++, q += AMLDIST__RZ_ASSIGN_NODE) {
+    for (int i = 0; i < rd->nnodes; i++) {
+        if (runs) {
+            int k = i;
+            while (k + 1 < rd->nnodes && same_node(rd, k + 1))
+                k++;
+            amldist__net_put_u32(q, (uint32_t)(k - i + 1));
+            q += 4;
+            i = k;
+        }
         amldist__net_put_u32(q, (uint32_t)rd->nproc[i]);
         amldist__net_put_u32(q + 4, (uint32_t)rd->gpu_first[i]);
         amldist__net_put_u32(q + 8, (uint32_t)rd->machine_ranks[i]);
+        q += AMLDIST__RZ_ASSIGN_NODE;
     }
     return (size_t)(q - p);
 }
@@ -170,16 +210,17 @@ size_t amldist__rz_put_assign(const amldist__rz_round_t *rd, unsigned char *p)
 int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
                            amldist__rz_round_t *out, const char **why)
 {
-    uint32_t v[9];
-    for (int i = 0; i < 9; i++)
+    uint32_t v[10];
+    for (int i = 0; i < 10; i++)
         v[i] = amldist__net_get_u32(p + 4 * i);
-    uint32_t nodes = v[3], alen = v[5];
+    uint32_t nodes = v[3], alen = v[5], runs = v[9];
+    uint64_t body = runs ? AMLDIST__RZ_ASSIGN_RUN * (uint64_t)runs
+                         : AMLDIST__RZ_ASSIGN_NODE * (uint64_t)nodes;
     if (alen == 0 || alen > AMLDIST__RZ_ADDR_MAX || nodes == 0 ||
-        nodes > AMLDIST_RDZV_MAX_NODES || v[2] >= nodes ||
+        nodes > AMLDIST_RDZV_MAX_NODES || v[2] >= nodes || runs > nodes ||
         v[0] > INT32_MAX || v[1] > INT32_MAX || v[4] == 0 || v[4] > 65535 ||
         v[6] > AMLDIST__RZ_F_ALL || v[7] > INT32_MAX || v[8] > INT32_MAX ||
-        (uint64_t)len != AMLDIST__RZ_ASSIGN_HEAD + (uint64_t)alen +
-                             AMLDIST__RZ_ASSIGN_NODE * (uint64_t)nodes) {
+        (uint64_t)len != AMLDIST__RZ_ASSIGN_HEAD + (uint64_t)alen + body) {
         *why = "malformed ASSIGN";
         return -1;
     }
@@ -190,10 +231,25 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
     }
     long long world = 0;
     const unsigned char *q = p + AMLDIST__RZ_ASSIGN_HEAD + alen;
-    for (uint32_t i = 0; i < nodes; i++, q += AMLDIST__RZ_ASSIGN_NODE) {
+    /* Runs: each its count first, the nodes left in it; exactly `runs`
+     * of them (the length holds no more), their counts the nodes. */
+    uint32_t left = 0, used = 0;
+    for (uint32_t i = 0; i < nodes; i++) {
+        if (runs && left == 0) {
+            left = used++ < runs ? amldist__net_get_u32(q) : 0;
+            q += 4;
+            if (left == 0 || left > nodes - i ||
+                (used == runs && left != nodes - i)) {
+                free(n.nproc);
+                *why = "ASSIGN with a run of nodes beyond its count";
+                return -1;
+            }
+        }
         uint32_t k = amldist__net_get_u32(q);
         uint32_t first = amldist__net_get_u32(q + 4);
         uint32_t all = amldist__net_get_u32(q + 8);
+        if (!runs || --left == 0)
+            q += AMLDIST__RZ_ASSIGN_NODE;
         n.nproc[i] = (int)k;
         world += k;
         if (k == 0 || k > AMLDIST__RZ_NPROC_MAX || world > AMLDIST__RZ_WORLD_MAX) {
@@ -210,6 +266,11 @@ int amldist__rz_get_assign(const unsigned char *p, uint32_t len,
         }
         n.gpu_first[i] = (int)first;
         n.machine_ranks[i] = (int)all;
+    }
+    if (used != runs) {
+        free(n.nproc);
+        *why = "ASSIGN with runs of nodes beyond its count";
+        return -1;
     }
     for (uint32_t i = 0; i < nodes; i++)
         if (n.machine_ranks[i] > world) {

@@ -302,6 +302,7 @@ static void read_member(amldist__rz_host_t *h, struct member *m)
 static void scan(amldist__rz_host_t *h, long long now)
 {
     int beat = now - h->last_beat >= h->cfg.keepalive_ms;
+    long long prev_beat = h->last_beat;
     if (beat)
         h->last_beat = now;
     long long next = h->last_beat + h->cfg.keepalive_ms;
@@ -336,14 +337,17 @@ static void scan(amldist__rz_host_t *h, long long now)
         /* A joining agent's dead time runs from its connect: while its
          * JOIN waits unread behind a flood of others, it hears the host's
          * beats too, else it would give the host up before it is
-         * admitted.  A member sent a frame since the last beat (the
-         * answer to its clock's TIMEQ, every keepalive) has heard the
-         * host: no BEAT, so that an idle job costs the host one frame
-         * each way an agent and keepalive, not two (issue 40); the gap
-         * between its frames stays within two keepalives, where its dead
-         * time is three or more. */
-        if (beat && (m->state == M_JOINED || m->state == M_PENDING) &&
-            (!quiet_ok || now - m->sent_at >= h->cfg.keepalive_ms))
+         * admitted.  A member's TIMEQ waiting is answered now, its TIMEA
+         * this beat; one sent a frame at the last beat or since
+         * (prev_beat: a keepalive ago) has heard the host: nothing, so
+         * that the gap between its frames stays within two keepalives
+         * and the host's frames to an idle agent
+         * are AMLDIST__RZ_BEAT_MS apart (two keepalives where its dead
+         * time is four or more), not one a keepalive (issue 40). */
+        if (beat && m->state == M_JOINED && m->timeq_due)
+            amldist__rz_member_timea(m);
+        else if (beat && (m->state == M_JOINED || m->state == M_PENDING) &&
+                 (!quiet_ok || m->sent_at < prev_beat))
             amldist__rz_member_send(m, AMLDIST__RZ_BEAT, NULL, 0);
     }
     /* A send in the walk that found a member stuck asks for another. */

@@ -4,6 +4,7 @@
  * made), and the decider's actions carried out as frames to the members
  * (issue 20's decoded and encoded by plane_frames.c, every backend's).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -173,7 +174,19 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
                                   "the first frame must be a JOIN");
         return;
     }
-    if (amldist__rz_get_join(p, len, &ev.join) < 0) {
+    int rc = amldist__rz_get_join(p, len, &ev.join);
+    if (rc == -2) {
+        /* Another amlrun's agent: told in a REFUSE, which every protocol
+         * reads alike, not a close it would take for a network fault. */
+        char why[200];
+        snprintf(why, sizeof why, "this node's amlrun speaks rendezvous "
+                 "protocol %u and the host's %u: run the same amlrun "
+                 "version on every node", ev.join.protocol,
+                 AMLDIST__RZ_PROTOCOL);
+        amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO, why);
+        return;
+    }
+    if (rc < 0) {
         amldist__rz_member_refuse(m, AMLDIST__RZ_R_PROTO,
                                   "a malformed JOIN (its local address)");
         return;
@@ -183,13 +196,30 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
     amldist__rz_host_step(h, &ev);
 }
 
-/* The host's clock, read as near the wire as the loop allows (its time
- * between t2 and t3 is the agent's to subtract): not a decision. */
-static void on_timeq(struct member *m, const unsigned char *p)
+void amldist__rz_member_timea(struct member *m)
 {
     unsigned char a[24];
-    amldist__rz_plane_timea(p, a);
+    amldist__rz_put_u64(a, (uint64_t)m->timeq_t1);
+    amldist__rz_put_u64(a + 8, (uint64_t)m->timeq_t2);
+    amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
+    m->timeq_due = 0;
     amldist__rz_member_send(m, AMLDIST__RZ_TIMEA, a, sizeof a);
+}
+
+/* The host's clock, read as near the wire as the loop allows (its time
+ * between t2 and t3, the wait for its next beat included, is the agent's
+ * to subtract: the estimate's error is half the round trip without it):
+ * not a decision.  The answer is the member's next beat (host.c), but for
+ * its first few, at once. */
+static void on_timeq(struct member *m, const unsigned char *p)
+{
+    m->timeq_t1 = (int64_t)amldist__rz_get_u64(p);
+    m->timeq_t2 = amldist__rz_clock_ns();
+    m->timeq_due = 1;
+    if (m->timeqs < AMLDIST__RZ_TIMEQ_QUICK) {
+        m->timeqs++;
+        amldist__rz_member_timea(m);
+    }
 }
 
 /* A joined member's frame that the decider hears, as its event: 0, or -1

@@ -33,6 +33,12 @@ struct member {
     char local[INET6_ADDRSTRLEN]; /* the host's end of it (getsockname) */
     long long since;
     long long sent_at; /* its last frame from the host (ms) */
+    /* Its last TIMEQ, answered with the next beat: its t1, the host's t2
+     * (when read), whether one waits, and how many came (the first
+     * AMLDIST__RZ_TIMEQ_QUICK are answered at once). */
+    int64_t timeq_t1, timeq_t2;
+    int timeq_due;
+    unsigned timeqs;
     amldist__rz_outbox_t out; /* RESULTs behind the connection's queue */
     int dirty; /* in the host's list of members to arm */
 };
@@ -90,5 +96,7 @@ void amldist__rz_member_refuse(struct member *m,
 void amldist__rz_member_lose(amldist__rz_host_t *h, struct member *m,
                              const char *why);
 void amldist__rz_host_step(amldist__rz_host_t *h, amldist__rz_event_t *ev);
+/* m's TIMEQ waiting, answered now (its TIMEA). */
+void amldist__rz_member_timea(struct member *m);
 
 #endif /* AMLDIST_RDZV_TCP_HOST_IO_H */

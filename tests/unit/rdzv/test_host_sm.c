@@ -412,6 +412,64 @@ static void test_no_port_offered(void)
     amldist__rz_sm_free(sm);
 }
 
+/* An ASSIGN's nodes in runs of nodes alike when that is shorter (issue
+ * 40): a uniform job's is one run, of the same size at 4,096 nodes as at
+ * 2; a job of two kinds of nodes two runs; every node decodes as it was;
+ * and runs that do not add up to the nodes are no ASSIGN an agent takes. */
+static void test_assign_runs(void)
+{
+    enum { N = 4096 };
+    static unsigned char buf[AMLDIST__RZ_ASSIGN_MAX];
+    amldist__rz_round_t rd = {.round = 1, .node = N - 1, .nnodes = N,
+                              .master_port = 29500}, back = {0};
+    snprintf(rd.master_addr, sizeof rd.master_addr, "10.0.0.1");
+    CHECK_INT_EQ(amldist__rz_round_alloc(&rd, N), 0);
+    for (int i = 0; i < N; i++) {
+        rd.nproc[i] = 8;
+        rd.machine_ranks[i] = 8;
+    }
+    const char *why = NULL;
+    size_t len = amldist__rz_put_assign(&rd, buf);
+    CHECK_INT_EQ((int)len, AMLDIST__RZ_ASSIGN_HEAD + 8 + AMLDIST__RZ_ASSIGN_RUN);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.nnodes, N);
+    CHECK_INT_EQ(back.node, N - 1);
+    CHECK_INT_EQ(back.nproc[0], 8);
+    CHECK_INT_EQ(back.nproc[N - 1], 8);
+    CHECK_INT_EQ(back.machine_ranks[N / 2], 8);
+    /* Two kinds: the first 100 nodes of 4 workers, then 8. */
+    for (int i = 0; i < 100; i++)
+        rd.nproc[i] = rd.machine_ranks[i] = 4;
+    len = amldist__rz_put_assign(&rd, buf);
+    CHECK_INT_EQ((int)len, AMLDIST__RZ_ASSIGN_HEAD + 8 + 2 * AMLDIST__RZ_ASSIGN_RUN);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.nproc[99], 4);
+    CHECK_INT_EQ(back.nproc[100], 8);
+    CHECK_INT_EQ(back.machine_ranks[99], 4);
+    /* Runs one short of the nodes, one beyond them, of none. */
+    unsigned char *run2 = buf + AMLDIST__RZ_ASSIGN_HEAD + 8 + AMLDIST__RZ_ASSIGN_RUN;
+    amldist__net_put_u32(run2, N - 101);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    CHECK_STR_HAS(why, "run of nodes");
+    amldist__net_put_u32(run2, N - 99);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    amldist__net_put_u32(run2 - AMLDIST__RZ_ASSIGN_RUN, 0);
+    amldist__net_put_u32(run2, N - 100);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    /* The first run all the nodes: the second is not read, and refused. */
+    amldist__net_put_u32(run2 - AMLDIST__RZ_ASSIGN_RUN, N);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), -1);
+    /* Every node different: the list, 12 bytes a node, as before. */
+    for (int i = 0; i < N; i++)
+        rd.nproc[i] = rd.machine_ranks[i] = 1 + i % 2;
+    len = amldist__rz_put_assign(&rd, buf);
+    CHECK_INT_EQ((int)len, AMLDIST__RZ_ASSIGN_HEAD + 8 + AMLDIST__RZ_ASSIGN_NODE * N);
+    CHECK_INT_EQ(amldist__rz_get_assign(buf, (uint32_t)len, &back, &why), 0);
+    CHECK_INT_EQ(back.nproc[N - 1], 2);
+    free(back.nproc);
+    free(rd.nproc);
+}
+
 /* Agent i joins on machine `machine` (0: none) with nproc workers and
  * local address `local` (NULL: none). */
 static void join_on(int i, uint64_t machine, int nproc, const char *local)
@@ -1502,6 +1560,7 @@ int main(void)
     RUN(test_numbering_and_given_master);
     RUN(test_no_port_offered);
     RUN(test_gpu_shares_by_machine);
+    RUN(test_assign_runs);
     RUN(test_local_addr_is_master);
     RUN(test_master_never_loopback_for_remote_nodes);
     RUN(test_master_check_on_assign);

@@ -2094,6 +2094,9 @@ static int frame_header(const unsigned char *p, unsigned *type, uint32_t *len)
 /* What the host answers to `bytes` as a connection's first bytes: -1 if it
  * kept the connection open for `ms`, 0 if it closed it without a word, else
  * the REFUSE reason it sent before closing (-2: something else). */
+/* The text of the last REFUSE answer_to() read. */
+static char refused_text[AMLDIST__RZ_TEXT_MAX + 1];
+
 static int answer_to(int port, const void *bytes, size_t len, int ms)
 {
     int fd = raw_connect(port);
@@ -2116,11 +2119,20 @@ static int answer_to(int port, const void *bytes, size_t len, int ms)
         n -= AMLDIST__FRAME_HEADER_LEN + plen;
         memmove(buf, buf + AMLDIST__FRAME_HEADER_LEN + plen, (size_t)n);
     }
+    /* A beat before the REFUSE (the host's walk came before it read the
+     * bytes: a loaded machine): skipped. */
+    while (n >= AMLDIST__FRAME_HEADER_LEN && frame_header(buf, &type, &plen) &&
+           type == AMLDIST__RZ_BEAT && plen == 0) {
+        n -= AMLDIST__FRAME_HEADER_LEN;
+        memmove(buf, buf + AMLDIST__FRAME_HEADER_LEN, (size_t)n);
+    }
     if (n < AMLDIST__FRAME_HEADER_LEN + 4 || !frame_header(buf, &type, &plen) ||
         type != AMLDIST__RZ_REFUSE || plen < 4 ||
         plen > 4 + AMLDIST__RZ_TEXT_MAX ||
         (size_t)n != AMLDIST__FRAME_HEADER_LEN + plen)
         return -2;
+    snprintf(refused_text, sizeof refused_text, "%.*s", (int)plen - 4,
+             (const char *)buf + AMLDIST__FRAME_HEADER_LEN + 4);
     if (getenv("RDZV_TEST_VERBOSE"))
         printf("#   REFUSE %u: %.*s\n",
                amldist__net_get_u32(buf + AMLDIST__FRAME_HEADER_LEN), (int)plen - 4,
@@ -2307,8 +2319,21 @@ static void test_hostile_malformed(void)
     amldist__frame_put_header(f, AMLDIST__RZ_FAIL, 0xffffffffu);
     check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN, "oversized FAIL");
     join_frame(f, &j);
-    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_LEN - 4);
-    check_dropped(port, f, JOIN - 4, "short JOIN");
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_V1_LEN - 4);
+    check_dropped(port, f, AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_V1_LEN - 4,
+                  "short JOIN");
+    /* An agent of protocol 1 (its JOIN without the protocol field) or of
+     * a later one is told so in a REFUSE it reads, naming both (issue 40:
+     * the ASSIGN's runs), not dropped as garbage. */
+    join_frame(f, &j);
+    amldist__frame_put_header(f, AMLDIST__RZ_JOIN, AMLDIST__RZ_JOIN_V1_LEN);
+    CHECK_INT_EQ(answer(port, f, AMLDIST__FRAME_HEADER_LEN + AMLDIST__RZ_JOIN_V1_LEN,
+                        "JOIN of protocol 1"), AMLDIST__RZ_R_PROTO);
+    CHECK_STR_HAS(refused_text, "protocol 1 and the host's 2");
+    join_frame(f, &j);
+    amldist__net_put_u32(f + AMLDIST__FRAME_HEADER_LEN + 80, 3);
+    CHECK_INT_EQ(answer(port, f, JOIN, "JOIN of protocol 3"), AMLDIST__RZ_R_PROTO);
+    CHECK_STR_HAS(refused_text, "protocol 3 and the host's 2");
     /* a local address whose length is not the rest of the frame, or that
      * holds a NUL */
     join_frame(f, &j);
@@ -2691,6 +2716,104 @@ static void test_hostile_silent_dropped(void)
     /* Not a hard requirement of the header: reported. */
     close(silent);
     close(half);
+    reap(pid, 0);
+    CHECK_INT_EQ(sh->a[0].join_rc, AMLDIST_ETIMEDOUT);
+}
+
+/* An idle member hears the host two keepalives apart where its dead time
+ * is five, never further (issue 40: half the host's frames of an idle job,
+ * where they were most of its cost at 4,096 agents), and is not lost
+ * meanwhile; its first AMLDIST__RZ_TIMEQ_QUICK clock queries are answered
+ * at once, the next with the host's next beat (the newest of those
+ * waiting), each TIMEA echoing its t1.  The host before sent a frame every
+ * keepalive and answered each TIMEQ at once (about 25 here). */
+static void test_host_beats_every_two_keepalives(void)
+{
+    enum { K = 100, MISSES = 5, LISTEN_MS = 2000 };
+    spec_t s;
+    pid_t pid;
+    int port = new_job(&s, 1, 3); /* 3 nodes: it never forms */
+    set_keepalive(&s, 1, K, MISSES);
+    s.o.join_timeout_ms = 3000;
+    start_host(&s, &pid, port);
+    amldist__conn_t c;
+    int fd = raw_connect(port);
+    CHECK(fd >= 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    amldist__rz_conn_init(&c, fd);
+    amldist__rz_join_t j = join_fields(amldist__bs_hash(RUN_ID,
+                                                        AMLDIST__BS_HASH_START),
+                                       3);
+    j.keepalive_ms = K;
+    j.keepalive_misses = MISSES;
+    j.join_timeout_ms = (uint32_t)s.o.join_timeout_ms;
+    unsigned char b[AMLDIST__RZ_JOIN_MAX];
+    CHECK_INT_EQ(amldist__conn_send(&c, AMLDIST__RZ_JOIN, b,
+                                    amldist__rz_put_join(b, &j)), 0);
+    long long t0 = now_ms(), end = t0 + LISTEN_MS, next_beat = t0 + K;
+    long long last = t0, gap = 0, asked_at[8] = {0}, answered_at[8] = {0};
+    int beats = 0, timeas = 0, asked = 0, closed = 0;
+    while (now_ms() < end && !closed) {
+        long long now = now_ms();
+        /* Six clock queries 10 ms apart, half a second in. */
+        if (asked < 6 && now >= t0 + 500 + 10 * asked) {
+            unsigned char q[8];
+            amldist__rz_put_u64(q, (uint64_t)(asked + 1));
+            asked_at[asked++] = now;
+            CHECK_INT_EQ(amldist__conn_send(&c, AMLDIST__RZ_TIMEQ, q, 8), 0);
+        }
+        if (now >= next_beat) {
+            CHECK_INT_EQ(amldist__conn_send(&c, AMLDIST__RZ_BEAT, NULL, 0), 0);
+            next_beat += K;
+        }
+        unsigned type;
+        const unsigned char *p;
+        uint32_t len;
+        const char *why;
+        long long until = next_beat < end ? next_beat : end;
+        if (asked < 6 && t0 + 500 + 10 * asked < until)
+            until = t0 + 500 + 10 * asked;
+        int rc = amldist__conn_wait(&c, until, &type, &p, &len, &why);
+        if (rc == AMLDIST__CONN_ETIME)
+            continue;
+        if (rc != 1) {
+            closed = 1;
+            break;
+        }
+        now = now_ms();
+        if (type == AMLDIST__RZ_BEAT)
+            beats++;
+        if (type == AMLDIST__RZ_TIMEA) {
+            uint64_t t1 = amldist__rz_get_u64(p);
+            timeas++;
+            if (t1 >= 1 && t1 <= 6)
+                answered_at[t1 - 1] = now;
+        }
+        if ((type == AMLDIST__RZ_BEAT || type == AMLDIST__RZ_TIMEA) &&
+            now - t0 > 300) {
+            if (now - last > gap)
+                gap = now - last;
+        }
+        if (type == AMLDIST__RZ_BEAT || type == AMLDIST__RZ_TIMEA)
+            last = now;
+    }
+    printf("# in %d ms: %d BEATs, %d TIMEAs from the host, the longest gap "
+           "%lld ms; TIMEQ answered after", LISTEN_MS, beats, timeas, gap);
+    for (int i = 0; i < 6; i++)
+        printf(" %lld", answered_at[i] ? answered_at[i] - asked_at[i] : -1);
+    printf(" ms\n");
+    CHECK(!closed);
+    /* Two keepalives apart: about 10 frames in 2 s, the host's walks
+     * 100 ms apart give or take its loop. */
+    CHECK(beats + timeas >= 6);
+    CHECK(beats + timeas <= 10 + AMLDIST__RZ_TIMEQ_QUICK + 3);
+    CHECK(gap <= 2 * K + 80 * slow());
+    for (int i = 0; i < AMLDIST__RZ_TIMEQ_QUICK; i++)
+        CHECK(answered_at[i] && answered_at[i] - asked_at[i] < 50 * slow());
+    /* The fifth waited for the beat, and the sixth, come meanwhile, took
+     * its place: the newest query is the one answered. */
+    CHECK(answered_at[5] && answered_at[5] - asked_at[5] <= K + 50 * slow());
+    amldist__conn_close(&c);
     reap(pid, 0);
     CHECK_INT_EQ(sh->a[0].join_rc, AMLDIST_ETIMEDOUT);
 }
@@ -3784,6 +3907,7 @@ int main(int argc, char **argv)
     RUNF(test_hostile_run_and_options);
     RUNF(test_hostile_slow_and_idle);
     RUNF(test_hostile_silent_dropped);
+    RUNF(test_host_beats_every_two_keepalives);
     RUNF(test_hostile_fd_exhaustion);
     RUNF(test_hostile_member_garbage);
     RUNF(test_failure_at_once);
