@@ -27,6 +27,7 @@ import threading
 import time
 
 MAGIC, PROTOCOL = 0x414D4C42, 3
+RZ_PROTOCOL = 2  # the JOIN's (AMLDIST__RZ_PROTOCOL)
 JOIN, REFUSE, ASSIGN, FAIL, STOP, DONE, FINISH, BEAT, WAIT = range(16, 25)
 
 
@@ -66,8 +67,10 @@ def beats(s, stop):
 
 
 def assign(node, nodes, addr=b"127.0.0.1"):
-    head = struct.pack(">9I", 0, 0, node, nodes, 29500, len(addr), 0,
-                       30000, 300000)
+    # round, restarts, node, nodes, port, address length, flags, last
+    # call, join timeout, runs (0: the nodes listed one by one)
+    head = struct.pack(">10I", 0, 0, node, nodes, 29500, len(addr), 0,
+                       30000, 300000, 0)
     per = b"".join(struct.pack(">3I", 1, 0, 1) for _ in range(nodes))
     return head + addr + per
 
@@ -112,8 +115,11 @@ def agent(port, endpoint, textfile):
     host_addr = endpoint.rsplit(":", 1)[0]
     ident = int.from_bytes(os.urandom(8), "big")
     addr = b""
-    body = struct.pack(">QQQ11IQI", token, ident, run, 0, 1, order, lo, hi,
-                       0, 0, ka, misses, 30000, 60000, 0, len(addr)) + addr
+    # ... the machine, the address's length, the control plane's protocol
+    # (lib/rdzv/rdzv_internal.h's AMLDIST__RZ_PROTOCOL)
+    body = struct.pack(">QQQ11IQII", token, ident, run, 0, 1, order, lo, hi,
+                       0, 0, ka, misses, 30000, 60000, 0, len(addr),
+                       RZ_PROTOCOL) + addr
     s = socket.create_connection((host_addr, port))
     s.sendall(frame(JOIN, body))
     stop = threading.Event()
