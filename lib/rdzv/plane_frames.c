@@ -106,9 +106,9 @@ size_t amldist__rz_plane_head(const amldist__rz_action_t *a, unsigned *type,
     return 4 * nv;
 }
 
-void amldist__rz_plane_timea(const unsigned char *timeq, unsigned char *a)
+void amldist__rz_plane_timea(int64_t t1, int64_t t2, unsigned char *a)
 {
-    memcpy(a, timeq, 8);
-    amldist__rz_put_u64(a + 8, (uint64_t)amldist__rz_clock_ns());
+    amldist__rz_put_u64(a, (uint64_t)t1);
+    amldist__rz_put_u64(a + 8, (uint64_t)t2);
     amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
 }

@@ -24,8 +24,11 @@ int amldist__rz_plane_decode(unsigned type, const unsigned char *p,
  * it in the frame. */
 size_t amldist__rz_plane_head(const amldist__rz_action_t *a, unsigned *type,
                               unsigned char *head);
-/* The TIMEA that answers a TIMEQ's 8 bytes, on the decider's clock (its
- * time read as near the wire as the caller allows): 24 bytes at a. */
-void amldist__rz_plane_timea(const unsigned char *timeq, unsigned char *a);
+/* The TIMEA that answers a TIMEQ: the agent's t1 (the TIMEQ's 8 bytes),
+ * t2 the decider's clock when the TIMEQ was read (as near the wire as the
+ * caller allows), t3 the decider's clock now (the time between is the
+ * agent's to subtract: c10d's host answers with its next beat): 24 bytes
+ * at a. */
+void amldist__rz_plane_timea(int64_t t1, int64_t t2, unsigned char *a);
 
 #endif /* AMLDIST_RDZV_PLANE_FRAMES_H */

@@ -102,7 +102,8 @@ static int pframe(void *arg, unsigned type, const unsigned char *p,
         return 0;
     if (type == AMLDIST__RZ_TIMEQ) {
         unsigned char a[24];
-        amldist__rz_plane_timea(p, a);
+        amldist__rz_plane_timea((int64_t)amldist__rz_get_u64(p),
+                                amldist__rz_clock_ns(), a);
         if (amldist__conn_send(&pc->c, AMLDIST__RZ_TIMEA, a, sizeof a) < 0)
             kill_pconn(pc);
         return 0;

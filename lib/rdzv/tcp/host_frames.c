@@ -199,9 +199,7 @@ static void on_first(amldist__rz_host_t *h, struct member *m, unsigned type,
 void amldist__rz_member_timea(struct member *m)
 {
     unsigned char a[24];
-    amldist__rz_put_u64(a, (uint64_t)m->timeq_t1);
-    amldist__rz_put_u64(a + 8, (uint64_t)m->timeq_t2);
-    amldist__rz_put_u64(a + 16, (uint64_t)amldist__rz_clock_ns());
+    amldist__rz_plane_timea(m->timeq_t1, m->timeq_t2, a);
     m->timeq_due = 0;
     amldist__rz_member_send(m, AMLDIST__RZ_TIMEA, a, sizeof a);
 }
