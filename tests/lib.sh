@@ -66,6 +66,16 @@ nfiles() {
     NFILES=$n
 }
 
+# wait_files DIR REGEX N [SEC]: until N names in DIR match REGEX (nfiles),
+# at most SEC seconds (15); 1 when they did not come.  NFILES: the count.
+wait_files() {
+    local deadline=$((SECONDS + ${4:-15}))
+    until nfiles "$1" "$2"; [ "$NFILES" -ge "$3" ]; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        nap 0.02
+    done
+}
+
 ok()   { printf 'ok - %s\n' "$*"; }
 fail() { printf 'not ok - %s\n' "$*"; }
 skip() { local name=$1; shift; printf 'ok - %s # SKIP %s\n' "$name" "$*"; }

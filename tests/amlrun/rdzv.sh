@@ -179,13 +179,7 @@ rz_count() { nfiles "$RZ_DIR" "$1"; echo "$NFILES"; }
 
 # rz_wait_files PREFIX N [SEC]: until N records start with PREFIX (default
 # 30 s); 1 when they did not come.
-rz_wait_files() {
-    local deadline=$((SECONDS + ${3:-30}))
-    until nfiles "$RZ_DIR" "$1"; [ "$NFILES" -ge "$2" ]; do
-        [ "$SECONDS" -ge "$deadline" ] && return 1
-        nap 0.02
-    done
-}
+rz_wait_files() { wait_files "$RZ_DIR" "$1" "$2" "${3:-30}"; }
 
 # field KEY <<<LINE: the value of KEY=... in a record line.
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }

@@ -32,11 +32,7 @@ check "member 0 is the leader" bash -c \
 
 start a lead --nnodes 2 --max-restarts 1
 start b lead --nnodes 2 --max-restarts 1
-for _ in $(seq 150); do
-    nfiles "$OUT" 'rep\.'
-    [ "$NFILES" -ge 2 ] && break
-    nap 0.1
-done
+wait_files "$OUT" 'rep\.' 2
 expect_eq "the leader killed: both workers ran first" "$NFILES" 2
 etcd_kill 0
 touch "$OUT/go"

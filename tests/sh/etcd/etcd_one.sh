@@ -91,11 +91,7 @@ reset
 export SLEEP0=30
 start a lost --nnodes 2
 start b lost --nnodes 2
-for _ in $(seq 100); do
-    nfiles "$OUT" 'rep\.'
-    [ "$NFILES" = 2 ] && break
-    nap 0.1
-done
+wait_files "$OUT" 'rep\.' 2 10
 # amlrun itself, not the timeout(1) above it
 kill -KILL "$(ps -o pid= --ppid "${PID[b]}")"
 waitall a b
@@ -106,14 +102,7 @@ nap 3 # the killed agent's lease (2 s) and the prefix's cleanup
 left "a lost node"
 
 # wait_reports N: until N workers wrote their line.
-wait_reports() {
-    for _ in $(seq 150); do
-        nfiles "$OUT" 'rep\.'
-        [ "$NFILES" -ge "$1" ] && return 0
-        nap 0.1
-    done
-    return 1
-}
+wait_reports() { wait_files "$OUT" 'rep\.' "$1"; }
 
 # The decider's amlrun SIGKILLed (the first to come holds the decider
 # key): its lease expires, another agent wins the key, rebuilds the

@@ -92,14 +92,7 @@ qjob() {
     PID[$1]=$!
 }
 # up N: N workers started (files up.*).
-up() {
-    for _ in $(seq 150); do
-        nfiles "$OUT" 'up\.'
-        [ "$NFILES" -ge "$1" ] && return 0
-        nap 0.1
-    done
-    return 1
-}
+up() { wait_files "$OUT" 'up\.' "$1"; }
 amlrun_of() { ps -o pid= --ppid "${PID[$1]}" | tr -d ' '; }
 # ranks TAG: "RANK NODE" of each rank with a pid, in --status=json of
 # TAG's amlrun.
@@ -132,11 +125,7 @@ check "--stacks: the stacks of the 3 ranks of the 3 nodes" \
 # the plane follows the decider: --status, then a hang of rank 1 found by
 # the new decider, its node reporting it.
 kill -KILL "$(amlrun_of a)"
-for _ in $(seq 150); do
-    nfiles "$OUT" 'up\..\.2'
-    [ "$NFILES" -ge 2 ] && break
-    nap 0.1
-done
+wait_files "$OUT" 'up\..\.2' 2
 expect_eq "the decider killed: the two left re-formed" "$NFILES" 2
 got=""
 for _ in $(seq 50); do

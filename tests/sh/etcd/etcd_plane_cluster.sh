@@ -146,14 +146,7 @@ leads 1 || fail "--status: the decider key held"
 job q n0 q --nnodes 2:3 --max-restarts 1 --no-python sh -c "$QW"
 job q n2 q --nnodes 2:3 --max-restarts 1 --no-python sh -c "$QW"
 # up N W: N workers of a world of W started.
-up() {
-    for _ in $(seq 200); do
-        nfiles "$OUT" "up\\..\\.$2"
-        [ "$NFILES" -ge "$1" ] && return 0
-        nap 0.1
-    done
-    return 1
-}
+up() { wait_files "$OUT" "up\\..\\.$2" "$1" 20; }
 # amlrun_of NODE: the q job's amlrun on NODE (the pid space is shared).
 amlrun_of() {
     local p

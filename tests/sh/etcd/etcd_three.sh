@@ -20,11 +20,7 @@ exec sleep "${SLEEP0:-0}"'
 export SLEEP0=4
 start a one --nnodes 2
 start b one --nnodes 2
-for _ in $(seq 150); do
-    nfiles "$OUT" 'rep\.'
-    [ "$NFILES" -ge 2 ] && break
-    nap 0.1
-done
+wait_files "$OUT" 'rep\.' 2
 expect_eq "a member killed: both workers ran first" "$NFILES" 2
 etcd_kill 0
 waitall a b
